@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# Builds the real components that tests and the demo run, once per version, into a cache outside
+# the repository, and links them into bin/tools/ of the checkout. A tool whose versioned binary is
+# already cached is skipped, so only the first run on a machine pays the build (~30 min cold).
+#
+#   hack/tools/build.sh            build every tool that is missing
+#   hack/tools/build.sh etcd kwok  build only these
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+root=$(cd "$here/../.." && pwd)
+# shellcheck source=versions.env
+source "$here/versions.env"
+
+cache=${SHARDGATE_TOOLS_CACHE:-$HOME/.cache/shardgate/tools}
+links=${SHARDGATE_TOOLS_BIN:-$root/bin/tools}
+mkdir -p "$cache" "$links"
+export GOFLAGS=-buildvcs=false
+export CGO_ENABLED=0
+
+log() { printf '[tools %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+
+# build NAME VERSION -- COMMAND... : runs COMMAND with $out set to the versioned target file unless
+# that file exists, then checks the binary starts and links it into bin/tools.
+build() {
+  local name=$1 version=$2; shift 3
+  local dir="$cache/$name-$version"
+  local out="$dir/$name"
+  if [[ ! -x $out ]]; then
+    log "building $name $version (cold builds take minutes; progress below)"
+    local start=$SECONDS tmp
+    mkdir -p "$dir"
+    tmp="$out.tmp.$$"
+    out=$tmp "$@"
+    mv "$tmp" "$out"
+    log "built $name $version in $((SECONDS - start))s"
+  fi
+  check_runs "$name" "$out"
+  ln -sfn "$out" "$links/$name"
+}
+
+check_runs() {
+  local name=$1 bin=$2 arg=--version
+  case $name in
+    etcd) arg=--version ;;
+    kwok) arg=--version ;;
+    helm|controller-gen) arg=version ;;
+    traefik) arg=version ;;
+  esac
+  [[ $name == controller-gen ]] && arg=--version
+  if ! "$bin" $arg >/dev/null 2>&1; then
+    log "ERROR: $bin $arg failed; remove $(dirname "$bin") to rebuild"
+    "$bin" $arg || true
+    exit 1
+  fi
+}
+
+# go_build_in MODULE_DIR PACKAGE [LDFLAGS]: builds PACKAGE inside a pinned tools module.
+go_build_in() {
+  local dir=$1 pkg=$2 ldflags=${3:-}
+  (cd "$dir" && go build -mod=mod -trimpath -ldflags "-s -w $ldflags" -o "$out" "$pkg")
+}
+
+kube_ldflags() {
+  local v=$KUBERNETES_VERSION major minor
+  major=${v#v}; major=${major%%.*}
+  minor=${v#v*.}; minor=${minor%%.*}
+  local f=""
+  for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+    f+=" -X $pkg.gitVersion=$v -X $pkg.gitMajor=$major -X $pkg.gitMinor=$minor"
+    f+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=1970-01-01T00:00:00Z"
+  done
+  echo "$f"
+}
+
+tool_kubernetes() {
+  local b
+  for b in kube-apiserver kube-controller-manager kube-scheduler; do
+    build "$b" "$KUBERNETES_VERSION" -- go_build_in "$here/kubernetes" "k8s.io/kubernetes/cmd/$b" "$(kube_ldflags)"
+  done
+}
+tool_etcd() { build etcd "$ETCD_VERSION" -- go_build_in "$here/etcd" . ; }
+tool_kwok() { build kwok "$KWOK_VERSION" -- go_build_in "$here/kwok" sigs.k8s.io/kwok/cmd/kwok "-X sigs.k8s.io/kwok/pkg/consts.Version=$KWOK_VERSION"; }
+tool_external-dns() { build external-dns "$EXTERNAL_DNS_VERSION" -- go_build_in "$here/external-dns" sigs.k8s.io/external-dns "-X sigs.k8s.io/external-dns/pkg/apis/externaldns.Version=$EXTERNAL_DNS_VERSION"; }
+tool_traefik() { build traefik "$TRAEFIK_VERSION" -- go_build_in "$here/traefik" github.com/traefik/traefik/v3/cmd/traefik "-X github.com/traefik/traefik/v3/pkg/version.Version=$TRAEFIK_VERSION"; }
+tool_controller-gen() { build controller-gen "$CONTROLLER_GEN_VERSION" -- go_build_in "$here/controller-gen" sigs.k8s.io/controller-tools/cmd/controller-gen "-X sigs.k8s.io/controller-tools/pkg/version.version=$CONTROLLER_GEN_VERSION"; }
+tool_helm() { build helm "$HELM_VERSION" -- go_build_in "$here/helm" helm.sh/helm/v3/cmd/helm "-X helm.sh/helm/v3/internal/version.version=$HELM_VERSION"; }
+
+# crds copies the CRDs the harness installs from the pinned upstream modules (downloaded, never
+# imported): Cluster API's core CRDs and external-dns' DNSEndpoint CRD.
+tool_crds() {
+  local dir="$cache/crds-capi-$CLUSTER_API_VERSION-edns-$EXTERNAL_DNS_VERSION" src
+  if [[ ! -f $dir/.done ]]; then
+    log "copying CRDs (cluster-api $CLUSTER_API_VERSION, external-dns $EXTERNAL_DNS_VERSION)"
+    rm -rf "$dir" && mkdir -p "$dir/cluster-api" "$dir/external-dns"
+    src=$(go mod download -json "sigs.k8s.io/cluster-api@$CLUSTER_API_VERSION" | sed -n 's/.*"Dir": "\(.*\)",/\1/p')
+    cp "$src"/core/config/crd/bases/*.yaml "$dir/cluster-api/"
+    src=$(go mod download -json "sigs.k8s.io/external-dns@$EXTERNAL_DNS_VERSION" | sed -n 's/.*"Dir": "\(.*\)",/\1/p')
+    cp "$src/config/crd/standard/dnsendpoints.externaldns.k8s.io.yaml" "$dir/external-dns/"
+    chmod -R u+w "$dir"
+    touch "$dir/.done"
+  fi
+  ln -sfn "$dir" "$links/crds"
+}
+
+all=(crds controller-gen etcd kubernetes kwok external-dns helm traefik)
+want=("$@")
+[[ ${#want[@]} -gt 0 ]] || want=("${all[@]}")
+total=$SECONDS
+for t in "${want[@]}"; do
+  "tool_$t"
+done
+log "tools ready in $links ($((SECONDS - total))s)"

@@ -1,0 +1,236 @@
+package framework
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+)
+
+// ControlPlane is one real Kubernetes control plane (etcd + kube-apiserver through envtest), a
+// seed or a user cluster, optionally with simulated nodes (kube-scheduler,
+// kube-controller-manager, kwok) so that Deployments produce Ready pods.
+type ControlPlane struct {
+	Name string
+	Dir  string
+	// Config and Client act as a cluster admin (system:masters).
+	Config *rest.Config
+	Client client.Client
+	// AdminKubeconfig is the path of a kubeconfig file for Config.
+	AdminKubeconfig string
+
+	env   *envtest.Environment
+	mu    sync.Mutex
+	sim   *simulatedNodes
+	tools Tools
+}
+
+// ControlPlaneOptions configures StartControlPlane.
+type ControlPlaneOptions struct {
+	// CRDDirs are installed (and waited for) before StartControlPlane returns.
+	CRDDirs []string
+	// Scheme for Client; nil means Scheme().
+	Scheme *runtime.Scheme
+	// SimulatedNodes also starts kube-scheduler, kube-controller-manager and kwok.
+	SimulatedNodes bool
+}
+
+// StartControlPlane starts a control plane named name for t and stops it when t ends.
+func StartControlPlane(t testing.TB, name string, opts ControlPlaneOptions) *ControlPlane {
+	t.Helper()
+	cp, err := startControlPlane(TestDir(t), name, opts)
+	if err != nil {
+		t.Fatalf("control plane %s: %v", name, err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			cp.logTails(t)
+		}
+		if err := cp.Stop(); err != nil {
+			t.Errorf("stop control plane %s: %v", name, err)
+		}
+	})
+	if opts.SimulatedNodes {
+		if err := cp.startSimulatedNodes(); err != nil {
+			t.Fatalf("simulated nodes for %s: %v", name, err)
+		}
+	}
+	return cp
+}
+
+func startControlPlane(testDir, name string, opts ControlPlaneOptions) (*ControlPlane, error) {
+	tools, err := LocateTools(ToolKubeAPIServer, ToolEtcd)
+	if err != nil {
+		return nil, err
+	}
+	dir, err := componentDir(testDir, name)
+	if err != nil {
+		return nil, err
+	}
+	apiLog, err := os.Create(filepath.Join(dir, "kube-apiserver.log"))
+	if err != nil {
+		return nil, err
+	}
+	etcdLog, err := os.Create(filepath.Join(dir, "etcd.log"))
+	if err != nil {
+		return nil, err
+	}
+	scheme := opts.Scheme
+	if scheme == nil {
+		scheme = Scheme()
+	}
+	env := &envtest.Environment{
+		BinaryAssetsDirectory: tools.Dir,
+		Scheme:                scheme,
+		CRDDirectoryPaths:     opts.CRDDirs,
+		ErrorIfCRDPathMissing: true,
+		// The machine has two cores and may start several control planes at once.
+		ControlPlaneStartTimeout: 90 * time.Second,
+		// kube-apiserver drains watches for a long time on SIGTERM; after this it is SIGKILLed,
+		// which is fine for throwaway test clusters (see stopErr).
+		ControlPlaneStopTimeout: 5 * time.Second,
+		ControlPlane: envtest.ControlPlane{
+			// An explicit CertDir and DataDir survive an API server restart, so a restarted
+			// server keeps its address, certificates, client CA and data.
+			APIServer: &envtest.APIServer{CertDir: filepath.Join(dir, "apiserver"), Out: apiLog, Err: apiLog},
+			Etcd:      &envtest.Etcd{DataDir: filepath.Join(dir, "etcd"), Out: etcdLog, Err: etcdLog},
+		},
+	}
+	for _, d := range []string{env.ControlPlane.APIServer.CertDir, env.ControlPlane.Etcd.DataDir} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return nil, err
+		}
+	}
+	cfg, err := env.Start()
+	if err != nil {
+		_ = env.Stop()
+		return nil, fmt.Errorf("start envtest: %w (log: %s)", err, tailFile(apiLog.Name(), 2000))
+	}
+	cp := &ControlPlane{Name: name, Dir: dir, Config: cfg, env: env, tools: tools}
+	registerStop(cp, cp.Stop)
+	if cp.Client, err = client.New(cfg, client.Options{Scheme: scheme}); err != nil {
+		_ = cp.Stop()
+		return nil, err
+	}
+	kc, err := KubeconfigFromConfig(cfg, name)
+	if err != nil {
+		_ = cp.Stop()
+		return nil, err
+	}
+	cp.AdminKubeconfig = filepath.Join(dir, "admin.kubeconfig")
+	if err := os.WriteFile(cp.AdminKubeconfig, kc, 0o600); err != nil {
+		_ = cp.Stop()
+		return nil, err
+	}
+	return cp, nil
+}
+
+// Stop stops the simulated-node processes and the control plane. Safe to call twice.
+func (cp *ControlPlane) Stop() error {
+	unregisterStop(cp)
+	cp.mu.Lock()
+	sim := cp.sim
+	cp.sim = nil
+	cp.mu.Unlock()
+	if sim != nil {
+		sim.stop()
+	}
+	return stopErr(cp.env.Stop())
+}
+
+// stopErr drops envtest's "timeout waiting for process X to stop": envtest SIGKILLs the process
+// right after saying so, and the process is gone either way.
+func stopErr(err error) error {
+	if err != nil && strings.Contains(err.Error(), "timeout waiting for process") {
+		return nil
+	}
+	return err
+}
+
+// Host is the https URL of the API server.
+func (cp *ControlPlane) Host() string { return cp.Config.Host }
+
+// StopAPIServer stops only kube-apiserver; etcd keeps the data. Clients see connection errors.
+func (cp *ControlPlane) StopAPIServer() error {
+	return stopErr(cp.env.ControlPlane.APIServer.Stop())
+}
+
+// StartAPIServer restarts a stopped kube-apiserver on the same address with the same
+// certificates, client CA and data, so kubeconfigs handed out before keep working.
+func (cp *ControlPlane) StartAPIServer(ctx context.Context) error {
+	if err := cp.env.ControlPlane.APIServer.Start(); err != nil {
+		return err
+	}
+	return waitFor(ctx, 200*time.Millisecond, func(ctx context.Context) (bool, error) {
+		return cp.Healthy(ctx) == nil, nil
+	})
+}
+
+// Healthy asks the API server's /readyz.
+func (cp *ControlPlane) Healthy(ctx context.Context) error {
+	c := rest.CopyConfig(cp.Config)
+	c.Timeout = 2 * time.Second
+	cs, err := kubernetes.NewForConfig(c)
+	if err != nil {
+		return err
+	}
+	return cs.Discovery().RESTClient().Get().AbsPath("/readyz").Do(ctx).Error()
+}
+
+// Kubeconfig returns a kubeconfig for a new client-certificate user of this cluster. Each call
+// makes fresh credentials, which is how tests rotate a cluster's kubeconfig.
+func (cp *ControlPlane) Kubeconfig(user string, groups ...string) ([]byte, error) {
+	au, err := cp.env.AddUser(envtest.User{Name: user, Groups: groups}, nil)
+	if err != nil {
+		return nil, err
+	}
+	return KubeconfigFromConfig(au.Config(), cp.Name)
+}
+
+// KubeconfigFromConfig renders cfg (client certificates or token) as a kubeconfig file.
+func KubeconfigFromConfig(cfg *rest.Config, name string) ([]byte, error) {
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters[name] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
+	kc.AuthInfos[name] = &clientcmdapi.AuthInfo{
+		ClientCertificateData: cfg.CertData,
+		ClientKeyData:         cfg.KeyData,
+		Token:                 cfg.BearerToken,
+	}
+	kc.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: name}
+	kc.CurrentContext = name
+	return clientcmd.Write(*kc)
+}
+
+func (cp *ControlPlane) logTails(t testing.TB) {
+	for _, f := range []string{"kube-apiserver.log", "etcd.log"} {
+		t.Logf("--- %s/%s (tail) ---\n%s", cp.Name, f, tailFile(filepath.Join(cp.Dir, f), 3000))
+	}
+	cp.mu.Lock()
+	defer cp.mu.Unlock()
+	if cp.sim != nil {
+		for _, p := range cp.sim.procs {
+			t.Logf("--- %s/%s (tail) ---\n%s", cp.Name, p.Name, p.Tail(3000))
+		}
+	}
+}
+
+// ClientFromKubeconfig builds a client from kubeconfig bytes.
+func ClientFromKubeconfig(kubeconfig []byte, scheme *runtime.Scheme) (client.Client, error) {
+	cfg, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	return client.New(cfg, client.Options{Scheme: scheme})
+}

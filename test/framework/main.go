@@ -1,0 +1,28 @@
+package framework
+
+import (
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"testing"
+)
+
+// Main runs a test binary's tests and makes sure every component they started is stopped, also
+// when the run is interrupted (Ctrl-C, SIGTERM): t.Cleanup does not run then. Use it from
+// TestMain: func TestMain(m *testing.M) { framework.Main(m) }.
+func Main(m *testing.M) {
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		s := <-sigs
+		fmt.Fprintf(os.Stderr, "framework: %v: stopping every started component\n", s)
+		_ = StopAll()
+		os.Exit(130)
+	}()
+	code := m.Run()
+	if err := StopAll(); err != nil {
+		fmt.Fprintf(os.Stderr, "framework: stopping leftover components: %v\n", err)
+	}
+	os.Exit(code)
+}
