@@ -1,0 +1,62 @@
+// Command seed-controller is Shardgate's controller. It runs in a seed cluster, engages every user
+// cluster the seed manages, and keeps each one's ingress shards and wildcard DNS true.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+)
+
+func main() {
+	if err := run(ctrl.SetupSignalHandler(), os.Args[1:]); err != nil {
+		fmt.Fprintf(os.Stderr, "seed-controller: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+// run parses args, builds the manager and runs it until ctx ends.
+func run(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("seed-controller", flag.ContinueOnError)
+	var opts options
+	opts.bind(fs)
+	zapOpts := zap.Options{}
+	zapOpts.BindFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return err
+	}
+	if err := opts.validate(); err != nil {
+		return err
+	}
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
+
+	cfg, err := seedConfig(opts.kubeconfig)
+	if err != nil {
+		return fmt.Errorf("seed cluster config: %w", err)
+	}
+	mgr, err := newManager(cfg, opts)
+	if err != nil {
+		return err
+	}
+	ctrl.Log.WithName("setup").Info("starting", "dnsZone", opts.dnsZone, "leaderElection", opts.leaderElect)
+	return mgr.Start(ctx)
+}
+
+// seedConfig is the seed cluster's client config: --kubeconfig when given, else the usual
+// lookup (KUBECONFIG, in-cluster service account, ~/.kube/config).
+func seedConfig(kubeconfig string) (*rest.Config, error) {
+	if kubeconfig != "" {
+		return clientcmd.BuildConfigFromFlags("", kubeconfig)
+	}
+	return ctrl.GetConfig()
+}

@@ -1,0 +1,39 @@
+package e2e
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/miekg/dns"
+
+	"github.com/shardgate/shardgate/test/framework"
+)
+
+// eventually polls cond until it holds or timeout passes, then fails t with cond's last message.
+func eventually(ctx context.Context, t *testing.T, timeout time.Duration, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	var msg string
+	for {
+		var ok bool
+		ok, msg = cond()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			t.Fatalf("condition not met within %s: %s", timeout, msg)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// waitAnswer waits up to 30 s (external-dns polls every second) for BIND's A answer for name.
+func waitAnswer(ctx context.Context, t *testing.T, s *framework.DNSServer, name string, want func(framework.Answer) bool) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if _, err := s.WaitForAnswer(ctx, name, dns.TypeA, want); err != nil {
+		t.Fatal(err)
+	}
+}
