@@ -1,0 +1,97 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// ClusterIngress is Shardgate's view of one user cluster: created for every cluster an
+// IngressProfile selects (same namespace and name as the Cluster or kubeconfig Secret, owned by
+// it), carrying the resolved settings and the status dashboards read.
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:shortName=ci
+// +kubebuilder:subresource:status
+// +kubebuilder:printcolumn:name="Cluster ID",type=string,JSONPath=`.status.clusterID`
+// +kubebuilder:printcolumn:name="Domain",type=string,JSONPath=`.status.domain`
+// +kubebuilder:printcolumn:name="Ready Nodes",type=integer,JSONPath=`.status.readyNodeCount`
+// +kubebuilder:printcolumn:name="Targets",type=string,JSONPath=`.status.targetsSummary`
+// +kubebuilder:printcolumn:name="Reachable",type=string,JSONPath=`.status.conditions[?(@.type=="ClusterReachable")].status`
+// +kubebuilder:printcolumn:name="DNS",type=string,JSONPath=`.status.conditions[?(@.type=="DNSPublished")].reason`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type ClusterIngress struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   ClusterIngressSpec   `json:"spec,omitempty"`
+	Status ClusterIngressStatus `json:"status,omitempty"`
+}
+
+// ClusterReference names the seed object a user cluster comes from.
+type ClusterReference struct {
+	// kind is Cluster (Cluster API) or Secret (kubeconfig Secret).
+	// +kubebuilder:validation:Enum=Cluster;Secret
+	Kind string `json:"kind"`
+	// name of the object in the ClusterIngress' namespace.
+	Name string `json:"name"`
+}
+
+// ClusterIngressSpec is set by Shardgate from the cluster source and the selecting profile.
+type ClusterIngressSpec struct {
+	// clusterRef is the source object.
+	ClusterRef ClusterReference `json:"clusterRef"`
+	// profile is the IngressProfile in force.
+	Profile string `json:"profile"`
+	// clusterID as requested by the source (name or shardgate.io/cluster-id annotation). It is
+	// validated by the DNS controller; the accepted ID is status.clusterID.
+	ClusterID string `json:"clusterID"`
+	// dns are the profile's resolved DNS settings (zone defaulted to the controller's).
+	DNS DNSSettings `json:"dns"`
+}
+
+// ClusterIngressStatus is observed state.
+type ClusterIngressStatus struct {
+	// clusterID accepted for this cluster.
+	// +optional
+	ClusterID string `json:"clusterID,omitempty"`
+	// domain is <clusterID>.<zone>; every host under it resolves to the cluster's ingress nodes.
+	// +optional
+	Domain string `json:"domain,omitempty"`
+	// readyNodes are the ingress nodes currently eligible (names, sorted).
+	// +optional
+	ReadyNodes []string `json:"readyNodes,omitempty"`
+	// readyNodeCount is len(readyNodes), for printer columns.
+	// +optional
+	ReadyNodeCount int32 `json:"readyNodeCount"`
+	// targets are the addresses in the DNSEndpoint (which may be the last known ones).
+	// +optional
+	Targets []string `json:"targets,omitempty"`
+	// targetsSummary is targets joined by commas, for printer columns.
+	// +optional
+	TargetsSummary string `json:"targetsSummary,omitempty"`
+	// dnsEndpointRef names the DNSEndpoint (externaldns.k8s.io/v1alpha1) in this namespace.
+	// +optional
+	DNSEndpointRef string `json:"dnsEndpointRef,omitempty"`
+	// lastPublishedTime is when the DNSEndpoint was last written.
+	// +optional
+	LastPublishedTime *metav1.Time `json:"lastPublishedTime,omitempty"`
+	// observedGeneration is the generation last reconciled successfully.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// conditions: ClusterReachable, DNSPublished, Ready.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// ClusterIngressList is a list of ClusterIngresses.
+// +kubebuilder:object:root=true
+type ClusterIngressList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []ClusterIngress `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&ClusterIngress{}, &ClusterIngressList{})
+}

@@ -1,0 +1,42 @@
+package v1alpha1
+
+// Condition types on ClusterIngress.
+const (
+	// ConditionClusterReachable: the user cluster's API server answers and its cache is synced.
+	ConditionClusterReachable = "ClusterReachable"
+	// ConditionDNSPublished: the DNSEndpoint holds the records for the cluster's current ready
+	// ingress nodes. external-dns then publishes them; judge the DNS server itself for the rest.
+	ConditionDNSPublished = "DNSPublished"
+	// ConditionReady summarises the others.
+	ConditionReady = "Ready"
+)
+
+// Condition types on IngressProfile.
+const (
+	// ConditionValid: the profile's settings are usable.
+	ConditionValid = "Valid"
+)
+
+// Condition reasons.
+const (
+	ReasonReachable              = "Reachable"
+	ReasonUnreachable            = "Unreachable"
+	ReasonConnecting             = "Connecting"
+	ReasonControlPlaneNotReady   = "ControlPlaneNotInitialized"
+	ReasonKubeconfigMissing      = "KubeconfigSecretMissing"
+	ReasonKubeconfigInvalid      = "KubeconfigInvalid"
+	ReasonInvalidClusterID       = "InvalidClusterID"
+	ReasonClusterIDConflict      = "ClusterIDConflict"
+	ReasonInvalidZone            = "InvalidZone"
+	ReasonProfileInvalid         = "ProfileInvalid"
+	ReasonPublished              = "Published"
+	ReasonKeptLastTargets        = "NoReadyNodesKeptLastTargets"
+	ReasonNoReadyNodes           = "NoReadyNodes"
+	ReasonStaleRecordsKept       = "ClusterUnreachableRecordsKept"
+	ReasonDNSWriteFailed         = "DNSEndpointWriteFailed"
+	ReasonReady                  = "Ready"
+	ReasonNotReady               = "NotReady"
+	ReasonValid                  = "Valid"
+	ReasonClusterSelectorBad     = "InvalidClusterSelector"
+	ReasonIngressNodeSelectorBad = "InvalidIngressNodeSelector"
+)

@@ -1,0 +1,130 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// IngressProfile is what a seed operator sets once: which user clusters get Shardgate's ingress,
+// and how their DNS is published. When several profiles select a cluster, the oldest wins.
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:scope=Cluster,shortName=igp
+// +kubebuilder:subresource:status
+// +kubebuilder:printcolumn:name="Zone",type=string,JSONPath=`.spec.dns.zone`
+// +kubebuilder:printcolumn:name="Clusters",type=integer,JSONPath=`.status.matchingClusters`
+// +kubebuilder:printcolumn:name="Valid",type=string,JSONPath=`.status.conditions[?(@.type=="Valid")].status`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type IngressProfile struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   IngressProfileSpec   `json:"spec,omitempty"`
+	Status IngressProfileStatus `json:"status,omitempty"`
+}
+
+// IngressProfileSpec selects clusters and says how to publish their DNS.
+type IngressProfileSpec struct {
+	// clusterSelector selects user clusters by the labels of their Cluster (Cluster API) or
+	// kubeconfig Secret. An empty selector selects every cluster.
+	// +optional
+	ClusterSelector metav1.LabelSelector `json:"clusterSelector,omitempty"`
+
+	// dns says how each selected cluster's wildcard records are published.
+	// +optional
+	DNS DNSSettings `json:"dns,omitempty"`
+}
+
+// EmptyTargetsPolicy says what happens to a cluster's records when it has no ready ingress node.
+// +kubebuilder:validation:Enum=KeepLast;Remove
+type EmptyTargetsPolicy string
+
+const (
+	// EmptyTargetsKeepLast keeps the last published targets (a blip must not take names down).
+	EmptyTargetsKeepLast EmptyTargetsPolicy = "KeepLast"
+	// EmptyTargetsRemove removes the records while no node is ready.
+	EmptyTargetsRemove EmptyTargetsPolicy = "Remove"
+)
+
+// NodeAddressType is a Node address type usable as a DNS target.
+// +kubebuilder:validation:Enum=ExternalIP;InternalIP
+type NodeAddressType string
+
+// Node address types.
+const (
+	ExternalIP NodeAddressType = "ExternalIP"
+	InternalIP NodeAddressType = "InternalIP"
+)
+
+// IPFamily of published addresses.
+// +kubebuilder:validation:Enum=IPv4;IPv6
+type IPFamily string
+
+// IP families.
+const (
+	IPv4 IPFamily = "IPv4"
+	IPv6 IPFamily = "IPv6"
+)
+
+// DNSSettings configure a cluster's records `*.<clusterid>.<zone>` and `<clusterid>.<zone>`.
+type DNSSettings struct {
+	// zone is the parent DNS zone. Empty means the controller's --dns-zone.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	Zone string `json:"zone,omitempty"`
+
+	// ttl of the records in seconds.
+	// +optional
+	// +kubebuilder:default=60
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=86400
+	TTL int64 `json:"ttl,omitempty"`
+
+	// addressTypes in order of preference: a node's first type that has an address is published.
+	// +optional
+	// +kubebuilder:default={"ExternalIP","InternalIP"}
+	// +kubebuilder:validation:MaxItems=2
+	// +listType=set
+	AddressTypes []NodeAddressType `json:"addressTypes,omitempty"`
+
+	// ipFamilies published: IPv4 gives A records, IPv6 AAAA records.
+	// +optional
+	// +kubebuilder:default={"IPv4","IPv6"}
+	// +kubebuilder:validation:MaxItems=2
+	// +listType=set
+	IPFamilies []IPFamily `json:"ipFamilies,omitempty"`
+
+	// emptyTargets: what to publish while the cluster has no ready ingress node.
+	// +optional
+	// +kubebuilder:default=KeepLast
+	EmptyTargets EmptyTargetsPolicy `json:"emptyTargets,omitempty"`
+
+	// ingressNodeSelector picks the nodes that carry ingress traffic; empty means all nodes.
+	// +optional
+	IngressNodeSelector *metav1.LabelSelector `json:"ingressNodeSelector,omitempty"`
+}
+
+// IngressProfileStatus is what the controller observed.
+type IngressProfileStatus struct {
+	// matchingClusters is how many clusters this profile is in force for.
+	// +optional
+	MatchingClusters int32 `json:"matchingClusters"`
+	// observedGeneration is the generation last validated.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// conditions: Valid.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// IngressProfileList is a list of IngressProfiles.
+// +kubebuilder:object:root=true
+type IngressProfileList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []IngressProfile `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&IngressProfile{}, &IngressProfileList{})
+}

@@ -1,0 +1,24 @@
+package v1alpha1
+
+// Labels, annotations and finalizers Shardgate reads or writes.
+const (
+	// ClusterIDAnnotation on a Cluster or kubeconfig Secret overrides the cluster ID (default: the
+	// object's name). It must be one RFC 1123 label, unique in the seed.
+	ClusterIDAnnotation = "shardgate.io/cluster-id"
+	// KubeconfigSecretLabel marks a Secret (key "value" or "kubeconfig") as a user cluster for seeds
+	// without Cluster API.
+	KubeconfigSecretLabel = "shardgate.io/kubeconfig"
+	// ClusterIngressLabel on objects Shardgate creates in the seed names their ClusterIngress.
+	ClusterIngressLabel = "shardgate.io/cluster-ingress"
+	// DNSCleanupFinalizer keeps a ClusterIngress until its DNSEndpoint is gone, so records are
+	// removed even when the controller was down while the cluster was deleted.
+	DNSCleanupFinalizer = "shardgate.io/dns-cleanup"
+	// FieldOwner is the server-side-apply field manager of everything Shardgate writes.
+	FieldOwner = "shardgate"
+)
+
+// Cluster source kinds in ClusterReference.Kind.
+const (
+	SourceKindCluster = "Cluster" // Cluster API cluster.x-k8s.io Cluster
+	SourceKindSecret  = "Secret"  // a Secret labelled shardgate.io/kubeconfig
+)
