@@ -40,3 +40,4 @@ const (
 	ReasonClusterSelectorBad     = "InvalidClusterSelector"
 	ReasonIngressNodeSelectorBad = "InvalidIngressNodeSelector"
 )
+

@@ -3,6 +3,15 @@ package main
 import (
 	"fmt"
 
+	corev1 "k8s.io/api/core/v1"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/shardgate/shardgate/api/v1alpha1"
+	"github.com/shardgate/shardgate/pkg/dnsendpoint"
+	"github.com/shardgate/shardgate/pkg/usercluster"
+
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -15,13 +24,21 @@ import (
 func newScheme() *runtime.Scheme {
 	s := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(s))
+	utilruntime.Must(v1alpha1.AddToScheme(s))
+	utilruntime.Must(clusterv1.AddToScheme(s))
+	utilruntime.Must(dnsendpoint.AddToScheme(s))
 	return s
 }
 
 // newManager builds the controller manager with leader election, health and metrics endpoints.
 func newManager(cfg *rest.Config, o options) (ctrl.Manager, error) {
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                  newScheme(),
+		Scheme: newScheme(),
+		Cache: cache.Options{
+			DefaultTransform: cache.TransformStripManagedFields(),
+			// Only kubeconfig Secrets: the seed's other Secrets are none of Shardgate's business.
+			ByObject: map[client.Object]cache.ByObject{&corev1.Secret{}: {Label: usercluster.KubeconfigSecretSelector()}},
+		},
 		Metrics:                 metricsserver.Options{BindAddress: o.metricsAddr},
 		HealthProbeBindAddress:  o.healthAddr,
 		LeaderElection:          o.leaderElect,
@@ -43,5 +60,26 @@ func newManager(cfg *rest.Config, o options) (ctrl.Manager, error) {
 	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
 		return nil, err
 	}
+	if err := addControllers(mgr, o); err != nil {
+		return nil, err
+	}
 	return mgr, nil
+}
+
+// Leader election and Events.
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="";events.k8s.io,resources=events,verbs=create;patch
+
+// addControllers registers Shardgate's controllers. They share one Engager: one cache per user
+// cluster, whatever the number of controllers reading it.
+func addControllers(mgr ctrl.Manager, o options) error {
+	engager := usercluster.NewEngager(usercluster.Options{Log: ctrl.Log.WithName("engager")})
+	capi := usercluster.HasClusterAPI(mgr)
+	if !capi {
+		ctrl.Log.WithName("setup").Info("Cluster API not installed in the seed; only kubeconfig Secrets are cluster sources")
+	}
+	if err := usercluster.Add(mgr, usercluster.Config{DefaultZone: o.dnsZone, ClusterAPI: capi, Engager: engager}); err != nil {
+		return err
+	}
+	return dnsendpoint.Add(mgr, engager)
 }

@@ -16,7 +16,7 @@ type nodeOpt func(*corev1.Node)
 func node(name string, opts ...nodeOpt) corev1.Node {
 	n := corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{}},
-		Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}},
+		Status:     corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}},
 	}
 	for _, o := range opts {
 		o(&n)
@@ -25,7 +25,9 @@ func node(name string, opts ...nodeOpt) corev1.Node {
 }
 
 func addr(t corev1.NodeAddressType, ip string) nodeOpt {
-	return func(n *corev1.Node) { n.Status.Addresses = append(n.Status.Addresses, corev1.NodeAddress{Type: t, Address: ip}) }
+	return func(n *corev1.Node) {
+		n.Status.Addresses = append(n.Status.Addresses, corev1.NodeAddress{Type: t, Address: ip})
+	}
 }
 func internal(ip string) nodeOpt { return addr(corev1.NodeInternalIP, ip) }
 func external(ip string) nodeOpt { return addr(corev1.NodeExternalIP, ip) }

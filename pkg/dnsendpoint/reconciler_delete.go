@@ -1,0 +1,34 @@
+package dnsendpoint
+
+import (
+	"context"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/shardgate/shardgate/api/v1alpha1"
+)
+
+// reconcileDelete removes the cluster's DNSEndpoint (external-dns then deletes the records) and
+// releases the finalizer. The cluster itself is not needed for this.
+func (r *Reconciler) reconcileDelete(ctx context.Context, ci *v1alpha1.ClusterIngress) error {
+	key := client.ObjectKeyFromObject(ci)
+	if !controllerutil.ContainsFinalizer(ci, v1alpha1.DNSCleanupFinalizer) {
+		return nil
+	}
+	current, err := r.currentEndpoint(ctx, key)
+	if err != nil {
+		return err
+	}
+	if current != nil {
+		if err := r.deleteEndpoint(ctx, current); err != nil {
+			return err
+		}
+		log.FromContext(ctx).Info("DNSEndpoint deleted with its ClusterIngress")
+	}
+	readyIngressNodes.DeleteLabelValues(key.String())
+	patch := client.MergeFrom(ci.DeepCopy())
+	controllerutil.RemoveFinalizer(ci, v1alpha1.DNSCleanupFinalizer)
+	return r.Client.Patch(ctx, ci, patch)
+}

@@ -1,0 +1,106 @@
+package usercluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/shardgate/shardgate/api/v1alpha1"
+)
+
+// EngagementReconciler engages the user cluster of every ClusterIngress: it finds the kubeconfig,
+// hands it to the Engager (which re-engages when it changed), and records why a cluster cannot be
+// engaged. It writes nothing to the API; the DNS controller reports the outcome on status.
+type EngagementReconciler struct {
+	Client client.Client
+	// KubeconfigSecrets reads Secrets labelled shardgate.io/kubeconfig.
+	KubeconfigSecrets client.Reader
+	// ClusterAPISecrets reads Cluster API's <cluster>-kubeconfig Secrets; nil without Cluster API.
+	ClusterAPISecrets client.Reader
+	Engager           *Engager
+}
+
+// Reconcile engages or disengages one ClusterIngress' user cluster.
+func (r *EngagementReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	ci := &v1alpha1.ClusterIngress{}
+	if err := r.Client.Get(ctx, req.NamespacedName, ci); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.Engager.Disengage(req.NamespacedName)
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, err
+	}
+	if ci.DeletionTimestamp != nil {
+		r.Engager.Disengage(req.NamespacedName)
+		return ctrl.Result{}, nil
+	}
+	secret, reason, err := r.kubeconfigSecret(ctx, ci)
+	if err != nil {
+		if reason == "" {
+			return ctrl.Result{}, err
+		}
+		// A condition, not a hot retry: the Secret or Cluster watch brings us back.
+		r.Engager.Block(req.NamespacedName, reason, err.Error())
+		return ctrl.Result{}, nil
+	}
+	kc, err := KubeconfigFromSecret(secret)
+	if err == nil {
+		err = r.Engager.Engage(req.NamespacedName, kc)
+	}
+	if err != nil {
+		if errors.Is(err, ErrKubeconfigInvalid) {
+			log.FromContext(ctx).Info("kubeconfig unusable", "secret", secret.Name, "error", err.Error())
+			r.Engager.Block(req.NamespacedName, v1alpha1.ReasonKubeconfigInvalid, err.Error())
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, err
+	}
+	return ctrl.Result{}, nil
+}
+
+// kubeconfigSecret returns the Secret with the cluster's kubeconfig, or a reason constant and an
+// error saying why there is none to use.
+func (r *EngagementReconciler) kubeconfigSecret(ctx context.Context, ci *v1alpha1.ClusterIngress) (*corev1.Secret, string, error) {
+	ns := ci.Namespace
+	switch ci.Spec.ClusterRef.Kind {
+	case v1alpha1.SourceKindCluster:
+		if r.ClusterAPISecrets == nil {
+			return nil, v1alpha1.ReasonKubeconfigMissing, fmt.Errorf("cluster %s is a Cluster API Cluster, but Cluster API is not installed in the seed", ci.Spec.ClusterRef.Name)
+		}
+		c := &clusterv1.Cluster{}
+		if err := r.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: ci.Spec.ClusterRef.Name}, c); err != nil {
+			if apierrors.IsNotFound(err) {
+				return nil, v1alpha1.ReasonKubeconfigMissing, fmt.Errorf("Cluster %s/%s not found", ns, ci.Spec.ClusterRef.Name)
+			}
+			return nil, "", err
+		}
+		src := FromCluster(c)
+		if !src.Initialized {
+			return nil, v1alpha1.ReasonControlPlaneNotReady, fmt.Errorf("Cluster %s/%s: control plane not initialized yet", ns, c.Name)
+		}
+		return r.getSecret(ctx, r.ClusterAPISecrets, ns, src.KubeconfigSecret)
+	case v1alpha1.SourceKindSecret:
+		return r.getSecret(ctx, r.KubeconfigSecrets, ns, ci.Spec.ClusterRef.Name)
+	default:
+		return nil, v1alpha1.ReasonKubeconfigMissing, fmt.Errorf("unknown cluster source kind %q", ci.Spec.ClusterRef.Kind)
+	}
+}
+
+func (r *EngagementReconciler) getSecret(ctx context.Context, rd client.Reader, ns, name string) (*corev1.Secret, string, error) {
+	s := &corev1.Secret{}
+	if err := rd.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, s); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, v1alpha1.ReasonKubeconfigMissing, fmt.Errorf("kubeconfig Secret %s/%s not found", ns, name)
+		}
+		return nil, "", err
+	}
+	return s, "", nil
+}
