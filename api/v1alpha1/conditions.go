@@ -40,4 +40,3 @@ const (
 	ReasonClusterSelectorBad     = "InvalidClusterSelector"
 	ReasonIngressNodeSelectorBad = "InvalidIngressNodeSelector"
 )
-

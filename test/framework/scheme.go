@@ -6,13 +6,19 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+
+	"github.com/shardgate/shardgate/api/v1alpha1"
+	"github.com/shardgate/shardgate/pkg/dnsendpoint"
 )
 
-// Scheme knows the built-in types, CRDs, and Cluster API's Cluster (v1beta2).
+// Scheme knows the built-in types, CRDs, Cluster API's Cluster (v1beta2), Shardgate's API and
+// external-dns' DNSEndpoint.
 func Scheme() *runtime.Scheme {
 	s := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(s))
 	utilruntime.Must(apiextensionsv1.AddToScheme(s))
 	utilruntime.Must(clusterv1.AddToScheme(s))
+	utilruntime.Must(v1alpha1.AddToScheme(s))
+	utilruntime.Must(dnsendpoint.AddToScheme(s))
 	return s
 }

@@ -1,0 +1,159 @@
+package framework
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+var (
+	buildOnce sync.Once
+	builtBin  string
+	buildErr  error
+)
+
+// ControllerBinary builds cmd/seed-controller once per test binary and returns its path.
+func ControllerBinary() (string, error) {
+	buildOnce.Do(func() {
+		root, err := RepoRoot()
+		if err != nil {
+			buildErr = err
+			return
+		}
+		dir, err := RunDir()
+		if err != nil {
+			buildErr = err
+			return
+		}
+		builtBin = filepath.Join(dir, fmt.Sprintf("seed-controller-%d", os.Getpid()))
+		cmd := exec.Command("go", "build", "-o", builtBin, "./cmd/seed-controller")
+		cmd.Dir = root
+		if out, err := cmd.CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("go build seed-controller: %v\n%s", err, out)
+		}
+	})
+	return builtBin, buildErr
+}
+
+// Controller is the real seed-controller binary running against a seed.
+type Controller struct {
+	MetricsAddr string
+	HealthAddr  string
+	proc        *Process
+	spec        ProcessSpec
+	dir         string
+}
+
+// StartController runs seed-controller against seed with extra flags (e.g. --dns-zone) and
+// stops it when t ends.
+func StartController(t testing.TB, seed *ControlPlane, args ...string) *Controller {
+	t.Helper()
+	c, err := startController(TestDir(t), seed, args)
+	if err != nil {
+		t.Fatalf("seed-controller: %v", err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("--- seed-controller (tail) ---\n%s", c.proc.Tail(6000))
+		}
+		_ = c.proc.Stop()
+	})
+	return c
+}
+
+func startController(testDir string, seed *ControlPlane, args []string) (*Controller, error) {
+	bin, err := ControllerBinary()
+	if err != nil {
+		return nil, err
+	}
+	dir, err := componentDir(testDir, "seed-controller")
+	if err != nil {
+		return nil, err
+	}
+	kc, err := seed.Kubeconfig("shardgate", "system:masters")
+	if err != nil {
+		return nil, err
+	}
+	kcPath := filepath.Join(dir, "kubeconfig")
+	if err := os.WriteFile(kcPath, kc, 0o600); err != nil {
+		return nil, err
+	}
+	mp, err := FreePort()
+	if err != nil {
+		return nil, err
+	}
+	hp, err := FreePort()
+	if err != nil {
+		return nil, err
+	}
+	c := &Controller{MetricsAddr: fmt.Sprintf("127.0.0.1:%d", mp), HealthAddr: fmt.Sprintf("127.0.0.1:%d", hp), dir: dir}
+	c.spec = ProcessSpec{Name: "seed-controller", Path: bin, Args: append([]string{
+		"--kubeconfig=" + kcPath,
+		"--metrics-bind-address=" + c.MetricsAddr,
+		"--health-probe-bind-address=" + c.HealthAddr,
+	}, args...)}
+	if err := c.start(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func (c *Controller) start() error {
+	p, err := StartProcess(c.dir, c.spec)
+	if err != nil {
+		return err
+	}
+	c.proc = p
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	return waitFor(ctx, 100*time.Millisecond, func(ctx context.Context) (bool, error) {
+		if exited, err := p.Exited(); exited {
+			return false, fmt.Errorf("seed-controller exited: %v\n%s", err, p.Tail(3000))
+		}
+		resp, err := http.Get("http://" + c.HealthAddr + "/readyz")
+		if err != nil {
+			return false, nil
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, nil
+	})
+}
+
+// Restart stops the controller and starts it again with the same flags.
+func (c *Controller) Restart() error {
+	if err := c.proc.Stop(); err != nil {
+		return err
+	}
+	return c.start()
+}
+
+// Running reports whether the process is still alive (it must never crash on bad input).
+func (c *Controller) Running() bool {
+	exited, _ := c.proc.Exited()
+	return !exited
+}
+
+// LogContains reports whether the controller's log contains s.
+func (c *Controller) LogContains(s string) bool {
+	b, err := os.ReadFile(c.proc.LogPath)
+	return err == nil && strings.Contains(string(b), s)
+}
+
+// Metrics returns the controller's Prometheus text exposition.
+func (c *Controller) Metrics() (string, error) {
+	resp, err := http.Get("http://" + c.MetricsAddr + "/metrics")
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return string(b), err
+}
