@@ -18,6 +18,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
 	"github.com/shardgate/shardgate/pkg/usercluster"
@@ -141,6 +142,7 @@ func (r *Reconciler) reconcileDNS(ctx context.Context, ci *v1alpha1.ClusterIngre
 		return err
 	}
 	if wrote {
+		log.FromContext(ctx).Info("DNSEndpoint written", "domain", domain, "targets", plan.Targets, "keptLast", plan.KeptLast)
 		now := r.Clock.Now()
 		ci.Status.LastPublishedTime = &metav1.Time{Time: now}
 		if !pending.IsZero() {

@@ -33,7 +33,10 @@ func waitAnswer(ctx context.Context, t *testing.T, s *framework.DNSServer, name 
 	t.Helper()
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	if _, err := s.WaitForAnswer(ctx, name, dns.TypeA, want); err != nil {
+	start := time.Now()
+	a, err := s.WaitForAnswer(ctx, name, dns.TypeA, want)
+	if err != nil {
 		t.Fatal(err)
 	}
+	t.Logf("%s: %s after %s", name, a, time.Since(start).Round(10*time.Millisecond))
 }

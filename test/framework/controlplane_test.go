@@ -36,9 +36,11 @@ func TestSimulatedNodesAndRestart(t *testing.T) {
 	}
 
 	// Readiness flips only when asked and stays flipped across kwok heartbeats.
+	start := time.Now()
 	if err := cp.SetNodeReady(ctx, "n1", false); err != nil {
 		t.Fatal(err)
 	}
+	t.Logf("NotReady after %s", time.Since(start))
 	time.Sleep(2 * time.Second)
 	n1 := &corev1.Node{}
 	if err := cp.Client.Get(ctx, client.ObjectKey{Name: "n1"}, n1); err != nil {
@@ -47,9 +49,11 @@ func TestSimulatedNodesAndRestart(t *testing.T) {
 	if nodeReady(n1) {
 		t.Fatalf("n1 became Ready again without being asked")
 	}
+	start = time.Now()
 	if err := cp.SetNodeReady(ctx, "n1", true); err != nil {
 		t.Fatal(err)
 	}
+	t.Logf("Ready after %s", time.Since(start))
 
 	// Restart: the kubeconfig handed out before the restart still works afterwards, and the data
 	// is still there.

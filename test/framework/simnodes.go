@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -131,9 +132,16 @@ func (cp *ControlPlane) AddNode(ctx context.Context, spec NodeSpec) error {
 	if err := cp.Client.Create(ctx, node); err != nil {
 		return fmt.Errorf("create node %s: %w", spec.Name, err)
 	}
-	// Status is written by the "kubelet": the addresses first, then kwok adds the conditions.
-	node.Status.Addresses = addrs
-	if err := cp.Client.Status().Update(ctx, node); err != nil {
+	// Status is written by the "kubelet": the addresses here, the conditions by kwok (which may
+	// write between our create and this update, hence the retry).
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := cp.Client.Get(ctx, client.ObjectKey{Name: spec.Name}, node); err != nil {
+			return err
+		}
+		node.Status.Addresses = addrs
+		return cp.Client.Status().Update(ctx, node)
+	})
+	if err != nil {
 		return fmt.Errorf("set addresses of node %s: %w", spec.Name, err)
 	}
 	return cp.WaitNodeReady(ctx, spec.Name, true)
