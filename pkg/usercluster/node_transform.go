@@ -1,13 +1,16 @@
 package usercluster
 
 import (
+	"unique"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // TrimNode is the cache transform for user-cluster Nodes: it keeps only what Shardgate decides
 // from (name, labels, taints, unschedulable, the Ready condition's status, addresses, deletion)
-// and drops the rest (images, other conditions, heartbeat times, managedFields, annotations).
+// and drops the rest (images, other conditions, heartbeat times, managedFields, annotations,
+// host names).
 // A realistic node shrinks from ~15 KiB to well under 1 KiB (see BenchmarkNodeCacheMemory).
 func TrimNode(obj any) (any, error) {
 	n, ok := obj.(*corev1.Node)
@@ -17,9 +20,8 @@ func TrimNode(obj any) (any, error) {
 	out := &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:              n.Name,
-			UID:               n.UID,
 			ResourceVersion:   n.ResourceVersion,
-			Labels:            n.Labels,
+			Labels:            internLabels(n.Labels),
 			DeletionTimestamp: n.DeletionTimestamp,
 		},
 		Spec: corev1.NodeSpec{Unschedulable: n.Spec.Unschedulable, Taints: n.Spec.Taints},
@@ -30,8 +32,25 @@ func TrimNode(obj any) (any, error) {
 			break
 		}
 	}
-	out.Status.Addresses = n.Status.Addresses
+	for _, a := range n.Status.Addresses {
+		if a.Type == corev1.NodeInternalIP || a.Type == corev1.NodeExternalIP {
+			out.Status.Addresses = append(out.Status.Addresses, a)
+		}
+	}
 	return out, nil
+}
+
+// internLabels copies labels with interned keys and values: nodes share most of them
+// ("kubernetes.io/os": "linux", zone and instance-type labels), so each string is kept once.
+func internLabels(in map[string]string) map[string]string {
+	if in == nil {
+		return nil
+	}
+	out := make(map[string]string, len(in))
+	for k, v := range in {
+		out[unique.Make(k).Value()] = unique.Make(v).Value()
+	}
+	return out
 }
 
 // nodeChanged reports whether a trimmed node changed in anything Shardgate decides from. Kubelet
