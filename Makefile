@@ -12,7 +12,7 @@ TEST_TIMEOUT ?= 60m
 TESTFLAGS ?=
 export SHARDGATE_TOOLS_BIN := $(TOOLS_BIN)
 
-.PHONY: all build generate manifests test test-unit test-e2e bench lint verify tools deps clean
+.PHONY: all build generate manifests test test-unit test-e2e bench demo lint verify tools deps clean
 
 all: build
 
@@ -56,8 +56,16 @@ test-e2e: tools
 # nothing about speed, so a noisy machine cannot make them flake.
 bench: tools
 	rm -rf $(RUN_DIR) && mkdir -p $(RUN_DIR)
-	rc=0; SHARDGATE_RUN_DIR=$(RUN_DIR) $(GO) test -count=1 -run '^$$' -bench . -benchmem -timeout $(TEST_TIMEOUT) ./... || rc=$$?; \
+	rc=0; SHARDGATE_RUN_DIR=$(RUN_DIR) $(GO) test -count=1 -run '^$$' -bench . -benchmem -benchtime=1x -timeout $(TEST_TIMEOUT) ./... || rc=$$?; \
 	hack/reap.sh $(RUN_DIR) || { [ $$rc -ne 0 ] || rc=1; }; exit $$rc
+
+# Seed + two user clusters with simulated nodes, BIND, external-dns and the controller, with a
+# live summary of clusters, domains, ready nodes and DNS answers. Runs until Ctrl-C, which stops
+# every process it started.
+demo: tools
+	rm -rf $(RUN_DIR) && mkdir -p $(RUN_DIR)
+	rc=0; SHARDGATE_RUN_DIR=$(RUN_DIR) $(GO) test -tags demo -count=1 -timeout 0 -v -run TestDemo ./test/demo/ || rc=$$?; \
+	hack/reap.sh $(RUN_DIR) || true; exit $$rc
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi

@@ -1,6 +1,9 @@
 package framework
 
 import (
+	"github.com/go-logr/logr"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
 	"fmt"
 	"os"
 	"os/signal"
@@ -12,6 +15,8 @@ import (
 // when the run is interrupted (Ctrl-C, SIGTERM): t.Cleanup does not run then. Use it from
 // TestMain: func TestMain(m *testing.M) { framework.Main(m) }.
 func Main(m *testing.M) {
+	// envtest logs through controller-runtime; the components' own logs are in the run directory.
+	ctrllog.SetLogger(logr.Discard())
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	go func() {
