@@ -25,7 +25,11 @@ func TestMain(m *testing.M) { framework.Main(m) }
 func TestRunServesHealthMetricsAndLeads(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	seed := framework.StartControlPlane(t, "seed", framework.ControlPlaneOptions{})
+	crds, err := framework.SeedCRDDirs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	seed := framework.StartControlPlane(t, "seed", framework.ControlPlaneOptions{CRDDirs: crds})
 	kc, err := seed.Kubeconfig("shardgate", "system:masters")
 	if err != nil {
 		t.Fatal(err)
@@ -48,9 +52,9 @@ func TestRunServesHealthMetricsAndLeads(t *testing.T) {
 		})
 	}()
 
-	waitHTTP(t, ctx, fmt.Sprintf("http://127.0.0.1:%d/healthz", healthPort), "ok")
-	waitHTTP(t, ctx, fmt.Sprintf("http://127.0.0.1:%d/readyz", healthPort), "ok")
-	waitHTTP(t, ctx, fmt.Sprintf("http://127.0.0.1:%d/metrics", metricsPort), "leader_election_master_status")
+	waitHTTP(t, ctx, done, fmt.Sprintf("http://127.0.0.1:%d/healthz", healthPort), "ok")
+	waitHTTP(t, ctx, done, fmt.Sprintf("http://127.0.0.1:%d/readyz", healthPort), "ok")
+	waitHTTP(t, ctx, done, fmt.Sprintf("http://127.0.0.1:%d/metrics", metricsPort), "shardgate_engaged_clusters")
 
 	lease := &coordinationv1.Lease{}
 	deadline := time.Now().Add(30 * time.Second)
@@ -92,10 +96,16 @@ func TestRunRejectsBadFlags(t *testing.T) {
 	}
 }
 
-func waitHTTP(t *testing.T, ctx context.Context, url, want string) {
+// waitHTTP waits for url to answer 200 with want in the body; it fails at once when run ended.
+func waitHTTP(t *testing.T, ctx context.Context, done chan error, url, want string) {
 	t.Helper()
 	var last string
 	for ctx.Err() == nil {
+		select {
+		case err := <-done:
+			t.Fatalf("run ended early: %v", err)
+		default:
+		}
 		resp, err := http.Get(url)
 		if err == nil {
 			b, _ := io.ReadAll(resp.Body)
