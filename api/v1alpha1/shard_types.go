@@ -1,0 +1,91 @@
+package v1alpha1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// DefaultShardName is the shard every profile has when it lists none. It owns the cluster domain
+// <clusterid>.<zone>; any other shard s owns <s>.<clusterid>.<zone>.
+const DefaultShardName = "default"
+
+// Flavour of ingress controller a shard runs.
+// +kubebuilder:validation:Enum=traefik
+type Flavour string
+
+// Flavours.
+const (
+	FlavourTraefik Flavour = "traefik"
+)
+
+// Publishing says how a shard's routers are reached and so which addresses DNS publishes.
+// +kubebuilder:validation:Enum=HostNetwork;NodePort;LoadBalancer
+type Publishing string
+
+// Publishing strategies.
+const (
+	// PublishHostNetwork: routers bind the node's ports; DNS points at the nodes running a ready
+	// router pod.
+	PublishHostNetwork Publishing = "HostNetwork"
+	// PublishNodePort: a NodePort Service; DNS points at the ready schedulable nodes matching the
+	// shard's nodeSelector.
+	PublishNodePort Publishing = "NodePort"
+	// PublishLoadBalancer: a LoadBalancer Service; DNS points at its load-balancer addresses.
+	PublishLoadBalancer Publishing = "LoadBalancer"
+)
+
+// ShardSpec describes one ingress-controller shard deployed into every selected user cluster.
+type ShardSpec struct {
+	// name of the shard, one DNS label. "default" owns the cluster domain.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=40
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	Name string `json:"name"`
+	// flavour of ingress controller.
+	// +optional
+	// +kubebuilder:default=traefik
+	Flavour Flavour `json:"flavour,omitempty"`
+	// image of the router; empty means the flavour's default.
+	// +optional
+	Image string `json:"image,omitempty"`
+	// replicas of the router. With 2 or more, replicas spread one per node, behind a
+	// PodDisruptionBudget.
+	// +optional
+	// +kubebuilder:default=1
+	// +kubebuilder:validation:Minimum=1
+	Replicas *int32 `json:"replicas,omitempty"`
+	// publishing strategy.
+	// +optional
+	// +kubebuilder:default=HostNetwork
+	Publishing Publishing `json:"publishing,omitempty"`
+	// nodeSelector for the router pods.
+	// +optional
+	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
+	// tolerations of the router pods.
+	// +optional
+	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
+	// namespaceSelector: only Ingresses in matching namespaces may land on this shard.
+	// +optional
+	NamespaceSelector *metav1.LabelSelector `json:"namespaceSelector,omitempty"`
+	// routeSelector: only Ingresses with matching labels may land on this shard.
+	// +optional
+	RouteSelector *metav1.LabelSelector `json:"routeSelector,omitempty"`
+	// resources of the router container.
+	// +optional
+	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
+}
+
+// ShardStatus is one shard as observed in the user cluster.
+type ShardStatus struct {
+	Name string `json:"name"`
+	// domain the shard owns; *.<domain> and <domain> point at its targets.
+	Domain string `json:"domain,omitempty"`
+	// readyReplicas of the router Deployment.
+	ReadyReplicas int32 `json:"readyReplicas"`
+	// readyNodes the shard's DNS targets come from (sorted names).
+	// +optional
+	ReadyNodes []string `json:"readyNodes,omitempty"`
+	// targets published for the shard.
+	// +optional
+	Targets []string `json:"targets,omitempty"`
+}
