@@ -46,6 +46,11 @@ type ClusterIngressSpec struct {
 	ClusterID string `json:"clusterID"`
 	// dns are the profile's resolved DNS settings (zone defaulted to the controller's).
 	DNS DNSSettings `json:"dns"`
+	// shards are the profile's shards with defaults applied.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	Shards []ShardSpec `json:"shards,omitempty"`
 }
 
 // ClusterIngressStatus is observed state.
@@ -68,6 +73,11 @@ type ClusterIngressStatus struct {
 	// targetsSummary is targets joined by commas, for printer columns.
 	// +optional
 	TargetsSummary string `json:"targetsSummary,omitempty"`
+	// shards as observed in the user cluster.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	Shards []ShardStatus `json:"shards,omitempty"`
 	// dnsEndpointRef names the DNSEndpoint (externaldns.k8s.io/v1alpha1) in this namespace.
 	// +optional
 	DNSEndpointRef string `json:"dnsEndpointRef,omitempty"`
@@ -77,7 +87,7 @@ type ClusterIngressStatus struct {
 	// observedGeneration is the generation last reconciled successfully.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
-	// conditions: ClusterReachable, DNSPublished, Ready.
+	// conditions: ClusterReachable, ShardsAvailable, DNSPublished, Ready.
 	// +optional
 	// +listType=map
 	// +listMapKey=type

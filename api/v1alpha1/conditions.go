@@ -7,6 +7,9 @@ const (
 	// ConditionDNSPublished: the DNSEndpoint holds the records for the cluster's current ready
 	// ingress nodes. external-dns then publishes them; judge the DNS server itself for the rest.
 	ConditionDNSPublished = "DNSPublished"
+	// ConditionShardsAvailable: every shard's router objects are applied and each shard has a
+	// ready router.
+	ConditionShardsAvailable = "ShardsAvailable"
 	// ConditionReady summarises the others.
 	ConditionReady = "Ready"
 )
@@ -35,6 +38,12 @@ const (
 	ReasonStaleRecordsKept       = "ClusterUnreachableRecordsKept"
 	ReasonDNSWriteFailed         = "DNSEndpointWriteFailed"
 	ReasonReady                  = "Ready"
+	ReasonShardsAvailable        = "ShardsAvailable"
+	ReasonShardsInvalid          = "InvalidShards"
+	ReasonShardsApplyFailed      = "ApplyFailed"
+	ReasonNoRouterReady          = "NoRouterReady"
+	ReasonNoNodeMatchesSelector  = "NoNodeMatchesSelector"
+	ReasonPodsUnschedulable      = "PodsUnschedulable"
 	ReasonNotReady               = "NotReady"
 	ReasonValid                  = "Valid"
 	ReasonClusterSelectorBad     = "InvalidClusterSelector"

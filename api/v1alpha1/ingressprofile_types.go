@@ -31,6 +31,13 @@ type IngressProfileSpec struct {
 	// dns says how each selected cluster's wildcard records are published.
 	// +optional
 	DNS DNSSettings `json:"dns,omitempty"`
+
+	// shards deployed into every selected cluster. None listed means one shard named "default".
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=32
+	Shards []ShardSpec `json:"shards,omitempty"`
 }
 
 // EmptyTargetsPolicy says what happens to a cluster's records when it has no ready ingress node.

@@ -1,0 +1,55 @@
+package ingress
+
+import (
+	"slices"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"strings"
+
+	"github.com/shardgate/shardgate/api/v1alpha1"
+)
+
+// Flavour renders the router of one shard: the flavour-specific objects (ServiceAccount, RBAC,
+// Deployment, Service, PodDisruptionBudget) and the IngressClass all its shards share. A renderer
+// is a pure function of its input.
+type Flavour interface {
+	// IngressClassController is the spec.controller of the shared IngressClass.
+	IngressClassController() string
+	// Render returns the objects of one shard.
+	Render(in RenderInput) ([]*unstructured.Unstructured, error)
+}
+
+// RenderInput is what a renderer decides from.
+type RenderInput struct {
+	ClusterID string
+	// Domain is the shard's domain (ShardDomain).
+	Domain string
+	Shard  v1alpha1.ShardSpec
+	// DNSTTL is the records' TTL in seconds; a router's preStop delay outlasts it so that DNS drops
+	// a node before the router on it stops.
+	DNSTTL int64
+}
+
+var flavours = map[v1alpha1.Flavour]Flavour{
+	v1alpha1.FlavourTraefik: Traefik{},
+}
+
+// FlavourFor returns the renderer of a flavour.
+func FlavourFor(f v1alpha1.Flavour) (Flavour, bool) {
+	fl, ok := flavours[f]
+	return fl, ok
+}
+
+func flavourNames() []string {
+	var n []string
+	for f := range flavours {
+		n = append(n, string(f))
+	}
+	slices.Sort(n)
+	return n
+}
+
+func validateLabel(s string) string {
+	return strings.Join(validation.IsDNS1123Label(s), "; ")
+}
