@@ -13,6 +13,13 @@ const (
 	// DNSCleanupFinalizer keeps a ClusterIngress until its DNSEndpoint is gone, so records are
 	// removed even when the controller was down while the cluster was deleted.
 	DNSCleanupFinalizer = "shardgate.io/dns-cleanup"
+	// ManagedByLabel (value ManagedByValue) marks every object Shardgate owns in a user cluster;
+	// the user-cluster caches select by it.
+	ManagedByLabel = "shardgate.io/managed-by"
+	ManagedByValue = "shardgate"
+	// ShardLabel names a shard: on its router objects, and on Ingresses allocated to it (each
+	// shard's router serves only its label).
+	ShardLabel = "shardgate.io/shard"
 	// FieldOwner is the server-side-apply field manager of everything Shardgate writes.
 	FieldOwner = "shardgate"
 )

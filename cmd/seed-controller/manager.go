@@ -10,6 +10,7 @@ import (
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
 	"github.com/shardgate/shardgate/pkg/dnsendpoint"
+	"github.com/shardgate/shardgate/pkg/ingress"
 	"github.com/shardgate/shardgate/pkg/usercluster"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -81,5 +82,8 @@ func addControllers(mgr ctrl.Manager, o options) error {
 	if err := usercluster.Add(mgr, usercluster.Config{DefaultZone: o.dnsZone, ClusterAPI: capi, Engager: engager}); err != nil {
 		return err
 	}
-	return dnsendpoint.Add(mgr, engager)
+	if err := dnsendpoint.Add(mgr, engager); err != nil {
+		return err
+	}
+	return ingress.Add(mgr, engager)
 }

@@ -218,7 +218,9 @@ func (r *Reconciler) deleteEndpoint(ctx context.Context, ep *DNSEndpoint) error 
 func (r *Reconciler) patchStatus(ctx context.Context, ci *v1alpha1.ClusterIngress, before *v1alpha1.ClusterIngressStatus) error {
 	old := ci.DeepCopy()
 	old.Status = *before
-	return r.Client.Status().Patch(ctx, ci, client.MergeFrom(old), client.FieldOwner(v1alpha1.FieldOwner))
+	// Optimistic lock: the shard controller writes other conditions of the same status; a merge
+	// patch replaces the whole list, so it must never be based on a stale read.
+	return r.Client.Status().Patch(ctx, ci, client.MergeFromWithOptions(old, client.MergeFromWithOptimisticLock{}), client.FieldOwner(v1alpha1.FieldOwner))
 }
 
 // settingsFrom converts resolved DNS settings for Desired.

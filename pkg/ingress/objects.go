@@ -9,15 +9,17 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/shardgate/shardgate/api/v1alpha1"
 )
 
 // Names and labels of what Shardgate owns in a user cluster.
 const (
 	Namespace        = "shardgate-system"
 	IngressClassName = "shardgate"
-	ManagedByLabel   = "shardgate.io/managed-by"
-	ManagedByValue   = "shardgate"
-	ShardLabel       = "shardgate.io/shard"
+	ManagedByLabel   = v1alpha1.ManagedByLabel
+	ManagedByValue   = v1alpha1.ManagedByValue
+	ShardLabel       = v1alpha1.ShardLabel
 	// defaultClassAnnotation makes the shardgate class the cluster's default IngressClass.
 	defaultClassAnnotation = "ingressclass.kubernetes.io/is-default-class"
 )

@@ -47,10 +47,10 @@ func (t Traefik) Render(in RenderInput) ([]*unstructured.Unstructured, error) {
 		http, https = hostHTTP, hostHTTPS
 	}
 	objs := []typed{
-		{corev1.SchemeGroupVersion.WithKind("ServiceAccount"), &corev1.ServiceAccount{ObjectMeta: meta(name, Namespace, labels)}},
+		{corev1.SchemeGroupVersion.WithKind("ServiceAccount"), &corev1.ServiceAccount{ObjectMeta: objectMeta(name, Namespace, labels)}},
 		{rbacv1.SchemeGroupVersion.WithKind("ClusterRole"), traefikRole()},
 		{rbacv1.SchemeGroupVersion.WithKind("ClusterRoleBinding"), &rbacv1.ClusterRoleBinding{
-			ObjectMeta: meta("shardgate-"+name, "", labels),
+			ObjectMeta: objectMeta("shardgate-"+name, "", labels),
 			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: traefikClusterRole},
 			Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: name, Namespace: Namespace}},
 		}},
@@ -149,7 +149,7 @@ func (Traefik) deployment(in RenderInput, name string, labels map[string]string,
 		}}
 	}
 	return &appsv1.Deployment{
-		ObjectMeta: meta(name, Namespace, labels),
+		ObjectMeta: objectMeta(name, Namespace, labels),
 		Spec: appsv1.DeploymentSpec{
 			Replicas: ptr.To(replicas),
 			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{ShardLabel: s.Name, ManagedByLabel: ManagedByValue}},
@@ -170,7 +170,7 @@ func service(s v1alpha1.ShardSpec, name string, labels map[string]string, http, 
 		return nil
 	}
 	return &corev1.Service{
-		ObjectMeta: meta(name, Namespace, labels),
+		ObjectMeta: objectMeta(name, Namespace, labels),
 		Spec: corev1.ServiceSpec{
 			Type:     typ,
 			Selector: map[string]string{ShardLabel: s.Name, ManagedByLabel: ManagedByValue},
@@ -196,7 +196,7 @@ func disruptionBudget(s v1alpha1.ShardSpec, name string, labels map[string]strin
 		maxUnavailable = intstr.FromString("25%")
 	}
 	return &policyv1.PodDisruptionBudget{
-		ObjectMeta: meta(name, Namespace, labels),
+		ObjectMeta: objectMeta(name, Namespace, labels),
 		Spec: policyv1.PodDisruptionBudgetSpec{
 			MaxUnavailable: &maxUnavailable,
 			Selector:       &metav1.LabelSelector{MatchLabels: map[string]string{ShardLabel: s.Name, ManagedByLabel: ManagedByValue}},
@@ -206,7 +206,7 @@ func disruptionBudget(s v1alpha1.ShardSpec, name string, labels map[string]strin
 
 func traefikRole() *rbacv1.ClusterRole {
 	return &rbacv1.ClusterRole{
-		ObjectMeta: meta(traefikClusterRole, "", managedLabels("")),
+		ObjectMeta: objectMeta(traefikClusterRole, "", managedLabels("")),
 		Rules: []rbacv1.PolicyRule{
 			{APIGroups: []string{""}, Resources: []string{"services", "secrets", "nodes"}, Verbs: []string{"get", "list", "watch"}},
 			{APIGroups: []string{"discovery.k8s.io"}, Resources: []string{"endpointslices"}, Verbs: []string{"list", "watch"}},
@@ -216,6 +216,6 @@ func traefikRole() *rbacv1.ClusterRole {
 	}
 }
 
-func meta(name, ns string, labels map[string]string) metav1.ObjectMeta {
+func objectMeta(name, ns string, labels map[string]string) metav1.ObjectMeta {
 	return metav1.ObjectMeta{Name: name, Namespace: ns, Labels: labels}
 }

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -74,6 +75,7 @@ type engaged struct {
 	key         types.NamespacedName
 	fingerprint [32]byte
 	cache       cache.Cache
+	writer      client.Client
 	cancel      context.CancelFunc
 	done        chan struct{}
 
@@ -92,8 +94,7 @@ func NewEngager(opts Options) *Engager {
 		opts.ProbeTimeout = 3 * time.Second
 	}
 	if opts.Scheme == nil {
-		opts.Scheme = runtime.NewScheme()
-		_ = corev1.AddToScheme(opts.Scheme)
+		opts.Scheme = clientgoscheme.Scheme
 	}
 	return &Engager{opts: opts, clusters: map[types.NamespacedName]*engaged{}, blocked: map[types.NamespacedName]State{}}
 }
@@ -262,6 +263,13 @@ func (c Cluster) Nodes(ctx context.Context) ([]corev1.Node, error) {
 	return list.Items, nil
 }
 
+// Reader reads the cluster's cached Nodes and Shardgate-managed objects. Reads of other kinds
+// fail. Check Synced first: before the first sync a read is incomplete.
+func (c Cluster) Reader() client.Reader { return c.c.cache }
+
+// Writer writes to the cluster's API server directly (server-side apply, deletes).
+func (c Cluster) Writer() client.Client { return c.c.writer }
+
 // TakePendingChange returns when the oldest node change not yet published was observed, and
 // clears it. Zero when there is none.
 func (c Cluster) TakePendingChange() time.Time {
@@ -276,7 +284,7 @@ func (e *Engager) start(key types.NamespacedName, fp [32]byte, cfg *rest.Config)
 	ca, err := cache.New(cfg, cache.Options{
 		Scheme:           e.opts.Scheme,
 		DefaultTransform: cache.TransformStripManagedFields(),
-		ByObject:         map[client.Object]cache.ByObject{&corev1.Node{}: {Transform: TrimNode}},
+		ByObject:         cacheByObject(),
 		// Reads only from informers created here; a read of anything else fails instead of
 		// starting an unplanned watch.
 		ReaderFailOnMissingInformer: true,
@@ -293,6 +301,21 @@ func (e *Engager) start(key types.NamespacedName, fp [32]byte, cfg *rest.Config)
 		return nil, fmt.Errorf("node informer for %s: %w", key, err)
 	}
 	if _, err := inf.AddEventHandler(e.nodeHandler(c)); err != nil {
+		cancel()
+		return nil, err
+	}
+	for _, kind := range ManagedKinds() {
+		inf, err := ca.GetInformer(ctx, kind, cache.BlockUntilSynced(false))
+		if err != nil {
+			cancel()
+			return nil, fmt.Errorf("informer for %T in %s: %w", kind, key, err)
+		}
+		if _, err := inf.AddEventHandler(e.changeHandler(c)); err != nil {
+			cancel()
+			return nil, err
+		}
+	}
+	if c.writer, err = client.New(cfg, client.Options{Scheme: e.opts.Scheme}); err != nil {
 		cancel()
 		return nil, err
 	}
@@ -385,6 +408,23 @@ func (e *Engager) nodeHandler(c *engaged) toolscache.ResourceEventHandler {
 				changed()
 			}
 		},
+		DeleteFunc: func(any) { changed() },
+	}
+}
+
+// changeHandler notifies subscribers of any change to a managed object once synced.
+func (e *Engager) changeHandler(c *engaged) toolscache.ResourceEventHandler {
+	changed := func() {
+		c.mu.Lock()
+		synced := c.synced
+		c.mu.Unlock()
+		if synced {
+			e.notify(c.key)
+		}
+	}
+	return toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { changed() },
+		UpdateFunc: func(any, any) { changed() },
 		DeleteFunc: func(any) { changed() },
 	}
 }

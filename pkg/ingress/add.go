@@ -1,0 +1,21 @@
+package ingress
+
+import (
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	"github.com/shardgate/shardgate/api/v1alpha1"
+	"github.com/shardgate/shardgate/pkg/usercluster"
+)
+
+// +kubebuilder:rbac:groups=shardgate.io,resources=clusteringresses,verbs=get;list;watch
+// +kubebuilder:rbac:groups=shardgate.io,resources=clusteringresses/status,verbs=get;update;patch
+
+// Add registers the shard controller.
+func Add(mgr ctrl.Manager, engager *usercluster.Engager) error {
+	return ctrl.NewControllerManagedBy(mgr).Named("shards").
+		For(&v1alpha1.ClusterIngress{}).
+		WatchesRawSource(source.Channel(engager.Subscribe(), &handler.EnqueueRequestForObject{})).
+		Complete(&Reconciler{Client: mgr.GetClient(), Engager: engager})
+}
