@@ -21,68 +21,126 @@ type Settings struct {
 	IngressNodes labels.Selector
 }
 
+// ShardInput is one shard's part of a cluster's records.
+type ShardInput struct {
+	Name string
+	// Domain the shard owns: its apex and wildcard are published.
+	Domain string
+	// Nodes whose addresses publish the shard (ingress.TargetNodes); health is checked here.
+	Nodes []corev1.Node
+	// LoadBalancer publishing: the Service's addresses replace node addresses. IPs give A/AAAA
+	// records; hostnames (used only when there is no IP) a CNAME.
+	LoadBalancer          bool
+	LoadBalancerIPs       []string
+	LoadBalancerHostnames []string
+}
+
 // Input is everything Desired decides from.
 type Input struct {
-	Domain   string
-	Nodes    []corev1.Node
+	Shards   []ShardInput
 	Settings Settings
 	// Current is the DNSEndpoint's spec now (nil when there is none), for KeepLast.
 	Current []Endpoint
+}
+
+// ShardPlan is what Desired decided for one shard.
+type ShardPlan struct {
+	Name, Domain string
+	ReadyNodes   []string
+	Targets      []string
+	KeptLast     bool
 }
 
 // Plan is the desired state of a cluster's DNSEndpoint and what status reports about it.
 type Plan struct {
 	// Endpoints is the desired spec. Empty means the cluster publishes no records.
 	Endpoints []Endpoint
-	// ReadyNodes are the eligible ingress nodes, sorted.
+	Shards    []ShardPlan
+	// ReadyNodes and Targets are the union over shards, sorted.
 	ReadyNodes []string
-	// Targets are the addresses in Endpoints, sorted.
-	Targets []string
-	// KeptLast is true when no node is ready and the last published records were kept.
+	Targets    []string
+	// KeptLast is true when some shard had no target and kept its last published records.
 	KeptLast bool
 }
 
-// Desired computes the records `*.<domain>` and `<domain>` for the cluster's ready ingress nodes.
-// It never empties published records because of a lack of ready nodes unless the policy says
-// Remove.
+// Desired computes, for every shard, the records `*.<domain>` and `<domain>` pointing at its
+// targets. A shard without targets keeps its last published records unless the policy says
+// Remove: Shardgate never empties DNS because of a blip.
 func Desired(in Input) Plan {
 	var p Plan
-	var v4, v6 []string
-	for i := range in.Nodes {
-		n := &in.Nodes[i]
-		if !Eligible(n, in.Settings.IngressNodes) {
-			continue
-		}
-		a4, a6 := nodeAddresses(n, in.Settings)
-		if len(a4)+len(a6) == 0 {
-			continue
-		}
-		p.ReadyNodes = append(p.ReadyNodes, n.Name)
-		v4 = append(v4, a4...)
-		v6 = append(v6, a6...)
-	}
-	slices.Sort(p.ReadyNodes)
-	v4, v6 = sortedUnique(v4), sortedUnique(v6)
-
-	if len(v4)+len(v6) == 0 {
-		if in.Settings.EmptyTargets != v1alpha1.EmptyTargetsRemove && len(in.Current) > 0 {
-			p.Endpoints = normalize(in.Current)
-			p.KeptLast = true
-			p.Targets = targetsOf(p.Endpoints)
-		}
-		return p
-	}
-	for _, name := range []string{WildcardName(in.Domain), in.Domain} {
-		if len(v4) > 0 {
-			p.Endpoints = append(p.Endpoints, Endpoint{DNSName: name, RecordType: RecordTypeA, RecordTTL: in.Settings.TTL, Targets: v4})
-		}
-		if len(v6) > 0 {
-			p.Endpoints = append(p.Endpoints, Endpoint{DNSName: name, RecordType: RecordTypeAAAA, RecordTTL: in.Settings.TTL, Targets: v6})
-		}
+	for _, sh := range in.Shards {
+		eps, sp := desiredShard(sh, in.Settings, in.Current)
+		p.Endpoints = append(p.Endpoints, eps...)
+		p.Shards = append(p.Shards, sp)
+		p.ReadyNodes = append(p.ReadyNodes, sp.ReadyNodes...)
+		p.KeptLast = p.KeptLast || sp.KeptLast
 	}
 	p.Endpoints = normalize(p.Endpoints)
+	p.ReadyNodes = sortedUnique(p.ReadyNodes)
 	p.Targets = targetsOf(p.Endpoints)
 	return p
+}
+
+func desiredShard(sh ShardInput, s Settings, current []Endpoint) ([]Endpoint, ShardPlan) {
+	sp := ShardPlan{Name: sh.Name, Domain: sh.Domain}
+	var v4, v6, cname []string
+	if sh.LoadBalancer {
+		for _, ip := range sh.LoadBalancerIPs {
+			if a, err := netip.ParseAddr(ip); err == nil {
+				if a.Is4() && s.IPv4 {
+					v4 = append(v4, a.String())
+				} else if a.Is6() && s.IPv6 {
+					v6 = append(v6, a.String())
+				}
+			}
+		}
+		if len(v4)+len(v6) == 0 && len(sh.LoadBalancerHostnames) > 0 {
+			cname = sh.LoadBalancerHostnames[:1] // a name has one CNAME
+		}
+	} else {
+		for i := range sh.Nodes {
+			n := &sh.Nodes[i]
+			if !Eligible(n, s.IngressNodes) {
+				continue
+			}
+			a4, a6 := nodeAddresses(n, s)
+			if len(a4)+len(a6) == 0 {
+				continue
+			}
+			sp.ReadyNodes = append(sp.ReadyNodes, n.Name)
+			v4 = append(v4, a4...)
+			v6 = append(v6, a6...)
+		}
+	}
+	slices.Sort(sp.ReadyNodes)
+	v4, v6 = sortedUnique(v4), sortedUnique(v6)
+	names := []string{WildcardName(sh.Domain), sh.Domain}
+
+	var eps []Endpoint
+	if len(v4)+len(v6)+len(cname) == 0 {
+		if s.EmptyTargets != v1alpha1.EmptyTargetsRemove {
+			for _, e := range current {
+				if slices.Contains(names, e.DNSName) {
+					eps = append(eps, e)
+				}
+			}
+			sp.KeptLast = len(eps) > 0
+		}
+		sp.Targets = targetsOf(eps)
+		return eps, sp
+	}
+	for _, name := range names {
+		for _, rec := range []struct {
+			typ     string
+			targets []string
+		}{{RecordTypeA, v4}, {RecordTypeAAAA, v6}, {RecordTypeCNAME, cname}} {
+			if len(rec.targets) > 0 {
+				eps = append(eps, Endpoint{DNSName: name, RecordType: rec.typ, RecordTTL: s.TTL, Targets: rec.targets})
+			}
+		}
+	}
+	sp.Targets = targetsOf(eps)
+	return eps, sp
 }
 
 // Eligible reports whether a node may carry ingress traffic: Ready, schedulable, not being

@@ -153,7 +153,7 @@ func TestDesired(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p := Desired(Input{Domain: d, Nodes: tt.nodes, Settings: tt.settings, Current: tt.current})
+			p := Desired(Input{Shards: []ShardInput{{Name: "default", Domain: d, Nodes: tt.nodes}}, Settings: tt.settings, Current: tt.current})
 			if !Equal(p.Endpoints, tt.want) || len(p.Endpoints) != len(tt.want) {
 				t.Errorf("endpoints:\n got %+v\nwant %+v", p.Endpoints, tt.want)
 			}
@@ -173,8 +173,8 @@ func TestDesired(t *testing.T) {
 func TestDesiredIsDeterministic(t *testing.T) {
 	nodes := []corev1.Node{node("b", internal("10.0.0.2"), internal("2001:db8::2")), node("a", internal("10.0.0.1"), internal("2001:db8::1"))}
 	rev := []corev1.Node{nodes[1], nodes[0]}
-	p1 := Desired(Input{Domain: "c.z", Nodes: nodes, Settings: defaults()})
-	p2 := Desired(Input{Domain: "c.z", Nodes: rev, Settings: defaults()})
+	p1 := Desired(Input{Shards: []ShardInput{{Domain: "c.z", Nodes: nodes}}, Settings: defaults()})
+	p2 := Desired(Input{Shards: []ShardInput{{Domain: "c.z", Nodes: rev}}, Settings: defaults()})
 	if !slices.EqualFunc(p1.Endpoints, p2.Endpoints, func(x, y Endpoint) bool { return Equal([]Endpoint{x}, []Endpoint{y}) && x.DNSName == y.DNSName }) {
 		t.Fatalf("order of nodes changed the result:\n%+v\n%+v", p1.Endpoints, p2.Endpoints)
 	}
@@ -196,5 +196,36 @@ func TestEqual(t *testing.T) {
 	z[0].RecordTTL = 5
 	if Equal(y, z) {
 		t.Error("different TTL compare equal")
+	}
+}
+
+func TestDesiredShards(t *testing.T) {
+	const d = "c1.z"
+	n1, n2 := node("n1", internal("10.0.0.1")), node("n2", internal("10.0.0.2"))
+	current := []Endpoint{a("*.edge.c1.z", "10.9.9.9"), a("edge.c1.z", "10.9.9.9"), a("*.c1.z", "10.0.0.1"), a("c1.z", "10.0.0.1")}
+	p := Desired(Input{Settings: defaults(), Current: current, Shards: []ShardInput{
+		{Name: "default", Domain: d, Nodes: []corev1.Node{n1, n2}},
+		{Name: "edge", Domain: "edge." + d}, // no targets now: keeps its last records
+		{Name: "lb", Domain: "lb." + d, LoadBalancer: true, LoadBalancerIPs: []string{"192.0.2.7"}, LoadBalancerHostnames: []string{"ignored.example"}},
+		{Name: "cname", Domain: "cname." + d, LoadBalancer: true, LoadBalancerHostnames: []string{"lb-123.example.com"}},
+		{Name: "pending", Domain: "pending." + d, LoadBalancer: true},
+	}})
+	cname := func(name, target string) Endpoint {
+		return Endpoint{DNSName: name, RecordType: RecordTypeCNAME, RecordTTL: 60, Targets: []string{target}}
+	}
+	want := []Endpoint{
+		a("*.c1.z", "10.0.0.1", "10.0.0.2"), a("c1.z", "10.0.0.1", "10.0.0.2"),
+		a("*.edge.c1.z", "10.9.9.9"), a("edge.c1.z", "10.9.9.9"),
+		a("*.lb.c1.z", "192.0.2.7"), a("lb.c1.z", "192.0.2.7"),
+		cname("*.cname.c1.z", "lb-123.example.com"), cname("cname.c1.z", "lb-123.example.com"),
+	}
+	if !Equal(p.Endpoints, want) || len(p.Endpoints) != len(want) {
+		t.Fatalf("endpoints:\n got %+v\nwant %+v", p.Endpoints, want)
+	}
+	if !p.KeptLast || !p.Shards[1].KeptLast || p.Shards[0].KeptLast || len(p.Shards[4].Targets) != 0 {
+		t.Fatalf("per-shard keep-last: %+v", p.Shards)
+	}
+	if !slices.Equal(p.ReadyNodes, []string{"n1", "n2"}) {
+		t.Fatalf("ready nodes %v", p.ReadyNodes)
 	}
 }

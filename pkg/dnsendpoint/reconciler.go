@@ -131,9 +131,22 @@ func (r *Reconciler) reconcileDNS(ctx context.Context, ci *v1alpha1.ClusterIngre
 	if current != nil {
 		currentSpec = current.Spec.Endpoints
 	}
-	plan := Desired(Input{Domain: domain, Nodes: nodes, Settings: settings, Current: currentSpec})
+	shards := ci.Spec.Shards
+	if len(shards) == 0 {
+		shards = v1alpha1.ResolveShards(nil)
+	}
+	inputs, replicas, err := shardInputs(ctx, cluster.Reader(), domain, shards, nodes)
+	if err != nil {
+		return err
+	}
+	plan := Desired(Input{Shards: inputs, Settings: settings, Current: currentSpec})
 	ci.Status.ReadyNodes = plan.ReadyNodes
 	ci.Status.ReadyNodeCount = int32(len(plan.ReadyNodes))
+	ci.Status.Shards = nil
+	for _, sp := range plan.Shards {
+		ci.Status.Shards = append(ci.Status.Shards, v1alpha1.ShardStatus{Name: sp.Name, Domain: sp.Domain,
+			ReadyReplicas: replicas[sp.Name], ReadyNodes: sp.ReadyNodes, Targets: sp.Targets})
+	}
 	readyIngressNodes.WithLabelValues(key.String()).Set(float64(len(plan.ReadyNodes)))
 	pending := cluster.TakePendingChange()
 	wrote, err := r.apply(ctx, ci, current, plan.Endpoints)
@@ -154,12 +167,12 @@ func (r *Reconciler) reconcileDNS(ctx context.Context, ci *v1alpha1.ClusterIngre
 	switch {
 	case plan.KeptLast:
 		setPublished(ci, metav1.ConditionTrue, v1alpha1.ReasonKeptLastTargets,
-			"no ingress node is ready; the last published targets are kept (emptyTargets: KeepLast)")
+			"a shard has no ready target; its last published targets are kept (emptyTargets: KeepLast): "+strings.Join(keptShards(plan), ", "))
 	case len(plan.Endpoints) == 0:
 		setPublished(ci, metav1.ConditionFalse, v1alpha1.ReasonNoReadyNodes, "no ingress node is ready; no records are published")
 	default:
 		setPublished(ci, metav1.ConditionTrue, v1alpha1.ReasonPublished,
-			fmt.Sprintf("*.%s points at %d ready ingress node(s)", domain, len(plan.ReadyNodes)))
+			fmt.Sprintf("%d shard(s) published; %d ready ingress node(s)", len(plan.Shards), len(plan.ReadyNodes)))
 	}
 	return nil
 }
@@ -286,6 +299,7 @@ func setReachable(ci *v1alpha1.ClusterIngress, e *usercluster.Engager, key types
 func summarize(ci *v1alpha1.ClusterIngress) {
 	reach := meta.FindStatusCondition(ci.Status.Conditions, v1alpha1.ConditionClusterReachable)
 	pub := meta.FindStatusCondition(ci.Status.Conditions, v1alpha1.ConditionDNSPublished)
+	shards := meta.FindStatusCondition(ci.Status.Conditions, v1alpha1.ConditionShardsAvailable)
 	ready := metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonReady,
 		Message: "DNS follows the cluster's ready ingress nodes", ObservedGeneration: ci.Generation}
 	switch {
@@ -295,6 +309,9 @@ func summarize(ci *v1alpha1.ClusterIngress) {
 		if reach != nil {
 			ready.Message += ": " + reach.Reason
 		}
+	case shards != nil && shards.Status != metav1.ConditionTrue:
+		ready.Status, ready.Reason = metav1.ConditionFalse, v1alpha1.ReasonNotReady
+		ready.Message = "ShardsAvailable is not True: " + shards.Reason
 	case pub == nil || pub.Status != metav1.ConditionTrue || pub.Reason != v1alpha1.ReasonPublished:
 		ready.Status, ready.Reason = metav1.ConditionFalse, v1alpha1.ReasonNotReady
 		ready.Message = "DNS is not published for ready nodes"
@@ -312,4 +329,14 @@ func connectingOrUnreachable(engaged bool) string {
 		return v1alpha1.ReasonUnreachable
 	}
 	return v1alpha1.ReasonConnecting
+}
+
+func keptShards(p Plan) []string {
+	var out []string
+	for _, s := range p.Shards {
+		if s.KeptLast {
+			out = append(out, s.Name)
+		}
+	}
+	return out
 }

@@ -17,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
 	"github.com/shardgate/shardgate/test/framework"
@@ -31,7 +32,9 @@ func TestDemo(t *testing.T) {
 	say("starting seed-controller --dns-zone=%s", env.DNS.Zone)
 	framework.StartController(t, env.Seed, "--dns-zone="+env.DNS.Zone)
 
-	must(t, env.Seed.Client.Create(ctx, &v1alpha1.IngressProfile{ObjectMeta: metav1.ObjectMeta{Name: "default"}}))
+	// One HostNetwork router per node: DNS follows the nodes running a ready router.
+	must(t, env.Seed.Client.Create(ctx, &v1alpha1.IngressProfile{ObjectMeta: metav1.ObjectMeta{Name: "default"},
+		Spec: v1alpha1.IngressProfileSpec{Shards: []v1alpha1.ShardSpec{{Name: v1alpha1.DefaultShardName, Replicas: ptr.To[int32](3)}}}}))
 	for i, u := range env.Users {
 		id := fmt.Sprintf("demo%d", i+1)
 		for j := 1; j <= 3; j++ {

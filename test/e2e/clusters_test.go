@@ -80,10 +80,10 @@ func upsert(ctx context.Context, t *testing.T, c client.Client, obj client.Objec
 	}
 }
 
-func createProfile(ctx context.Context, t *testing.T, seed *framework.ControlPlane, name string, selector map[string]string, dns v1alpha1.DNSSettings) {
+func createProfile(ctx context.Context, t *testing.T, seed *framework.ControlPlane, name string, selector map[string]string, dns v1alpha1.DNSSettings, shards ...v1alpha1.ShardSpec) {
 	t.Helper()
 	p := &v1alpha1.IngressProfile{ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: v1alpha1.IngressProfileSpec{ClusterSelector: metav1.LabelSelector{MatchLabels: selector}, DNS: dns}}
+		Spec: v1alpha1.IngressProfileSpec{ClusterSelector: metav1.LabelSelector{MatchLabels: selector}, DNS: dns, Shards: shards}}
 	if err := seed.Client.Create(ctx, p); err != nil {
 		t.Fatal(err)
 	}

@@ -105,7 +105,9 @@ func convergenceRun(b *testing.B, clusters, samples int, steady bool) (p50, p99 
 }
 
 func createProfileB(ctx context.Context, b *testing.B, seed *framework.ControlPlane) {
-	p := &v1alpha1.IngressProfile{ObjectMeta: metav1.ObjectMeta{Name: "default"}}
+	// NodePort publishing: targets follow node readiness alone (no router pods run here).
+	p := &v1alpha1.IngressProfile{ObjectMeta: metav1.ObjectMeta{Name: "default"},
+		Spec: v1alpha1.IngressProfileSpec{Shards: []v1alpha1.ShardSpec{{Name: v1alpha1.DefaultShardName, Publishing: v1alpha1.PublishNodePort}}}}
 	if err := seed.Client.Create(ctx, p); err != nil {
 		b.Fatal(err)
 	}

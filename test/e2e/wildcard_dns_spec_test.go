@@ -34,7 +34,10 @@ func WildcardDNSSpec(ctx context.Context, t *testing.T, inputGetter func() Wildc
 	seed, zone, dnsSrv := in.Seed, in.DNS.Zone, in.DNS
 	u1, u2, u3 := in.Users[0], in.Users[1], in.Users[2]
 	sel := map[string]string{"ingress": "shardgate"}
-	createProfile(ctx, t, seed, "default", sel, v1alpha1.DNSSettings{})
+	// NodePort publishing: the cluster's names follow all its ready schedulable nodes (HostNetwork
+	// shards follow their router pods; ShardsSpec covers those).
+	createProfile(ctx, t, seed, "default", sel, v1alpha1.DNSSettings{},
+		v1alpha1.ShardSpec{Name: v1alpha1.DefaultShardName, Publishing: v1alpha1.PublishNodePort})
 
 	addNodes(ctx, t, u1, nodeSpec("n1", "127.0.11.1"), nodeSpec("n2", "127.0.11.2"), nodeSpec("n3", "127.0.11.3"))
 	addNodes(ctx, t, u2, nodeSpec("n1", "127.0.12.1"), nodeSpec("n2", "127.0.12.2"))
@@ -53,6 +56,7 @@ func WildcardDNSSpec(ctx context.Context, t *testing.T, inputGetter func() Wildc
 		answer(t, "c1", "127.0.11.1", "127.0.11.2", "127.0.11.3")
 		answer(t, "c2", "127.0.12.1", "127.0.12.2")
 		answer(t, "c3", "127.0.13.1", "127.0.13.2")
+		waitCondition(ctx, t, seed, key("c1"), v1alpha1.ConditionShardsAvailable, metav1.ConditionTrue, v1alpha1.ReasonShardsAvailable)
 		waitCondition(ctx, t, seed, key("c1"), v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonReady)
 		ci := getCI(ctx, t, seed, key("c1"))
 		if ci.Status.Domain != "c1."+zone || ci.Status.ReadyNodeCount != 3 || ci.Status.ClusterID != "c1" {
