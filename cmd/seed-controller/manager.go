@@ -11,6 +11,7 @@ import (
 	"github.com/shardgate/shardgate/api/v1alpha1"
 	"github.com/shardgate/shardgate/pkg/dnsendpoint"
 	"github.com/shardgate/shardgate/pkg/ingress"
+	"github.com/shardgate/shardgate/pkg/profile"
 	"github.com/shardgate/shardgate/pkg/usercluster"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -85,5 +86,8 @@ func addControllers(mgr ctrl.Manager, o options) error {
 	if err := dnsendpoint.Add(mgr, engager); err != nil {
 		return err
 	}
-	return ingress.Add(mgr, engager)
+	if err := ingress.Add(mgr, engager); err != nil {
+		return err
+	}
+	return profile.Add(mgr, o.dnsZone)
 }

@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
+	"github.com/shardgate/shardgate/pkg/dnsname"
 )
 
 // Settings are one cluster's resolved DNS settings.
@@ -114,7 +115,7 @@ func desiredShard(sh ShardInput, s Settings, current []Endpoint) ([]Endpoint, Sh
 	}
 	slices.Sort(sp.ReadyNodes)
 	v4, v6 = sortedUnique(v4), sortedUnique(v6)
-	names := []string{WildcardName(sh.Domain), sh.Domain}
+	names := []string{dnsname.WildcardName(sh.Domain), sh.Domain}
 
 	var eps []Endpoint
 	if len(v4)+len(v6)+len(cname) == 0 {

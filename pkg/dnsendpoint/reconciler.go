@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
+	"github.com/shardgate/shardgate/pkg/dnsname"
 	"github.com/shardgate/shardgate/pkg/usercluster"
 )
 
@@ -68,12 +69,12 @@ func (r *Reconciler) reconcileDNS(ctx context.Context, ci *v1alpha1.ClusterIngre
 	key := client.ObjectKeyFromObject(ci)
 	setReachable(ci, r.Engager, key)
 
-	zone, err := NormalizeZone(ci.Spec.DNS.Zone)
+	zone, err := dnsname.NormalizeZone(ci.Spec.DNS.Zone)
 	if err != nil {
 		setPublished(ci, metav1.ConditionFalse, v1alpha1.ReasonInvalidZone, err.Error())
 		return nil
 	}
-	domain, err := Domain(ci.Spec.ClusterID, zone)
+	domain, err := dnsname.Domain(ci.Spec.ClusterID, zone)
 	if err != nil {
 		setPublished(ci, metav1.ConditionFalse, v1alpha1.ReasonInvalidClusterID, err.Error())
 		return nil

@@ -196,7 +196,11 @@ func DesiredObjects(clusterID, clusterDomain string, ttl int64, shards []v1alpha
 		}
 		out = append(out, objs...)
 	}
-	return dedupe(out), nil
+	info, err := UserInfo(clusterDomain, shards)
+	if err != nil {
+		return nil, err
+	}
+	return dedupe(append(out, info)), nil
 }
 
 // dedupe keeps the first of objects with the same kind and name (the shared ClusterRole is

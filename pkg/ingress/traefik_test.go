@@ -186,3 +186,31 @@ func TestResolveShardsAndDomains(t *testing.T) {
 }
 
 var metav1LabelSelectorBad = metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "k", Operator: "Bogus"}}}
+
+func TestDesiredObjectsAndUserInfo(t *testing.T) {
+	shards := v1alpha1.ResolveShards([]v1alpha1.ShardSpec{{Name: "default"}, {Name: "edge", Publishing: v1alpha1.PublishNodePort}})
+	objs, err := DesiredObjects("c1", "c1.z", 60, shards)
+	if err != nil {
+		t.Fatal(err)
+	}
+	count := map[string]int{}
+	var info *unstructured.Unstructured
+	for _, o := range objs {
+		count[o.GetKind()]++
+		if o.GetKind() == "ConfigMap" {
+			info = o
+		}
+	}
+	// One namespace, class, role and info map; per shard a SA, binding and Deployment; one Service (NodePort).
+	want := map[string]int{"Namespace": 1, "IngressClass": 1, "ClusterRole": 1, "ConfigMap": 1, "ServiceAccount": 2, "ClusterRoleBinding": 2, "Deployment": 2, "Service": 1}
+	for k, n := range want {
+		if count[k] != n {
+			t.Errorf("%s: %d, want %d (all: %v)", k, count[k], n, count)
+		}
+	}
+	cm := as[corev1.ConfigMap](t, info)
+	if cm.Namespace != "kube-public" || cm.Data["clusterDomain"] != "c1.z" || cm.Data["shard.edge.cnameTarget"] != "edge.c1.z" ||
+		cm.Data["shard.default.domain"] != "c1.z" || !strings.Contains(cm.Data["README"], "CNAME") {
+		t.Fatalf("user info: %+v", cm.Data)
+	}
+}

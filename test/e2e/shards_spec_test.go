@@ -73,6 +73,11 @@ func ShardsSpec(ctx context.Context, t *testing.T, inputGetter func() ShardsSpec
 		if len(ci.Status.Shards) != 3 || ci.Status.Shards[1].Name != "edge" || ci.Status.Shards[1].Domain != "edge.s1."+zone {
 			t.Fatalf("status.shards: %+v", ci.Status.Shards)
 		}
+		info := &corev1.ConfigMap{}
+		must(t, u1.Client.Get(ctx, client.ObjectKey{Namespace: ingress.UserInfoNamespace, Name: ingress.UserInfoName}, info))
+		if info.Data["shard.edge.cnameTarget"] != "edge.s1."+zone || info.Data["clusterDomain"] != "s1."+zone {
+			t.Fatalf("users are told: %+v", info.Data)
+		}
 		class := &networkingv1.IngressClass{}
 		must(t, u1.Client.Get(ctx, client.ObjectKey{Name: ingress.IngressClassName}, class))
 		if class.Spec.Controller != "traefik.io/ingress-controller" || class.Annotations["ingressclass.kubernetes.io/is-default-class"] != "true" {

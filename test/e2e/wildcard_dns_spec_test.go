@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
 	"github.com/shardgate/shardgate/test/framework"
@@ -129,6 +130,15 @@ func WildcardDNSSpec(ctx context.Context, t *testing.T, inputGetter func() Wildc
 		waitCondition(ctx, t, seed, key("nosecret"), v1alpha1.ConditionClusterReachable, metav1.ConditionFalse, v1alpha1.ReasonKubeconfigMissing)
 		waitCondition(ctx, t, seed, key("garbage"), v1alpha1.ConditionClusterReachable, metav1.ConditionFalse, v1alpha1.ReasonKubeconfigInvalid)
 		waitCondition(ctx, t, seed, key("inbadzone"), v1alpha1.ConditionDNSPublished, metav1.ConditionFalse, v1alpha1.ReasonInvalidZone)
+		eventually(ctx, t, 30*time.Second, func() (bool, string) {
+			p := &v1alpha1.IngressProfile{}
+			if err := seed.Client.Get(ctx, client.ObjectKey{Name: "badzone"}, p); err != nil {
+				return false, err.Error()
+			}
+			c := meta.FindStatusCondition(p.Status.Conditions, v1alpha1.ConditionValid)
+			return c != nil && c.Status == metav1.ConditionFalse && c.Reason == v1alpha1.ReasonInvalidZone && p.Status.MatchingClusters == 1,
+				fmt.Sprintf("profile badzone status %+v", p.Status)
+		})
 		ci := getCI(ctx, t, seed, key("garbage"))
 		for _, c := range ci.Status.Conditions {
 			if strings.Contains(c.Message, "super-secret") {

@@ -1,4 +1,6 @@
-package dnsendpoint
+// Package dnsname validates the DNS names Shardgate publishes: zones, cluster IDs, and the
+// domains built from them, within DNS limits and with room for external-dns' registry records.
+package dnsname
 
 import (
 	"fmt"

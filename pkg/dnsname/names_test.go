@@ -1,4 +1,4 @@
-package dnsendpoint
+package dnsname
 
 import (
 	"strings"
