@@ -12,7 +12,7 @@ TEST_TIMEOUT ?= 60m
 TESTFLAGS ?=
 export SHARDGATE_TOOLS_BIN := $(TOOLS_BIN)
 
-.PHONY: all build generate manifests test test-unit test-e2e bench demo lint verify tools deps clean
+.PHONY: all build generate manifests test test-unit test-e2e bench demo lint verify tools deps release clean
 
 all: build
 
@@ -36,6 +36,9 @@ generate: $(CONTROLLER_GEN)
 manifests: $(CONTROLLER_GEN)
 	@if [ -d api ]; then $(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=config/crd/bases; fi
 	@if [ -d pkg ]; then $(CONTROLLER_GEN) rbac:roleName=shardgate-seed-controller paths=./pkg/... paths=./cmd/... output:rbac:artifacts:config=config/rbac; fi
+	@# The Helm chart ships the same CRDs and RBAC rules.
+	rm -f charts/shardgate/crds/*.yaml && cp config/crd/bases/*.yaml charts/shardgate/crds/
+	cp config/rbac/role.yaml charts/shardgate/rbac/role.yaml
 
 # Unit, envtest and end-to-end tests against real control planes, BIND and external-dns.
 # Every process a test starts lives under RUN_DIR; hack/reap.sh fails the run if one survived.
@@ -73,7 +76,15 @@ lint:
 
 # Generated files are up to date, code is formatted and vetted.
 verify: generate manifests lint
-	@git diff --exit-code -- api config || { echo "generated files are stale: run make generate manifests"; exit 1; }
+	@git diff --exit-code -- api config charts || { echo "generated files are stale: run make generate manifests"; exit 1; }
+
+# A static, non-root controller binary for the container image (Dockerfile); the image itself is
+# built by CI elsewhere (no container engine here).
+VERSION ?= $(shell git describe --tags --always 2>/dev/null || echo dev)
+release:
+	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 $(GO) build -trimpath -ldflags "-s -w" -o dist/seed-controller-linux-amd64 ./cmd/seed-controller
+	CGO_ENABLED=0 GOOS=linux GOARCH=arm64 $(GO) build -trimpath -ldflags "-s -w" -o dist/seed-controller-linux-arm64 ./cmd/seed-controller
+	@echo "built dist/ for $(VERSION)"
 
 clean:
 	rm -rf bin

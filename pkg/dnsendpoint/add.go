@@ -9,6 +9,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -31,6 +32,8 @@ func Add(mgr ctrl.Manager, engager *usercluster.Engager) error {
 	}
 	r := &Reconciler{Client: mgr.GetClient(), Engager: engager, Clock: clock.RealClock{}}
 	return ctrl.NewControllerManagedBy(mgr).Named("dns").
+		// Clusters are independent: one slow cluster must not queue the others behind it.
+		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
 		For(&v1alpha1.ClusterIngress{}).
 		// external-dns writes DNSEndpoint status; only spec changes (or deletion) matter here.
 		Owns(&DNSEndpoint{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
@@ -56,3 +59,6 @@ func sameClusterID(c client.Client) handler.MapFunc {
 		return reqs
 	}
 }
+
+// concurrency is how many clusters are reconciled at once.
+const concurrency = 8

@@ -2,6 +2,7 @@ package ingress
 
 import (
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
@@ -15,7 +16,12 @@ import (
 // Add registers the shard controller.
 func Add(mgr ctrl.Manager, engager *usercluster.Engager) error {
 	return ctrl.NewControllerManagedBy(mgr).Named("shards").
+		// Clusters are independent: one slow cluster must not queue the others behind it.
+		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
 		For(&v1alpha1.ClusterIngress{}).
 		WatchesRawSource(source.Channel(engager.Subscribe(), &handler.EnqueueRequestForObject{})).
 		Complete(&Reconciler{Client: mgr.GetClient(), Engager: engager})
 }
+
+// concurrency is how many clusters are reconciled at once.
+const concurrency = 8

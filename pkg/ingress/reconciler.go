@@ -76,6 +76,13 @@ func (r *Reconciler) reconcileShards(ctx context.Context, ci *v1alpha1.ClusterIn
 	}
 	w := cluster.Writer()
 	for _, o := range desired {
+		same, err := upToDate(ctx, cluster.Reader(), w.Scheme(), o)
+		if err != nil {
+			return condition(metav1.ConditionUnknown, v1alpha1.ReasonConnecting, err.Error()), err
+		}
+		if same {
+			continue
+		}
 		if err := w.Apply(ctx, client.ApplyConfigurationFromUnstructured(o), client.FieldOwner(v1alpha1.FieldOwner), client.ForceOwnership); err != nil {
 			msg := fmt.Sprintf("apply %s %s: %v", o.GetKind(), o.GetName(), err)
 			return condition(metav1.ConditionFalse, v1alpha1.ReasonShardsApplyFailed, msg), fmt.Errorf("%s", msg)

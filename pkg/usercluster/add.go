@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -57,6 +58,8 @@ func Add(mgr ctrl.Manager, cfg Config) error {
 
 	eng := &EngagementReconciler{Client: mgr.GetClient(), KubeconfigSecrets: mgr.GetClient(), Engager: cfg.Engager}
 	eb := ctrl.NewControllerManagedBy(mgr).Named("engagement").
+		// Clusters are independent: one slow cluster must not queue the others behind it.
+		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
 		For(&v1alpha1.ClusterIngress{}).
 		Watches(&corev1.Secret{}, &handler.EnqueueRequestForObject{}, builder.WithPredicates(hasLabel(v1alpha1.KubeconfigSecretLabel)))
 	if cfg.ClusterAPI {
@@ -130,3 +133,6 @@ func HasClusterAPI(mgr ctrl.Manager) bool {
 	_, err := mgr.GetRESTMapper().RESTMapping(clusterv1.GroupVersion.WithKind("Cluster").GroupKind(), clusterv1.GroupVersion.Version)
 	return err == nil
 }
+
+// concurrency is how many clusters are reconciled at once.
+const concurrency = 8

@@ -20,6 +20,7 @@ const (
 	ToolKwok                  = "kwok"
 	ToolExternalDNS           = "external-dns"
 	ToolTraefik               = "traefik"
+	ToolHelm                  = "helm"
 )
 
 // LocateTools finds the tools directory and checks that it holds every binary named.

@@ -1,0 +1,33 @@
+{{- define "shardgate.name" -}}shardgate{{- end -}}
+
+{{- define "shardgate.fullname" -}}
+{{- if contains "shardgate" .Release.Name -}}{{ .Release.Name | trunc 63 | trimSuffix "-" }}{{- else -}}{{ printf "%s-shardgate" .Release.Name | trunc 63 | trimSuffix "-" }}{{- end -}}
+{{- end -}}
+
+{{- define "shardgate.labels" -}}
+app.kubernetes.io/name: shardgate
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
+{{- end -}}
+
+{{- define "shardgate.selectorLabels" -}}
+app.kubernetes.io/name: shardgate
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: seed-controller
+{{- end -}}
+
+{{- define "shardgate.zone" -}}
+{{- required "dns.zone is required: the DNS zone user-cluster domains are created in, e.g. --set dns.zone=clusters.example.com" .Values.dns.zone | trimSuffix "." -}}
+{{- end -}}
+
+{{/* The controller's flags; tests run the binary with exactly these. */}}
+{{- define "shardgate.args" -}}
+- --dns-zone={{ include "shardgate.zone" . }}
+- --metrics-bind-address=:{{ .Values.metrics.port }}
+- --health-probe-bind-address=:8081
+- --leader-elect={{ .Values.leaderElection.enabled }}
+- --leader-election-namespace={{ .Release.Namespace }}
+- --zap-log-level={{ .Values.logLevel }}
+{{- end -}}

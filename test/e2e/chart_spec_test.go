@@ -1,0 +1,135 @@
+package e2e
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/shardgate/shardgate/api/v1alpha1"
+	"github.com/shardgate/shardgate/test/framework"
+)
+
+// helm runs the pinned Helm CLI and returns its combined output.
+func helm(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	tools, err := framework.LocateTools(framework.ToolHelm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	root, err := framework.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(tools.Path(framework.ToolHelm), args...)
+	cmd.Dir = root
+	cmd.Env = []string{"HOME=" + t.TempDir(), "PATH=" + os.Getenv("PATH")}
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+const chart = "charts/shardgate"
+
+// TestChartRefusesBadValues: helm lint passes with a zone, and bad values fail install-time
+// rendering with a message that names the value.
+func TestChartRefusesBadValues(t *testing.T) {
+	if out, err := helm(t, "lint", chart, "--set", "dns.zone=clusters.example.com"); err != nil {
+		t.Fatalf("helm lint: %v\n%s", err, out)
+	}
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{nil, "/dns/zone"},
+		{[]string{"--set", "dns.zone=bad_zone"}, "/dns/zone"},
+		{[]string{"--set", "dns.zone=ok.example", "--set", "replicas=0"}, "/replicas"},
+		{[]string{"--set", "dns.zone=ok.example", "--set", "defaultProfile.emptyTargets=Sometimes"}, "/defaultProfile/emptyTargets"},
+		{[]string{"--set", "dns.zone=ok.example", "--set", "defaultProfile.shards[0].name=Bad_Name"}, "/defaultProfile/shards/0/name"},
+	} {
+		out, err := helm(t, append([]string{"template", "x", chart}, tt.args...)...)
+		if err == nil || !strings.Contains(out, tt.want) {
+			t.Errorf("helm template %v: err %v, want a message naming %s; got:\n%s", tt.args, err, tt.want, out)
+		}
+	}
+}
+
+// TestChartInstallsAndConverges: the rendered chart passes a server-side dry-run against a real
+// seed API server; helm install into that seed works; and the controller started with exactly
+// the flags the chart gives it converges a user cluster's DNS through external-dns and BIND.
+func TestChartInstallsAndConverges(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	env := framework.StartEnvironment(t, framework.EnvironmentOptions{UserClusters: 1, SimulatedNodes: true, DNS: true})
+	seed, zone := env.Seed, env.DNS.Zone
+	set := []string{"--set", "dns.zone=" + zone, "--set", "externalDNS.enabled=true",
+		"--set", "defaultProfile.shards[0].name=default", "--set", "defaultProfile.shards[0].publishing=NodePort"}
+
+	// Server-side dry-run of every rendered object.
+	out, err := helm(t, append([]string{"template", "shardgate", chart, "--namespace", "shardgate", "--include-crds"}, set...)...)
+	if err != nil {
+		t.Fatalf("helm template: %v\n%s", err, out)
+	}
+	must(t, seed.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shardgate"}}))
+	dec := yaml.NewYAMLOrJSONDecoder(strings.NewReader(out), 4096)
+	n := 0
+	for {
+		u := &unstructured.Unstructured{}
+		if err := dec.Decode(&u.Object); err != nil {
+			break
+		}
+		if len(u.Object) == 0 {
+			continue
+		}
+		n++
+		if err := seed.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner("dry-run"), client.ForceOwnership, client.DryRunAll); err != nil {
+			t.Errorf("server-side dry-run of %s %s: %v", u.GetKind(), u.GetName(), err)
+		}
+	}
+	if n < 10 {
+		t.Fatalf("only %d objects rendered", n)
+	}
+
+	kc := filepath.Join(t.TempDir(), "kubeconfig")
+	must(t, os.WriteFile(kc, mustKubeconfig(t, seed), 0o600))
+	if out, err := helm(t, append([]string{"install", "shardgate", chart, "--kubeconfig", kc, "--namespace", "shardgate"}, set...)...); err != nil {
+		t.Fatalf("helm install: %v\n%s", err, out)
+	}
+	d := &appsv1.Deployment{}
+	must(t, seed.Client.Get(ctx, client.ObjectKey{Namespace: "shardgate", Name: "shardgate"}, d))
+	var args []string
+	for _, a := range d.Spec.Template.Spec.Containers[0].Args {
+		// The harness binds metrics and health to loopback ports of its own.
+		if !strings.HasPrefix(a, "--metrics-bind-address") && !strings.HasPrefix(a, "--health-probe-bind-address") {
+			args = append(args, a)
+		}
+	}
+	framework.StartController(t, seed, args...)
+
+	u := env.Users[0]
+	addNodes(ctx, t, u, nodeSpec("n1", "127.0.40.1"), nodeSpec("n2", "127.0.40.2"))
+	registerKubeconfigSecret(ctx, t, seed, "default", "chart1", "chart1", u, nil)
+	waitAnswer(ctx, t, env.DNS, "anything.chart1."+zone, framework.AnswerIs("127.0.40.1", "127.0.40.2"))
+	p := &v1alpha1.IngressProfile{}
+	must(t, seed.Client.Get(ctx, client.ObjectKey{Name: "default"}, p))
+	if p.Spec.DNS.Zone != zone {
+		t.Fatalf("chart's profile zone %q", p.Spec.DNS.Zone)
+	}
+}
+
+func mustKubeconfig(t *testing.T, cp *framework.ControlPlane) []byte {
+	t.Helper()
+	kc, err := cp.Kubeconfig("helm", "system:masters")
+	must(t, err)
+	return kc
+}
+
