@@ -132,4 +132,3 @@ func mustKubeconfig(t *testing.T, cp *framework.ControlPlane) []byte {
 	must(t, err)
 	return kc
 }
-
