@@ -55,8 +55,18 @@ func run(ctx context.Context, args []string) error {
 // seedConfig is the seed cluster's client config: --kubeconfig when given, else the usual
 // lookup (KUBECONFIG, in-cluster service account, ~/.kube/config).
 func seedConfig(kubeconfig string) (*rest.Config, error) {
+	var cfg *rest.Config
+	var err error
 	if kubeconfig != "" {
-		return clientcmd.BuildConfigFromFlags("", kubeconfig)
+		cfg, err = clientcmd.BuildConfigFromFlags("", kubeconfig)
+	} else {
+		cfg, err = ctrl.GetConfig()
 	}
-	return ctrl.GetConfig()
+	if err != nil {
+		return nil, err
+	}
+	// client-go's default (5 QPS) throttles a profile change that touches many clusters' objects
+	// to seconds; the API server's own priority and fairness protects it.
+	cfg.QPS, cfg.Burst = 50, 100
+	return cfg, nil
 }

@@ -8,18 +8,25 @@ package demo
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/miekg/dns"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
 	"github.com/shardgate/shardgate/api/v1alpha1"
+	"github.com/shardgate/shardgate/pkg/ingress"
 	"github.com/shardgate/shardgate/test/framework"
 )
 
@@ -46,6 +53,15 @@ func TestDemo(t *testing.T) {
 			ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: id, Labels: map[string]string{v1alpha1.KubeconfigSecretLabel: "true"}},
 			Data:       map[string][]byte{"value": kc},
 		}))
+	}
+	for i, u := range env.Users {
+		id := fmt.Sprintf("demo%d", i+1)
+		host := "app." + id + "." + env.DNS.Zone
+		say("%s: sample app behind Ingress %s, routers as real Traefik processes on the node addresses", id, host)
+		backend := framework.StartBackend(t, fmt.Sprintf("127.0.2.%d", 10+i), "sample app in "+id)
+		must(t, framework.ExposeBackend(ctx, u, "default", "web", backend))
+		must(t, u.Client.Create(ctx, demoIngress(host)))
+		startRouters(ctx, t, u)
 	}
 	say("ready. Try: dig @127.0.0.1 -p %d anything.demo1.%s   (Ctrl-C stops every process)", env.DNS.Port, env.DNS.Zone)
 	say("every 30 s one node of demo1 flips readiness, to show DNS following it")
@@ -81,6 +97,9 @@ func summary(ctx context.Context, t *testing.T, env *framework.Environment) {
 			}
 		}
 		fmt.Fprintf(&b, "          %-8s %-22s %-11d %-9s %s\n", ci.Name, ci.Status.Domain, ci.Status.ReadyNodeCount, reach, ans)
+		if ci.Status.Domain != "" {
+			fmt.Fprintf(&b, "          %8s %s\n", "", fetch(ctx, env, "app."+ci.Status.Domain))
+		}
 	}
 	fmt.Fprint(os.Stdout, b.String())
 }
@@ -91,5 +110,56 @@ func must(t *testing.T, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// startRouters runs one real Traefik per router pod, on its node's address, with the flags of
+// the Deployment Shardgate deployed.
+func startRouters(ctx context.Context, t *testing.T, u *framework.ControlPlane) {
+	k := client.ObjectKey{Namespace: ingress.Namespace, Name: ingress.RouterName(v1alpha1.DefaultShardName)}
+	d := &appsv1.Deployment{}
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		err := u.Client.Get(ctx, k, d)
+		if err == nil && d.Status.ReadyReplicas == *d.Spec.Replicas {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("routers not ready: %v", err)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	pods := &corev1.PodList{}
+	must(t, u.Client.List(ctx, pods, client.InNamespace(ingress.Namespace), client.MatchingLabels{ingress.ShardLabel: v1alpha1.DefaultShardName}))
+	for _, p := range pods.Items {
+		framework.StartTraefik(t, u, d, p.Status.HostIP)
+	}
+}
+
+// fetch resolves host through BIND and GETs it from the first address: the real ingress path.
+func fetch(ctx context.Context, env *framework.Environment, host string) string {
+	a, err := env.DNS.Lookup(ctx, host, dns.TypeA)
+	if err != nil || len(a.Values) == 0 {
+		return fmt.Sprintf("http://%s/ -> no address (%v)", host, err)
+	}
+	c := &http.Client{Timeout: 3 * time.Second, Transport: &http.Transport{Proxy: nil}}
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+a.Values[0]+"/", nil)
+	req.Host = host
+	resp, err := c.Do(req)
+	if err != nil {
+		return fmt.Sprintf("http://%s/ via %s -> %v", host, a.Values[0], err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 200))
+	return fmt.Sprintf("http://%s/ via %s -> %d %s", host, a.Values[0], resp.StatusCode, strings.TrimSpace(string(body)))
+}
+
+func demoIngress(host string) *networkingv1.Ingress {
+	pt := networkingv1.PathTypePrefix
+	return &networkingv1.Ingress{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web", Labels: map[string]string{ingress.ShardLabel: v1alpha1.DefaultShardName}},
+		Spec: networkingv1.IngressSpec{Rules: []networkingv1.IngressRule{{Host: host, IngressRuleValue: networkingv1.IngressRuleValue{
+			HTTP: &networkingv1.HTTPIngressRuleValue{Paths: []networkingv1.HTTPIngressPath{{Path: "/", PathType: &pt,
+				Backend: networkingv1.IngressBackend{Service: &networkingv1.IngressServiceBackend{Name: "web", Port: networkingv1.ServiceBackendPort{Number: 80}}}}}}}}}},
 	}
 }
