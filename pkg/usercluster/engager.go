@@ -388,17 +388,7 @@ func (e *Engager) setPhase(c *engaged, p Phase, msg string) {
 }
 
 func (e *Engager) nodeHandler(c *engaged) toolscache.ResourceEventHandler {
-	changed := func() {
-		c.mu.Lock()
-		if c.pendingFrom.IsZero() {
-			c.pendingFrom = time.Now()
-		}
-		synced := c.synced
-		c.mu.Unlock()
-		if synced {
-			e.notify(c.key)
-		}
-	}
+	changed := func() { e.changed(c, true) }
 	return toolscache.ResourceEventHandlerFuncs{
 		AddFunc: func(any) { changed() },
 		UpdateFunc: func(oldObj, newObj any) {
@@ -412,16 +402,23 @@ func (e *Engager) nodeHandler(c *engaged) toolscache.ResourceEventHandler {
 	}
 }
 
+// changed notifies subscribers once the cache is synced (before that, the sync itself does).
+// A node change also starts the convergence clock.
+func (e *Engager) changed(c *engaged, nodeChange bool) {
+	c.mu.Lock()
+	if nodeChange && c.pendingFrom.IsZero() {
+		c.pendingFrom = time.Now()
+	}
+	synced := c.synced
+	c.mu.Unlock()
+	if synced {
+		e.notify(c.key)
+	}
+}
+
 // changeHandler notifies subscribers of any change to a managed object once synced.
 func (e *Engager) changeHandler(c *engaged) toolscache.ResourceEventHandler {
-	changed := func() {
-		c.mu.Lock()
-		synced := c.synced
-		c.mu.Unlock()
-		if synced {
-			e.notify(c.key)
-		}
-	}
+	changed := func() { e.changed(c, false) }
 	return toolscache.ResourceEventHandlerFuncs{
 		AddFunc:    func(any) { changed() },
 		UpdateFunc: func(any, any) { changed() },

@@ -78,12 +78,8 @@ func startController(testDir string, seed *ControlPlane, args []string) (*Contro
 	if err != nil {
 		return nil, err
 	}
-	kc, err := seed.Kubeconfig("shardgate", "system:masters")
+	kcPath, err := seed.WriteKubeconfig(dir, "shardgate")
 	if err != nil {
-		return nil, err
-	}
-	kcPath := filepath.Join(dir, "kubeconfig")
-	if err := os.WriteFile(kcPath, kc, 0o600); err != nil {
 		return nil, err
 	}
 	mp, err := FreePort()

@@ -199,6 +199,17 @@ func (cp *ControlPlane) Kubeconfig(user string, groups ...string) ([]byte, error
 	return KubeconfigFromConfig(au.Config(), cp.Name)
 }
 
+// WriteKubeconfig writes a kubeconfig for a new cluster-admin user into dir/kubeconfig, for a
+// component process, and returns its path.
+func (cp *ControlPlane) WriteKubeconfig(dir, user string) (string, error) {
+	kc, err := cp.Kubeconfig(user, "system:masters")
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, "kubeconfig")
+	return path, os.WriteFile(path, kc, 0o600)
+}
+
 // KubeconfigFromConfig renders cfg (client certificates or token) as a kubeconfig file.
 func KubeconfigFromConfig(cfg *rest.Config, name string) ([]byte, error) {
 	kc := clientcmdapi.NewConfig()

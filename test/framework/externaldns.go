@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 )
@@ -50,12 +48,8 @@ func startExternalDNS(testDir string, seed *ControlPlane, server *DNSServer, opt
 	if err != nil {
 		return nil, err
 	}
-	kc, err := seed.Kubeconfig("external-dns", "system:masters")
+	kcPath, err := seed.WriteKubeconfig(dir, "external-dns")
 	if err != nil {
-		return nil, err
-	}
-	kcPath := filepath.Join(dir, "kubeconfig")
-	if err := os.WriteFile(kcPath, kc, 0o600); err != nil {
 		return nil, err
 	}
 	port, err := FreePort()
