@@ -14,6 +14,7 @@ import (
 // +kubebuilder:printcolumn:name="Domain",type=string,JSONPath=`.status.domain`
 // +kubebuilder:printcolumn:name="Ready Nodes",type=integer,JSONPath=`.status.readyNodeCount`
 // +kubebuilder:printcolumn:name="Targets",type=string,JSONPath=`.status.targetsSummary`
+// +kubebuilder:printcolumn:name="Routes",type=integer,JSONPath=`.status.routes`
 // +kubebuilder:printcolumn:name="Reachable",type=string,JSONPath=`.status.conditions[?(@.type=="ClusterReachable")].status`
 // +kubebuilder:printcolumn:name="DNS",type=string,JSONPath=`.status.conditions[?(@.type=="DNSPublished")].reason`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
@@ -46,6 +47,9 @@ type ClusterIngressSpec struct {
 	ClusterID string `json:"clusterID"`
 	// dns are the profile's resolved DNS settings (zone defaulted to the controller's).
 	DNS DNSSettings `json:"dns"`
+	// allocation is the profile's allocation policy.
+	// +optional
+	Allocation AllocationSettings `json:"allocation,omitempty"`
 	// shards are the profile's shards with defaults applied.
 	// +optional
 	// +listType=map
@@ -78,6 +82,12 @@ type ClusterIngressStatus struct {
 	// +listType=map
 	// +listMapKey=name
 	Shards []ShardStatus `json:"shards,omitempty"`
+	// routes is the number of Ingresses allocated to a shard.
+	// +optional
+	Routes int32 `json:"routes"`
+	// rejectedRoutes is the number of Ingresses Shardgate refused (each says why).
+	// +optional
+	RejectedRoutes int32 `json:"rejectedRoutes"`
 	// dnsEndpointRef names the DNSEndpoint (externaldns.k8s.io/v1alpha1) in this namespace.
 	// +optional
 	DNSEndpointRef string `json:"dnsEndpointRef,omitempty"`

@@ -49,3 +49,10 @@ const (
 	ReasonClusterSelectorBad     = "InvalidClusterSelector"
 	ReasonIngressNodeSelectorBad = "InvalidIngressNodeSelector"
 )
+
+// Allocation outcomes (annotation values and Event reasons in user clusters).
+const (
+	AllocationAllocated = "Allocated"
+	AllocationRejected  = "Rejected"
+	AllocationMoved     = "Moved"
+)

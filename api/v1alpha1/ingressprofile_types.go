@@ -32,6 +32,10 @@ type IngressProfileSpec struct {
 	// +optional
 	DNS DNSSettings `json:"dns,omitempty"`
 
+	// allocation says how Ingresses are spread over the shards.
+	// +optional
+	Allocation AllocationSettings `json:"allocation,omitempty"`
+
 	// shards deployed into every selected cluster. None listed means one shard named "default".
 	// +optional
 	// +listType=map
@@ -107,6 +111,27 @@ type DNSSettings struct {
 	// ingressNodeSelector picks the nodes that carry ingress traffic; empty means all nodes.
 	// +optional
 	IngressNodeSelector *metav1.LabelSelector `json:"ingressNodeSelector,omitempty"`
+}
+
+// AllocationSettings configure route allocation.
+type AllocationSettings struct {
+	// strategy for Ingresses whose hosts do not fix the shard: RoundRobin, LeastRoutes (fewest
+	// bound Ingresses), LeastLoaded (fewest Ingresses per ready router).
+	// +optional
+	// +kubebuilder:default=LeastRoutes
+	// +kubebuilder:validation:Enum=RoundRobin;LeastRoutes;LeastLoaded
+	Strategy string `json:"strategy,omitempty"`
+	// namespaceOwnership: Strict (the first namespace to claim a host owns it) or
+	// InterNamespaceAllowed.
+	// +optional
+	// +kubebuilder:default=Strict
+	// +kubebuilder:validation:Enum=Strict;InterNamespaceAllowed
+	NamespaceOwnership string `json:"namespaceOwnership,omitempty"`
+	// wildcardPolicy: Deny (default) refuses hosts like *.example.org; Allow accepts them.
+	// +optional
+	// +kubebuilder:default=Deny
+	// +kubebuilder:validation:Enum=Allow;Deny
+	WildcardPolicy string `json:"wildcardPolicy,omitempty"`
 }
 
 // IngressProfileStatus is what the controller observed.

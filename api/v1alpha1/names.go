@@ -20,6 +20,12 @@ const (
 	// ShardLabel names a shard: on its router objects, and on Ingresses allocated to it (each
 	// shard's router serves only its label).
 	ShardLabel = "shardgate.io/shard"
+	// Annotations that tell a user where an Ingress landed. Only Shardgate may set them (a
+	// ValidatingAdmissionPolicy in each user cluster enforces it, with the shard label).
+	AllocationAnnotation  = "shardgate.io/allocation" // "Allocated" or "Rejected: <reason>"
+	ShardAnnotation       = "shardgate.io/shard"
+	HostsAnnotation       = "shardgate.io/hosts"        // final hosts, comma-separated
+	CNAMETargetAnnotation = "shardgate.io/cname-target" // what a custom host must CNAME to
 	// FieldOwner is the server-side-apply field manager of everything Shardgate writes.
 	FieldOwner = "shardgate"
 )

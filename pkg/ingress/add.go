@@ -13,8 +13,16 @@ import (
 // +kubebuilder:rbac:groups=shardgate.io,resources=clusteringresses,verbs=get;list;watch
 // +kubebuilder:rbac:groups=shardgate.io,resources=clusteringresses/status,verbs=get;update;patch
 
-// Add registers the shard controller.
+// Add registers the shard and allocation controllers.
 func Add(mgr ctrl.Manager, engager *usercluster.Engager) error {
+	err := ctrl.NewControllerManagedBy(mgr).Named("allocation").
+		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
+		For(&v1alpha1.ClusterIngress{}).
+		WatchesRawSource(source.Channel(engager.Subscribe(), &handler.EnqueueRequestForObject{})).
+		Complete(&AllocationReconciler{Client: mgr.GetClient(), Engager: engager})
+	if err != nil {
+		return err
+	}
 	return ctrl.NewControllerManagedBy(mgr).Named("shards").
 		// Clusters are independent: one slow cluster must not queue the others behind it.
 		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).

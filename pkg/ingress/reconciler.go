@@ -70,7 +70,11 @@ func (r *Reconciler) reconcileShards(ctx context.Context, ci *v1alpha1.ClusterIn
 	if domain == "" {
 		return condition(metav1.ConditionUnknown, v1alpha1.ReasonConnecting, "waiting for the cluster domain (see DNSPublished)"), nil
 	}
-	desired, err := DesiredObjects(ci.Spec.ClusterID, domain, ci.Spec.DNS.TTL, shards)
+	user, err := cluster.Identity(ctx)
+	if err != nil {
+		return condition(metav1.ConditionUnknown, v1alpha1.ReasonConnecting, err.Error()), err
+	}
+	desired, err := DesiredObjects(ci.Spec.ClusterID, domain, ci.Spec.DNS.TTL, shards, user)
 	if err != nil {
 		return condition(metav1.ConditionFalse, v1alpha1.ReasonShardsInvalid, err.Error()), nil
 	}
@@ -180,8 +184,9 @@ func notReadyReason(ctx context.Context, rd client.Reader, s v1alpha1.ShardSpec)
 	return "no router pod is ready yet", "", nil
 }
 
-// DesiredObjects renders the shared objects and every shard's objects.
-func DesiredObjects(clusterID, clusterDomain string, ttl int64, shards []v1alpha1.ShardSpec) ([]*unstructured.Unstructured, error) {
+// DesiredObjects renders the shared objects, every shard's objects, the users' info ConfigMap,
+// and the admission policy that reserves allocation fields to shardgateUser.
+func DesiredObjects(clusterID, clusterDomain string, ttl int64, shards []v1alpha1.ShardSpec, shardgateUser string) ([]*unstructured.Unstructured, error) {
 	var out []*unstructured.Unstructured
 	sharedDone := map[v1alpha1.Flavour]bool{}
 	for _, s := range shards {
@@ -207,7 +212,11 @@ func DesiredObjects(clusterID, clusterDomain string, ttl int64, shards []v1alpha
 	if err != nil {
 		return nil, err
 	}
-	return dedupe(append(out, info)), nil
+	policy, err := AdmissionPolicy(shardgateUser)
+	if err != nil {
+		return nil, err
+	}
+	return dedupe(append(append(out, info), policy...)), nil
 }
 
 // dedupe keeps the first of objects with the same kind and name (the shared ClusterRole is

@@ -19,7 +19,7 @@ func TestStrategies(t *testing.T) {
 		{"RoundRobin", load(7, ShardLoad{Name: "only"}), "only"},
 		{"LeastRoutes", load(0, ShardLoad{Name: "a", Routes: 3}, ShardLoad{Name: "b", Routes: 1}, ShardLoad{Name: "c", Routes: 2}), "b"},
 		{"LeastRoutes", load(0, ShardLoad{Name: "a", Routes: 1}, ShardLoad{Name: "b", Routes: 1}), "a"}, // tie: first by name
-		{"", load(0, ShardLoad{Name: "a", Routes: 2}, ShardLoad{Name: "b", Routes: 0}), "b"},          // default LeastRoutes
+		{"", load(0, ShardLoad{Name: "a", Routes: 2}, ShardLoad{Name: "b", Routes: 0}), "b"},            // default LeastRoutes
 		{"LeastLoaded", load(0, ShardLoad{Name: "a", Routes: 4, Capacity: 4}, ShardLoad{Name: "b", Routes: 2, Capacity: 1}), "a"},
 		{"LeastLoaded", load(0, ShardLoad{Name: "a", Routes: 2, Capacity: 2}, ShardLoad{Name: "b", Routes: 1, Capacity: 1}), "a"}, // tie
 		{"LeastLoaded", load(0, ShardLoad{Name: "a", Routes: 1, Capacity: 0}, ShardLoad{Name: "b", Routes: 2, Capacity: 0}), "a"}, // no ready router counts as one

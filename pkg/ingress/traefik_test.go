@@ -189,7 +189,7 @@ var metav1LabelSelectorBad = metav1.LabelSelector{MatchExpressions: []metav1.Lab
 
 func TestDesiredObjectsAndUserInfo(t *testing.T) {
 	shards := v1alpha1.ResolveShards([]v1alpha1.ShardSpec{{Name: "default"}, {Name: "edge", Publishing: v1alpha1.PublishNodePort}})
-	objs, err := DesiredObjects("c1", "c1.z", 60, shards)
+	objs, err := DesiredObjects("c1", "c1.z", 60, shards, "shardgate-user")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,7 +202,8 @@ func TestDesiredObjectsAndUserInfo(t *testing.T) {
 		}
 	}
 	// One namespace, class, role and info map; per shard a SA, binding and Deployment; one Service (NodePort).
-	want := map[string]int{"Namespace": 1, "IngressClass": 1, "ClusterRole": 1, "ConfigMap": 1, "ServiceAccount": 2, "ClusterRoleBinding": 2, "Deployment": 2, "Service": 1}
+	want := map[string]int{"Namespace": 1, "IngressClass": 1, "ClusterRole": 1, "ConfigMap": 1, "ServiceAccount": 2, "ClusterRoleBinding": 2, "Deployment": 2, "Service": 1,
+		"ValidatingAdmissionPolicy": 1, "ValidatingAdmissionPolicyBinding": 1}
 	for k, n := range want {
 		if count[k] != n {
 			t.Errorf("%s: %d, want %d (all: %v)", k, count[k], n, count)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -80,6 +81,7 @@ type engaged struct {
 	done        chan struct{}
 
 	mu          sync.Mutex
+	identity    string // the user Shardgate acts as in the cluster, once known
 	state       State
 	synced      bool
 	pendingFrom time.Time // first node change not yet published, for the convergence histogram
@@ -270,6 +272,25 @@ func (c Cluster) Reader() client.Reader { return c.c.cache }
 // Writer writes to the cluster's API server directly (server-side apply, deletes).
 func (c Cluster) Writer() client.Client { return c.c.writer }
 
+// Identity is the user name Shardgate's credentials have in the cluster (from a
+// SelfSubjectReview), asked once per engagement.
+func (c Cluster) Identity(ctx context.Context) (string, error) {
+	c.c.mu.Lock()
+	id := c.c.identity
+	c.c.mu.Unlock()
+	if id != "" {
+		return id, nil
+	}
+	r := &authenticationv1.SelfSubjectReview{}
+	if err := c.c.writer.Create(ctx, r); err != nil {
+		return "", fmt.Errorf("who am I (SelfSubjectReview): %w", err)
+	}
+	c.c.mu.Lock()
+	c.c.identity = r.Status.UserInfo.Username
+	c.c.mu.Unlock()
+	return r.Status.UserInfo.Username, nil
+}
+
 // TakePendingChange returns when the oldest node change not yet published was observed, and
 // clears it. Zero when there is none.
 func (c Cluster) TakePendingChange() time.Time {
@@ -304,7 +325,7 @@ func (e *Engager) start(key types.NamespacedName, fp [32]byte, cfg *rest.Config)
 		cancel()
 		return nil, err
 	}
-	for _, kind := range ManagedKinds() {
+	for _, kind := range append(ManagedKinds(), RouteKinds()...) {
 		inf, err := ca.GetInformer(ctx, kind, cache.BlockUntilSynced(false))
 		if err != nil {
 			cancel()

@@ -65,6 +65,7 @@ func (r *ClusterIngressReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 		ClusterID:  src.ClusterID,
 		DNS:        ResolveDNS(p, r.DefaultZone),
 		Shards:     v1alpha1.ResolveShards(p.Spec.Shards),
+		Allocation: p.Spec.Allocation,
 	}
 	if ci == nil {
 		ci = &v1alpha1.ClusterIngress{ObjectMeta: metav1.ObjectMeta{Namespace: src.Namespace, Name: src.Name}}

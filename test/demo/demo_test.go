@@ -157,7 +157,7 @@ func fetch(ctx context.Context, env *framework.Environment, host string) string 
 func demoIngress(host string) *networkingv1.Ingress {
 	pt := networkingv1.PathTypePrefix
 	return &networkingv1.Ingress{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web", Labels: map[string]string{ingress.ShardLabel: v1alpha1.DefaultShardName}},
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web"}, // the allocator picks the shard
 		Spec: networkingv1.IngressSpec{IngressClassName: ptr.To(ingress.IngressClassName), Rules: []networkingv1.IngressRule{{Host: host, IngressRuleValue: networkingv1.IngressRuleValue{
 			HTTP: &networkingv1.HTTPIngressRuleValue{Paths: []networkingv1.HTTPIngressPath{{Path: "/", PathType: &pt,
 				Backend: networkingv1.IngressBackend{Service: &networkingv1.IngressServiceBackend{Name: "web", Port: networkingv1.ServiceBackendPort{Number: 80}}}}}}}}}},

@@ -88,8 +88,8 @@ func ShardsSpec(ctx context.Context, t *testing.T, inputGetter func() ShardsSpec
 	t.Run("real traffic reaches a backend through BIND and the shard's own Traefik", func(t *testing.T) {
 		backend := framework.StartBackend(t, "127.0.2.1", "web")
 		must(t, framework.ExposeBackend(ctx, u1, "default", "web", backend))
-		must(t, u1.Client.Create(ctx, shardIngress("web-edge", "edge", "app.edge.s1."+zone)))
-		must(t, u1.Client.Create(ctx, shardIngress("web-default", v1alpha1.DefaultShardName, "app.s1."+zone)))
+		must(t, u1.Client.Create(ctx, shardIngress("web-edge", "app.edge.s1."+zone)))
+		must(t, u1.Client.Create(ctx, shardIngress("web-default", "app.s1."+zone)))
 		for _, shard := range []string{"edge", v1alpha1.DefaultShardName} {
 			d := &appsv1.Deployment{}
 			must(t, u1.Client.Get(ctx, client.ObjectKey{Namespace: ingress.Namespace, Name: ingress.RouterName(shard)}, d))
@@ -216,10 +216,12 @@ func updateShards(ctx context.Context, t *testing.T, seed *framework.ControlPlan
 	must(t, seed.Client.Update(ctx, p))
 }
 
-func shardIngress(name, shard, host string) *networkingv1.Ingress {
+// shardIngress is an Ingress for host served by Service web:80. The allocator puts it on the
+// shard whose domain the host is under; users never set the shard label themselves.
+func shardIngress(name, host string) *networkingv1.Ingress {
 	pt := networkingv1.PathTypePrefix
 	return &networkingv1.Ingress{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name, Labels: map[string]string{ingress.ShardLabel: shard}},
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name},
 		Spec: networkingv1.IngressSpec{
 			IngressClassName: ptr.To(ingress.IngressClassName),
 			Rules: []networkingv1.IngressRule{{Host: host, IngressRuleValue: networkingv1.IngressRuleValue{HTTP: &networkingv1.HTTPIngressRuleValue{

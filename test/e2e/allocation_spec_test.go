@@ -1,0 +1,248 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/miekg/dns"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/shardgate/shardgate/api/v1alpha1"
+	"github.com/shardgate/shardgate/pkg/ingress"
+	"github.com/shardgate/shardgate/test/framework"
+)
+
+// AllocationSpecInput is what AllocationSpec runs on.
+type AllocationSpecInput struct {
+	Seed       *framework.ControlPlane
+	User       *framework.ControlPlane
+	DNS        *framework.DNSServer
+	Controller *framework.Controller
+}
+
+// AllocationSpec proves that users never pick a router: every Ingress lands on a shard by the
+// profile's strategy, gets its final hosts, is served by that shard's real Traefik, tells its owner
+// where it landed, and bad claims are refused with a reason, by Shardgate or by the API server.
+func AllocationSpec(ctx context.Context, t *testing.T, inputGetter func() AllocationSpecInput) {
+	in := inputGetter()
+	seed, u, zone := in.Seed, in.User, in.DNS.Zone
+	sel := map[string]string{"ingress": "allocated"}
+	shards := []v1alpha1.ShardSpec{
+		{Name: v1alpha1.DefaultShardName, NodeSelector: map[string]string{"role": "general"}},
+		{Name: "edge", NodeSelector: map[string]string{"role": "edge"}},
+		{Name: "team", NodeSelector: map[string]string{"role": "team"}},
+	}
+	p := &v1alpha1.IngressProfile{ObjectMeta: metav1.ObjectMeta{Name: "allocated"}, Spec: v1alpha1.IngressProfileSpec{
+		ClusterSelector: metav1.LabelSelector{MatchLabels: sel}, Shards: shards,
+		Allocation: v1alpha1.AllocationSettings{Strategy: "RoundRobin"}}}
+	must(t, seed.Client.Create(ctx, p))
+	roles := map[string]string{"n1": "general", "n2": "edge", "n3": "team"}
+	for i, n := range []string{"n1", "n2", "n3"} {
+		addNodes(ctx, t, u, framework.NodeSpec{Name: n, InternalIP: fmt.Sprintf("127.0.50.%d", i+1), Labels: map[string]string{"role": roles[n]}})
+	}
+	registerCAPICluster(ctx, t, seed, "default", "a1", u, sel, nil)
+	domain := "a1." + zone
+	waitCondition(ctx, t, seed, key("a1"), v1alpha1.ConditionShardsAvailable, metav1.ConditionTrue, v1alpha1.ReasonShardsAvailable)
+
+	for i, ns := range []string{"ns-a", "ns-b"} {
+		must(t, u.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
+		b := framework.StartBackend(t, fmt.Sprintf("127.0.2.%d", 50+i), "web in "+ns)
+		must(t, framework.ExposeBackend(ctx, u, ns, "web", b))
+	}
+	routers(ctx, t, u)
+
+	allocated := func(t *testing.T, ns, name string) *networkingv1.Ingress {
+		t.Helper()
+		var ing *networkingv1.Ingress
+		eventually(ctx, t, 30*time.Second, func() (bool, string) {
+			ing = &networkingv1.Ingress{}
+			if err := u.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, ing); err != nil {
+				return false, err.Error()
+			}
+			return ing.Annotations[v1alpha1.AllocationAnnotation] == v1alpha1.AllocationAllocated,
+				fmt.Sprintf("%s/%s: allocation %q", ns, name, ing.Annotations[v1alpha1.AllocationAnnotation])
+		})
+		return ing
+	}
+	rejected := func(t *testing.T, ns, name, reason string) {
+		t.Helper()
+		eventually(ctx, t, 30*time.Second, func() (bool, string) {
+			ing := &networkingv1.Ingress{}
+			if err := u.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, ing); err != nil {
+				return false, err.Error()
+			}
+			got := ing.Annotations[v1alpha1.AllocationAnnotation]
+			return strings.HasPrefix(got, v1alpha1.AllocationRejected) && strings.Contains(got, reason) && ing.Labels[v1alpha1.ShardLabel] == "",
+				fmt.Sprintf("%s/%s: allocation %q, label %q; want rejected with %q", ns, name, got, ing.Labels[v1alpha1.ShardLabel], reason)
+		})
+	}
+	serves := func(t *testing.T, host, via string) {
+		t.Helper()
+		wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		a, err := in.DNS.WaitForAnswer(wctx, via, dns.TypeA, func(a framework.Answer) bool { return len(a.Values) > 0 })
+		must(t, err)
+		eventually(ctx, t, 20*time.Second, func() (bool, string) {
+			code, body := get(a.Values[0], host)
+			return code == 200 && strings.Contains(body, "hello from web"), fmt.Sprintf("%s via %s: %d %q", host, a.Values[0], code, body)
+		})
+	}
+
+	names := []string{"app1", "app2", "app3", "app4", "app5", "app6"}
+	t.Run("ingresses in two namespaces are spread over three shards and served", func(t *testing.T) {
+		for i, name := range names {
+			ns := []string{"ns-a", "ns-b"}[i%2]
+			must(t, u.Client.Create(ctx, routeIngress(ns, name, "")))
+		}
+		count := map[string]int{}
+		for i, name := range names {
+			ns := []string{"ns-a", "ns-b"}[i%2]
+			ing := allocated(t, ns, name)
+			shard := ing.Labels[v1alpha1.ShardLabel]
+			count[shard]++
+			host := fmt.Sprintf("%s-%s.%s", name, ns, ingress.ShardDomain(shard, domain))
+			if ing.Spec.Rules[0].Host != host || ing.Annotations[v1alpha1.HostsAnnotation] != host {
+				t.Fatalf("%s: default host %q / %q, want %s", name, ing.Spec.Rules[0].Host, ing.Annotations[v1alpha1.HostsAnnotation], host)
+			}
+			eventually(ctx, t, 20*time.Second, func() (bool, string) {
+				got := &networkingv1.Ingress{}
+				_ = u.Client.Get(ctx, client.ObjectKeyFromObject(ing), got)
+				lb := got.Status.LoadBalancer.Ingress
+				return len(lb) == 1 && lb[0].Hostname == ingress.ShardDomain(shard, domain), fmt.Sprintf("ADDRESS %+v", lb)
+			})
+			serves(t, host, host)
+		}
+		if count["default"] != 2 || count["edge"] != 2 || count["team"] != 2 {
+			t.Fatalf("RoundRobin spread %v, want 2 per shard", count)
+		}
+	})
+
+	t.Run("a custom host gets a CNAME target and is served through it", func(t *testing.T) {
+		must(t, u.Client.Create(ctx, routeIngress("ns-a", "shop", "shop.example.org")))
+		ing := allocated(t, "ns-a", "shop")
+		target := ing.Annotations[v1alpha1.CNAMETargetAnnotation]
+		if target != ingress.ShardDomain(ing.Labels[v1alpha1.ShardLabel], domain) {
+			t.Fatalf("CNAME target %q for shard %s", target, ing.Labels[v1alpha1.ShardLabel])
+		}
+		serves(t, "shop.example.org", target)
+	})
+
+	t.Run("bad claims are refused with a reason; the owner keeps its traffic", func(t *testing.T) {
+		must(t, u.Client.Create(ctx, routeIngress("ns-b", "steal", "shop.example.org")))
+		must(t, u.Client.Create(ctx, routeIngress("ns-b", "wild", "*.example.org")))
+		must(t, u.Client.Create(ctx, routeIngress("ns-b", "foreign", "app.other."+zone)))
+		rejected(t, "ns-b", "steal", "already served for namespace ns-a")
+		rejected(t, "ns-b", "wild", "wildcard")
+		rejected(t, "ns-b", "foreign", "another cluster")
+		// A user setting the shard label by hand is refused by the API server.
+		byHand := routeIngress("ns-b", "byhand", "")
+		byHand.Labels = map[string]string{v1alpha1.ShardLabel: "edge"}
+		err := u.Client.Create(ctx, byHand)
+		if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), v1alpha1.ShardLabel) {
+			t.Fatalf("hand-set shard label: %v, want Forbidden by the admission policy", err)
+		}
+		ing := allocated(t, "ns-a", "shop")
+		serves(t, "shop.example.org", ing.Annotations[v1alpha1.CNAMETargetAnnotation])
+	})
+
+	t.Run("restarting the controller moves nothing; removing a shard moves only its ingresses", func(t *testing.T) {
+		before := shardsOf(ctx, t, u)
+		must(t, in.Controller.Restart())
+		time.Sleep(5 * time.Second)
+		if after := shardsOf(ctx, t, u); !equalMaps(before, after) {
+			t.Fatalf("restart moved allocations:\n before %v\n after  %v", before, after)
+		}
+		updateShards(ctx, t, seed, "allocated", shards[:2])
+		eventually(ctx, t, 30*time.Second, func() (bool, string) {
+			now := shardsOf(ctx, t, u)
+			for k, s := range before {
+				if s == "team" && (now[k] == "team" || now[k] == "") {
+					return false, fmt.Sprintf("%s still on %q", k, now[k])
+				}
+				if s != "team" && now[k] != s {
+					return false, fmt.Sprintf("%s moved from %s to %s", k, s, now[k])
+				}
+			}
+			return true, ""
+		})
+		evs := &corev1.EventList{}
+		must(t, u.Client.List(ctx, evs))
+		moved := 0
+		for _, e := range evs.Items {
+			if e.Reason == v1alpha1.AllocationMoved {
+				moved++
+			}
+		}
+		if moved == 0 {
+			t.Fatal("no Moved event for the re-allocated ingresses")
+		}
+	})
+}
+
+func TestAllocation(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	env := framework.StartEnvironment(t, framework.EnvironmentOptions{UserClusters: 1, SimulatedNodes: true, DNS: true})
+	ctrl := framework.StartController(t, env.Seed, "--dns-zone="+env.DNS.Zone)
+	AllocationSpec(ctx, t, func() AllocationSpecInput {
+		return AllocationSpecInput{Seed: env.Seed, User: env.Users[0], DNS: env.DNS, Controller: ctrl}
+	})
+}
+
+// routers starts one real Traefik per router pod of every shard, on its node's address.
+func routers(ctx context.Context, t *testing.T, u *framework.ControlPlane) {
+	deps := &appsv1.DeploymentList{}
+	must(t, u.Client.List(ctx, deps, client.InNamespace(ingress.Namespace)))
+	for i := range deps.Items {
+		d := &deps.Items[i]
+		eventually(ctx, t, 60*time.Second, func() (bool, string) {
+			must(t, u.Client.Get(ctx, client.ObjectKeyFromObject(d), d))
+			return d.Status.ReadyReplicas == *d.Spec.Replicas, d.Name + " not ready"
+		})
+		pods := &corev1.PodList{}
+		must(t, u.Client.List(ctx, pods, client.InNamespace(ingress.Namespace), client.MatchingLabels{ingress.ShardLabel: d.Labels[ingress.ShardLabel]}))
+		for _, p := range pods.Items {
+			framework.StartTraefik(t, u, d, p.Status.HostIP)
+		}
+	}
+}
+
+func routeIngress(ns, name, host string) *networkingv1.Ingress {
+	ing := shardIngress(name, host)
+	ing.Namespace = ns
+	ing.Spec.IngressClassName = ptr.To(ingress.IngressClassName)
+	return ing
+}
+
+func shardsOf(ctx context.Context, t *testing.T, u *framework.ControlPlane) map[string]string {
+	l := &networkingv1.IngressList{}
+	must(t, u.Client.List(ctx, l))
+	out := map[string]string{}
+	for _, i := range l.Items {
+		if i.Annotations[v1alpha1.AllocationAnnotation] == v1alpha1.AllocationAllocated {
+			out[i.Namespace+"/"+i.Name] = i.Labels[v1alpha1.ShardLabel]
+		}
+	}
+	return out
+}
+
+func equalMaps(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if b[k] != v {
+			return false
+		}
+	}
+	return true
+}
