@@ -5,7 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -60,6 +63,9 @@ func (r *AllocationReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		InterNamespace: ci.Spec.Allocation.NamespaceOwnership == "InterNamespaceAllowed", AllowWildcards: ci.Spec.Allocation.WildcardPolicy == "Allow"}
 	var errs []error
 	var allocated, rejected int32
+	var mu sync.Mutex
+	g := errgroup.Group{}
+	g.SetLimit(writeWorkers)
 	for _, a := range PlanAllocations(cfg, shards, routes) {
 		if a.Rejected {
 			rejected++
@@ -67,10 +73,16 @@ func (r *AllocationReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 			allocated++
 		}
 		ing := ingresses[a.Namespace+"/"+a.Name]
-		if err := r.write(ctx, cluster.Writer(), ing, a); err != nil {
-			errs = append(errs, err)
-		}
+		g.Go(func() error {
+			if err := r.write(ctx, cluster.Writer(), ing, a); err != nil {
+				mu.Lock()
+				errs = append(errs, err)
+				mu.Unlock()
+			}
+			return nil
+		})
 	}
+	_ = g.Wait()
 	if ci.Status.Routes != allocated || ci.Status.RejectedRoutes != rejected {
 		before := ci.DeepCopy()
 		ci.Status.Routes, ci.Status.RejectedRoutes = allocated, rejected
@@ -80,6 +92,10 @@ func (r *AllocationReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	}
 	return ctrl.Result{}, errors.Join(errs...)
 }
+
+// writeWorkers bounds the parallel writes of one cluster's decisions: a first allocation of
+// thousands of Ingresses must not be written one round trip at a time.
+const writeWorkers = 16
 
 // allocShards turns the ClusterIngress' shards into planner shards with their ready routers.
 func allocShards(ctx context.Context, rd client.Reader, ci *v1alpha1.ClusterIngress) ([]AllocShard, error) {

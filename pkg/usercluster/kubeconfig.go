@@ -58,7 +58,9 @@ func RESTConfig(kubeconfig []byte) (*rest.Config, error) {
 	// Bounded connection set-up so that a dead cluster fails fast. No overall request timeout:
 	// it would also cut the long-running watches the caches depend on.
 	cfg.Dial = (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext
-	cfg.QPS, cfg.Burst = 20, 40
+	// Enough for a first allocation of thousands of Ingresses; the user cluster's API priority and
+	// fairness still protects it.
+	cfg.QPS, cfg.Burst = 200, 400
 	cfg.UserAgent = "shardgate-seed-controller"
 	return cfg, nil
 }
