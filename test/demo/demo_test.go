@@ -16,14 +16,12 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
 	"github.com/shardgate/shardgate/pkg/ingress"
@@ -61,7 +59,7 @@ func TestDemo(t *testing.T) {
 		backend := framework.StartBackend(t, fmt.Sprintf("127.0.2.%d", 10+i), "sample app in "+id)
 		must(t, framework.ExposeBackend(ctx, u, "default", "web", backend))
 		must(t, u.Client.Create(ctx, demoIngress(host)))
-		startRouters(ctx, t, u)
+		framework.StartRouters(ctx, t, u)
 	}
 	say("ready. Try: dig @127.0.0.1 -p %d anything.demo1.%s   (Ctrl-C stops every process)", env.DNS.Port, env.DNS.Zone)
 	say("every 30 s one node of demo1 flips readiness, to show DNS following it")
@@ -110,29 +108,6 @@ func must(t *testing.T, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
-	}
-}
-
-// startRouters runs one real Traefik per router pod, on its node's address, with the flags of
-// the Deployment Shardgate deployed.
-func startRouters(ctx context.Context, t *testing.T, u *framework.ControlPlane) {
-	k := client.ObjectKey{Namespace: ingress.Namespace, Name: ingress.RouterName(v1alpha1.DefaultShardName)}
-	d := &appsv1.Deployment{}
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
-		err := u.Client.Get(ctx, k, d)
-		if err == nil && d.Status.ReadyReplicas == *d.Spec.Replicas {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("routers not ready: %v", err)
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
-	pods := &corev1.PodList{}
-	must(t, u.Client.List(ctx, pods, client.InNamespace(ingress.Namespace), client.MatchingLabels{ingress.ShardLabel: v1alpha1.DefaultShardName}))
-	for _, p := range pods.Items {
-		framework.StartTraefik(t, u, d, p.Status.HostIP)
 	}
 }
 

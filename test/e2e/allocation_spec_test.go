@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -58,7 +57,7 @@ func AllocationSpec(ctx context.Context, t *testing.T, inputGetter func() Alloca
 		b := framework.StartBackend(t, fmt.Sprintf("127.0.2.%d", 50+i), "web in "+ns)
 		must(t, framework.ExposeBackend(ctx, u, ns, "web", b))
 	}
-	routers(ctx, t, u)
+	framework.StartRouters(ctx, t, u)
 
 	allocated := func(t *testing.T, ns, name string) *networkingv1.Ingress {
 		t.Helper()
@@ -196,24 +195,6 @@ func TestAllocation(t *testing.T) {
 	AllocationSpec(ctx, t, func() AllocationSpecInput {
 		return AllocationSpecInput{Seed: env.Seed, User: env.Users[0], DNS: env.DNS, Controller: ctrl}
 	})
-}
-
-// routers starts one real Traefik per router pod of every shard, on its node's address.
-func routers(ctx context.Context, t *testing.T, u *framework.ControlPlane) {
-	deps := &appsv1.DeploymentList{}
-	must(t, u.Client.List(ctx, deps, client.InNamespace(ingress.Namespace)))
-	for i := range deps.Items {
-		d := &deps.Items[i]
-		eventually(ctx, t, 60*time.Second, func() (bool, string) {
-			must(t, u.Client.Get(ctx, client.ObjectKeyFromObject(d), d))
-			return d.Status.ReadyReplicas == *d.Spec.Replicas, d.Name + " not ready"
-		})
-		pods := &corev1.PodList{}
-		must(t, u.Client.List(ctx, pods, client.InNamespace(ingress.Namespace), client.MatchingLabels{ingress.ShardLabel: d.Labels[ingress.ShardLabel]}))
-		for _, p := range pods.Items {
-			framework.StartTraefik(t, u, d, p.Status.HostIP)
-		}
-	}
 }
 
 func routeIngress(ns, name, host string) *networkingv1.Ingress {

@@ -16,6 +16,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/shardgate/shardgate/pkg/ingress"
 )
 
 // Traefik is a real Traefik process standing in for one router replica on a simulated node.
@@ -159,4 +162,35 @@ func ExposeBackend(ctx context.Context, user *ControlPlane, ns, name string, b *
 		return err
 	}
 	return user.Client.Create(ctx, fqdnSlice(ns, name, ip, port))
+}
+
+// StartRouters runs one real Traefik per router pod of every shard Shardgate deployed into
+// user, on the pod's node address, once each router Deployment is ready.
+func StartRouters(ctx context.Context, t testing.TB, user *ControlPlane) {
+	t.Helper()
+	deps := &appsv1.DeploymentList{}
+	if err := user.Client.List(ctx, deps, client.InNamespace(ingress.Namespace)); err != nil {
+		t.Fatal(err)
+	}
+	for i := range deps.Items {
+		d := &deps.Items[i]
+		wctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+		err := waitFor(wctx, 200*time.Millisecond, func(ctx context.Context) (bool, error) {
+			if err := user.Client.Get(ctx, client.ObjectKeyFromObject(d), d); err != nil {
+				return false, err
+			}
+			return d.Status.ReadyReplicas == *d.Spec.Replicas, nil
+		})
+		cancel()
+		if err != nil {
+			t.Fatalf("router %s not ready: %v", d.Name, err)
+		}
+		pods := &corev1.PodList{}
+		if err := user.Client.List(ctx, pods, client.InNamespace(ingress.Namespace), client.MatchingLabels{ingress.ShardLabel: d.Labels[ingress.ShardLabel]}); err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range pods.Items {
+			StartTraefik(t, user, d, p.Status.HostIP)
+		}
+	}
 }
