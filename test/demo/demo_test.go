@@ -58,7 +58,7 @@ func TestDemo(t *testing.T) {
 		backend := framework.StartBackend(t, fmt.Sprintf("127.0.2.%d", 10+i), "sample app in "+id)
 		must(t, framework.ExposeBackend(ctx, u, "default", "web", backend))
 		must(t, u.Client.Create(ctx, demoIngress(host)))
-		framework.StartRouters(ctx, t, u)
+		framework.StartRouters(ctx, t, u, v1alpha1.DefaultShardName)
 	}
 	say("ready. Try: dig @127.0.0.1 -p %d anything.demo1.%s   (Ctrl-C stops every process)", env.DNS.Port, env.DNS.Zone)
 	say("every 30 s one node of demo1 flips readiness, to show DNS following it")

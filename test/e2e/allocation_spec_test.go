@@ -57,7 +57,7 @@ func AllocationSpec(ctx context.Context, t *testing.T, inputGetter func() Alloca
 		b := framework.StartBackend(t, fmt.Sprintf("127.0.2.%d", 50+i), "web in "+ns)
 		must(t, framework.ExposeBackend(ctx, u, ns, "web", b))
 	}
-	framework.StartRouters(ctx, t, u)
+	framework.StartRouters(ctx, t, u, "default", "edge", "team")
 
 	allocated := func(t *testing.T, ns, name string) *networkingv1.Ingress {
 		t.Helper()

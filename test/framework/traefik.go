@@ -164,29 +164,26 @@ func ExposeBackend(ctx context.Context, user *ControlPlane, ns, name string, b *
 	return user.Client.Create(ctx, fqdnSlice(ns, name, ip, port))
 }
 
-// StartRouters runs one real Traefik per router pod of every shard Shardgate deployed into
-// user, on the pod's node address, once each router Deployment is ready.
-func StartRouters(ctx context.Context, t testing.TB, user *ControlPlane) {
+// StartRouters runs one real Traefik per router pod of each named shard in user, on the pod's
+// node address, once the shard's router Deployment exists and is ready.
+func StartRouters(ctx context.Context, t testing.TB, user *ControlPlane, shards ...string) {
 	t.Helper()
-	deps := &appsv1.DeploymentList{}
-	if err := user.Client.List(ctx, deps, client.InNamespace(ingress.Namespace)); err != nil {
-		t.Fatal(err)
-	}
-	for i := range deps.Items {
-		d := &deps.Items[i]
+	for _, shard := range shards {
+		d := &appsv1.Deployment{}
+		key := client.ObjectKey{Namespace: ingress.Namespace, Name: ingress.RouterName(shard)}
 		wctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 		err := waitFor(wctx, 200*time.Millisecond, func(ctx context.Context) (bool, error) {
-			if err := user.Client.Get(ctx, client.ObjectKeyFromObject(d), d); err != nil {
+			if err := user.Client.Get(ctx, key, d); err != nil {
 				return false, err
 			}
-			return d.Status.ReadyReplicas == *d.Spec.Replicas, nil
+			return d.Spec.Replicas != nil && d.Status.ReadyReplicas == *d.Spec.Replicas, nil
 		})
 		cancel()
 		if err != nil {
-			t.Fatalf("router %s not ready: %v", d.Name, err)
+			t.Fatalf("router %s not ready: %v", key.Name, err)
 		}
 		pods := &corev1.PodList{}
-		if err := user.Client.List(ctx, pods, client.InNamespace(ingress.Namespace), client.MatchingLabels{ingress.ShardLabel: d.Labels[ingress.ShardLabel]}); err != nil {
+		if err := user.Client.List(ctx, pods, client.InNamespace(ingress.Namespace), client.MatchingLabels{ingress.ShardLabel: shard}); err != nil {
 			t.Fatal(err)
 		}
 		for _, p := range pods.Items {
