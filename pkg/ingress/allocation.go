@@ -47,6 +47,8 @@ type AllocationConfig struct {
 type Allocation struct {
 	Namespace, Name string
 	Shard           string
+	// Domain is the shard's domain apex: the Ingress' address and its CNAME target.
+	Domain string
 	// Hosts are the final hosts, one per rule (default hosts filled in).
 	Hosts []string
 	// CNAMETarget is the name a custom host must CNAME to (the shard's domain apex); empty when
@@ -103,7 +105,7 @@ func allocate(cfg AllocationConfig, shards []AllocShard, byName map[string]*Allo
 	owner map[string]string, seq int, r Route) Allocation {
 	a := Allocation{Namespace: r.Namespace, Name: r.Name}
 	reject := func(format string, args ...any) Allocation {
-		a.Rejected, a.Reason, a.Shard, a.Hosts = true, fmt.Sprintf(format, args...), "", nil
+		a.Rejected, a.Reason, a.Shard, a.Domain, a.Hosts = true, fmt.Sprintf(format, args...), "", "", nil
 		return a
 	}
 	if len(r.Hosts) == 0 {
@@ -161,6 +163,7 @@ func allocate(cfg AllocationConfig, shards []AllocShard, byName map[string]*Allo
 		a.Shard = cfg.Strategy.Pick(cands)
 	}
 	domain := byName[a.Shard].Domain
+	a.Domain = domain
 	for _, h := range r.Hosts {
 		if h == "" {
 			label := r.Name + "-" + r.Namespace

@@ -129,7 +129,7 @@ func allocShards(ctx context.Context, rd client.Reader, ci *v1alpha1.ClusterIngr
 // collectRoutes lists the Ingresses Shardgate serves: class "shardgate" or no class.
 func collectRoutes(ctx context.Context, rd client.Reader) (map[string]*networkingv1.Ingress, []Route, error) {
 	nsl := &corev1.NamespaceList{}
-	if err := rd.List(ctx, nsl); err != nil {
+	if err := rd.List(ctx, nsl, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, nil, err
 	}
 	nsLabels := map[string]map[string]string{}
@@ -137,7 +137,8 @@ func collectRoutes(ctx context.Context, rd client.Reader) (map[string]*networkin
 		nsLabels[n.Name] = n.Labels
 	}
 	il := &networkingv1.IngressList{}
-	if err := rd.List(ctx, il); err != nil {
+	// Read-only use: the planner copies what it keeps, write copies before changing.
+	if err := rd.List(ctx, il, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, nil, err
 	}
 	byKey := map[string]*networkingv1.Ingress{}
@@ -167,6 +168,9 @@ func collectRoutes(ctx context.Context, rd client.Reader) (map[string]*networkin
 
 // write makes the Ingress say what was decided, and records an Event when the decision changed.
 func (r *AllocationReconciler) write(ctx context.Context, w client.Client, ing *networkingv1.Ingress, a Allocation) error {
+	if alreadySays(ing, a) {
+		return nil // the common case on every pass: no copy, no request
+	}
 	want := ing.DeepCopy()
 	if want.Labels == nil {
 		want.Labels = map[string]string{}
@@ -207,23 +211,30 @@ func (r *AllocationReconciler) write(ctx context.Context, w client.Client, ing *
 		r.event(ctx, w, ing, a)
 	}
 	if !a.Rejected {
-		return r.publishAddress(ctx, w, want, ShardDomainOf(a))
+		return r.publishAddress(ctx, w, want, a.Domain)
 	}
 	return nil
 }
 
-// ShardDomainOf is the shard domain apex an allocated Ingress is reached through (its CNAME
-// target when it has custom hosts, else derived from its hosts).
-func ShardDomainOf(a Allocation) string {
-	if a.CNAMETarget != "" {
-		return a.CNAMETarget
+// alreadySays reports, without copying, whether the Ingress already carries decision a.
+func alreadySays(ing *networkingv1.Ingress, a Allocation) bool {
+	ann := ing.Annotations
+	if a.Rejected {
+		_, labelled := ing.Labels[v1alpha1.ShardLabel]
+		return !labelled && ann[v1alpha1.AllocationAnnotation] == v1alpha1.AllocationRejected+": "+a.Reason
 	}
-	for _, h := range a.Hosts {
-		if i := strings.Index(h, "."); i > 0 {
-			return h[i+1:]
+	if ing.Labels[v1alpha1.ShardLabel] != a.Shard || ann[v1alpha1.AllocationAnnotation] != v1alpha1.AllocationAllocated ||
+		ann[v1alpha1.ShardAnnotation] != a.Shard || ann[v1alpha1.HostsAnnotation] != strings.Join(a.Hosts, ",") ||
+		ann[v1alpha1.CNAMETargetAnnotation] != a.CNAMETarget {
+		return false
+	}
+	for _, r := range ing.Spec.Rules {
+		if r.Host == "" {
+			return false
 		}
 	}
-	return ""
+	lb := ing.Status.LoadBalancer.Ingress
+	return len(lb) == 1 && lb[0].Hostname == a.Domain && lb[0].IP == ""
 }
 
 // publishAddress sets status.loadBalancer to the shard's domain apex: the ADDRESS column of
