@@ -60,7 +60,7 @@ func RESTConfig(kubeconfig []byte) (*rest.Config, error) {
 	cfg.Dial = (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext
 	// Enough for a first allocation of thousands of Ingresses; the user cluster's API priority and
 	// fairness still protects it.
-	cfg.QPS, cfg.Burst = 200, 400
+	cfg.QPS, cfg.Burst = 1000, 2000
 	cfg.UserAgent = "shardgate-seed-controller"
 	return cfg, nil
 }
