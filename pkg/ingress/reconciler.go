@@ -62,7 +62,7 @@ func (r *Reconciler) reconcileShards(ctx context.Context, ci *v1alpha1.ClusterIn
 		return condition(metav1.ConditionFalse, v1alpha1.ReasonShardsInvalid, errs.ToAggregate().Error()), nil
 	}
 	cluster, ok := r.Engager.Get(client.ObjectKeyFromObject(ci))
-	if !ok || !cluster.Synced() || cluster.State().Phase != usercluster.PhaseReachable {
+	if !ok || !cluster.Observable() {
 		// Nothing is touched while the cluster cannot be observed.
 		return condition(metav1.ConditionUnknown, v1alpha1.ReasonConnecting, "waiting for the user cluster to be reachable"), nil
 	}

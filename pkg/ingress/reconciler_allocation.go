@@ -39,7 +39,7 @@ func (r *AllocationReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	cluster, ok := r.Engager.Get(req.NamespacedName)
-	if ci.DeletionTimestamp != nil || ci.Status.Domain == "" || !ok || !cluster.Synced() || cluster.State().Phase != usercluster.PhaseReachable {
+	if ci.DeletionTimestamp != nil || ci.Status.Domain == "" || !ok || !cluster.Observable() {
 		return ctrl.Result{}, nil // nothing is decided while the cluster cannot be observed
 	}
 	zone, err := dnsname.NormalizeZone(ci.Spec.DNS.Zone)

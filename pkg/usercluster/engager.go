@@ -250,6 +250,12 @@ func (c Cluster) Synced() bool {
 	return c.c.synced
 }
 
+// Observable reports whether decisions may be made from this cluster's cache now: synced, and
+// the API server answers. Controllers change nothing in a cluster they cannot observe.
+func (c Cluster) Observable() bool {
+	return c.Synced() && c.State().Phase == PhaseReachable
+}
+
 // ErrNotSynced is returned by reads before the cache has synced.
 var ErrNotSynced = errors.New("user cluster cache not synced yet")
 
