@@ -11,6 +11,7 @@ type options struct {
 	kubeconfig              string
 	metricsAddr             string
 	healthAddr              string
+	pprofAddr               string
 	leaderElect             bool
 	leaderElectionNamespace string
 	leaderElectionID        string
@@ -24,6 +25,7 @@ func (o *options) bind(fs *flag.FlagSet) {
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig of the seed cluster (default: in-cluster or $KUBECONFIG)")
 	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint (\"0\" disables it)")
 	fs.StringVar(&o.healthAddr, "health-probe-bind-address", ":8081", "address of the /healthz and /readyz endpoints")
+	fs.StringVar(&o.pprofAddr, "pprof-bind-address", "", "address of Go's /debug/pprof endpoints, for profiling (default: off)")
 	fs.BoolVar(&o.leaderElect, "leader-elect", false, "elect a leader so that only one replica reconciles")
 	fs.StringVar(&o.leaderElectionNamespace, "leader-election-namespace", "", "namespace of the leader-election Lease (default: the pod's namespace)")
 	fs.StringVar(&o.leaderElectionID, "leader-election-id", "shardgate-seed-controller", "name of the leader-election Lease")

@@ -39,7 +39,8 @@ func Add(mgr ctrl.Manager, engager *usercluster.Engager) error {
 		Owns(&DNSEndpoint{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		// A cluster ID freed or taken elsewhere changes who owns it.
 		Watches(&v1alpha1.ClusterIngress{}, handler.EnqueueRequestsFromMapFunc(sameClusterID(mgr.GetClient()))).
-		WatchesRawSource(source.Channel(engager.Subscribe(), &handler.EnqueueRequestForObject{})).
+		// Records follow nodes and router pods/Services; Ingress churn does not wake this.
+		WatchesRawSource(source.Channel(engager.Subscribe(usercluster.ChangeNodes|usercluster.ChangeManaged), &handler.EnqueueRequestForObject{})).
 		Complete(r)
 }
 

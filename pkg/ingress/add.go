@@ -18,7 +18,8 @@ func Add(mgr ctrl.Manager, engager *usercluster.Engager) error {
 	err := ctrl.NewControllerManagedBy(mgr).Named("allocation").
 		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
 		For(&v1alpha1.ClusterIngress{}).
-		WatchesRawSource(source.Channel(engager.Subscribe(), &handler.EnqueueRequestForObject{})).
+		// Routes, and router Deployments (their readiness is LeastLoaded's capacity).
+		WatchesRawSource(source.Channel(engager.Subscribe(usercluster.ChangeRoutes|usercluster.ChangeManaged), &handler.EnqueueRequestForObject{})).
 		Complete(&AllocationReconciler{Client: mgr.GetClient(), Engager: engager})
 	if err != nil {
 		return err
@@ -27,7 +28,8 @@ func Add(mgr ctrl.Manager, engager *usercluster.Engager) error {
 		// Clusters are independent: one slow cluster must not queue the others behind it.
 		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
 		For(&v1alpha1.ClusterIngress{}).
-		WatchesRawSource(source.Channel(engager.Subscribe(), &handler.EnqueueRequestForObject{})).
+		// Drift of managed objects, and nodes (which shards can schedule).
+		WatchesRawSource(source.Channel(engager.Subscribe(usercluster.ChangeManaged|usercluster.ChangeNodes), &handler.EnqueueRequestForObject{})).
 		Complete(&Reconciler{Client: mgr.GetClient(), Engager: engager})
 }
 

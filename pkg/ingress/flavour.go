@@ -13,6 +13,10 @@ import (
 // Flavour renders the router of one shard: the flavour-specific objects (ServiceAccount, RBAC,
 // Deployment, Service, PodDisruptionBudget) and the IngressClass all its shards share. A renderer
 // is a pure function of its input.
+//
+// A flavour's routers must publish the shard's domain apex (RenderInput.Domain) in
+// status.loadBalancer of every Ingress they serve: Shardgate tells users their shard, hosts and
+// CNAME target, and the router that serves an Ingress tells its address.
 type Flavour interface {
 	// IngressClassController is the spec.controller of the shared IngressClass.
 	IngressClassController() string

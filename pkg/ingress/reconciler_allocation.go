@@ -14,7 +14,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -25,11 +27,18 @@ import (
 )
 
 // AllocationReconciler allocates every Ingress of a user cluster to a shard (PlanAllocations) and
-// tells its owner the outcome in the user cluster: the shard label, annotations, default hosts,
-// status.loadBalancer and an Event.
+// tells its owner the outcome in the user cluster: the shard label, annotations, default hosts
+// and an Event (the address comes from the shard's routers; see write).
 type AllocationReconciler struct {
 	Client  client.Client
 	Engager *usercluster.Engager
+
+	// unseen holds, per cluster, the Ingresses written by the last pass whose new state the
+	// cache has not shown yet (UID -> the resourceVersion the write started from). The next
+	// pass skips them instead of writing the same decision again (and recording a second Event)
+	// from a stale copy.
+	unseenMu sync.Mutex
+	unseen   map[types.NamespacedName]map[types.UID]string
 }
 
 // Reconcile plans all of a cluster's Ingresses at once and writes what changed.
@@ -64,6 +73,8 @@ func (r *AllocationReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	var errs []error
 	var allocated, rejected int32
 	var mu sync.Mutex
+	unseen := r.takeUnseen(req.NamespacedName)
+	stillUnseen := map[types.UID]string{}
 	g := errgroup.Group{}
 	g.SetLimit(writeWorkers)
 	for _, a := range PlanAllocations(cfg, shards, routes) {
@@ -73,16 +84,25 @@ func (r *AllocationReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 			allocated++
 		}
 		ing := ingresses[a.Namespace+"/"+a.Name]
+		if rv, ok := unseen[ing.UID]; ok && rv == ing.ResourceVersion {
+			stillUnseen[ing.UID] = rv // our write is on its way into the cache
+			continue
+		}
 		g.Go(func() error {
-			if err := r.write(ctx, cluster.Writer(), ing, a); err != nil {
-				mu.Lock()
+			wrote, err := r.write(ctx, cluster.Writer(), ing, a)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
 				errs = append(errs, err)
-				mu.Unlock()
+			}
+			if wrote {
+				stillUnseen[ing.UID] = ing.ResourceVersion
 			}
 			return nil
 		})
 	}
 	_ = g.Wait()
+	r.putUnseen(req.NamespacedName, stillUnseen)
 	if ci.Status.Routes != allocated || ci.Status.RejectedRoutes != rejected {
 		before := ci.DeepCopy()
 		ci.Status.Routes, ci.Status.RejectedRoutes = allocated, rejected
@@ -91,6 +111,27 @@ func (r *AllocationReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		}
 	}
 	return ctrl.Result{}, errors.Join(errs...)
+}
+
+func (r *AllocationReconciler) takeUnseen(key types.NamespacedName) map[types.UID]string {
+	r.unseenMu.Lock()
+	defer r.unseenMu.Unlock()
+	m := r.unseen[key]
+	delete(r.unseen, key)
+	return m
+}
+
+// putUnseen keeps only this pass' entries, so deleted Ingresses and departed clusters leave none.
+func (r *AllocationReconciler) putUnseen(key types.NamespacedName, m map[types.UID]string) {
+	if len(m) == 0 {
+		return
+	}
+	r.unseenMu.Lock()
+	defer r.unseenMu.Unlock()
+	if r.unseen == nil {
+		r.unseen = map[types.NamespacedName]map[types.UID]string{}
+	}
+	r.unseen[key] = m
 }
 
 // writeWorkers bounds the parallel writes of one cluster's decisions: a first allocation of
@@ -167,10 +208,46 @@ func collectRoutes(ctx context.Context, rd client.Reader) (map[string]*networkin
 }
 
 // write makes the Ingress say what was decided, and records an Event when the decision changed.
-func (r *AllocationReconciler) write(ctx context.Context, w client.Client, ing *networkingv1.Ingress, a Allocation) error {
+// It reports whether it wrote anything. Writes are updates of the cached object: sent as
+// protobuf (cheaper for the API server than a JSON merge patch) and guarded by its
+// resourceVersion, so a stale cache never overwrites a user's concurrent change of the rules; a
+// conflict is left to the next pass, which the newer version's watch event starts.
+//
+// The address (status.loadBalancer) of an allocated Ingress is published by the shard's routers
+// once they serve it (see Flavour), as OpenShift's router and ingress-nginx do: the ADDRESS
+// column then also says that a router has picked the Ingress up, and allocating costs the user
+// cluster's API server two writes per Ingress instead of three. Shardgate only clears the
+// address of an Ingress it rejects, which no router serves any more.
+func (r *AllocationReconciler) write(ctx context.Context, w client.Client, ing *networkingv1.Ingress, a Allocation) (bool, error) {
 	if alreadySays(ing, a) {
-		return nil // the common case on every pass: no copy, no request
+		return false, nil // the common case on every pass: no copy, no request
 	}
+	want, changed := tell(ing, a)
+	if changed {
+		if err := w.Update(ctx, want, client.FieldOwner(v1alpha1.FieldOwner)); err != nil {
+			if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+				return false, nil
+			}
+			return false, fmt.Errorf("ingress %s/%s: %w", ing.Namespace, ing.Name, err)
+		}
+		r.event(ctx, w, ing, a)
+	}
+	if !a.Rejected || len(want.Status.LoadBalancer.Ingress) == 0 {
+		return changed, nil
+	}
+	want.Status.LoadBalancer.Ingress = nil
+	if err := w.Status().Update(ctx, want, client.FieldOwner(v1alpha1.FieldOwner)); err != nil {
+		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+			return changed, nil
+		}
+		return changed, fmt.Errorf("ingress %s/%s status: %w", ing.Namespace, ing.Name, err)
+	}
+	return true, nil
+}
+
+// tell returns a copy of ing that says decision a in its labels, annotations and rules, and
+// whether any of those changed.
+func tell(ing *networkingv1.Ingress, a Allocation) (*networkingv1.Ingress, bool) {
 	want := ing.DeepCopy()
 	if want.Labels == nil {
 		want.Labels = map[string]string{}
@@ -199,21 +276,24 @@ func (r *AllocationReconciler) write(ctx context.Context, w client.Client, ing *
 				want.Spec.Rules[i].Host = a.Hosts[i] // the default host
 			}
 		}
+		if len(want.Spec.Rules) == 0 && want.Spec.DefaultBackend != nil && len(a.Hosts) == 1 {
+			want.Spec.Rules = []networkingv1.IngressRule{defaultBackendRule(a.Hosts[0], *want.Spec.DefaultBackend)}
+		}
 	}
 	want.Annotations[v1alpha1.AllocationAnnotation] = outcome
 	changed := !equality.Semantic.DeepEqual(ing.ObjectMeta.Labels, want.Labels) ||
 		!equality.Semantic.DeepEqual(ing.ObjectMeta.Annotations, want.Annotations) ||
 		!equality.Semantic.DeepEqual(ing.Spec, want.Spec)
-	if changed {
-		if err := w.Patch(ctx, want, client.MergeFrom(ing), client.FieldOwner(v1alpha1.FieldOwner)); err != nil {
-			return fmt.Errorf("ingress %s/%s: %w", ing.Namespace, ing.Name, err)
-		}
-		r.event(ctx, w, ing, a)
-	}
-	if !a.Rejected {
-		return r.publishAddress(ctx, w, want, a.Domain)
-	}
-	return nil
+	return want, changed
+}
+
+// defaultBackendRule serves an Ingress that has only a default backend under its default host,
+// so that it has a name like any other Ingress.
+func defaultBackendRule(host string, backend networkingv1.IngressBackend) networkingv1.IngressRule {
+	prefix := networkingv1.PathTypePrefix
+	return networkingv1.IngressRule{Host: host, IngressRuleValue: networkingv1.IngressRuleValue{HTTP: &networkingv1.HTTPIngressRuleValue{
+		Paths: []networkingv1.HTTPIngressPath{{Path: "/", PathType: &prefix, Backend: backend}},
+	}}}
 }
 
 // alreadySays reports, without copying, whether the Ingress already carries decision a.
@@ -221,35 +301,40 @@ func alreadySays(ing *networkingv1.Ingress, a Allocation) bool {
 	ann := ing.Annotations
 	if a.Rejected {
 		_, labelled := ing.Labels[v1alpha1.ShardLabel]
-		return !labelled && ann[v1alpha1.AllocationAnnotation] == v1alpha1.AllocationRejected+": "+a.Reason
+		return !labelled && ann[v1alpha1.AllocationAnnotation] == v1alpha1.AllocationRejected+": "+a.Reason &&
+			len(ing.Status.LoadBalancer.Ingress) == 0
 	}
 	if ing.Labels[v1alpha1.ShardLabel] != a.Shard || ann[v1alpha1.AllocationAnnotation] != v1alpha1.AllocationAllocated ||
-		ann[v1alpha1.ShardAnnotation] != a.Shard || ann[v1alpha1.HostsAnnotation] != strings.Join(a.Hosts, ",") ||
-		ann[v1alpha1.CNAMETargetAnnotation] != a.CNAMETarget {
+		ann[v1alpha1.ShardAnnotation] != a.Shard || ann[v1alpha1.CNAMETargetAnnotation] != a.CNAMETarget ||
+		!joinedEquals(ann[v1alpha1.HostsAnnotation], a.Hosts) {
 		return false
+	}
+	if len(ing.Spec.Rules) == 0 && ing.Spec.DefaultBackend != nil {
+		return false // its default-host rule is still to be added
 	}
 	for _, r := range ing.Spec.Rules {
 		if r.Host == "" {
 			return false
 		}
 	}
-	lb := ing.Status.LoadBalancer.Ingress
-	return len(lb) == 1 && lb[0].Hostname == a.Domain && lb[0].IP == ""
+	return true
 }
 
-// publishAddress sets status.loadBalancer to the shard's domain apex: the ADDRESS column of
-// kubectl get ingress. Traefik publishes the same name, so the two never fight.
-func (r *AllocationReconciler) publishAddress(ctx context.Context, w client.Client, ing *networkingv1.Ingress, apex string) error {
-	if apex == "" {
-		return nil
+// joinedEquals is s == strings.Join(parts, ",") without building the joined string.
+func joinedEquals(s string, parts []string) bool {
+	for i, p := range parts {
+		if i > 0 {
+			if s == "" || s[0] != ',' {
+				return false
+			}
+			s = s[1:]
+		}
+		if !strings.HasPrefix(s, p) {
+			return false
+		}
+		s = s[len(p):]
 	}
-	lb := ing.Status.LoadBalancer.Ingress
-	if len(lb) == 1 && lb[0].Hostname == apex && lb[0].IP == "" {
-		return nil
-	}
-	before := ing.DeepCopy()
-	ing.Status.LoadBalancer.Ingress = []networkingv1.IngressLoadBalancerIngress{{Hostname: apex}}
-	return w.Status().Patch(ctx, ing, client.MergeFrom(before), client.FieldOwner(v1alpha1.FieldOwner))
+	return s == ""
 }
 
 // event records the decision on the Ingress, in its namespace, for kubectl describe.

@@ -1,6 +1,7 @@
 package ingress
 
 import (
+	"strings"
 	"testing"
 
 	networkingv1 "k8s.io/api/networking/v1"
@@ -26,14 +27,17 @@ func TestAlreadySays(t *testing.T) {
 		t.Fatal("a fully written decision must be skipped")
 	}
 	for name, mutate := range map[string]func(*networkingv1.Ingress){
-		"label missing":       func(i *networkingv1.Ingress) { delete(i.Labels, v1alpha1.ShardLabel) },
-		"other shard":         func(i *networkingv1.Ingress) { i.Labels[v1alpha1.ShardLabel] = "default" },
-		"no allocation yet":   func(i *networkingv1.Ingress) { delete(i.Annotations, v1alpha1.AllocationAnnotation) },
-		"hosts differ":        func(i *networkingv1.Ingress) { i.Annotations[v1alpha1.HostsAnnotation] = "x" },
-		"stale cname target":  func(i *networkingv1.Ingress) { i.Annotations[v1alpha1.CNAMETargetAnnotation] = "old" },
-		"default host unset":  func(i *networkingv1.Ingress) { i.Spec.Rules[0].Host = "" },
-		"address missing":     func(i *networkingv1.Ingress) { i.Status.LoadBalancer.Ingress = nil },
-		"address of a router": func(i *networkingv1.Ingress) { i.Status.LoadBalancer.Ingress[0].IP = "10.0.0.1" },
+		"label missing":      func(i *networkingv1.Ingress) { delete(i.Labels, v1alpha1.ShardLabel) },
+		"other shard":        func(i *networkingv1.Ingress) { i.Labels[v1alpha1.ShardLabel] = "default" },
+		"no allocation yet":  func(i *networkingv1.Ingress) { delete(i.Annotations, v1alpha1.AllocationAnnotation) },
+		"hosts differ":       func(i *networkingv1.Ingress) { i.Annotations[v1alpha1.HostsAnnotation] = "x" },
+		"stale cname target": func(i *networkingv1.Ingress) { i.Annotations[v1alpha1.CNAMETargetAnnotation] = "old" },
+		"default host unset": func(i *networkingv1.Ingress) { i.Spec.Rules[0].Host = "" },
+		"hosts prefix only":  func(i *networkingv1.Ingress) { i.Annotations[v1alpha1.HostsAnnotation] = "web-ns.edge.c1.z,more" },
+		"default backend without its rule": func(i *networkingv1.Ingress) {
+			i.Spec.Rules = nil
+			i.Spec.DefaultBackend = &networkingv1.IngressBackend{Service: &networkingv1.IngressServiceBackend{Name: "web"}}
+		},
 	} {
 		ing := done()
 		mutate(ing)
@@ -49,5 +53,61 @@ func TestAlreadySays(t *testing.T) {
 	ing.Labels = map[string]string{v1alpha1.ShardLabel: "edge"}
 	if alreadySays(ing, rej) {
 		t.Error("a rejected Ingress still labelled for a shard must be rewritten")
+	}
+	ing.Labels = nil
+	ing.Status.LoadBalancer.Ingress = []networkingv1.IngressLoadBalancerIngress{{Hostname: "edge.c1.z"}}
+	if alreadySays(ing, rej) {
+		t.Error("a rejected Ingress still showing a shard's address must be rewritten")
+	}
+}
+
+func TestJoinedEquals(t *testing.T) {
+	for _, c := range []struct {
+		s     string
+		parts []string
+		want  bool
+	}{
+		{"", nil, true}, {"", []string{""}, true}, {"a", nil, false}, {"a", []string{"a"}, true},
+		{"a,b", []string{"a", "b"}, true}, {"a,b", []string{"a"}, false}, {"a", []string{"a", "b"}, false},
+		{"ab", []string{"a", "b"}, false}, {"a,bc", []string{"a", "b"}, false}, {"a,,b", []string{"a", "", "b"}, true},
+	} {
+		if got := joinedEquals(c.s, c.parts); got != c.want || got != (c.s == strings.Join(c.parts, ",")) {
+			t.Errorf("joinedEquals(%q, %q) = %v, want %v", c.s, c.parts, got, c.want)
+		}
+	}
+}
+
+// TestTell covers what an Ingress is made to say: the decision in labels and annotations,
+// default hosts in empty rules, a rule for an Ingress that has only a default backend, and a
+// rejection that takes the shard away.
+func TestTell(t *testing.T) {
+	backend := networkingv1.IngressBackend{Service: &networkingv1.IngressServiceBackend{Name: "web", Port: networkingv1.ServiceBackendPort{Number: 80}}}
+	a := Allocation{Shard: "edge", Domain: "edge.c1.z", Hosts: []string{"web-ns.edge.c1.z", "shop.example.org"}, CNAMETarget: "edge.c1.z"}
+	ing := &networkingv1.Ingress{Spec: networkingv1.IngressSpec{Rules: []networkingv1.IngressRule{{}, {Host: "shop.example.org"}}}}
+	got, changed := tell(ing, a)
+	if !changed || got.Labels[v1alpha1.ShardLabel] != "edge" || got.Annotations[v1alpha1.AllocationAnnotation] != v1alpha1.AllocationAllocated ||
+		got.Annotations[v1alpha1.HostsAnnotation] != "web-ns.edge.c1.z,shop.example.org" || got.Annotations[v1alpha1.CNAMETargetAnnotation] != "edge.c1.z" ||
+		got.Spec.Rules[0].Host != "web-ns.edge.c1.z" || got.Spec.Rules[1].Host != "shop.example.org" {
+		t.Fatalf("allocated: changed=%v %+v %+v", changed, got.ObjectMeta, got.Spec.Rules)
+	}
+	if ing.Labels != nil || ing.Spec.Rules[0].Host != "" {
+		t.Fatal("tell changed its input")
+	}
+	if _, again := tell(got, a); again {
+		t.Error("telling the same decision twice must change nothing")
+	}
+
+	only := &networkingv1.Ingress{Spec: networkingv1.IngressSpec{DefaultBackend: &backend}}
+	got, _ = tell(only, Allocation{Shard: "edge", Domain: "edge.c1.z", Hosts: []string{"web-ns.edge.c1.z"}})
+	if len(got.Spec.Rules) != 1 || got.Spec.Rules[0].Host != "web-ns.edge.c1.z" || got.Spec.Rules[0].HTTP == nil ||
+		got.Spec.Rules[0].HTTP.Paths[0].Path != "/" || got.Spec.Rules[0].HTTP.Paths[0].Backend.Service.Name != "web" {
+		t.Errorf("default-backend Ingress: rules %+v", got.Spec.Rules)
+	}
+
+	rej := Allocation{Rejected: true, Reason: "host taken"}
+	got, changed = tell(got, rej)
+	if !changed || got.Labels[v1alpha1.ShardLabel] != "" || got.Annotations[v1alpha1.ShardAnnotation] != "" ||
+		got.Annotations[v1alpha1.HostsAnnotation] != "" || got.Annotations[v1alpha1.AllocationAnnotation] != "Rejected: host taken" {
+		t.Errorf("rejected: %+v", got.ObjectMeta)
 	}
 }

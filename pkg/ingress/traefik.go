@@ -71,8 +71,8 @@ func TraefikArgs(shard, domain string, http, https int32) []string {
 		"--providers.kubernetesingress=true",
 		"--providers.kubernetesingress.ingressclass=" + IngressClassName,
 		"--providers.kubernetesingress.labelselector=" + ShardLabel + "=" + shard,
-		// Traefik publishes the shard's domain apex in status.loadBalancer, the same name
-		// Shardgate tells users, so the two never fight over it.
+		// Traefik publishes the shard's domain apex in status.loadBalancer of the Ingresses it
+		// serves: the ADDRESS users see (the Flavour contract; Shardgate does not write it).
 		"--providers.kubernetesingress.ingressendpoint.hostname=" + domain,
 		// Apply route changes at once: allocation moves and new Ingresses serve within ~0.2 s.
 		"--providers.providersThrottleDuration=0s",

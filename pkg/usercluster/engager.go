@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"sync"
 	"time"
 
@@ -68,7 +69,27 @@ type Engager struct {
 	mu       sync.Mutex
 	clusters map[types.NamespacedName]*engaged
 	blocked  map[types.NamespacedName]State
-	subs     []chan event.GenericEvent
+	subs     []subscriber
+}
+
+// Change says what changed in a user cluster, so that each controller is woken only by what it
+// decides from: a burst of Ingress writes must not re-run the DNS and shard controllers.
+type Change uint8
+
+const (
+	// ChangeNodes is a node added, removed, or changed in what DNS reads from it.
+	ChangeNodes Change = 1 << iota
+	// ChangeManaged is any change to an object Shardgate manages (router pods included).
+	ChangeManaged
+	// ChangeRoutes is any change to an Ingress or a Namespace.
+	ChangeRoutes
+	// changePhase is an engagement, sync, reachability or block change: every subscriber hears it.
+	changePhase
+)
+
+type subscriber struct {
+	interest Change
+	ch       chan event.GenericEvent
 }
 
 // engaged is one user cluster's cache and health.
@@ -102,24 +123,27 @@ func NewEngager(opts Options) *Engager {
 }
 
 // Subscribe returns a channel of GenericEvents naming the ClusterIngress whose user cluster
-// changed (engaged, synced, reachability, a relevant node change). Use with source.Channel.
-func (e *Engager) Subscribe() <-chan event.GenericEvent {
+// changed in one of the interesting ways, or was engaged, synced, blocked or changed
+// reachability (always). Use with source.Channel.
+func (e *Engager) Subscribe(interest Change) <-chan event.GenericEvent {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	ch := make(chan event.GenericEvent, 4096)
-	e.subs = append(e.subs, ch)
+	e.subs = append(e.subs, subscriber{interest: interest | changePhase, ch: ch})
 	return ch
 }
 
-func (e *Engager) notify(key types.NamespacedName) {
+func (e *Engager) notify(key types.NamespacedName, what Change) {
 	e.mu.Lock()
 	subs := e.subs
 	e.mu.Unlock()
 	obj := &metaOnly{}
 	obj.SetNamespace(key.Namespace)
 	obj.SetName(key.Name)
-	for _, ch := range subs {
-		ch <- event.GenericEvent{Object: obj}
+	for _, s := range subs {
+		if s.interest&what != 0 {
+			s.ch <- event.GenericEvent{Object: obj}
+		}
 	}
 }
 
@@ -170,7 +194,7 @@ func (e *Engager) Block(key types.NamespacedName, reason, message string) {
 	}
 	e.blocked[key] = State{Phase: PhaseBlocked, Reason: reason, Message: message, Since: time.Now()}
 	e.mu.Unlock()
-	e.notify(key)
+	e.notify(key, changePhase)
 }
 
 // Unblock clears a recorded Block.
@@ -180,7 +204,7 @@ func (e *Engager) unblock(key types.NamespacedName) {
 	delete(e.blocked, key)
 	e.mu.Unlock()
 	if had {
-		e.notify(key)
+		e.notify(key, changePhase)
 	}
 }
 
@@ -337,7 +361,11 @@ func (e *Engager) start(key types.NamespacedName, fp [32]byte, cfg *rest.Config)
 			cancel()
 			return nil, fmt.Errorf("informer for %T in %s: %w", kind, key, err)
 		}
-		if _, err := inf.AddEventHandler(e.changeHandler(c)); err != nil {
+		what := ChangeManaged
+		if isRouteKind(kind) {
+			what = ChangeRoutes
+		}
+		if _, err := inf.AddEventHandler(e.changeHandler(c, what)); err != nil {
 			cancel()
 			return nil, err
 		}
@@ -411,11 +439,11 @@ func (e *Engager) setPhase(c *engaged, p Phase, msg string) {
 	c.state = State{Phase: p, Message: msg, Since: time.Now()}
 	c.mu.Unlock()
 	e.opts.Log.Info("cluster phase", "cluster", c.key, "phase", p, "message", msg)
-	e.notify(c.key)
+	e.notify(c.key, changePhase)
 }
 
 func (e *Engager) nodeHandler(c *engaged) toolscache.ResourceEventHandler {
-	changed := func() { e.changed(c, true) }
+	changed := func() { e.changed(c, ChangeNodes) }
 	return toolscache.ResourceEventHandlerFuncs{
 		AddFunc: func(any) { changed() },
 		UpdateFunc: func(oldObj, newObj any) {
@@ -431,26 +459,46 @@ func (e *Engager) nodeHandler(c *engaged) toolscache.ResourceEventHandler {
 
 // changed notifies subscribers once the cache is synced (before that, the sync itself does).
 // A node change also starts the convergence clock.
-func (e *Engager) changed(c *engaged, nodeChange bool) {
+func (e *Engager) changed(c *engaged, what Change) {
 	c.mu.Lock()
-	if nodeChange && c.pendingFrom.IsZero() {
+	if what == ChangeNodes && c.pendingFrom.IsZero() {
 		c.pendingFrom = time.Now()
 	}
 	synced := c.synced
 	c.mu.Unlock()
 	if synced {
-		e.notify(c.key)
+		e.notify(c.key, what)
 	}
 }
 
-// changeHandler notifies subscribers of any change to a managed object once synced.
-func (e *Engager) changeHandler(c *engaged) toolscache.ResourceEventHandler {
-	changed := func() { e.changed(c, false) }
+// changeHandler notifies subscribers of any change to an object of its kind once synced, except
+// route updates that touch only status: allocation decides from spec, labels and annotations,
+// and Shardgate's own address writes (and the routers') must not start another pass over every
+// Ingress of the cluster.
+func (e *Engager) changeHandler(c *engaged, what Change) toolscache.ResourceEventHandler {
+	changed := func() { e.changed(c, what) }
 	return toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    func(any) { changed() },
-		UpdateFunc: func(any, any) { changed() },
+		AddFunc: func(any) { changed() },
+		UpdateFunc: func(oldObj, newObj any) {
+			if what == ChangeRoutes && statusOnly(oldObj, newObj) {
+				return
+			}
+			changed()
+		},
 		DeleteFunc: func(any) { changed() },
 	}
+}
+
+// statusOnly reports whether an update left generation, labels, annotations and deletion alone.
+func statusOnly(oldObj, newObj any) bool {
+	o, ok1 := oldObj.(client.Object)
+	n, ok2 := newObj.(client.Object)
+	if !ok1 || !ok2 {
+		return false
+	}
+	return o.GetGeneration() == n.GetGeneration() && n.GetGeneration() != 0 &&
+		maps.Equal(o.GetLabels(), n.GetLabels()) && maps.Equal(o.GetAnnotations(), n.GetAnnotations()) &&
+		o.GetDeletionTimestamp().Equal(n.GetDeletionTimestamp())
 }
 
 func withTimeout(cfg *rest.Config, d time.Duration) *rest.Config {

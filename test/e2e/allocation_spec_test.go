@@ -123,6 +123,33 @@ func AllocationSpec(ctx context.Context, t *testing.T, inputGetter func() Alloca
 		if count["default"] != 2 || count["edge"] != 2 || count["team"] != 2 {
 			t.Fatalf("RoundRobin spread %v, want 2 per shard", count)
 		}
+		// Each decision is told once: one Allocated Event per Ingress, however many passes ran.
+		evs := &corev1.EventList{}
+		must(t, u.Client.List(ctx, evs))
+		perIngress := map[string]int{}
+		for _, e := range evs.Items {
+			if e.Reason == v1alpha1.AllocationAllocated && e.InvolvedObject.Kind == "Ingress" {
+				perIngress[e.InvolvedObject.Namespace+"/"+e.InvolvedObject.Name]++
+			}
+		}
+		for i, name := range names {
+			if k := []string{"ns-a", "ns-b"}[i%2] + "/" + name; perIngress[k] != 1 {
+				t.Errorf("%s: %d Allocated events, want 1", k, perIngress[k])
+			}
+		}
+	})
+
+	t.Run("an ingress with only a default backend gets its default host and is served", func(t *testing.T) {
+		only := routeIngress("ns-a", "plain", "")
+		only.Spec.DefaultBackend = &only.Spec.Rules[0].HTTP.Paths[0].Backend
+		only.Spec.Rules = nil
+		must(t, u.Client.Create(ctx, only))
+		ing := allocated(t, "ns-a", "plain")
+		host := "plain-ns-a." + ingress.ShardDomain(ing.Labels[v1alpha1.ShardLabel], domain)
+		if len(ing.Spec.Rules) != 1 || ing.Spec.Rules[0].Host != host || ing.Annotations[v1alpha1.HostsAnnotation] != host {
+			t.Fatalf("rules %+v, hosts %q; want one rule for %s", ing.Spec.Rules, ing.Annotations[v1alpha1.HostsAnnotation], host)
+		}
+		serves(t, host, host)
 	})
 
 	t.Run("a custom host gets a CNAME target and is served through it", func(t *testing.T) {
@@ -183,6 +210,20 @@ func AllocationSpec(ctx context.Context, t *testing.T, inputGetter func() Alloca
 		}
 		if moved == 0 {
 			t.Fatal("no Moved event for the re-allocated ingresses")
+		}
+		// The moved Ingresses show their new shard's address, published by its router.
+		for k, s := range before {
+			if s != "team" {
+				continue
+			}
+			ns, name, _ := strings.Cut(k, "/")
+			eventually(ctx, t, 30*time.Second, func() (bool, string) {
+				got := &networkingv1.Ingress{}
+				must(t, u.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, got))
+				want := ingress.ShardDomain(got.Labels[v1alpha1.ShardLabel], domain)
+				lb := got.Status.LoadBalancer.Ingress
+				return len(lb) == 1 && lb[0].Hostname == want, fmt.Sprintf("%s: ADDRESS %+v, want %s", k, lb, want)
+			})
 		}
 	})
 }
