@@ -150,6 +150,16 @@ func AllocationSpec(ctx context.Context, t *testing.T, inputGetter func() Alloca
 			t.Fatalf("rules %+v, hosts %q; want one rule for %s", ing.Spec.Rules, ing.Annotations[v1alpha1.HostsAnnotation], host)
 		}
 		serves(t, host, host)
+		// With the rule in place Traefik builds no catch-all router from the default backend: an
+		// unclaimed name of the same shard is not served by this namespace's backend.
+		wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		a, err := in.DNS.WaitForAnswer(wctx, host, dns.TypeA, func(a framework.Answer) bool { return len(a.Values) > 0 })
+		must(t, err)
+		unclaimed := "unclaimed." + ingress.ShardDomain(ing.Labels[v1alpha1.ShardLabel], domain)
+		if code, body := get(a.Values[0], unclaimed); code != 404 {
+			t.Fatalf("%s: %d %q, want 404 (no catch-all on a shared shard)", unclaimed, code, body)
+		}
 	})
 
 	t.Run("a custom host gets a CNAME target and is served through it", func(t *testing.T) {
