@@ -55,4 +55,7 @@ const (
 	AllocationAllocated = "Allocated"
 	AllocationRejected  = "Rejected"
 	AllocationMoved     = "Moved"
+	// AllocationReleased is the Event when an Ingress moved to another ingress class: Shardgate
+	// takes its label and annotations back (users may not remove them themselves).
+	AllocationReleased = "Released"
 )

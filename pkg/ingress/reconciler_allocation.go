@@ -64,7 +64,7 @@ func (r *AllocationReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	ingresses, routes, err := collectRoutes(ctx, rd)
+	ingresses, routes, released, err := collectRoutes(ctx, rd)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -90,6 +90,24 @@ func (r *AllocationReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		}
 		g.Go(func() error {
 			wrote, err := r.write(ctx, cluster.Writer(), ing, a)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				errs = append(errs, err)
+			}
+			if wrote {
+				stillUnseen[ing.UID] = ing.ResourceVersion
+			}
+			return nil
+		})
+	}
+	for _, ing := range released {
+		if rv, ok := unseen[ing.UID]; ok && rv == ing.ResourceVersion {
+			stillUnseen[ing.UID] = rv
+			continue
+		}
+		g.Go(func() error {
+			wrote, err := r.release(ctx, cluster.Writer(), ing)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
@@ -168,11 +186,12 @@ func allocShards(ctx context.Context, rd client.Reader, ci *v1alpha1.ClusterIngr
 	return out, nil
 }
 
-// collectRoutes lists the Ingresses Shardgate serves: class "shardgate" or no class.
-func collectRoutes(ctx context.Context, rd client.Reader) (map[string]*networkingv1.Ingress, []Route, error) {
+// collectRoutes lists the Ingresses Shardgate serves (class "shardgate" or no class), and those
+// of another class that still carry Shardgate's allocation (to be released).
+func collectRoutes(ctx context.Context, rd client.Reader) (map[string]*networkingv1.Ingress, []Route, []*networkingv1.Ingress, error) {
 	nsl := &corev1.NamespaceList{}
 	if err := rd.List(ctx, nsl, client.UnsafeDisableDeepCopy); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	nsLabels := map[string]map[string]string{}
 	for _, n := range nsl.Items {
@@ -181,16 +200,20 @@ func collectRoutes(ctx context.Context, rd client.Reader) (map[string]*networkin
 	il := &networkingv1.IngressList{}
 	// Read-only use: the planner copies what it keeps, write copies before changing.
 	if err := rd.List(ctx, il, client.UnsafeDisableDeepCopy); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
+	var released []*networkingv1.Ingress
 	byKey := map[string]*networkingv1.Ingress{}
 	var routes []Route
 	for i := range il.Items {
 		ing := &il.Items[i]
-		if ing.Spec.IngressClassName != nil && *ing.Spec.IngressClassName != IngressClassName {
+		if ing.DeletionTimestamp != nil {
 			continue
 		}
-		if ing.DeletionTimestamp != nil {
+		if ing.Spec.IngressClassName != nil && *ing.Spec.IngressClassName != IngressClassName {
+			if carriesAllocation(ing) {
+				released = append(released, ing)
+			}
 			continue
 		}
 		byKey[ing.Namespace+"/"+ing.Name] = ing
@@ -205,7 +228,49 @@ func collectRoutes(ctx context.Context, rd client.Reader) (map[string]*networkin
 		}
 		routes = append(routes, r)
 	}
-	return byKey, routes, nil
+	return byKey, routes, released, nil
+}
+
+// allocationKeys are the annotations Shardgate writes on an Ingress (besides the shard label).
+var allocationKeys = []string{v1alpha1.AllocationAnnotation, v1alpha1.ShardAnnotation, v1alpha1.HostsAnnotation, v1alpha1.CNAMETargetAnnotation}
+
+// carriesAllocation reports whether the Ingress has Shardgate's shard label or any of its
+// allocation annotations.
+func carriesAllocation(ing *networkingv1.Ingress) bool {
+	if _, ok := ing.Labels[v1alpha1.ShardLabel]; ok {
+		return true
+	}
+	for _, k := range allocationKeys {
+		if _, ok := ing.Annotations[k]; ok {
+			return true
+		}
+	}
+	return false
+}
+
+// untell returns a copy of ing without Shardgate's shard label and allocation annotations. The
+// hosts it was given stay: they are part of the user's Ingress now.
+func untell(ing *networkingv1.Ingress) *networkingv1.Ingress {
+	want := ing.DeepCopy()
+	delete(want.Labels, v1alpha1.ShardLabel)
+	for _, k := range allocationKeys {
+		delete(want.Annotations, k)
+	}
+	return want
+}
+
+// release takes Shardgate's label and annotations off an Ingress that moved to another ingress
+// class (the admission policy keeps users from removing them), with an Event saying so.
+func (r *AllocationReconciler) release(ctx context.Context, w client.Client, ing *networkingv1.Ingress) (bool, error) {
+	if err := w.Update(ctx, untell(ing), client.FieldOwner(v1alpha1.FieldOwner)); err != nil {
+		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+			return false, nil
+		}
+		return false, fmt.Errorf("release ingress %s/%s: %w", ing.Namespace, ing.Name, err)
+	}
+	r.record(ctx, w, ing, corev1.EventTypeNormal, v1alpha1.AllocationReleased,
+		fmt.Sprintf("ingress class is now %q: Shardgate no longer allocates this Ingress", *ing.Spec.IngressClassName))
+	return true, nil
 }
 
 // write makes the Ingress say what was decided, and records an Event when the decision changed.
@@ -352,6 +417,11 @@ func (r *AllocationReconciler) event(ctx context.Context, w client.Client, ing *
 	if a.CNAMETarget != "" && !a.Rejected {
 		msg += "; point your DNS at it: CNAME " + a.CNAMETarget
 	}
+	r.record(ctx, w, ing, typ, reason, msg)
+}
+
+// record writes an Event about the Ingress, in its namespace, for kubectl describe.
+func (r *AllocationReconciler) record(ctx context.Context, w client.Client, ing *networkingv1.Ingress, typ, reason, msg string) {
 	now := metav1.NewTime(time.Now())
 	ev := &corev1.Event{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ing.Namespace, GenerateName: ing.Name + "."},

@@ -111,3 +111,36 @@ func TestTell(t *testing.T) {
 		t.Errorf("rejected: %+v", got.ObjectMeta)
 	}
 }
+
+// TestUntell: an Ingress that moved to another class loses exactly Shardgate's label and
+// annotations; the user's own metadata and its hosts stay.
+func TestUntell(t *testing.T) {
+	ing := &networkingv1.Ingress{
+		ObjectMeta: metav1.ObjectMeta{
+			Labels: map[string]string{v1alpha1.ShardLabel: "edge", "app": "web"},
+			Annotations: map[string]string{v1alpha1.AllocationAnnotation: v1alpha1.AllocationAllocated, v1alpha1.ShardAnnotation: "edge",
+				v1alpha1.HostsAnnotation: "web-ns.edge.c1.z", v1alpha1.CNAMETargetAnnotation: "edge.c1.z", "team": "a"},
+		},
+		Spec: networkingv1.IngressSpec{Rules: []networkingv1.IngressRule{{Host: "web-ns.edge.c1.z"}}},
+	}
+	if !carriesAllocation(ing) {
+		t.Fatal("an allocated Ingress carries the allocation")
+	}
+	got := untell(ing)
+	if carriesAllocation(got) {
+		t.Fatalf("still carries the allocation: %+v", got.ObjectMeta)
+	}
+	if got.Labels["app"] != "web" || got.Annotations["team"] != "a" || got.Spec.Rules[0].Host != "web-ns.edge.c1.z" {
+		t.Errorf("user metadata or hosts lost: %+v %+v", got.ObjectMeta, got.Spec.Rules)
+	}
+	if ing.Labels[v1alpha1.ShardLabel] != "edge" {
+		t.Error("untell changed its input")
+	}
+	only := &networkingv1.Ingress{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{v1alpha1.AllocationAnnotation: "Rejected: x"}}}
+	if !carriesAllocation(only) {
+		t.Error("a rejection annotation alone is Shardgate's too")
+	}
+	if carriesAllocation(&networkingv1.Ingress{}) {
+		t.Error("a plain Ingress carries nothing")
+	}
+}

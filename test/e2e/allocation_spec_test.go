@@ -190,6 +190,30 @@ func AllocationSpec(ctx context.Context, t *testing.T, inputGetter func() Alloca
 		serves(t, "shop.example.org", ing.Annotations[v1alpha1.CNAMETargetAnnotation])
 	})
 
+	t.Run("an ingress moved to another class is released", func(t *testing.T) {
+		must(t, u.Client.Create(ctx, routeIngress("ns-b", "leaving", "")))
+		ing := allocated(t, "ns-b", "leaving")
+		ing.Spec.IngressClassName = ptr.To("other")
+		must(t, u.Client.Update(ctx, ing))
+		eventually(ctx, t, 30*time.Second, func() (bool, string) {
+			got := &networkingv1.Ingress{}
+			must(t, u.Client.Get(ctx, client.ObjectKeyFromObject(ing), got))
+			_, labelled := got.Labels[v1alpha1.ShardLabel]
+			_, annotated := got.Annotations[v1alpha1.AllocationAnnotation]
+			return !labelled && !annotated, fmt.Sprintf("labels %v annotations %v", got.Labels, got.Annotations)
+		})
+		eventually(ctx, t, 10*time.Second, func() (bool, string) {
+			evs := &corev1.EventList{}
+			must(t, u.Client.List(ctx, evs, client.InNamespace("ns-b")))
+			for _, e := range evs.Items {
+				if e.Reason == v1alpha1.AllocationReleased && e.InvolvedObject.Name == "leaving" {
+					return true, ""
+				}
+			}
+			return false, "no Released event"
+		})
+	})
+
 	t.Run("restarting the controller moves nothing; removing a shard moves only its ingresses", func(t *testing.T) {
 		before := shardsOf(ctx, t, u)
 		must(t, in.Controller.Restart())
