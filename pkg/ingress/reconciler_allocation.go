@@ -70,13 +70,9 @@ func (r *AllocationReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	}
 	cfg := AllocationConfig{ClusterDomain: ci.Status.Domain, Zone: zone, Strategy: strategy,
 		InterNamespace: ci.Spec.Allocation.NamespaceOwnership == "InterNamespaceAllowed", AllowWildcards: ci.Spec.Allocation.WildcardPolicy == "Allow"}
-	var errs []error
 	var allocated, rejected int32
-	var mu sync.Mutex
-	unseen := r.takeUnseen(req.NamespacedName)
-	stillUnseen := map[types.UID]string{}
-	g := errgroup.Group{}
-	g.SetLimit(writeWorkers)
+	pass := newWritePass(r.takeUnseen(req.NamespacedName))
+	w := cluster.Writer()
 	for _, a := range PlanAllocations(cfg, shards, routes) {
 		if a.Rejected {
 			rejected++
@@ -84,42 +80,12 @@ func (r *AllocationReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 			allocated++
 		}
 		ing := ingresses[a.Namespace+"/"+a.Name]
-		if rv, ok := unseen[ing.UID]; ok && rv == ing.ResourceVersion {
-			stillUnseen[ing.UID] = rv // our write is on its way into the cache
-			continue
-		}
-		g.Go(func() error {
-			wrote, err := r.write(ctx, cluster.Writer(), ing, a)
-			mu.Lock()
-			defer mu.Unlock()
-			if err != nil {
-				errs = append(errs, err)
-			}
-			if wrote {
-				stillUnseen[ing.UID] = ing.ResourceVersion
-			}
-			return nil
-		})
+		pass.write(ing, func() (bool, error) { return r.write(ctx, w, ing, a) })
 	}
 	for _, ing := range released {
-		if rv, ok := unseen[ing.UID]; ok && rv == ing.ResourceVersion {
-			stillUnseen[ing.UID] = rv
-			continue
-		}
-		g.Go(func() error {
-			wrote, err := r.release(ctx, cluster.Writer(), ing)
-			mu.Lock()
-			defer mu.Unlock()
-			if err != nil {
-				errs = append(errs, err)
-			}
-			if wrote {
-				stillUnseen[ing.UID] = ing.ResourceVersion
-			}
-			return nil
-		})
+		pass.write(ing, func() (bool, error) { return r.release(ctx, w, ing) })
 	}
-	_ = g.Wait()
+	stillUnseen, errs := pass.wait()
 	r.putUnseen(req.NamespacedName, stillUnseen)
 	if ci.Status.Routes != allocated || ci.Status.RejectedRoutes != rejected {
 		before := ci.DeepCopy()
@@ -129,6 +95,49 @@ func (r *AllocationReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		}
 	}
 	return ctrl.Result{}, errors.Join(errs...)
+}
+
+// writePass runs one pass' writes in parallel, skipping Ingresses whose last write the cache has
+// not shown yet, and collects what it wrote and the errors.
+type writePass struct {
+	unseen, stillUnseen map[types.UID]string
+	g                   errgroup.Group
+	mu                  sync.Mutex
+	errs                []error
+}
+
+func newWritePass(unseen map[types.UID]string) *writePass {
+	p := &writePass{unseen: unseen, stillUnseen: map[types.UID]string{}}
+	p.g.SetLimit(writeWorkers)
+	return p
+}
+
+// write runs fn for ing unless the cache still shows ing as it was before our last write to it.
+func (p *writePass) write(ing *networkingv1.Ingress, fn func() (bool, error)) {
+	if rv, ok := p.unseen[ing.UID]; ok && rv == ing.ResourceVersion {
+		p.mu.Lock()
+		p.stillUnseen[ing.UID] = rv // our write is on its way into the cache
+		p.mu.Unlock()
+		return
+	}
+	p.g.Go(func() error {
+		wrote, err := fn()
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		if err != nil {
+			p.errs = append(p.errs, err)
+		}
+		if wrote {
+			p.stillUnseen[ing.UID] = ing.ResourceVersion
+		}
+		return nil
+	})
+}
+
+// wait returns the Ingresses written (by the resourceVersion they were written from) and the errors.
+func (p *writePass) wait() (map[types.UID]string, []error) {
+	_ = p.g.Wait()
+	return p.stillUnseen, p.errs
 }
 
 func (r *AllocationReconciler) takeUnseen(key types.NamespacedName) map[types.UID]string {
