@@ -8,8 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"golang.org/x/sync/errgroup"
-
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -96,75 +94,6 @@ func (r *AllocationReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	}
 	return ctrl.Result{}, errors.Join(errs...)
 }
-
-// writePass runs one pass' writes in parallel, skipping Ingresses whose last write the cache has
-// not shown yet, and collects what it wrote and the errors.
-type writePass struct {
-	unseen, stillUnseen map[types.UID]string
-	g                   errgroup.Group
-	mu                  sync.Mutex
-	errs                []error
-}
-
-func newWritePass(unseen map[types.UID]string) *writePass {
-	p := &writePass{unseen: unseen, stillUnseen: map[types.UID]string{}}
-	p.g.SetLimit(writeWorkers)
-	return p
-}
-
-// write runs fn for ing unless the cache still shows ing as it was before our last write to it.
-func (p *writePass) write(ing *networkingv1.Ingress, fn func() (bool, error)) {
-	if rv, ok := p.unseen[ing.UID]; ok && rv == ing.ResourceVersion {
-		p.mu.Lock()
-		p.stillUnseen[ing.UID] = rv // our write is on its way into the cache
-		p.mu.Unlock()
-		return
-	}
-	p.g.Go(func() error {
-		wrote, err := fn()
-		p.mu.Lock()
-		defer p.mu.Unlock()
-		if err != nil {
-			p.errs = append(p.errs, err)
-		}
-		if wrote {
-			p.stillUnseen[ing.UID] = ing.ResourceVersion
-		}
-		return nil
-	})
-}
-
-// wait returns the Ingresses written (by the resourceVersion they were written from) and the errors.
-func (p *writePass) wait() (map[types.UID]string, []error) {
-	_ = p.g.Wait()
-	return p.stillUnseen, p.errs
-}
-
-func (r *AllocationReconciler) takeUnseen(key types.NamespacedName) map[types.UID]string {
-	r.unseenMu.Lock()
-	defer r.unseenMu.Unlock()
-	m := r.unseen[key]
-	delete(r.unseen, key)
-	return m
-}
-
-// putUnseen keeps only this pass' entries, so deleted Ingresses and departed clusters leave none.
-func (r *AllocationReconciler) putUnseen(key types.NamespacedName, m map[types.UID]string) {
-	if len(m) == 0 {
-		return
-	}
-	r.unseenMu.Lock()
-	defer r.unseenMu.Unlock()
-	if r.unseen == nil {
-		r.unseen = map[types.NamespacedName]map[types.UID]string{}
-	}
-	r.unseen[key] = m
-}
-
-// writeWorkers bounds the parallel writes of one cluster's decisions: a first allocation of
-// thousands of Ingresses must not be written one round trip at a time. Measured on the 2-core
-// bench (BenchmarkAllocation, 10k adopted): 16 -> 22.9 s, 32 -> 17.7 s.
-const writeWorkers = 32
 
 // allocShards turns the ClusterIngress' shards into planner shards with their ready routers.
 func allocShards(ctx context.Context, rd client.Reader, ci *v1alpha1.ClusterIngress) ([]AllocShard, error) {
@@ -334,8 +263,8 @@ func tell(ing *networkingv1.Ingress, a Allocation) (*networkingv1.Ingress, bool)
 	if a.Rejected {
 		outcome = v1alpha1.AllocationRejected + ": " + a.Reason
 		delete(want.Labels, v1alpha1.ShardLabel)
-		for _, k := range []string{v1alpha1.ShardAnnotation, v1alpha1.HostsAnnotation, v1alpha1.CNAMETargetAnnotation} {
-			delete(want.Annotations, k)
+		for _, k := range allocationKeys {
+			delete(want.Annotations, k) // the outcome is set below
 		}
 	} else {
 		want.Labels[v1alpha1.ShardLabel] = a.Shard

@@ -355,19 +355,17 @@ func (e *Engager) start(key types.NamespacedName, fp [32]byte, cfg *rest.Config)
 		cancel()
 		return nil, err
 	}
-	for _, kind := range append(ManagedKinds(), RouteKinds()...) {
-		inf, err := ca.GetInformer(ctx, kind, cache.BlockUntilSynced(false))
-		if err != nil {
-			cancel()
-			return nil, fmt.Errorf("informer for %T in %s: %w", kind, key, err)
-		}
-		what := ChangeManaged
-		if isRouteKind(kind) {
-			what = ChangeRoutes
-		}
-		if _, err := inf.AddEventHandler(e.changeHandler(c, what)); err != nil {
-			cancel()
-			return nil, err
+	for what, kinds := range map[Change][]client.Object{ChangeManaged: ManagedKinds(), ChangeRoutes: RouteKinds()} {
+		for _, kind := range kinds {
+			inf, err := ca.GetInformer(ctx, kind, cache.BlockUntilSynced(false))
+			if err != nil {
+				cancel()
+				return nil, fmt.Errorf("informer for %T in %s: %w", kind, key, err)
+			}
+			if _, err := inf.AddEventHandler(e.changeHandler(c, what)); err != nil {
+				cancel()
+				return nil, err
+			}
 		}
 	}
 	if c.writer, err = client.New(cfg, client.Options{Scheme: e.opts.Scheme}); err != nil {

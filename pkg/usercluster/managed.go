@@ -38,14 +38,6 @@ func RouteKinds() []client.Object {
 	return []client.Object{&networkingv1.Ingress{}, &corev1.Namespace{}}
 }
 
-func isRouteKind(o client.Object) bool {
-	switch o.(type) {
-	case *networkingv1.Ingress, *corev1.Namespace:
-		return true
-	}
-	return false
-}
-
 func cacheByObject() map[client.Object]cache.ByObject {
 	m := map[client.Object]cache.ByObject{&corev1.Node{}: {Transform: TrimNode}}
 	for _, k := range ManagedKinds() {

@@ -124,14 +124,7 @@ func AllocationSpec(ctx context.Context, t *testing.T, inputGetter func() Alloca
 			t.Fatalf("RoundRobin spread %v, want 2 per shard", count)
 		}
 		// Each decision is told once: one Allocated Event per Ingress, however many passes ran.
-		evs := &corev1.EventList{}
-		must(t, u.Client.List(ctx, evs))
-		perIngress := map[string]int{}
-		for _, e := range evs.Items {
-			if e.Reason == v1alpha1.AllocationAllocated && e.InvolvedObject.Kind == "Ingress" {
-				perIngress[e.InvolvedObject.Namespace+"/"+e.InvolvedObject.Name]++
-			}
-		}
+		perIngress := ingressEvents(ctx, t, u.Client, v1alpha1.AllocationAllocated)
 		for i, name := range names {
 			if k := []string{"ns-a", "ns-b"}[i%2] + "/" + name; perIngress[k] != 1 {
 				t.Errorf("%s: %d Allocated events, want 1", k, perIngress[k])
@@ -203,14 +196,7 @@ func AllocationSpec(ctx context.Context, t *testing.T, inputGetter func() Alloca
 			return !labelled && !annotated, fmt.Sprintf("labels %v annotations %v", got.Labels, got.Annotations)
 		})
 		eventually(ctx, t, 10*time.Second, func() (bool, string) {
-			evs := &corev1.EventList{}
-			must(t, u.Client.List(ctx, evs, client.InNamespace("ns-b")))
-			for _, e := range evs.Items {
-				if e.Reason == v1alpha1.AllocationReleased && e.InvolvedObject.Name == "leaving" {
-					return true, ""
-				}
-			}
-			return false, "no Released event"
+			return ingressEvents(ctx, t, u.Client, v1alpha1.AllocationReleased)["ns-b/leaving"] == 1, "no Released event"
 		})
 	})
 
@@ -234,15 +220,7 @@ func AllocationSpec(ctx context.Context, t *testing.T, inputGetter func() Alloca
 			}
 			return true, ""
 		})
-		evs := &corev1.EventList{}
-		must(t, u.Client.List(ctx, evs))
-		moved := 0
-		for _, e := range evs.Items {
-			if e.Reason == v1alpha1.AllocationMoved {
-				moved++
-			}
-		}
-		if moved == 0 {
+		if len(ingressEvents(ctx, t, u.Client, v1alpha1.AllocationMoved)) == 0 {
 			t.Fatal("no Moved event for the re-allocated ingresses")
 		}
 		// The moved Ingresses show their new shard's address, published by its router.
@@ -270,6 +248,22 @@ func TestAllocation(t *testing.T) {
 	AllocationSpec(ctx, t, func() AllocationSpecInput {
 		return AllocationSpecInput{Seed: env.Seed, User: env.Users[0], DNS: env.DNS, Controller: ctrl}
 	})
+}
+
+// ingressEvents counts the Events with reason on each Ingress (key namespace/name).
+func ingressEvents(ctx context.Context, t testing.TB, c client.Client, reason string) map[string]int {
+	t.Helper()
+	evs := &corev1.EventList{}
+	if err := c.List(ctx, evs); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]int{}
+	for _, e := range evs.Items {
+		if e.Reason == reason && e.InvolvedObject.Kind == "Ingress" {
+			out[e.InvolvedObject.Namespace+"/"+e.InvolvedObject.Name]++
+		}
+	}
+	return out
 }
 
 func routeIngress(ns, name, host string) *networkingv1.Ingress {

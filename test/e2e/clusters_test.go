@@ -47,7 +47,7 @@ func putCAPIKubeconfig(ctx context.Context, t *testing.T, seed *framework.Contro
 }
 
 // registerKubeconfigSecret registers user through a Secret labelled shardgate.io/kubeconfig.
-func registerKubeconfigSecret(ctx context.Context, t *testing.T, seed *framework.ControlPlane, ns, name, clusterID string, user *framework.ControlPlane, labels map[string]string) {
+func registerKubeconfigSecret(ctx context.Context, t testing.TB, seed *framework.ControlPlane, ns, name, clusterID string, user *framework.ControlPlane, labels map[string]string) {
 	t.Helper()
 	kc, err := user.Kubeconfig("shardgate-"+name, "system:masters")
 	if err != nil {
