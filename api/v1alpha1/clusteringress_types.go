@@ -50,6 +50,9 @@ type ClusterIngressSpec struct {
 	// allocation is the profile's allocation policy.
 	// +optional
 	Allocation AllocationSettings `json:"allocation,omitempty"`
+	// ingressClass is the profile's IngressClass policy.
+	// +optional
+	IngressClass IngressClassSettings `json:"ingressClass,omitempty"`
 	// shards are the profile's shards with defaults applied.
 	// +optional
 	// +listType=map

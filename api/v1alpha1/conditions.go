@@ -10,6 +10,13 @@ const (
 	// ConditionShardsAvailable: every shard's router objects are applied and each shard has a
 	// ready router.
 	ConditionShardsAvailable = "ShardsAvailable"
+	// ConditionSourceAvailable: the cluster's source (Cluster API Cluster or kubeconfig Secret)
+	// exists. While it is missing, the cluster's records and objects are kept for the removal
+	// grace period, so a source deleted and recreated (GitOps) loses nothing.
+	ConditionSourceAvailable = "SourceAvailable"
+	// ConditionRoutesProtected: the admission policy that reserves allocation labels and
+	// annotations to Shardgate is installed in the user cluster.
+	ConditionRoutesProtected = "RoutesProtected"
 	// ConditionReady summarises the others.
 	ConditionReady = "Ready"
 )
@@ -24,6 +31,8 @@ const (
 const (
 	ReasonReachable              = "Reachable"
 	ReasonUnreachable            = "Unreachable"
+	ReasonCredentialsRefused     = "CredentialsRefused"
+	ReasonServerError            = "ServerError"
 	ReasonConnecting             = "Connecting"
 	ReasonControlPlaneNotReady   = "ControlPlaneNotInitialized"
 	ReasonKubeconfigMissing      = "KubeconfigSecretMissing"
@@ -31,6 +40,13 @@ const (
 	ReasonInvalidClusterID       = "InvalidClusterID"
 	ReasonClusterIDConflict      = "ClusterIDConflict"
 	ReasonInvalidZone            = "InvalidZone"
+	ReasonZoneNotServed          = "ZoneNotServed"
+	ReasonNamesTooLong           = "NamesTooLong"
+	ReasonSourcePresent          = "SourcePresent"
+	ReasonSourceMissing          = "SourceMissing"
+	ReasonPolicyInstalled        = "AdmissionPolicyInstalled"
+	ReasonPolicyUnsupported      = "AdmissionPolicyUnsupported"
+	ReasonCleanupPending         = "CleanupPending"
 	ReasonProfileInvalid         = "ProfileInvalid"
 	ReasonPublished              = "Published"
 	ReasonKeptLastTargets        = "NoReadyNodesKeptLastTargets"

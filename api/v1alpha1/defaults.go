@@ -24,3 +24,47 @@ func ResolveShards(shards []ShardSpec) []ShardSpec {
 	}
 	return out
 }
+
+// ResolveDNS returns a profile's DNS settings with defaults filled in (zone from the
+// controller's --dns-zone when unset).
+func ResolveDNS(d DNSSettings, defaultZone string) DNSSettings {
+	d = *d.DeepCopy()
+	if d.Zone == "" {
+		d.Zone = defaultZone
+	}
+	if d.TTL == 0 {
+		d.TTL = 60
+	}
+	if len(d.AddressTypes) == 0 {
+		d.AddressTypes = []NodeAddressType{ExternalIP, InternalIP}
+	}
+	if len(d.IPFamilies) == 0 {
+		d.IPFamilies = []IPFamily{IPv4, IPv6}
+	}
+	if d.EmptyTargets == "" {
+		d.EmptyTargets = EmptyTargetsKeepLast
+	}
+	return d
+}
+
+// ResolveAllocation returns allocation settings with defaults filled in.
+func ResolveAllocation(a AllocationSettings) AllocationSettings {
+	if a.Strategy == "" {
+		a.Strategy = StrategyLeastRoutes
+	}
+	if a.NamespaceOwnership == "" {
+		a.NamespaceOwnership = OwnershipStrict
+	}
+	if a.WildcardPolicy == "" {
+		a.WildcardPolicy = WildcardsDenied
+	}
+	return a
+}
+
+// ResolveIngressClass returns IngressClass settings with defaults filled in.
+func ResolveIngressClass(c IngressClassSettings) IngressClassSettings {
+	if c.Default == "" {
+		c.Default = DefaultClassIfNoDefault
+	}
+	return c
+}

@@ -26,6 +26,8 @@ type IngressProfileSpec struct {
 	// clusterSelector selects user clusters by the labels of their Cluster (Cluster API) or
 	// kubeconfig Secret. An empty selector selects every cluster.
 	// +optional
+	// +kubebuilder:validation:XValidation:rule="!has(self.matchExpressions) || self.matchExpressions.all(e, e.operator in ['In', 'NotIn', 'Exists', 'DoesNotExist'])",message="matchExpressions[].operator must be In, NotIn, Exists or DoesNotExist"
+	// +kubebuilder:validation:XValidation:rule="!has(self.matchExpressions) || self.matchExpressions.all(e, (e.operator in ['In', 'NotIn']) == (has(e.values) && size(e.values) > 0))",message="matchExpressions[]: In and NotIn need values, Exists and DoesNotExist take none"
 	ClusterSelector metav1.LabelSelector `json:"clusterSelector,omitempty"`
 
 	// dns says how each selected cluster's wildcard records are published.
@@ -35,6 +37,10 @@ type IngressProfileSpec struct {
 	// allocation says how Ingresses are spread over the shards.
 	// +optional
 	Allocation AllocationSettings `json:"allocation,omitempty"`
+
+	// ingressClass says whether the shardgate IngressClass becomes the clusters' default.
+	// +optional
+	IngressClass IngressClassSettings `json:"ingressClass,omitempty"`
 
 	// shards deployed into every selected cluster. None listed means one shard named "default".
 	// +optional
@@ -80,6 +86,7 @@ type DNSSettings struct {
 	// zone is the parent DNS zone. Empty means the controller's --dns-zone.
 	// +optional
 	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^([a-zA-Z0-9]([-a-zA-Z0-9]{0,61}[a-zA-Z0-9])?\.)*[a-zA-Z0-9]([-a-zA-Z0-9]{0,61}[a-zA-Z0-9])?\.?$`
 	Zone string `json:"zone,omitempty"`
 
 	// ttl of the records in seconds.
@@ -110,8 +117,43 @@ type DNSSettings struct {
 
 	// ingressNodeSelector picks the nodes that carry ingress traffic; empty means all nodes.
 	// +optional
+	// +kubebuilder:validation:XValidation:rule="!has(self.matchExpressions) || self.matchExpressions.all(e, e.operator in ['In', 'NotIn', 'Exists', 'DoesNotExist'])",message="matchExpressions[].operator must be In, NotIn, Exists or DoesNotExist"
+	// +kubebuilder:validation:XValidation:rule="!has(self.matchExpressions) || self.matchExpressions.all(e, (e.operator in ['In', 'NotIn']) == (has(e.values) && size(e.values) > 0))",message="matchExpressions[]: In and NotIn need values, Exists and DoesNotExist take none"
 	IngressNodeSelector *metav1.LabelSelector `json:"ingressNodeSelector,omitempty"`
 }
+
+// AllocationStrategy picks a shard for an Ingress whose hosts do not fix one.
+// +kubebuilder:validation:Enum=RoundRobin;LeastRoutes;LeastLoaded
+type AllocationStrategy string
+
+// Allocation strategies.
+const (
+	StrategyRoundRobin  AllocationStrategy = "RoundRobin"
+	StrategyLeastRoutes AllocationStrategy = "LeastRoutes"
+	StrategyLeastLoaded AllocationStrategy = "LeastLoaded"
+)
+
+// NamespaceOwnership says whether several namespaces may serve one host.
+// +kubebuilder:validation:Enum=Strict;InterNamespaceAllowed
+type NamespaceOwnership string
+
+// Namespace ownership policies.
+const (
+	// OwnershipStrict: the first namespace to claim a host owns it.
+	OwnershipStrict NamespaceOwnership = "Strict"
+	// OwnershipInterNamespaceAllowed: any namespace may serve any host (paths split it).
+	OwnershipInterNamespaceAllowed NamespaceOwnership = "InterNamespaceAllowed"
+)
+
+// WildcardPolicy says whether route hosts may be wildcards (*.example.org).
+// +kubebuilder:validation:Enum=Allow;Deny
+type WildcardPolicy string
+
+// Wildcard policies.
+const (
+	WildcardsAllowed WildcardPolicy = "Allow"
+	WildcardsDenied  WildcardPolicy = "Deny"
+)
 
 // AllocationSettings configure route allocation.
 type AllocationSettings struct {
@@ -119,19 +161,41 @@ type AllocationSettings struct {
 	// bound Ingresses), LeastLoaded (fewest Ingresses per ready router).
 	// +optional
 	// +kubebuilder:default=LeastRoutes
-	// +kubebuilder:validation:Enum=RoundRobin;LeastRoutes;LeastLoaded
-	Strategy string `json:"strategy,omitempty"`
+	Strategy AllocationStrategy `json:"strategy,omitempty"`
 	// namespaceOwnership: Strict (the first namespace to claim a host owns it) or
 	// InterNamespaceAllowed.
 	// +optional
 	// +kubebuilder:default=Strict
-	// +kubebuilder:validation:Enum=Strict;InterNamespaceAllowed
-	NamespaceOwnership string `json:"namespaceOwnership,omitempty"`
+	NamespaceOwnership NamespaceOwnership `json:"namespaceOwnership,omitempty"`
 	// wildcardPolicy: Deny (default) refuses hosts like *.example.org; Allow accepts them.
+	// Even when allowed, no route may take a whole shard domain (*.<shard domain>).
 	// +optional
 	// +kubebuilder:default=Deny
-	// +kubebuilder:validation:Enum=Allow;Deny
-	WildcardPolicy string `json:"wildcardPolicy,omitempty"`
+	WildcardPolicy WildcardPolicy `json:"wildcardPolicy,omitempty"`
+}
+
+// DefaultClassPolicy says whether the shardgate IngressClass becomes the user cluster's
+// default class (the class of Ingresses that name none).
+// +kubebuilder:validation:Enum=IfNoDefault;Never
+type DefaultClassPolicy string
+
+// Default class policies.
+const (
+	// DefaultClassIfNoDefault: Shardgate marks its class default once, when the cluster has no
+	// default class; another controller's default is never taken, and an administrator who
+	// changes the mark afterwards is never overruled.
+	DefaultClassIfNoDefault DefaultClassPolicy = "IfNoDefault"
+	// DefaultClassNever: the shardgate class is never the default; only Ingresses that name it
+	// (or carry the legacy kubernetes.io/ingress.class: shardgate annotation) are Shardgate's.
+	DefaultClassNever DefaultClassPolicy = "Never"
+)
+
+// IngressClassSettings configure the shardgate IngressClass in user clusters.
+type IngressClassSettings struct {
+	// default: IfNoDefault (default) or Never.
+	// +optional
+	// +kubebuilder:default=IfNoDefault
+	Default DefaultClassPolicy `json:"default,omitempty"`
 }
 
 // IngressProfileStatus is what the controller observed.

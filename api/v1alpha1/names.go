@@ -8,11 +8,20 @@ const (
 	// KubeconfigSecretLabel marks a Secret (key "value" or "kubeconfig") as a user cluster for seeds
 	// without Cluster API.
 	KubeconfigSecretLabel = "shardgate.io/kubeconfig"
-	// ClusterIngressLabel on objects Shardgate creates in the seed names their ClusterIngress.
-	ClusterIngressLabel = "shardgate.io/cluster-ingress"
 	// DNSCleanupFinalizer keeps a ClusterIngress until its DNSEndpoint is gone, so records are
 	// removed even when the controller was down while the cluster was deleted.
 	DNSCleanupFinalizer = "shardgate.io/dns-cleanup"
+	// UserClusterCleanupFinalizer keeps a ClusterIngress (and its engagement) until Shardgate's
+	// objects are gone from the user cluster and its Ingresses no longer carry allocation labels
+	// and annotations: a cluster that stops being selected is left as if Shardgate had never
+	// been there.
+	UserClusterCleanupFinalizer = "shardgate.io/user-cluster-cleanup"
+	// CleanupAnnotation (value CleanupBestEffort) on a ClusterIngress being deleted says the
+	// cluster itself is going away (its Cluster is being deleted, or its source is gone): the
+	// user-cluster cleanup runs if the cluster can be observed and is skipped if not, instead of
+	// holding the ClusterIngress for a cluster that may never answer again.
+	CleanupAnnotation = "shardgate.io/cleanup"
+	CleanupBestEffort = "best-effort"
 	// ManagedByLabel (value ManagedByValue) marks every object Shardgate owns in a user cluster;
 	// the user-cluster caches select by it.
 	ManagedByLabel = "shardgate.io/managed-by"

@@ -64,7 +64,9 @@ type ShardSpec struct {
 	// tolerations of the router pods.
 	// +optional
 	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
-	// namespaceSelector: only Ingresses in matching namespaces may land on this shard.
+	// namespaceSelector: only Ingresses in matching namespaces may land on this shard. (Its
+	// operators are checked by the controller: CEL rules on selectors in a list of shards exceed
+	// the API server's cost budget.)
 	// +optional
 	NamespaceSelector *metav1.LabelSelector `json:"namespaceSelector,omitempty"`
 	// routeSelector: only Ingresses with matching labels may land on this shard.

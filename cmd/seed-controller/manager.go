@@ -16,6 +16,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/client-go/discovery"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -38,8 +39,9 @@ func newManager(cfg *rest.Config, o options) (ctrl.Manager, error) {
 		Scheme: newScheme(),
 		Cache: cache.Options{
 			DefaultTransform: cache.TransformStripManagedFields(),
-			// Only kubeconfig Secrets: the seed's other Secrets are none of Shardgate's business.
-			ByObject: map[client.Object]cache.ByObject{&corev1.Secret{}: {Label: usercluster.KubeconfigSecretSelector()}},
+			// Only kubeconfig Secrets, only in the namespaces the operator listed: the seed's
+			// other Secrets are none of Shardgate's business.
+			ByObject: map[client.Object]cache.ByObject{&corev1.Secret{}: usercluster.KubeconfigSecretCache(o.secretNamespaces)},
 		},
 		Metrics:                 metricsserver.Options{BindAddress: o.metricsAddr},
 		HealthProbeBindAddress:  o.healthAddr,
@@ -76,18 +78,28 @@ func newManager(cfg *rest.Config, o options) (ctrl.Manager, error) {
 // addControllers registers Shardgate's controllers. They share one Engager: one cache per user
 // cluster, whatever the number of controllers reading it.
 func addControllers(mgr ctrl.Manager, o options) error {
-	engager := usercluster.NewEngager(usercluster.Options{Log: ctrl.Log.WithName("engager")})
-	capi := usercluster.HasClusterAPI(mgr)
-	if !capi {
-		ctrl.Log.WithName("setup").Info("Cluster API not installed in the seed; only kubeconfig Secrets are cluster sources")
-	}
-	if err := usercluster.Add(mgr, usercluster.Config{DefaultZone: o.dnsZone, ClusterAPI: capi, Engager: engager}); err != nil {
+	engager, err := usercluster.NewEngager(usercluster.Options{Log: ctrl.Log.WithName("engager"),
+		Kubeconfig: usercluster.KubeconfigPolicy{AllowInsecure: o.allowInsecure}})
+	if err != nil {
 		return err
 	}
-	if err := dnsendpoint.Add(mgr, engager); err != nil {
+	dc, err := discovery.NewDiscoveryClientForConfig(mgr.GetConfig())
+	if err != nil {
 		return err
 	}
-	if err := ingress.Add(mgr, engager); err != nil {
+	if len(o.secretNamespaces) == 0 {
+		ctrl.Log.WithName("setup").Info("no --kubeconfig-secret-namespaces and no namespace of its own: kubeconfig Secrets register no clusters")
+	}
+	capi := &usercluster.ClusterAPI{Discovery: dc, Log: ctrl.Log.WithName("cluster-api")}
+	if err := usercluster.Add(mgr, usercluster.Config{DefaultZone: o.dnsZone, ClusterAPI: capi, Engager: engager,
+		SecretNamespaces: o.secretNamespaces, RemovalGrace: o.removalGrace, KubeconfigResync: o.kubeconfigResync,
+		Concurrency: o.concurrency}); err != nil {
+		return err
+	}
+	if err := dnsendpoint.Add(mgr, dnsendpoint.Config{Engager: engager, ServedZones: o.servedZones, Concurrency: o.concurrency}); err != nil {
+		return err
+	}
+	if err := ingress.Add(mgr, engager, o.concurrency); err != nil {
 		return err
 	}
 	return profile.Add(mgr, o.dnsZone)

@@ -3,6 +3,8 @@ package main
 import (
 	"flag"
 	"fmt"
+	"os"
+	"strings"
 	"time"
 )
 
@@ -19,6 +21,27 @@ type options struct {
 	renewDeadline           time.Duration
 	retryPeriod             time.Duration
 	dnsZone                 string
+	servedZones             stringList
+	secretNamespaces        stringList
+	allowInsecure           bool
+	removalGrace            time.Duration
+	kubeconfigResync        time.Duration
+	concurrency             int
+}
+
+// stringList is a comma-separated flag value.
+type stringList []string
+
+func (l *stringList) String() string { return strings.Join(*l, ",") }
+
+func (l *stringList) Set(v string) error {
+	*l = nil
+	for _, s := range strings.Split(v, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			*l = append(*l, s)
+		}
+	}
+	return nil
 }
 
 func (o *options) bind(fs *flag.FlagSet) {
@@ -33,11 +56,41 @@ func (o *options) bind(fs *flag.FlagSet) {
 	fs.DurationVar(&o.renewDeadline, "leader-elect-renew-deadline", 10*time.Second, "how long the leader retries renewing before it gives up")
 	fs.DurationVar(&o.retryPeriod, "leader-elect-retry-period", 2*time.Second, "how often leader-election clients retry")
 	fs.StringVar(&o.dnsZone, "dns-zone", "", "default DNS zone for user-cluster domains (<clusterid>.<zone>); IngressProfiles may override it")
+	fs.Var(&o.servedZones, "served-zones", "comma-separated zones the seed's external-dns publishes (default: --dns-zone); a profile zone outside them gets DNSPublished=False/ZoneNotServed. \"*\" turns the check off")
+	fs.Var(&o.secretNamespaces, "kubeconfig-secret-namespaces", "comma-separated seed namespaces whose Secrets labelled shardgate.io/kubeconfig register user clusters (default: the controller's own namespace)")
+	fs.BoolVar(&o.allowInsecure, "allow-insecure-kubeconfigs", false, "accept user-cluster kubeconfigs with plain http:// servers or insecure-skip-tls-verify (lab seeds only)")
+	fs.DurationVar(&o.removalGrace, "source-removal-grace", 5*time.Minute, "how long a cluster's records and objects outlive its deleted source, so a Secret deleted and recreated (GitOps rotation) loses nothing")
+	fs.DurationVar(&o.kubeconfigResync, "kubeconfig-resync-period", 2*time.Minute, "how often Cluster API kubeconfig Secrets are read again (they are read by name, never watched); a refused credential re-reads at once")
+	fs.IntVar(&o.concurrency, "concurrency", 8, "user clusters each controller reconciles at once")
 }
 
 func (o *options) validate() error {
 	if o.leaderElect && o.renewDeadline >= o.leaseDuration {
 		return fmt.Errorf("--leader-elect-renew-deadline (%s) must be shorter than --leader-elect-lease-duration (%s)", o.renewDeadline, o.leaseDuration)
 	}
+	if o.concurrency < 1 {
+		return fmt.Errorf("--concurrency must be at least 1")
+	}
+	if len(o.secretNamespaces) == 0 {
+		if ns := ownNamespace(); ns != "" {
+			o.secretNamespaces = stringList{ns}
+		}
+	}
+	if len(o.servedZones) == 0 && o.dnsZone != "" {
+		o.servedZones = stringList{o.dnsZone}
+	}
 	return nil
+}
+
+// ownNamespace is the namespace the controller runs in: $POD_NAMESPACE (the chart sets it), else
+// the service account's namespace file; "" outside a cluster.
+func ownNamespace() string {
+	if ns := os.Getenv("POD_NAMESPACE"); ns != "" {
+		return ns
+	}
+	b, err := os.ReadFile("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
 }

@@ -24,42 +24,65 @@ import (
 // +kubebuilder:rbac:groups=shardgate.io,resources=clusteringresses/finalizers,verbs=update
 // +kubebuilder:rbac:groups=externaldns.k8s.io,resources=dnsendpoints,verbs=get;list;watch;create;update;patch;delete
 
+// Config wires the DNS controller.
+type Config struct {
+	Engager *usercluster.Engager
+	// ServedZones are the zones the seed's external-dns publishes (empty: any).
+	ServedZones []string
+	// Concurrency is how many clusters are reconciled at once.
+	Concurrency int
+}
+
 // Add registers the DNS controller.
-func Add(mgr ctrl.Manager, engager *usercluster.Engager) error {
-	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.ClusterIngress{}, clusterIDIndex,
-		func(o client.Object) []string { return []string{o.(*v1alpha1.ClusterIngress).Spec.ClusterID} }); err != nil {
-		return fmt.Errorf("index %s: %w", clusterIDIndex, err)
+func Add(mgr ctrl.Manager, cfg Config) error {
+	indexes := map[string]client.IndexerFunc{
+		requestedDomainIndex: func(o client.Object) []string { return []string{requestedDomain(o.(*v1alpha1.ClusterIngress))} },
+		heldDomainIndex:      func(o client.Object) []string { return []string{o.(*v1alpha1.ClusterIngress).Status.Domain} },
 	}
-	r := &Reconciler{Client: mgr.GetClient(), Engager: engager, Clock: clock.RealClock{}}
+	for name, f := range indexes {
+		if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.ClusterIngress{}, name, f); err != nil {
+			return fmt.Errorf("index %s: %w", name, err)
+		}
+	}
+	r := &Reconciler{Client: mgr.GetClient(), Engager: cfg.Engager, ServedZones: cfg.ServedZones, Clock: clock.RealClock{}}
 	return ctrl.NewControllerManagedBy(mgr).Named("dns").
 		// Clusters are independent: one slow cluster must not queue the others behind it.
-		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: cfg.Concurrency}).
 		For(&v1alpha1.ClusterIngress{}).
 		// external-dns writes DNSEndpoint status; only spec changes (or deletion) matter here.
 		Owns(&DNSEndpoint{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		// A cluster ID freed or taken elsewhere changes who owns it.
-		Watches(&v1alpha1.ClusterIngress{}, handler.EnqueueRequestsFromMapFunc(sameClusterID(mgr.GetClient()))).
+		// A domain freed or taken elsewhere changes who holds it.
+		Watches(&v1alpha1.ClusterIngress{}, handler.EnqueueRequestsFromMapFunc(sameDomain(mgr.GetClient()))).
 		// Records follow nodes and router pods/Services; Ingress churn does not wake this.
-		WatchesRawSource(source.Channel(engager.Subscribe(usercluster.ChangeNodes|usercluster.ChangeManaged), &handler.EnqueueRequestForObject{})).
+		WatchesRawSource(source.Channel(cfg.Engager.Subscribe(usercluster.ChangeNodes|usercluster.ChangeManaged), &handler.EnqueueRequestForObject{})).
 		Complete(r)
 }
 
-func sameClusterID(c client.Client) handler.MapFunc {
+// sameDomain maps a ClusterIngress to the others that ask for or hold the domains it asks for
+// or holds.
+func sameDomain(c client.Client) handler.MapFunc {
 	return func(ctx context.Context, o client.Object) []reconcile.Request {
 		ci := o.(*v1alpha1.ClusterIngress)
-		list := &v1alpha1.ClusterIngressList{}
-		if err := c.List(ctx, list, client.MatchingFields{clusterIDIndex: ci.Spec.ClusterID}); err != nil {
-			return nil
-		}
+		seen := map[types.NamespacedName]bool{client.ObjectKeyFromObject(ci): true}
 		var reqs []reconcile.Request
-		for _, x := range list.Items {
-			if x.Namespace != ci.Namespace || x.Name != ci.Name {
-				reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: x.Namespace, Name: x.Name}})
+		for _, d := range []string{requestedDomain(ci), ci.Status.Domain} {
+			if d == "" {
+				continue
+			}
+			for _, index := range []string{requestedDomainIndex, heldDomainIndex} {
+				list := &v1alpha1.ClusterIngressList{}
+				if err := c.List(ctx, list, client.MatchingFields{index: d}); err != nil {
+					continue
+				}
+				for _, x := range list.Items {
+					k := client.ObjectKeyFromObject(&x)
+					if !seen[k] {
+						seen[k] = true
+						reqs = append(reqs, reconcile.Request{NamespacedName: k})
+					}
+				}
 			}
 		}
 		return reqs
 	}
 }
-
-// concurrency is how many clusters are reconciled at once.
-const concurrency = 8

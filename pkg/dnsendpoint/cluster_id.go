@@ -1,82 +1,80 @@
 package dnsendpoint
 
 import (
+	"cmp"
 	"context"
-	"fmt"
+	"slices"
 
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
+	"github.com/shardgate/shardgate/pkg/dnsname"
 )
 
-// clusterIDIndex indexes ClusterIngresses by spec.clusterID.
-const clusterIDIndex = "spec.clusterID"
+// Field indexes on ClusterIngresses: the domain a cluster asks for (spec.clusterID in its zone)
+// and the domain it holds (status.domain). Cluster IDs are unique per zone, so a domain is the
+// unit of ownership.
+const (
+	requestedDomainIndex = "dns.requestedDomain"
+	heldDomainIndex      = "dns.heldDomain"
+)
 
-// idOwner returns the ClusterIngress that owns ci's cluster ID: of all ClusterIngresses asking
-// for it, the one whose cluster source is oldest (then by namespace/name).
-func (r *Reconciler) idOwner(ctx context.Context, ci *v1alpha1.ClusterIngress) (types.NamespacedName, error) {
-	list := &v1alpha1.ClusterIngressList{}
-	if err := r.Client.List(ctx, list, client.MatchingFields{clusterIDIndex: ci.Spec.ClusterID}); err != nil {
-		return types.NamespacedName{}, err
+// requestedDomain is <spec.clusterID>.<zone> as asked for ("" when the zone is unusable).
+func requestedDomain(ci *v1alpha1.ClusterIngress) string {
+	zone, err := dnsname.NormalizeZone(ci.Spec.DNS.Zone)
+	if err != nil || ci.Spec.ClusterID == "" {
+		return ""
 	}
-	me := client.ObjectKeyFromObject(ci)
-	if len(list.Items) <= 1 {
-		return me, nil
-	}
-	var cands []Claim
-	for i := range list.Items {
-		c := &list.Items[i]
-		if c.DeletionTimestamp != nil {
-			continue
-		}
-		created, err := r.sourceCreated(ctx, c)
-		if err != nil {
-			return types.NamespacedName{}, err
-		}
-		cands = append(cands, Claim{Key: client.ObjectKeyFromObject(c), Created: created})
-	}
-	if len(cands) == 0 {
-		return me, nil
-	}
-	return OldestClaim(cands), nil
+	return ci.Spec.ClusterID + "." + zone
 }
 
-// sourceCreated is the creation time of the Cluster or Secret behind a ClusterIngress (the
-// ClusterIngress' own when the source is gone).
-func (r *Reconciler) sourceCreated(ctx context.Context, ci *v1alpha1.ClusterIngress) (metav1.Time, error) {
-	key := types.NamespacedName{Namespace: ci.Namespace, Name: ci.Spec.ClusterRef.Name}
-	var obj client.Object = &corev1.Secret{}
-	if ci.Spec.ClusterRef.Kind == v1alpha1.SourceKindCluster {
-		obj = &clusterv1.Cluster{}
-	}
-	if err := r.Client.Get(ctx, key, obj); err != nil {
-		if apierrors.IsNotFound(err) {
-			return ci.CreationTimestamp, nil
-		}
-		return metav1.Time{}, fmt.Errorf("source of %s: %w", key, err)
-	}
-	return obj.GetCreationTimestamp(), nil
-}
-
-// Claim is one cluster asking for a cluster ID.
+// Claim is one ClusterIngress asking for, or holding, a domain.
 type Claim struct {
-	Key     types.NamespacedName
+	Key types.NamespacedName
+	// Held: the domain is the ClusterIngress' status.domain: it published it and holds it.
+	Held bool
+	// Created is the ClusterIngress' creation time (only for domains nobody holds yet).
 	Created metav1.Time
 }
 
-// OldestClaim decides an ID collision: the oldest cluster keeps the ID; ties go to the smaller
-// namespace/name so the decision is stable.
-func OldestClaim(claims []Claim) types.NamespacedName {
-	best := claims[0]
-	for _, c := range claims[1:] {
-		if c.Created.Before(&best.Created) || (c.Created.Equal(&best.Created) && c.Key.String() < best.Key.String()) {
-			best = c
+// Holder decides who has a domain: whoever holds it keeps it, whatever the age of the objects
+// involved, so a newcomer (a renamed annotation, a new Cluster with an old name) can never take
+// another cluster's names. Only when nobody holds it does the oldest claimant get it (ties by
+// namespace/name), which every reconcile of every claimant works out the same way.
+func Holder(claims []Claim) types.NamespacedName {
+	return slices.MinFunc(claims, func(a, b Claim) int {
+		if a.Held != b.Held {
+			if a.Held {
+				return -1
+			}
+			return 1
+		}
+		return cmp.Or(a.Created.Compare(b.Created.Time), cmp.Compare(a.Key.String(), b.Key.String()))
+	}).Key
+}
+
+// domainHolder returns who has domain among the ClusterIngresses that ask for it or hold it. A
+// holder being deleted still holds until it is gone: two DNSEndpoints never publish one name.
+func (r *Reconciler) domainHolder(ctx context.Context, ci *v1alpha1.ClusterIngress, domain string) (types.NamespacedName, error) {
+	seen := map[types.NamespacedName]bool{}
+	claims := []Claim{{Key: client.ObjectKeyFromObject(ci), Held: ci.Status.Domain == domain, Created: ci.CreationTimestamp}}
+	seen[claims[0].Key] = true
+	for _, index := range []string{requestedDomainIndex, heldDomainIndex} {
+		list := &v1alpha1.ClusterIngressList{}
+		if err := r.Client.List(ctx, list, client.MatchingFields{index: domain}); err != nil {
+			return types.NamespacedName{}, err
+		}
+		for i := range list.Items {
+			c := &list.Items[i]
+			k := client.ObjectKeyFromObject(c)
+			if seen[k] {
+				continue
+			}
+			seen[k] = true
+			claims = append(claims, Claim{Key: k, Held: c.Status.Domain == domain, Created: c.CreationTimestamp})
 		}
 	}
-	return best.Key
+	return Holder(claims), nil
 }

@@ -27,7 +27,7 @@ type ShardInput struct {
 	Name string
 	// Domain the shard owns: its apex and wildcard are published.
 	Domain string
-	// Nodes whose addresses publish the shard (ingress.TargetNodes); health is checked here.
+	// Nodes whose addresses publish the shard (TargetNodes); health is checked here.
 	Nodes []corev1.Node
 	// LoadBalancer publishing: the Service's addresses replace node addresses. IPs give A/AAAA
 	// records; hostnames (used only when there is no IP) a CNAME.

@@ -22,6 +22,7 @@ import (
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
 	"github.com/shardgate/shardgate/pkg/dnsname"
+	"github.com/shardgate/shardgate/pkg/names"
 	"github.com/shardgate/shardgate/pkg/usercluster"
 )
 
@@ -30,7 +31,9 @@ import (
 type Reconciler struct {
 	Client  client.Client
 	Engager *usercluster.Engager
-	Clock   clock.PassiveClock
+	// ServedZones are the zones the seed's external-dns publishes (empty: any).
+	ServedZones []string
+	Clock       clock.PassiveClock
 }
 
 // Reconcile fetches, decides (Desired), writes only on change, and patches status once.
@@ -64,49 +67,61 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 }
 
 // reconcileDNS fills ci.Status and writes the DNSEndpoint. Bad configuration ends in a condition
-// and a nil error (nothing to retry until the input changes).
+// and a nil error (nothing to retry until the input changes); none of it touches the records.
 func (r *Reconciler) reconcileDNS(ctx context.Context, ci *v1alpha1.ClusterIngress) error {
 	key := client.ObjectKeyFromObject(ci)
 	setReachable(ci, r.Engager, key)
 
 	zone, err := dnsname.NormalizeZone(ci.Spec.DNS.Zone)
 	if err != nil {
-		setPublished(ci, metav1.ConditionFalse, v1alpha1.ReasonInvalidZone, err.Error())
+		setPublished(ci, v1alpha1.ReasonInvalidZone, err)
+		return nil
+	}
+	if !zoneServed(zone, r.ServedZones) {
+		setPublishedStatus(ci, metav1.ConditionFalse, v1alpha1.ReasonZoneNotServed,
+			fmt.Sprintf("zone %s is not one the seed's external-dns publishes (%s); records would never reach DNS", zone, strings.Join(r.ServedZones, ", ")))
 		return nil
 	}
 	domain, err := dnsname.Domain(ci.Spec.ClusterID, zone)
 	if err != nil {
-		setPublished(ci, metav1.ConditionFalse, v1alpha1.ReasonInvalidClusterID, err.Error())
+		reason := v1alpha1.ReasonInvalidClusterID
+		if errors.Is(err, dnsname.ErrTooLong) {
+			reason = v1alpha1.ReasonNamesTooLong
+		}
+		setPublished(ci, reason, err)
 		return nil
+	}
+	shards := ci.Spec.Shards
+	if len(shards) == 0 {
+		shards = v1alpha1.ResolveShards(nil)
+	}
+	for _, s := range shards {
+		if err := dnsname.CheckDomain(names.ShardDomain(s.Name, domain)); err != nil {
+			setPublished(ci, v1alpha1.ReasonNamesTooLong, fmt.Errorf("shard %s: %w", s.Name, err))
+			return nil
+		}
 	}
 	settings, err := settingsFrom(ci.Spec.DNS)
 	if err != nil {
-		setPublished(ci, metav1.ConditionFalse, v1alpha1.ReasonProfileInvalid, err.Error())
+		setPublished(ci, v1alpha1.ReasonProfileInvalid, err)
 		return nil
 	}
-	winner, err := r.idOwner(ctx, ci)
+	holder, err := r.domainHolder(ctx, ci, domain)
 	if err != nil {
 		return err
+	}
+	if holder != key {
+		// Another cluster holds these names. This one publishes nothing new and touches no
+		// records: neither the holder's nor the ones it may hold under an earlier ID.
+		setPublishedStatus(ci, metav1.ConditionFalse, v1alpha1.ReasonClusterIDConflict,
+			fmt.Sprintf("cluster ID %q in zone %s is held by the cluster %s; set annotation %s to a unique ID", ci.Spec.ClusterID, zone, holder, v1alpha1.ClusterIDAnnotation))
+		return nil
 	}
 	current, err := r.currentEndpoint(ctx, key)
 	if err != nil {
 		return err
 	}
-	if winner != key {
-		// The older cluster keeps the ID; this one must not publish the same names.
-		ci.Status.ClusterID, ci.Status.Domain = "", ""
-		if current != nil {
-			if err := r.deleteEndpoint(ctx, current); err != nil {
-				return err
-			}
-		}
-		ci.Status.DNSEndpointRef, ci.Status.Targets, ci.Status.TargetsSummary = "", nil, ""
-		setPublished(ci, metav1.ConditionFalse, v1alpha1.ReasonClusterIDConflict,
-			fmt.Sprintf("cluster ID %q is already used by the older cluster %s; set annotation %s to a unique ID", ci.Spec.ClusterID, winner, v1alpha1.ClusterIDAnnotation))
-		return nil
-	}
-	ci.Status.ClusterID, ci.Status.Domain = ci.Spec.ClusterID, domain
-	if current != nil {
+	if current != nil && ci.Status.Domain == domain {
 		ci.Status.DNSEndpointRef = current.Name
 		setTargets(ci, targetsOf(current.Spec.Endpoints))
 	}
@@ -119,26 +134,23 @@ func (r *Reconciler) reconcileDNS(ctx context.Context, ci *v1alpha1.ClusterIngre
 	if !engaged || err != nil || cluster.State().Phase != usercluster.PhaseReachable {
 		// Never wipe DNS because Shardgate cannot see: the last records stay as they are.
 		if current != nil {
-			setPublished(ci, metav1.ConditionTrue, v1alpha1.ReasonStaleRecordsKept,
+			setPublishedStatus(ci, metav1.ConditionTrue, v1alpha1.ReasonStaleRecordsKept,
 				"the user cluster cannot be observed; the last published records are kept")
 		} else {
-			setPublished(ci, metav1.ConditionFalse, connectingOrUnreachable(engaged),
+			setPublishedStatus(ci, metav1.ConditionFalse, connectingOrUnreachable(engaged),
 				"waiting to observe the user cluster's nodes")
 		}
 		return nil
 	}
+	ci.Status.ClusterID, ci.Status.Domain = ci.Spec.ClusterID, domain
 
 	var currentSpec []Endpoint
 	if current != nil {
 		currentSpec = current.Spec.Endpoints
 	}
-	shards := ci.Spec.Shards
-	if len(shards) == 0 {
-		shards = v1alpha1.ResolveShards(nil)
-	}
 	inputs, replicas, err := shardInputs(ctx, cluster.Reader(), domain, shards, nodes)
 	if err != nil {
-		return err
+		return usercluster.DescribeError("read the user cluster's cache", err)
 	}
 	plan := Desired(Input{Shards: inputs, Settings: settings, Current: currentSpec})
 	ci.Status.ReadyNodes = plan.ReadyNodes
@@ -152,7 +164,7 @@ func (r *Reconciler) reconcileDNS(ctx context.Context, ci *v1alpha1.ClusterIngre
 	pending := cluster.TakePendingChange()
 	wrote, err := r.apply(ctx, ci, current, plan.Endpoints)
 	if err != nil {
-		setPublished(ci, metav1.ConditionFalse, v1alpha1.ReasonDNSWriteFailed, err.Error())
+		setPublished(ci, v1alpha1.ReasonDNSWriteFailed, err)
 		return err
 	}
 	if wrote {
@@ -167,15 +179,30 @@ func (r *Reconciler) reconcileDNS(ctx context.Context, ci *v1alpha1.ClusterIngre
 	setTargets(ci, plan.Targets)
 	switch {
 	case plan.KeptLast:
-		setPublished(ci, metav1.ConditionTrue, v1alpha1.ReasonKeptLastTargets,
+		setPublishedStatus(ci, metav1.ConditionTrue, v1alpha1.ReasonKeptLastTargets,
 			"a shard has no ready target; its last published targets are kept (emptyTargets: KeepLast): "+strings.Join(keptShards(plan), ", "))
 	case len(plan.Endpoints) == 0:
-		setPublished(ci, metav1.ConditionFalse, v1alpha1.ReasonNoReadyNodes, "no ingress node is ready; no records are published")
+		setPublishedStatus(ci, metav1.ConditionFalse, v1alpha1.ReasonNoReadyNodes, "no ingress node is ready; no records are published")
 	default:
-		setPublished(ci, metav1.ConditionTrue, v1alpha1.ReasonPublished,
+		setPublishedStatus(ci, metav1.ConditionTrue, v1alpha1.ReasonPublished,
 			fmt.Sprintf("%d shard(s) published; %d ready ingress node(s)", len(plan.Shards), len(plan.ReadyNodes)))
 	}
 	return nil
+}
+
+// zoneServed reports whether zone is, or is under, one of the zones the seed's external-dns
+// publishes. No list, or "*", serves everything.
+func zoneServed(zone string, served []string) bool {
+	if len(served) == 0 {
+		return true
+	}
+	for _, s := range served {
+		s = strings.ToLower(strings.TrimSuffix(strings.TrimSpace(s), "."))
+		if s == "*" || zone == s || strings.HasSuffix(zone, "."+s) {
+			return true
+		}
+	}
+	return false
 }
 
 // apply creates or updates the DNSEndpoint when its spec differs from want; it reports whether
@@ -188,8 +215,7 @@ func (r *Reconciler) apply(ctx context.Context, ci *v1alpha1.ClusterIngress, cur
 		if len(want) == 0 {
 			return false, nil
 		}
-		ep := &DNSEndpoint{ObjectMeta: metav1.ObjectMeta{Namespace: ci.Namespace, Name: ci.Name,
-			Labels: map[string]string{v1alpha1.ClusterIngressLabel: ci.Name}}}
+		ep := &DNSEndpoint{ObjectMeta: metav1.ObjectMeta{Namespace: ci.Namespace, Name: ci.Name}}
 		ep.SetGroupVersionKind(GroupVersion.WithKind("DNSEndpoint"))
 		ep.Spec.Endpoints = want
 		if err := controllerutil.SetControllerReference(ci, ep, r.Client.Scheme()); err != nil {
@@ -268,7 +294,12 @@ func setTargets(ci *v1alpha1.ClusterIngress, t []string) {
 	ci.Status.TargetsSummary = strings.Join(t, ",")
 }
 
-func setPublished(ci *v1alpha1.ClusterIngress, s metav1.ConditionStatus, reason, msg string) {
+// setPublished reports a problem that keeps the records as they are.
+func setPublished(ci *v1alpha1.ClusterIngress, reason string, err error) {
+	setPublishedStatus(ci, metav1.ConditionFalse, reason, err.Error())
+}
+
+func setPublishedStatus(ci *v1alpha1.ClusterIngress, s metav1.ConditionStatus, reason, msg string) {
 	meta.SetStatusCondition(&ci.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionDNSPublished, Status: s,
 		Reason: reason, Message: msg, ObservedGeneration: ci.Generation})
 }
@@ -287,7 +318,7 @@ func setReachable(ci *v1alpha1.ClusterIngress, e *usercluster.Engager, key types
 			cond.Status, cond.Reason = metav1.ConditionTrue, v1alpha1.ReasonReachable
 			cond.Message = "API server answers and the cache is synced"
 		case usercluster.PhaseUnreachable:
-			cond.Status, cond.Reason = metav1.ConditionFalse, v1alpha1.ReasonUnreachable
+			cond.Status, cond.Reason = metav1.ConditionFalse, unreachableReason(usercluster.Failure(st.Reason))
 			cond.Message = fmt.Sprintf("since %s: %s", st.Since.UTC().Format(time.RFC3339), st.Message)
 		default:
 			cond.Status, cond.Reason, cond.Message = metav1.ConditionUnknown, v1alpha1.ReasonConnecting, st.Message
@@ -296,29 +327,40 @@ func setReachable(ci *v1alpha1.ClusterIngress, e *usercluster.Engager, key types
 	meta.SetStatusCondition(&ci.Status.Conditions, cond)
 }
 
-// summarize sets Ready from ClusterReachable and DNSPublished.
+// unreachableReason is the ClusterReachable reason for a failure kind.
+func unreachableReason(f usercluster.Failure) string {
+	switch f {
+	case usercluster.FailureCredentials:
+		return v1alpha1.ReasonCredentialsRefused
+	case usercluster.FailureServer:
+		return v1alpha1.ReasonServerError
+	}
+	return v1alpha1.ReasonUnreachable
+}
+
+// summarize sets Ready from the other conditions: the cluster's source exists, it is
+// reachable, its shards have ready routers, and its records are published for ready nodes.
 func summarize(ci *v1alpha1.ClusterIngress) {
-	reach := meta.FindStatusCondition(ci.Status.Conditions, v1alpha1.ConditionClusterReachable)
-	pub := meta.FindStatusCondition(ci.Status.Conditions, v1alpha1.ConditionDNSPublished)
-	shards := meta.FindStatusCondition(ci.Status.Conditions, v1alpha1.ConditionShardsAvailable)
 	ready := metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonReady,
 		Message: "DNS follows the cluster's ready ingress nodes", ObservedGeneration: ci.Generation}
+	notReady := func(what string, c *metav1.Condition) {
+		ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, v1alpha1.ReasonNotReady, what+" is not True"
+		if c != nil {
+			ready.Message += ": " + c.Reason
+		}
+	}
+	find := func(typ string) *metav1.Condition { return meta.FindStatusCondition(ci.Status.Conditions, typ) }
+	source, reach, shards, pub := find(v1alpha1.ConditionSourceAvailable), find(v1alpha1.ConditionClusterReachable),
+		find(v1alpha1.ConditionShardsAvailable), find(v1alpha1.ConditionDNSPublished)
 	switch {
+	case source != nil && source.Status != metav1.ConditionTrue:
+		notReady("SourceAvailable", source)
 	case reach == nil || reach.Status != metav1.ConditionTrue:
-		ready.Status, ready.Reason = metav1.ConditionFalse, v1alpha1.ReasonNotReady
-		ready.Message = "ClusterReachable is not True"
-		if reach != nil {
-			ready.Message += ": " + reach.Reason
-		}
+		notReady("ClusterReachable", reach)
 	case shards != nil && shards.Status != metav1.ConditionTrue:
-		ready.Status, ready.Reason = metav1.ConditionFalse, v1alpha1.ReasonNotReady
-		ready.Message = "ShardsAvailable is not True: " + shards.Reason
+		notReady("ShardsAvailable", shards)
 	case pub == nil || pub.Status != metav1.ConditionTrue || pub.Reason != v1alpha1.ReasonPublished:
-		ready.Status, ready.Reason = metav1.ConditionFalse, v1alpha1.ReasonNotReady
-		ready.Message = "DNS is not published for ready nodes"
-		if pub != nil {
-			ready.Message += ": " + pub.Reason
-		}
+		notReady("DNSPublished (for ready nodes)", pub)
 	}
 	meta.SetStatusCondition(&ci.Status.Conditions, ready)
 }

@@ -9,7 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
-	"github.com/shardgate/shardgate/pkg/ingress"
+	"github.com/shardgate/shardgate/pkg/names"
 )
 
 // shardInputs gathers, from the user-cluster cache, what Desired needs per shard: target nodes
@@ -17,14 +17,14 @@ import (
 // LoadBalancer Service's addresses; and each router Deployment's ready replicas for status.
 func shardInputs(ctx context.Context, rd client.Reader, domain string, shards []v1alpha1.ShardSpec, nodes []corev1.Node) ([]ShardInput, map[string]int32, error) {
 	pods := &corev1.PodList{}
-	if err := rd.List(ctx, pods, client.InNamespace(ingress.Namespace), client.MatchingLabels{v1alpha1.ManagedByLabel: v1alpha1.ManagedByValue}); err != nil {
+	if err := rd.List(ctx, pods, client.InNamespace(names.Namespace), client.MatchingLabels{v1alpha1.ManagedByLabel: v1alpha1.ManagedByValue}); err != nil {
 		return nil, nil, err
 	}
 	replicas := map[string]int32{}
 	var out []ShardInput
 	for _, s := range shards {
-		in := ShardInput{Name: s.Name, Domain: ingress.ShardDomain(s.Name, domain)}
-		key := client.ObjectKey{Namespace: ingress.Namespace, Name: ingress.RouterName(s.Name)}
+		in := ShardInput{Name: s.Name, Domain: names.ShardDomain(s.Name, domain)}
+		key := client.ObjectKey{Namespace: names.Namespace, Name: names.RouterName(s.Name)}
 		d := &appsv1.Deployment{}
 		if err := rd.Get(ctx, key, d); err == nil {
 			replicas[s.Name] = d.Status.ReadyReplicas
@@ -35,12 +35,12 @@ func shardInputs(ctx context.Context, rd client.Reader, domain string, shards []
 			in.LoadBalancer = true
 			svc := &corev1.Service{}
 			if err := rd.Get(ctx, key, svc); err == nil {
-				in.LoadBalancerIPs, in.LoadBalancerHostnames = ingress.LoadBalancerTargets(svc)
+				in.LoadBalancerIPs, in.LoadBalancerHostnames = LoadBalancerTargets(svc)
 			} else if !apierrors.IsNotFound(err) {
 				return nil, nil, err
 			}
 		} else {
-			in.Nodes = ingress.TargetNodes(s, nodes, pods.Items)
+			in.Nodes = TargetNodes(s, nodes, pods.Items)
 		}
 		out = append(out, in)
 	}

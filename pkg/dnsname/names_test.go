@@ -37,14 +37,49 @@ func TestDomain(t *testing.T) {
 			t.Errorf("Domain(%q) accepted", bad)
 		}
 	}
-	// A valid ID and zone whose wildcard plus the registry prefix would not fit.
-	zone := strings.Repeat(strings.Repeat("z", 60)+".", 3) + "abc" // 186 chars
-	id := strings.Repeat("c", 63)
-	if _, err := Domain(id, zone); err == nil || !strings.Contains(err.Error(), "more than 253") {
-		t.Fatalf("overlong names accepted: %v", err)
+	// IDs of 58-63 characters are DNS labels, but external-dns' ownership record of the apex
+	// (cname-<id>) would not be one.
+	if _, err := Domain(strings.Repeat("c", 57), "example.com"); err != nil {
+		t.Fatalf("a 57-character ID rejected: %v", err)
 	}
-	if _, err := Domain(id[:50], zone); err != nil {
-		t.Fatalf("names that fit rejected: %v", err)
+	for _, n := range []int{58, 59, 63} {
+		if _, err := Domain(strings.Repeat("c", n), "example.com"); err == nil || !strings.Contains(err.Error(), "at most 57") {
+			t.Errorf("a %d-character ID: %v, want refused naming the limit", n, err)
+		}
+	}
+	// At the 253-character edge: the domain may be at most 242 long (cname-star.<domain>).
+	zoneOf := func(n int) string { // a valid zone of exactly n characters
+		z := ""
+		for len(z) < n {
+			z += strings.Repeat("z", min(60, n-len(z)-1)) + "."
+		}
+		return strings.TrimSuffix(z, ".") + strings.Repeat("y", n-len(strings.TrimSuffix(z, ".")))
+	}
+	for _, tt := range []struct {
+		domainLen int
+		ok        bool
+	}{{242, true}, {243, false}, {246, false}} {
+		zone := zoneOf(tt.domainLen - 3)
+		d, err := Domain("c1", zone)
+		if (err == nil) != tt.ok {
+			t.Errorf("domain of %d characters (%d): err %v, want ok=%v", tt.domainLen, len("c1."+zone), err, tt.ok)
+		}
+		if err == nil {
+			for _, n := range RegistryNames(d) {
+				if len(n) > 253 {
+					t.Errorf("accepted %s whose ownership name %d > 253", d, len(n))
+				}
+			}
+		}
+	}
+}
+
+func TestCheckDomain(t *testing.T) {
+	if err := CheckDomain(strings.Repeat("s", 57) + ".c1.example.com"); err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckDomain(strings.Repeat("s", 58) + ".c1.example.com"); err == nil {
+		t.Fatal("a 58-character shard label accepted")
 	}
 }
 
@@ -67,8 +102,11 @@ func FuzzNames(f *testing.F) {
 			return
 		}
 		w := WildcardName(d)
-		if len(w)+registryPrefixLength > 253 {
-			t.Fatalf("accepted %q of %d chars", w, len(w))
+		for _, n := range RegistryNames(d) {
+			first, _, _ := strings.Cut(n, ".")
+			if len(n) > 253 || len(first) > 63 {
+				t.Fatalf("accepted %q whose ownership name %q does not fit", d, n)
+			}
 		}
 		if errs := validation.IsDNS1123Subdomain(d); len(errs) > 0 {
 			t.Fatalf("accepted domain %q is not a DNS subdomain: %v", d, errs)

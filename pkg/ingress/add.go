@@ -10,11 +10,12 @@ import (
 	"github.com/shardgate/shardgate/pkg/usercluster"
 )
 
-// +kubebuilder:rbac:groups=shardgate.io,resources=clusteringresses,verbs=get;list;watch
+// +kubebuilder:rbac:groups=shardgate.io,resources=clusteringresses,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=shardgate.io,resources=clusteringresses/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=shardgate.io,resources=clusteringresses/finalizers,verbs=update
 
 // Add registers the shard and allocation controllers.
-func Add(mgr ctrl.Manager, engager *usercluster.Engager) error {
+func Add(mgr ctrl.Manager, engager *usercluster.Engager, concurrency int) error {
 	err := ctrl.NewControllerManagedBy(mgr).Named("allocation").
 		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
 		For(&v1alpha1.ClusterIngress{}).
@@ -32,6 +33,3 @@ func Add(mgr ctrl.Manager, engager *usercluster.Engager) error {
 		WatchesRawSource(source.Channel(engager.Subscribe(usercluster.ChangeManaged|usercluster.ChangeNodes), &handler.EnqueueRequestForObject{})).
 		Complete(&Reconciler{Client: mgr.GetClient(), Engager: engager})
 }
-
-// concurrency is how many clusters are reconciled at once.
-const concurrency = 8

@@ -17,11 +17,12 @@ const admissionPolicyName = "shardgate-allocation"
 
 // AdmissionPolicy renders a ValidatingAdmissionPolicy (and binding) that lets only Shardgate,
 // acting as shardgateUser, set or change an Ingress' shard label and allocation annotations:
-// a user who labels an Ingress by hand is refused by the API server itself.
+// a user who labels an Ingress by hand is refused by the API server itself. It covers the status
+// subresource too: the API server keeps label and annotation changes sent through it, and
+// routers (and other ingress controllers) may write Ingress status.
 func AdmissionPolicy(shardgateUser string) ([]*unstructured.Unstructured, error) {
-	keys := []string{v1alpha1.AllocationAnnotation, v1alpha1.ShardAnnotation, v1alpha1.HostsAnnotation, v1alpha1.CNAMETargetAnnotation}
 	var ann []string
-	for _, k := range keys {
+	for _, k := range allocationKeys {
 		ann = append(ann, fmt.Sprintf("object.metadata.?annotations[?%q].orValue('') == (oldObject == null ? '' : oldObject.metadata.?annotations[?%q].orValue(''))", k, k))
 	}
 	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
@@ -31,7 +32,7 @@ func AdmissionPolicy(shardgateUser string) ([]*unstructured.Unstructured, error)
 			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
 				RuleWithOperations: admissionregistrationv1.RuleWithOperations{
 					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
-					Rule:       admissionregistrationv1.Rule{APIGroups: []string{"networking.k8s.io"}, APIVersions: []string{"v1"}, Resources: []string{"ingresses"}},
+					Rule:       admissionregistrationv1.Rule{APIGroups: []string{"networking.k8s.io"}, APIVersions: []string{"v1"}, Resources: []string{"ingresses", "ingresses/status"}},
 				},
 			}}},
 			Variables: []admissionregistrationv1.Variable{

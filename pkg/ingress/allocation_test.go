@@ -8,12 +8,30 @@ import (
 
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/shardgate/shardgate/api/v1alpha1"
+	"github.com/shardgate/shardgate/pkg/names"
 )
 
 var t0 = time.Unix(1_000_000, 0)
 
 func route(ns, name string, age int, shard string, hosts ...string) Route {
 	return Route{Namespace: ns, Name: name, Hosts: hosts, Shard: shard, Created: t0.Add(time.Duration(age) * time.Second)}
+}
+
+// held is a route Shardgate allocated before: on shard, holding the hosts it was given.
+func held(r Route, shard string, hosts ...string) Route {
+	r.Shard, r.HeldHosts = shard, hosts
+	return r
+}
+
+func defaultHost(t *testing.T, ns, name string) string {
+	t.Helper()
+	l, ok := names.DefaultHostLabel(ns, name)
+	if !ok {
+		t.Fatalf("no default label for %s/%s", ns, name)
+	}
+	return l
 }
 
 func testShards() []AllocShard {
@@ -24,7 +42,7 @@ func testShards() []AllocShard {
 	}
 }
 
-func plan(t *testing.T, strategy string, mutate func(*AllocationConfig), shards []AllocShard, routes ...Route) map[string]Allocation {
+func plan(t *testing.T, strategy v1alpha1.AllocationStrategy, mutate func(*AllocationConfig), shards []AllocShard, routes ...Route) map[string]Allocation {
 	t.Helper()
 	s, err := StrategyFor(strategy)
 	if err != nil {
@@ -71,7 +89,7 @@ func TestAllocationRules(t *testing.T) {
 			t.Errorf("%s: got %+v; want rejected with %q", key, a, reason)
 		}
 	}
-	check("ns1/nohost", "default", []string{"nohost-ns1.c1.z"}, "")
+	check("ns1/nohost", "default", []string{defaultHost(t, "ns1", "nohost") + ".c1.z"}, "")
 	check("ns1/underedge", "edge", []string{"shop.edge.c1.z"}, "")
 	// Custom host: the strategy picks among eligible shards (LeastRoutes: default and edge have 1
 	// each, team does not accept ns1), and the user is told the CNAME target.
@@ -93,7 +111,7 @@ func TestAllocationPolicies(t *testing.T) {
 		route("ns1", "a", 1, "", "shop.example.org"),
 		route("ns2", "b", 2, "", "shop.example.org"),
 		route("ns1", "w", 3, "", "*.example.org"),
-		route("ns1", "wc", 4, "", "*.edge.c1.z"),
+		route("ns1", "wc", 4, "", "*.x.edge.c1.z"),
 	)
 	for key, a := range p {
 		if a.Rejected {
@@ -162,6 +180,108 @@ func TestAllocationStrategiesSpread(t *testing.T) {
 		if !a.Rejected {
 			t.Errorf("allocated with no shards: %+v", a)
 		}
+	}
+}
+
+// TestHostsBelongToTheirFirstClaimant: an old Ingress edited to a host another namespace already
+// serves is refused, and the holder keeps it (before, the older Ingress took it).
+func TestHostsBelongToTheirFirstClaimant(t *testing.T) {
+	p := plan(t, "", nil, testShards(),
+		held(route("ns2", "old", 1, "", "x.example.org"), "default", "old.example.org"), // edited from old.example.org
+		held(route("ns1", "holder", 10, "", "x.example.org"), "edge", "x.example.org"),
+		route("ns3", "newcomer", 0, "", "x.example.org"),
+	)
+	if a := p["ns1/holder"]; a.Rejected || a.Shard != "edge" {
+		t.Errorf("holder lost its host: %+v", a)
+	}
+	for _, k := range []string{"ns2/old", "ns3/newcomer"} {
+		if a := p[k]; !a.Rejected || !strings.Contains(a.Reason, "already served for namespace ns1") {
+			t.Errorf("%s: %+v, want refused", k, a)
+		}
+	}
+	// A host dropped from the holder's spec is no longer held.
+	p = plan(t, "", nil, testShards(),
+		held(route("ns1", "holder", 10, "", "y.example.org"), "edge", "x.example.org"),
+		route("ns2", "next", 20, "", "x.example.org"))
+	if a := p["ns2/next"]; a.Rejected {
+		t.Errorf("a released host stays taken: %+v", a)
+	}
+}
+
+// TestHostUnderAnotherShardMoves: an Ingress edited to a host under another shard's domain moves
+// there (DNS sends the name to that shard; staying would 404), or is refused when that shard
+// does not take it.
+func TestHostUnderAnotherShardMoves(t *testing.T) {
+	p := plan(t, "", nil, testShards(),
+		held(route("ns1", "moved", 1, "", "a.edge.c1.z"), "default", "a.c1.z"),
+		held(route("ns1", "refused", 2, "", "b.team.c1.z"), "default", "b.c1.z"),
+	)
+	if a := p["ns1/moved"]; a.Rejected || a.Shard != "edge" || a.MovedFrom != "default" || !strings.Contains(a.MoveReason, "shard edge's domain") {
+		t.Errorf("not moved: %+v", a)
+	}
+	if a := p["ns1/refused"]; !a.Rejected || !strings.Contains(a.Reason, "does not accept") {
+		t.Errorf("not refused: %+v", a)
+	}
+}
+
+// TestDefaultHosts: default hosts never collide (a-b in c and a in b-c), no one can claim another
+// Ingress' default host before it exists, and a shard's own names belong to Shardgate.
+func TestDefaultHosts(t *testing.T) {
+	squat := defaultHost(t, "prod", "web") + ".c1.z"
+	p := plan(t, "", func(c *AllocationConfig) { c.AllowWildcards = true }, testShards(),
+		route("c", "a-b", 1, "", ""),
+		route("b-c", "a", 2, "", ""),
+		route("evil", "squat", 3, "", squat),
+		route("prod", "web", 4, "", ""),
+		route("evil", "apex", 5, "", "c1.z"),
+		route("evil", "edgeapex", 6, "", "edge.c1.z"),
+		route("evil", "wildapex", 7, "", "*.edge.c1.z"),
+		route("evil", "dotted-squat", 8, "", defaultHost(t, "prod", "v1.api")+".c1.z"),
+		route("prod", "v1.api", 9, "", ""),
+	)
+	ab, a := p["c/a-b"], p["b-c/a"]
+	if ab.Rejected || a.Rejected || ab.Hosts[0] == a.Hosts[0] {
+		t.Fatalf("default hosts collide: %+v / %+v", ab, a)
+	}
+	if r := p["evil/squat"]; !r.Rejected || !strings.Contains(r.Reason, "default host of Ingress web in namespace prod") {
+		t.Errorf("squat allowed: %+v", r)
+	}
+	if w := p["prod/web"]; w.Rejected || w.Hosts[0] != squat {
+		t.Errorf("owner of the default host: %+v", w)
+	}
+	for _, k := range []string{"evil/apex", "evil/edgeapex", "evil/wildapex"} {
+		if r := p[k]; !r.Rejected || !strings.Contains(r.Reason, "no route may claim it") {
+			t.Errorf("%s: %+v, want refused", k, r)
+		}
+	}
+	if r := p["evil/dotted-squat"]; !r.Rejected || !strings.Contains(r.Reason, "reserved") {
+		t.Errorf("squat of a dotted name allowed: %+v", r)
+	}
+	// Its own default host, written into the rule on an earlier pass, is its own to keep.
+	self := held(route("prod", "web", 4, "", squat), "default", squat)
+	if r := plan(t, "", nil, testShards(), self)["prod/web"]; r.Rejected || r.Hosts[0] != squat {
+		t.Errorf("own default host refused: %+v", r)
+	}
+}
+
+// TestDefaultHostsFollowTheDomain: after a zone (or cluster ID) change, the default hosts
+// Shardgate wrote are rewritten under the new domain; custom hosts stay as they are.
+func TestDefaultHostsFollowTheDomain(t *testing.T) {
+	old := defaultHost(t, "ns", "web") + ".c1.oldzone"
+	legacy := "api-ns.edge.c1.oldzone" // a default host from before labels carried a hash
+	p := plan(t, "", nil, testShards(),
+		held(route("ns", "web", 1, "", old), "default", old),
+		held(route("ns", "api", 2, "", legacy), "edge", legacy),
+		held(route("ns", "shop", 3, "", "shop.example.org"), "default", "shop.example.org"),
+	)
+	if a := p["ns/web"]; a.Rejected || a.Hosts[0] != defaultHost(t, "ns", "web")+".c1.z" || a.Shard != "default" {
+		t.Errorf("default host not rewritten: %+v", a)
+	}
+	if a := p["ns/api"]; a.Rejected || a.Hosts[0] != defaultHost(t, "ns", "api")+".edge.c1.z" || a.Shard != "edge" {
+		t.Errorf("legacy default host not rewritten: %+v", a)
+	}
+	if a := p["ns/shop"]; a.Rejected || a.Hosts[0] != "shop.example.org" {
+		t.Errorf("custom host changed: %+v", a)
 	}
 }
 

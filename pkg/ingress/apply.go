@@ -11,10 +11,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// upToDate reports whether the cached object already holds every field the desired object sets,
-// so applying it again would change nothing. Skipping those applies keeps a reconcile of an
-// unchanged cluster free of API writes; any edit or deletion makes the cached object differ, and
-// the apply that repairs it follows.
+// upToDate reports whether the cached object is what Shardgate last applied for desired (same
+// applied hash) and still holds every field desired sets, so applying again would change
+// nothing. Skipping those applies keeps a reconcile of an unchanged cluster free of API writes;
+// an edit of a field Shardgate sets, a deletion, or a change of what Shardgate renders (a field
+// added or removed) makes them differ, and the apply that repairs it follows.
 func upToDate(ctx context.Context, rd client.Reader, scheme *runtime.Scheme, desired *unstructured.Unstructured) (bool, error) {
 	obj, err := scheme.New(desired.GroupVersionKind())
 	if err != nil {
@@ -30,7 +31,7 @@ func upToDate(ctx context.Context, rd client.Reader, scheme *runtime.Scheme, des
 		}
 		return false, err
 	}
-	if cobj.GetDeletionTimestamp() != nil {
+	if cobj.GetDeletionTimestamp() != nil || cobj.GetAnnotations()[appliedHashAnnotation] != desired.GetAnnotations()[appliedHashAnnotation] {
 		return false, nil
 	}
 	actual, err := runtime.DefaultUnstructuredConverter.ToUnstructured(cobj)

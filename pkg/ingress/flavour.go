@@ -26,8 +26,7 @@ type Flavour interface {
 
 // RenderInput is what a renderer decides from.
 type RenderInput struct {
-	ClusterID string
-	// Domain is the shard's domain (ShardDomain).
+	// Domain is the shard's domain (names.ShardDomain).
 	Domain string
 	Shard  v1alpha1.ShardSpec
 	// DNSTTL is the records' TTL in seconds; a router's preStop delay outlasts it so that DNS drops

@@ -11,39 +11,29 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
+	"github.com/shardgate/shardgate/pkg/names"
 )
 
-// Names and labels of what Shardgate owns in a user cluster.
-const (
-	Namespace        = "shardgate-system"
-	IngressClassName = "shardgate"
-	ManagedByLabel   = v1alpha1.ManagedByLabel
-	ManagedByValue   = v1alpha1.ManagedByValue
-	ShardLabel       = v1alpha1.ShardLabel
-	// defaultClassAnnotation makes the shardgate class the cluster's default IngressClass.
-	defaultClassAnnotation = "ingressclass.kubernetes.io/is-default-class"
-)
-
-// RouterName is the name of a shard's Deployment, Service, ServiceAccount and PDB.
-func RouterName(shard string) string { return "router-" + shard }
+// defaultClassAnnotation marks the cluster's default IngressClass.
+const defaultClassAnnotation = "ingressclass.kubernetes.io/is-default-class"
 
 func managedLabels(shard string) map[string]string {
-	l := map[string]string{ManagedByLabel: ManagedByValue, "app.kubernetes.io/name": "shardgate-router"}
+	l := map[string]string{v1alpha1.ManagedByLabel: v1alpha1.ManagedByValue, "app.kubernetes.io/name": "shardgate-router"}
 	if shard != "" {
-		l[ShardLabel] = shard
+		l[v1alpha1.ShardLabel] = shard
 		l["app.kubernetes.io/instance"] = shard
 	}
 	return l
 }
 
 // SharedObjects are the objects every shard of every flavour uses: the namespace and the
-// shardgate IngressClass (the cluster's default class).
+// shardgate IngressClass.
 func SharedObjects(f Flavour) ([]*unstructured.Unstructured, error) {
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: Namespace, Labels: managedLabels("")}}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: names.Namespace, Labels: managedLabels("")}}
 	class := &networkingv1.IngressClass{
-		ObjectMeta: metav1.ObjectMeta{Name: IngressClassName, Labels: managedLabels(""),
-			Annotations: map[string]string{defaultClassAnnotation: "true"}},
-		Spec: networkingv1.IngressClassSpec{Controller: f.IngressClassController()},
+		// Whether it is the cluster's default is decided apart (DecideDefaultClass).
+		ObjectMeta: metav1.ObjectMeta{Name: names.IngressClassName, Labels: managedLabels("")},
+		Spec:       networkingv1.IngressClassSpec{Controller: f.IngressClassController()},
 	}
 	return toUnstructured(
 		typed{corev1.SchemeGroupVersion.WithKind("Namespace"), ns},

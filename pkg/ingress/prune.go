@@ -1,25 +1,42 @@
 package ingress
 
 import (
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	policyv1 "k8s.io/api/policy/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+
+	"github.com/shardgate/shardgate/pkg/usercluster"
 )
 
-// prunable is a per-shard kind a removed shard leaves behind, as the typed list the user-cluster
-// cache serves. Shared objects (namespace, IngressClass, ClusterRole) stay while any shard exists,
-// which is always.
+// prunable is a kind of object Shardgate owns in a user cluster, as the typed list the
+// user-cluster cache serves.
 type prunable struct {
 	kind string
-	list func() client.ObjectList
+	list client.ObjectList
 }
 
-var prunableKinds = []prunable{
-	{"Deployment", func() client.ObjectList { return &appsv1.DeploymentList{} }},
-	{"Service", func() client.ObjectList { return &corev1.ServiceList{} }},
-	{"ServiceAccount", func() client.ObjectList { return &corev1.ServiceAccountList{} }},
-	{"PodDisruptionBudget", func() client.ObjectList { return &policyv1.PodDisruptionBudgetList{} }},
-	{"ClusterRoleBinding", func() client.ObjectList { return &rbacv1.ClusterRoleBindingList{} }},
+// prunableKinds are every kind the user-cluster cache watches for Shardgate's label, except pods
+// (their Deployments own them), plus the shared namespace and IngressClass (cached whole, listed
+// by label). One list serves pruning removed shards and removing everything on cleanup, and it
+// is the engager's own list, so a rendered kind cannot be forgotten here (TestRenderedKindsArePrunable).
+func prunableKinds(scheme *runtime.Scheme, caps usercluster.Capabilities) ([]prunable, error) {
+	objs := append(usercluster.ManagedKinds(caps), &corev1.Namespace{}, &networkingv1.IngressClass{})
+	var out []prunable
+	for _, o := range objs {
+		if _, isPod := o.(*corev1.Pod); isPod {
+			continue
+		}
+		gvk, err := apiutil.GVKForObject(o, scheme)
+		if err != nil {
+			return nil, err
+		}
+		l, err := scheme.New(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, prunable{kind: gvk.Kind, list: l.(client.ObjectList)})
+	}
+	return out, nil
 }

@@ -9,6 +9,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -17,15 +18,19 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
+	"github.com/shardgate/shardgate/pkg/names"
 	"github.com/shardgate/shardgate/pkg/usercluster"
+	"github.com/shardgate/shardgate/pkg/validation"
 )
 
 // Reconciler deploys every shard of a ClusterIngress into its user cluster with server-side
 // apply, prunes the objects of removed shards, and repairs drift (the user-cluster cache wakes it
-// on any change to a managed object). It reports ShardsAvailable.
+// on any change to a managed object). It reports ShardsAvailable and RoutesProtected, and on
+// deletion removes everything Shardgate put into the cluster (reconciler_delete.go).
 type Reconciler struct {
 	Client  client.Client
 	Engager *usercluster.Engager
@@ -38,12 +43,21 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if ci.DeletionTimestamp != nil {
-		return ctrl.Result{}, nil
+		return r.reconcileDelete(ctx, ci)
+	}
+	if !controllerutil.ContainsFinalizer(ci, v1alpha1.UserClusterCleanupFinalizer) {
+		patch := client.MergeFrom(ci.DeepCopy())
+		controllerutil.AddFinalizer(ci, v1alpha1.UserClusterCleanupFinalizer)
+		if err := r.Client.Patch(ctx, ci, patch); err != nil {
+			return ctrl.Result{}, err
+		}
 	}
 	before := ci.DeepCopy()
-	cond, err := r.reconcileShards(ctx, ci)
-	cond.Type, cond.ObservedGeneration = v1alpha1.ConditionShardsAvailable, ci.Generation
-	meta.SetStatusCondition(&ci.Status.Conditions, cond)
+	conds, err := r.reconcileShards(ctx, ci)
+	for _, c := range conds {
+		c.ObservedGeneration = ci.Generation
+		meta.SetStatusCondition(&ci.Status.Conditions, c)
+	}
 	if !equalConditions(before.Status.Conditions, ci.Status.Conditions) {
 		patch := client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})
 		if perr := r.Client.Status().Patch(ctx, ci, patch, client.FieldOwner(v1alpha1.FieldOwner)); perr != nil {
@@ -53,61 +67,94 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	return ctrl.Result{}, err
 }
 
-func (r *Reconciler) reconcileShards(ctx context.Context, ci *v1alpha1.ClusterIngress) (metav1.Condition, error) {
-	shards := ci.Spec.Shards
-	if len(shards) == 0 {
-		shards = v1alpha1.ResolveShards(nil)
+// reconcileShards returns ShardsAvailable and, once the cluster is observed, RoutesProtected.
+func (r *Reconciler) reconcileShards(ctx context.Context, ci *v1alpha1.ClusterIngress) ([]metav1.Condition, error) {
+	available := func(s metav1.ConditionStatus, reason, msg string) []metav1.Condition {
+		return []metav1.Condition{condition(v1alpha1.ConditionShardsAvailable, s, reason, msg)}
 	}
-	if errs := ValidateShards(shards, field.NewPath("spec", "shards")); len(errs) > 0 {
-		return condition(metav1.ConditionFalse, v1alpha1.ReasonShardsInvalid, errs.ToAggregate().Error()), nil
+	shards := shardSpecs(ci)
+	if errs := validation.Shards(shards, field.NewPath("spec", "shards")); len(errs) > 0 {
+		return available(metav1.ConditionFalse, v1alpha1.ReasonShardsInvalid, errs.ToAggregate().Error()), nil
 	}
 	cluster, ok := r.Engager.Get(client.ObjectKeyFromObject(ci))
 	if !ok || !cluster.Observable() {
 		// Nothing is touched while the cluster cannot be observed.
-		return condition(metav1.ConditionUnknown, v1alpha1.ReasonConnecting, "waiting for the user cluster to be reachable"), nil
+		return available(metav1.ConditionUnknown, v1alpha1.ReasonConnecting, "waiting for the user cluster to be reachable"), nil
 	}
 	domain := ci.Status.Domain
 	if domain == "" {
-		return condition(metav1.ConditionUnknown, v1alpha1.ReasonConnecting, "waiting for the cluster domain (see DNSPublished)"), nil
+		return available(metav1.ConditionUnknown, v1alpha1.ReasonConnecting, "waiting for the cluster domain (see DNSPublished)"), nil
 	}
 	user, err := cluster.Identity(ctx)
 	if err != nil {
-		return condition(metav1.ConditionUnknown, v1alpha1.ReasonConnecting, err.Error()), err
+		return available(metav1.ConditionUnknown, v1alpha1.ReasonConnecting, err.Error()), err
 	}
-	desired, err := DesiredObjects(ci.Spec.ClusterID, domain, ci.Spec.DNS.TTL, shards, user)
+	caps := cluster.Capabilities()
+	desired, err := DesiredObjects(DesiredInput{ClusterDomain: domain, TTL: ci.Spec.DNS.TTL, Shards: shards,
+		ShardgateUser: user, AdmissionPolicy: caps.AdmissionPolicy})
 	if err != nil {
-		return condition(metav1.ConditionFalse, v1alpha1.ReasonShardsInvalid, err.Error()), nil
+		return available(metav1.ConditionFalse, v1alpha1.ReasonShardsInvalid, err.Error()), nil
 	}
 	w := cluster.Writer()
 	for _, o := range desired {
 		same, err := upToDate(ctx, cluster.Reader(), w.Scheme(), o)
 		if err != nil {
-			return condition(metav1.ConditionUnknown, v1alpha1.ReasonConnecting, err.Error()), err
+			err = usercluster.DescribeError("read the user cluster's cache", err)
+			return available(metav1.ConditionUnknown, v1alpha1.ReasonConnecting, err.Error()), err
 		}
 		if same {
 			continue
 		}
 		if err := w.Apply(ctx, client.ApplyConfigurationFromUnstructured(o), client.FieldOwner(v1alpha1.FieldOwner), client.ForceOwnership); err != nil {
-			msg := fmt.Sprintf("apply %s %s: %v", o.GetKind(), o.GetName(), err)
-			return condition(metav1.ConditionFalse, v1alpha1.ReasonShardsApplyFailed, msg), fmt.Errorf("%s", msg)
+			err = usercluster.DescribeError(fmt.Sprintf("apply %s %s", o.GetKind(), o.GetName()), err)
+			return available(metav1.ConditionFalse, v1alpha1.ReasonShardsApplyFailed, err.Error()), err
 		}
 	}
 	if err := r.prune(ctx, cluster, desired); err != nil {
-		return condition(metav1.ConditionFalse, v1alpha1.ReasonShardsApplyFailed, err.Error()), err
+		return available(metav1.ConditionFalse, v1alpha1.ReasonShardsApplyFailed, err.Error()), err
 	}
-	return availability(ctx, cluster.Reader(), shards)
+	if err := r.defaultClass(ctx, cluster, v1alpha1.ResolveIngressClass(ci.Spec.IngressClass).Default); err != nil {
+		return available(metav1.ConditionFalse, v1alpha1.ReasonShardsApplyFailed, err.Error()), err
+	}
+	conds, err := availability(ctx, cluster.Reader(), shards)
+	if err != nil {
+		err = usercluster.DescribeError("read the user cluster's cache", err)
+	}
+	return append(conds, protection(caps)), err
 }
 
-// prune deletes managed objects that no shard renders any more.
+// protection is RoutesProtected for a cluster with these capabilities.
+func protection(caps usercluster.Capabilities) metav1.Condition {
+	if caps.AdmissionPolicy {
+		return condition(v1alpha1.ConditionRoutesProtected, metav1.ConditionTrue, v1alpha1.ReasonPolicyInstalled,
+			"a ValidatingAdmissionPolicy lets only Shardgate set the shard label and allocation annotations")
+	}
+	return condition(v1alpha1.ConditionRoutesProtected, metav1.ConditionFalse, v1alpha1.ReasonPolicyUnsupported,
+		fmt.Sprintf("the user cluster (Kubernetes %s) does not serve admissionregistration.k8s.io/v1 ValidatingAdmissionPolicy (1.30+): "+
+			"allocation works, but users could set the shard label and allocation annotations themselves", orUnknown(caps.Version)))
+}
+
+func orUnknown(v string) string {
+	if v == "" {
+		return "version unknown"
+	}
+	return v
+}
+
+// prune deletes managed objects that are not desired (all of them when desired is empty).
 func (r *Reconciler) prune(ctx context.Context, cluster usercluster.Cluster, desired []*unstructured.Unstructured) error {
 	want := map[string]bool{}
 	for _, o := range desired {
 		want[objKey(o.GetKind(), o.GetNamespace(), o.GetName())] = true
 	}
-	for _, kind := range prunableKinds {
-		list := kind.list()
-		if err := cluster.Reader().List(ctx, list, client.MatchingLabels{ManagedByLabel: ManagedByValue}); err != nil {
-			return fmt.Errorf("list %s: %w", kind.kind, err)
+	kinds, err := prunableKinds(cluster.Writer().Scheme(), cluster.Capabilities())
+	if err != nil {
+		return err
+	}
+	for _, kind := range kinds {
+		list := kind.list.DeepCopyObject().(client.ObjectList)
+		if err := cluster.Reader().List(ctx, list, client.MatchingLabels{v1alpha1.ManagedByLabel: v1alpha1.ManagedByValue}); err != nil {
+			return usercluster.DescribeError("list "+kind.kind, err)
 		}
 		items, err := meta.ExtractList(list)
 		if err != nil {
@@ -120,32 +167,67 @@ func (r *Reconciler) prune(ctx context.Context, cluster usercluster.Cluster, des
 			}
 			log.FromContext(ctx).Info("pruning", "kind", kind.kind, "namespace", o.GetNamespace(), "name", o.GetName())
 			if err := cluster.Writer().Delete(ctx, o, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil && !apierrors.IsNotFound(err) {
-				return fmt.Errorf("prune %s %s: %w", kind.kind, o.GetName(), err)
+				return usercluster.DescribeError(fmt.Sprintf("prune %s %s", kind.kind, o.GetName()), err)
 			}
 		}
 	}
 	return nil
 }
 
+// defaultClassManager is the field manager of the default-class mark, apart from everything
+// else Shardgate applies: an administrator who edits the mark takes it over, and Shardgate's
+// main applies never put it back.
+const defaultClassManager = "shardgate-default-class"
+
+// defaultClass marks the shardgate IngressClass as the cluster's default, or releases the mark,
+// as DecideDefaultClass says.
+func (r *Reconciler) defaultClass(ctx context.Context, cluster usercluster.Cluster, policy v1alpha1.DefaultClassPolicy) error {
+	classes := &networkingv1.IngressClassList{}
+	if err := cluster.Reader().List(ctx, classes); err != nil {
+		return usercluster.DescribeError("list IngressClasses", err)
+	}
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(networkingv1.SchemeGroupVersion.WithKind("IngressClass"))
+	u.SetName(names.IngressClassName)
+	switch DecideDefaultClass(classes.Items, policy) {
+	case DefaultClassMark:
+		u.SetAnnotations(map[string]string{defaultClassAnnotation: "true", defaultClassMarker: "true"})
+		log.FromContext(ctx).Info("no IngressClass is the cluster's default: marking the shardgate class default")
+	case DefaultClassRelease:
+		// An apply with no fields gives up what this manager owned; fields an administrator
+		// took over stay.
+		log.FromContext(ctx).Info("releasing the default-class mark (ingressClass.default: Never)")
+	default:
+		return nil
+	}
+	if err := cluster.Writer().Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(defaultClassManager)); err != nil {
+		return usercluster.DescribeError("mark the default IngressClass", err)
+	}
+	return nil
+}
+
 // availability: every shard has at least one ready router; otherwise why not.
-func availability(ctx context.Context, rd client.Reader, shards []v1alpha1.ShardSpec) (metav1.Condition, error) {
+func availability(ctx context.Context, rd client.Reader, shards []v1alpha1.ShardSpec) ([]metav1.Condition, error) {
 	var missing []string
 	reason := v1alpha1.ReasonNoRouterReady
+	unknown := func(err error) ([]metav1.Condition, error) {
+		return []metav1.Condition{condition(v1alpha1.ConditionShardsAvailable, metav1.ConditionUnknown, v1alpha1.ReasonConnecting, "cannot read the user cluster's cache")}, err
+	}
 	for _, s := range shards {
 		d := &appsv1.Deployment{}
-		if err := rd.Get(ctx, client.ObjectKey{Namespace: Namespace, Name: RouterName(s.Name)}, d); err != nil {
+		if err := rd.Get(ctx, client.ObjectKey{Namespace: names.Namespace, Name: names.RouterName(s.Name)}, d); err != nil {
 			if apierrors.IsNotFound(err) {
 				missing = append(missing, s.Name+": router not created yet")
 				continue
 			}
-			return condition(metav1.ConditionUnknown, v1alpha1.ReasonConnecting, err.Error()), err
+			return unknown(err)
 		}
 		if d.Status.ReadyReplicas > 0 {
 			continue
 		}
 		why, r, err := notReadyReason(ctx, rd, s)
 		if err != nil {
-			return condition(metav1.ConditionUnknown, v1alpha1.ReasonConnecting, err.Error()), err
+			return unknown(err)
 		}
 		if r != "" {
 			reason = r
@@ -153,9 +235,10 @@ func availability(ctx context.Context, rd client.Reader, shards []v1alpha1.Shard
 		missing = append(missing, s.Name+": "+why)
 	}
 	if len(missing) > 0 {
-		return condition(metav1.ConditionFalse, reason, strings.Join(missing, "; ")), nil
+		return []metav1.Condition{condition(v1alpha1.ConditionShardsAvailable, metav1.ConditionFalse, reason, strings.Join(missing, "; "))}, nil
 	}
-	return condition(metav1.ConditionTrue, v1alpha1.ReasonShardsAvailable, fmt.Sprintf("%d shard(s) have ready routers", len(shards))), nil
+	return []metav1.Condition{condition(v1alpha1.ConditionShardsAvailable, metav1.ConditionTrue, v1alpha1.ReasonShardsAvailable,
+		fmt.Sprintf("%d shard(s) have ready routers", len(shards)))}, nil
 }
 
 // notReadyReason explains a shard without a ready router from its nodes and pods.
@@ -171,73 +254,23 @@ func notReadyReason(ctx context.Context, rd client.Reader, s v1alpha1.ShardSpec)
 		}
 	}
 	pods := &corev1.PodList{}
-	if err := rd.List(ctx, pods, client.InNamespace(Namespace), client.MatchingLabels{ShardLabel: s.Name, ManagedByLabel: ManagedByValue}); err != nil {
+	if err := rd.List(ctx, pods, client.InNamespace(names.Namespace), client.MatchingLabels{v1alpha1.ShardLabel: s.Name, v1alpha1.ManagedByLabel: v1alpha1.ManagedByValue}); err != nil {
 		return "", "", err
 	}
 	for _, p := range pods.Items {
 		for _, c := range p.Status.Conditions {
 			if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
-				return "pods unschedulable: " + c.Message, v1alpha1.ReasonPodsUnschedulable, nil
+				// The scheduler's message names nodes and counts: the user cluster's words, so
+				// only the fact is reported.
+				return "router pods are unschedulable (see the pods' events in the user cluster)", v1alpha1.ReasonPodsUnschedulable, nil
 			}
 		}
 	}
 	return "no router pod is ready yet", "", nil
 }
 
-// DesiredObjects renders the shared objects, every shard's objects, the users' info ConfigMap,
-// and the admission policy that reserves allocation fields to shardgateUser.
-func DesiredObjects(clusterID, clusterDomain string, ttl int64, shards []v1alpha1.ShardSpec, shardgateUser string) ([]*unstructured.Unstructured, error) {
-	var out []*unstructured.Unstructured
-	sharedDone := map[v1alpha1.Flavour]bool{}
-	for _, s := range shards {
-		f, ok := FlavourFor(s.Flavour)
-		if !ok {
-			return nil, fmt.Errorf("shard %s: unknown flavour %q", s.Name, s.Flavour)
-		}
-		if !sharedDone[s.Flavour] {
-			shared, err := SharedObjects(f)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, shared...)
-			sharedDone[s.Flavour] = true
-		}
-		objs, err := f.Render(RenderInput{ClusterID: clusterID, Domain: ShardDomain(s.Name, clusterDomain), Shard: s, DNSTTL: ttl})
-		if err != nil {
-			return nil, fmt.Errorf("shard %s: %w", s.Name, err)
-		}
-		out = append(out, objs...)
-	}
-	info, err := UserInfo(clusterDomain, shards)
-	if err != nil {
-		return nil, err
-	}
-	policy, err := AdmissionPolicy(shardgateUser)
-	if err != nil {
-		return nil, err
-	}
-	return dedupe(append(append(out, info), policy...)), nil
-}
-
-// dedupe keeps the first of objects with the same kind and name (the shared ClusterRole is
-// rendered once per shard).
-func dedupe(objs []*unstructured.Unstructured) []*unstructured.Unstructured {
-	seen := map[string]bool{}
-	var out []*unstructured.Unstructured
-	for _, o := range objs {
-		k := objKey(o.GetKind(), o.GetNamespace(), o.GetName())
-		if !seen[k] {
-			seen[k] = true
-			out = append(out, o)
-		}
-	}
-	return out
-}
-
-func objKey(kind, ns, name string) string { return kind + "/" + ns + "/" + name }
-
-func condition(s metav1.ConditionStatus, reason, msg string) metav1.Condition {
-	return metav1.Condition{Status: s, Reason: reason, Message: msg}
+func condition(typ string, s metav1.ConditionStatus, reason, msg string) metav1.Condition {
+	return metav1.Condition{Type: typ, Status: s, Reason: reason, Message: msg}
 }
 
 func equalConditions(a, b []metav1.Condition) bool {

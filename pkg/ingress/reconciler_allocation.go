@@ -15,13 +15,15 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
-	"github.com/shardgate/shardgate/pkg/dnsname"
+	"github.com/shardgate/shardgate/pkg/names"
 	"github.com/shardgate/shardgate/pkg/usercluster"
+	"github.com/shardgate/shardgate/pkg/validation"
 )
 
 // AllocationReconciler allocates every Ingress of a user cluster to a shard (PlanAllocations) and
@@ -49,25 +51,28 @@ func (r *AllocationReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	if ci.DeletionTimestamp != nil || ci.Status.Domain == "" || !ok || !cluster.Observable() {
 		return ctrl.Result{}, nil // nothing is decided while the cluster cannot be observed
 	}
-	zone, err := dnsname.NormalizeZone(ci.Spec.DNS.Zone)
-	if err != nil {
-		return ctrl.Result{}, nil // DNSPublished says why
-	}
+	// The zone of the domain the cluster holds (its spec may ask for another one not held yet).
+	_, zone, _ := strings.Cut(ci.Status.Domain, ".")
 	strategy, err := StrategyFor(ci.Spec.Allocation.Strategy)
 	if err != nil {
 		return ctrl.Result{}, nil // the CRD's enum keeps this out; nothing to retry
 	}
-	rd := cluster.Reader()
-	shards, err := allocShards(ctx, rd, ci)
-	if err != nil {
-		return ctrl.Result{}, err
+	specs := shardSpecs(ci)
+	if errs := validation.Shards(specs, field.NewPath("spec", "shards")); len(errs) > 0 {
+		return ctrl.Result{}, nil // nothing is decided from an invalid spec; ShardsAvailable says why
 	}
-	ingresses, routes, released, err := collectRoutes(ctx, rd)
+	rd := cluster.Reader()
+	shards, err := allocShards(ctx, rd, specs, ci.Status.Domain)
 	if err != nil {
-		return ctrl.Result{}, err
+		return ctrl.Result{}, usercluster.DescribeError("read the user cluster's cache", err)
+	}
+	ingresses, routes, released, err := collectRoutes(ctx, rd, v1alpha1.ResolveIngressClass(ci.Spec.IngressClass).Default)
+	if err != nil {
+		return ctrl.Result{}, usercluster.DescribeError("read the user cluster's cache", err)
 	}
 	cfg := AllocationConfig{ClusterDomain: ci.Status.Domain, Zone: zone, Strategy: strategy,
-		InterNamespace: ci.Spec.Allocation.NamespaceOwnership == "InterNamespaceAllowed", AllowWildcards: ci.Spec.Allocation.WildcardPolicy == "Allow"}
+		InterNamespace: ci.Spec.Allocation.NamespaceOwnership == v1alpha1.OwnershipInterNamespaceAllowed,
+		AllowWildcards: ci.Spec.Allocation.WildcardPolicy == v1alpha1.WildcardsAllowed}
 	var allocated, rejected int32
 	pass := newWritePass(r.takeUnseen(req.NamespacedName))
 	w := cluster.Writer()
@@ -95,38 +100,44 @@ func (r *AllocationReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	return ctrl.Result{}, errors.Join(errs...)
 }
 
-// allocShards turns the ClusterIngress' shards into planner shards with their ready routers.
-func allocShards(ctx context.Context, rd client.Reader, ci *v1alpha1.ClusterIngress) ([]AllocShard, error) {
-	specs := ci.Spec.Shards
-	if len(specs) == 0 {
-		specs = v1alpha1.ResolveShards(nil)
+// shardSpecs are the ClusterIngress' shards (the default shard when it lists none).
+func shardSpecs(ci *v1alpha1.ClusterIngress) []v1alpha1.ShardSpec {
+	if len(ci.Spec.Shards) == 0 {
+		return v1alpha1.ResolveShards(nil)
 	}
+	return ci.Spec.Shards
+}
+
+// allocShards turns validated shard specs into planner shards with their ready routers.
+func allocShards(ctx context.Context, rd client.Reader, specs []v1alpha1.ShardSpec, clusterDomain string) ([]AllocShard, error) {
 	var out []AllocShard
 	for _, s := range specs {
-		as := AllocShard{Name: s.Name, Domain: ShardDomain(s.Name, ci.Status.Domain)}
+		as := AllocShard{Name: s.Name, Domain: names.ShardDomain(s.Name, clusterDomain)}
 		var err error
 		if s.NamespaceSelector != nil {
 			if as.NamespaceSelector, err = metav1.LabelSelectorAsSelector(s.NamespaceSelector); err != nil {
-				continue // ShardsAvailable reports the invalid selector
+				return nil, err // validated before; never silently dropped with its Ingresses moved
 			}
 		}
 		if s.RouteSelector != nil {
 			if as.RouteSelector, err = metav1.LabelSelectorAsSelector(s.RouteSelector); err != nil {
-				continue
+				return nil, err
 			}
 		}
 		d := &appsv1.Deployment{}
-		if err := rd.Get(ctx, client.ObjectKey{Namespace: Namespace, Name: RouterName(s.Name)}, d); err == nil {
+		if err := rd.Get(ctx, client.ObjectKey{Namespace: names.Namespace, Name: names.RouterName(s.Name)}, d); err == nil {
 			as.Capacity = int(d.Status.ReadyReplicas)
+		} else if !apierrors.IsNotFound(err) {
+			return nil, err
 		}
 		out = append(out, as)
 	}
 	return out, nil
 }
 
-// collectRoutes lists the Ingresses Shardgate serves (class "shardgate" or no class), and those
-// of another class that still carry Shardgate's allocation (to be released).
-func collectRoutes(ctx context.Context, rd client.Reader) (map[string]*networkingv1.Ingress, []Route, []*networkingv1.Ingress, error) {
+// collectRoutes lists the Ingresses Shardgate serves (Ours), and those it does not that still
+// carry Shardgate's allocation (to be released).
+func collectRoutes(ctx context.Context, rd client.Reader, policy v1alpha1.DefaultClassPolicy) (map[string]*networkingv1.Ingress, []Route, []*networkingv1.Ingress, error) {
 	nsl := &corev1.NamespaceList{}
 	if err := rd.List(ctx, nsl, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, nil, nil, err
@@ -135,6 +146,11 @@ func collectRoutes(ctx context.Context, rd client.Reader) (map[string]*networkin
 	for _, n := range nsl.Items {
 		nsLabels[n.Name] = n.Labels
 	}
+	classes := &networkingv1.IngressClassList{}
+	if err := rd.List(ctx, classes); err != nil {
+		return nil, nil, nil, err
+	}
+	classless := ClasslessAreOurs(classes.Items, policy)
 	il := &networkingv1.IngressList{}
 	// Read-only use: the planner copies what it keeps, write copies before changing.
 	if err := rd.List(ctx, il, client.UnsafeDisableDeepCopy); err != nil {
@@ -148,7 +164,7 @@ func collectRoutes(ctx context.Context, rd client.Reader) (map[string]*networkin
 		if ing.DeletionTimestamp != nil {
 			continue
 		}
-		if ing.Spec.IngressClassName != nil && *ing.Spec.IngressClassName != IngressClassName {
+		if !Ours(ing, classless) {
 			if carriesAllocation(ing) {
 				released = append(released, ing)
 			}
@@ -163,6 +179,9 @@ func collectRoutes(ctx context.Context, rd client.Reader) (map[string]*networkin
 		// Only Shardgate's own allocation counts; a label without our annotation is not one.
 		if ing.Annotations[v1alpha1.AllocationAnnotation] == v1alpha1.AllocationAllocated {
 			r.Shard = ing.Labels[v1alpha1.ShardLabel]
+			if h := ing.Annotations[v1alpha1.HostsAnnotation]; h != "" {
+				r.HeldHosts = strings.Split(h, ",")
+			}
 		}
 		routes = append(routes, r)
 	}
@@ -204,10 +223,10 @@ func (r *AllocationReconciler) release(ctx context.Context, w client.Client, ing
 		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 			return false, nil
 		}
-		return false, fmt.Errorf("release ingress %s/%s: %w", ing.Namespace, ing.Name, err)
+		return false, usercluster.DescribeError(fmt.Sprintf("release ingress %s/%s", ing.Namespace, ing.Name), err)
 	}
 	r.record(ctx, w, ing, corev1.EventTypeNormal, v1alpha1.AllocationReleased,
-		fmt.Sprintf("ingress class is now %q: Shardgate no longer allocates this Ingress", *ing.Spec.IngressClassName))
+		"the Ingress is another ingress controller's now (its class): Shardgate no longer allocates it")
 	return true, nil
 }
 
@@ -232,7 +251,7 @@ func (r *AllocationReconciler) write(ctx context.Context, w client.Client, ing *
 			if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 				return false, nil
 			}
-			return false, fmt.Errorf("ingress %s/%s: %w", ing.Namespace, ing.Name, err)
+			return false, usercluster.DescribeError(fmt.Sprintf("ingress %s/%s", ing.Namespace, ing.Name), err)
 		}
 		r.event(ctx, w, ing, a)
 	}
@@ -244,7 +263,7 @@ func (r *AllocationReconciler) write(ctx context.Context, w client.Client, ing *
 		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 			return changed, nil
 		}
-		return changed, fmt.Errorf("ingress %s/%s status: %w", ing.Namespace, ing.Name, err)
+		return changed, usercluster.DescribeError(fmt.Sprintf("ingress %s/%s status", ing.Namespace, ing.Name), err)
 	}
 	return true, nil
 }
@@ -350,7 +369,7 @@ func (r *AllocationReconciler) event(ctx context.Context, w client.Client, ing *
 		typ, reason, msg = corev1.EventTypeWarning, v1alpha1.AllocationRejected, a.Reason
 	case a.MovedFrom != "":
 		typ, reason = corev1.EventTypeWarning, v1alpha1.AllocationMoved
-		msg = fmt.Sprintf("shard %s was removed; moved to shard %s (hosts %s)", a.MovedFrom, a.Shard, strings.Join(a.Hosts, ", "))
+		msg = fmt.Sprintf("moved from shard %s to shard %s: %s (hosts %s)", a.MovedFrom, a.Shard, a.MoveReason, strings.Join(a.Hosts, ", "))
 	}
 	if a.CNAMETarget != "" && !a.Rejected {
 		msg += "; point your DNS at it: CNAME " + a.CNAMETarget
@@ -369,6 +388,7 @@ func (r *AllocationReconciler) record(ctx context.Context, w client.Client, ing 
 		Source: corev1.EventSource{Component: "shardgate"}, ReportingController: "shardgate.io/seed-controller", ReportingInstance: "shardgate",
 	}
 	if err := w.Create(ctx, ev); err != nil {
-		log.FromContext(ctx).Info("could not record event", "ingress", ing.Namespace+"/"+ing.Name, "error", err.Error())
+		d, _ := usercluster.Describe(err)
+		log.FromContext(ctx).Info("could not record event", "ingress", ing.Namespace+"/"+ing.Name, "error", d)
 	}
 }

@@ -3,6 +3,8 @@ package ingress
 import (
 	"fmt"
 	"slices"
+
+	"github.com/shardgate/shardgate/api/v1alpha1"
 )
 
 // Strategy picks a shard for a new route among the eligible candidates (never empty, sorted by
@@ -26,13 +28,13 @@ type ShardLoad struct {
 
 // StrategyFor returns the named strategy: RoundRobin, LeastRoutes or LeastLoaded (default
 // LeastRoutes).
-func StrategyFor(name string) (Strategy, error) {
+func StrategyFor(name v1alpha1.AllocationStrategy) (Strategy, error) {
 	switch name {
-	case "", "LeastRoutes":
+	case "", v1alpha1.StrategyLeastRoutes:
 		return leastRoutes{}, nil
-	case "RoundRobin":
+	case v1alpha1.StrategyRoundRobin:
 		return roundRobin{}, nil
-	case "LeastLoaded":
+	case v1alpha1.StrategyLeastLoaded:
 		return leastLoaded{}, nil
 	}
 	return nil, fmt.Errorf("unknown allocation strategy %q (RoundRobin, LeastRoutes, LeastLoaded)", name)

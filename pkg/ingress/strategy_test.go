@@ -1,6 +1,10 @@
 package ingress
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/shardgate/shardgate/api/v1alpha1"
+)
 
 func TestStrategies(t *testing.T) {
 	load := func(seq int, shards ...ShardLoad) []ShardLoad {
@@ -10,7 +14,7 @@ func TestStrategies(t *testing.T) {
 		return shards
 	}
 	tests := []struct {
-		strategy string
+		strategy v1alpha1.AllocationStrategy
 		in       []ShardLoad
 		want     string
 	}{

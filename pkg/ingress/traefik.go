@@ -13,6 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
+	"github.com/shardgate/shardgate/pkg/names"
 )
 
 // Traefik renders Traefik v3 routers. All shards share the shardgate IngressClass (Traefik reads
@@ -40,19 +41,19 @@ func (Traefik) IngressClassController() string { return "traefik.io/ingress-cont
 // Render implements Flavour.
 func (t Traefik) Render(in RenderInput) ([]*unstructured.Unstructured, error) {
 	s := in.Shard
-	name := RouterName(s.Name)
+	name := names.RouterName(s.Name)
 	labels := managedLabels(s.Name)
 	http, https := int32(podHTTP), int32(podHTTPS)
 	if s.Publishing == v1alpha1.PublishHostNetwork {
 		http, https = hostHTTP, hostHTTPS
 	}
 	objs := []typed{
-		{corev1.SchemeGroupVersion.WithKind("ServiceAccount"), &corev1.ServiceAccount{ObjectMeta: objectMeta(name, Namespace, labels)}},
+		{corev1.SchemeGroupVersion.WithKind("ServiceAccount"), &corev1.ServiceAccount{ObjectMeta: objectMeta(name, names.Namespace, labels)}},
 		{rbacv1.SchemeGroupVersion.WithKind("ClusterRole"), traefikRole()},
 		{rbacv1.SchemeGroupVersion.WithKind("ClusterRoleBinding"), &rbacv1.ClusterRoleBinding{
 			ObjectMeta: objectMeta("shardgate-"+name, "", labels),
 			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: traefikClusterRole},
-			Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: name, Namespace: Namespace}},
+			Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: name, Namespace: names.Namespace}},
 		}},
 		{appsv1.SchemeGroupVersion.WithKind("Deployment"), t.deployment(in, name, labels, http, https)},
 	}
@@ -69,8 +70,8 @@ func (t Traefik) Render(in RenderInput) ([]*unstructured.Unstructured, error) {
 func TraefikArgs(shard, domain string, http, https int32) []string {
 	return []string{
 		"--providers.kubernetesingress=true",
-		"--providers.kubernetesingress.ingressclass=" + IngressClassName,
-		"--providers.kubernetesingress.labelselector=" + ShardLabel + "=" + shard,
+		"--providers.kubernetesingress.ingressclass=" + names.IngressClassName,
+		"--providers.kubernetesingress.labelselector=" + v1alpha1.ShardLabel + "=" + shard,
 		// Traefik publishes the shard's domain apex in status.loadBalancer of the Ingresses it
 		// serves: the ADDRESS users see (the Flavour contract; Shardgate does not write it).
 		"--providers.kubernetesingress.ingressendpoint.hostname=" + domain,
@@ -108,18 +109,11 @@ func (Traefik) deployment(in RenderInput, name string, labels map[string]string,
 			{Name: "websecure", ContainerPort: https, Protocol: corev1.ProtocolTCP},
 			{Name: "admin", ContainerPort: traefikAdminPort, Protocol: corev1.ProtocolTCP},
 		},
-		Resources:      s.Resources,
-		ReadinessProbe: probe,
-		LivenessProbe:  &corev1.Probe{ProbeHandler: probe.ProbeHandler, PeriodSeconds: 10, FailureThreshold: 3},
-		Lifecycle:      &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Sleep: &corev1.SleepAction{Seconds: preStop}}},
-		SecurityContext: &corev1.SecurityContext{
-			AllowPrivilegeEscalation: ptr.To(false), ReadOnlyRootFilesystem: ptr.To(true),
-			RunAsNonRoot: ptr.To(true), RunAsUser: ptr.To[int64](65532),
-			Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
-		},
-	}
-	if hostNet {
-		container.SecurityContext.Capabilities.Add = []corev1.Capability{"NET_BIND_SERVICE"}
+		Resources:       s.Resources,
+		ReadinessProbe:  probe,
+		LivenessProbe:   &corev1.Probe{ProbeHandler: probe.ProbeHandler, PeriodSeconds: 10, FailureThreshold: 3},
+		Lifecycle:       &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Sleep: &corev1.SleepAction{Seconds: preStop}}},
+		SecurityContext: routerSecurityContext(hostNet),
 	}
 	pod := corev1.PodSpec{
 		ServiceAccountName:            name,
@@ -140,7 +134,7 @@ func (Traefik) deployment(in RenderInput, name string, labels map[string]string,
 		strategy.RollingUpdate = &appsv1.RollingUpdateDeployment{MaxSurge: ptr.To(intstr.FromInt32(0)), MaxUnavailable: ptr.To(intstr.FromInt32(1))}
 	}
 	if replicas >= 2 {
-		sel := &metav1.LabelSelector{MatchLabels: map[string]string{ShardLabel: s.Name, ManagedByLabel: ManagedByValue}}
+		sel := &metav1.LabelSelector{MatchLabels: map[string]string{v1alpha1.ShardLabel: s.Name, v1alpha1.ManagedByLabel: v1alpha1.ManagedByValue}}
 		pod.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
 			RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{LabelSelector: sel, TopologyKey: corev1.LabelHostname}},
 		}}
@@ -149,14 +143,39 @@ func (Traefik) deployment(in RenderInput, name string, labels map[string]string,
 		}}
 	}
 	return &appsv1.Deployment{
-		ObjectMeta: objectMeta(name, Namespace, labels),
+		ObjectMeta: objectMeta(name, names.Namespace, labels),
 		Spec: appsv1.DeploymentSpec{
 			Replicas: ptr.To(replicas),
-			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{ShardLabel: s.Name, ManagedByLabel: ManagedByValue}},
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{v1alpha1.ShardLabel: s.Name, v1alpha1.ManagedByLabel: v1alpha1.ManagedByValue}},
 			Strategy: strategy,
 			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: pod},
 		},
 	}
+}
+
+// routerSecurityContext is the least privilege a router can serve with.
+//
+// Behind a Service (NodePort, LoadBalancer) the router listens on unprivileged ports and runs as
+// uid 65532 with no capabilities at all. On the host network it must bind the node's 80 and 443,
+// which takes CAP_NET_BIND_SERVICE in the effective set; Kubernetes sets no ambient capabilities,
+// so for a non-root process an added capability lands only in the bounding set and the bind
+// fails with EACCES. Root gets its bounding set, so a HostNetwork router runs as uid 0 with every
+// capability dropped but NET_BIND_SERVICE, no privilege escalation and a read-only root file
+// system: it can bind low ports and nothing else root could (the way ingress-nginx and Traefik's
+// own chart run host-port routers). A file capability on the binary would allow a non-root user,
+// but it depends on the image; this works with the official one.
+func routerSecurityContext(hostNet bool) *corev1.SecurityContext {
+	sc := &corev1.SecurityContext{
+		AllowPrivilegeEscalation: ptr.To(false), ReadOnlyRootFilesystem: ptr.To(true),
+		RunAsNonRoot: ptr.To(true), RunAsUser: ptr.To[int64](65532), RunAsGroup: ptr.To[int64](65532),
+		Capabilities:   &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+		SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+	}
+	if hostNet {
+		sc.RunAsNonRoot, sc.RunAsUser, sc.RunAsGroup = ptr.To(false), ptr.To[int64](0), ptr.To[int64](0)
+		sc.Capabilities.Add = []corev1.Capability{"NET_BIND_SERVICE"}
+	}
+	return sc
 }
 
 func service(s v1alpha1.ShardSpec, name string, labels map[string]string, http, https int32) *corev1.Service {
@@ -170,10 +189,10 @@ func service(s v1alpha1.ShardSpec, name string, labels map[string]string, http, 
 		return nil
 	}
 	return &corev1.Service{
-		ObjectMeta: objectMeta(name, Namespace, labels),
+		ObjectMeta: objectMeta(name, names.Namespace, labels),
 		Spec: corev1.ServiceSpec{
 			Type:     typ,
-			Selector: map[string]string{ShardLabel: s.Name, ManagedByLabel: ManagedByValue},
+			Selector: map[string]string{v1alpha1.ShardLabel: s.Name, v1alpha1.ManagedByLabel: v1alpha1.ManagedByValue},
 			// Keep the client address and skip the second hop.
 			ExternalTrafficPolicy: corev1.ServiceExternalTrafficPolicyLocal,
 			Ports: []corev1.ServicePort{
@@ -196,10 +215,10 @@ func disruptionBudget(s v1alpha1.ShardSpec, name string, labels map[string]strin
 		maxUnavailable = intstr.FromString("25%")
 	}
 	return &policyv1.PodDisruptionBudget{
-		ObjectMeta: objectMeta(name, Namespace, labels),
+		ObjectMeta: objectMeta(name, names.Namespace, labels),
 		Spec: policyv1.PodDisruptionBudgetSpec{
 			MaxUnavailable: &maxUnavailable,
-			Selector:       &metav1.LabelSelector{MatchLabels: map[string]string{ShardLabel: s.Name, ManagedByLabel: ManagedByValue}},
+			Selector:       &metav1.LabelSelector{MatchLabels: map[string]string{v1alpha1.ShardLabel: s.Name, v1alpha1.ManagedByLabel: v1alpha1.ManagedByValue}},
 		},
 	}
 }

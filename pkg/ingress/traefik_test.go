@@ -8,26 +8,25 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
+	"github.com/shardgate/shardgate/pkg/names"
 )
 
 func render(t *testing.T, s v1alpha1.ShardSpec) map[string]*unstructured.Unstructured {
 	t.Helper()
 	s = v1alpha1.ResolveShards([]v1alpha1.ShardSpec{s})[0]
-	objs, err := Traefik{}.Render(RenderInput{ClusterID: "c1", Domain: ShardDomain(s.Name, "c1.example.test"), Shard: s, DNSTTL: 60})
+	objs, err := Traefik{}.Render(RenderInput{Domain: names.ShardDomain(s.Name, "c1.example.test"), Shard: s, DNSTTL: 60})
 	if err != nil {
 		t.Fatal(err)
 	}
 	m := map[string]*unstructured.Unstructured{}
 	for _, o := range objs {
 		m[o.GetKind()] = o
-		if o.GetLabels()[ManagedByLabel] != ManagedByValue {
+		if o.GetLabels()[v1alpha1.ManagedByLabel] != v1alpha1.ManagedByValue {
 			t.Errorf("%s %s lacks the managed-by label", o.GetKind(), o.GetName())
 		}
 		if _, ok := o.Object["status"]; ok {
@@ -64,7 +63,7 @@ func TestTraefikSingleReplicaHostNetwork(t *testing.T) {
 	}
 	d := as[appsv1.Deployment](t, objs["Deployment"])
 	pod := d.Spec.Template.Spec
-	if d.Namespace != Namespace || d.Name != "router-default" || *d.Spec.Replicas != 1 || !pod.HostNetwork || pod.Affinity != nil {
+	if d.Namespace != names.Namespace || d.Name != "router-default" || *d.Spec.Replicas != 1 || !pod.HostNetwork || pod.Affinity != nil {
 		t.Fatalf("deployment: %+v", d)
 	}
 	args := pod.Containers[0].Args
@@ -82,8 +81,13 @@ func TestTraefikSingleReplicaHostNetwork(t *testing.T) {
 	if c.Lifecycle.PreStop.Sleep.Seconds != 75 || *pod.TerminationGracePeriodSeconds != 105 {
 		t.Errorf("preStop %d / grace %d: must outlast the DNS TTL", c.Lifecycle.PreStop.Sleep.Seconds, *pod.TerminationGracePeriodSeconds)
 	}
-	if !*c.SecurityContext.RunAsNonRoot || !slices.Contains(c.SecurityContext.Capabilities.Add, "NET_BIND_SERVICE") {
-		t.Errorf("security context: %+v", c.SecurityContext)
+	// Binding :80 on the node needs CAP_NET_BIND_SERVICE in the effective set, which only root
+	// gets on a real kubelet (no ambient capabilities): root, every other capability dropped,
+	// no privilege escalation.
+	sc := c.SecurityContext
+	if *sc.RunAsUser != 0 || *sc.RunAsNonRoot || *sc.AllowPrivilegeEscalation || !*sc.ReadOnlyRootFilesystem ||
+		!slices.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) || !slices.Equal(sc.Capabilities.Add, []corev1.Capability{"NET_BIND_SERVICE"}) {
+		t.Errorf("security context: %+v", sc)
 	}
 	if d.Spec.Strategy.RollingUpdate.MaxSurge.IntVal != 0 {
 		t.Errorf("host ports cannot surge")
@@ -102,7 +106,7 @@ func TestTraefikHA(t *testing.T) {
 		}
 		d := as[appsv1.Deployment](t, objs["Deployment"])
 		terms := d.Spec.Template.Spec.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution
-		if len(terms) != 1 || terms[0].TopologyKey != corev1.LabelHostname || terms[0].LabelSelector.MatchLabels[ShardLabel] != "edge" {
+		if len(terms) != 1 || terms[0].TopologyKey != corev1.LabelHostname || terms[0].LabelSelector.MatchLabels[v1alpha1.ShardLabel] != "edge" {
 			t.Errorf("anti-affinity: %+v", terms)
 		}
 		if len(d.Spec.Template.Spec.TopologySpreadConstraints) != 1 {
@@ -110,6 +114,10 @@ func TestTraefikHA(t *testing.T) {
 		}
 		if d.Spec.Strategy.RollingUpdate.MaxUnavailable.IntVal != 0 || d.Spec.Strategy.RollingUpdate.MaxSurge.IntVal != 1 {
 			t.Errorf("rolling update must keep capacity: %+v", d.Spec.Strategy.RollingUpdate)
+		}
+		// Unprivileged ports behind a Service: non-root, no capabilities at all.
+		if sc := d.Spec.Template.Spec.Containers[0].SecurityContext; *sc.RunAsUser != 65532 || !*sc.RunAsNonRoot || len(sc.Capabilities.Add) != 0 {
+			t.Errorf("security context: %+v", sc)
 		}
 		svc := as[corev1.Service](t, objs["Service"])
 		if svc.Spec.Type != corev1.ServiceTypeNodePort || svc.Spec.Ports[0].TargetPort.IntVal != 8000 {
@@ -140,7 +148,9 @@ func TestSharedObjects(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(objs) != 2 || objs[1].GetKind() != "IngressClass" || objs[1].GetAnnotations()[defaultClassAnnotation] != "true" {
+	// The default-class mark is never part of the rendered class (DecideDefaultClass sets it
+	// apart, once): the main apply must not fight an administrator who changes it.
+	if _, marked := objs[1].GetAnnotations()[defaultClassAnnotation]; len(objs) != 2 || objs[1].GetKind() != "IngressClass" || marked {
 		t.Fatalf("shared objects: %v", objs)
 	}
 	ctrl, _, _ := unstructured.NestedString(objs[1].Object, "spec", "controller")
@@ -149,47 +159,19 @@ func TestSharedObjects(t *testing.T) {
 	}
 }
 
-func TestValidateShards(t *testing.T) {
-	bad := []v1alpha1.ShardSpec{
-		{Name: "a"}, {Name: "a"},
-		{Name: "Bad_Name"},
-		{Name: "r", Replicas: ptr.To[int32](0)},
-		{Name: "f", Flavour: "nginx"},
-		{Name: "p", Publishing: "VIP"},
-		{Name: "s", RouteSelector: &metav1LabelSelectorBad},
-	}
-	errs := ValidateShards(bad, field.NewPath("spec", "shards"))
-	want := []string{"spec.shards[1].name: Duplicate", "spec.shards[2].name: Invalid", "spec.shards[3].replicas: Invalid",
-		"spec.shards[4].flavour: Unsupported", "spec.shards[5].publishing: Unsupported", "spec.shards[6].routeSelector: Invalid"}
-	got := errs.ToAggregate().Error()
-	for _, w := range want {
-		if !strings.Contains(got, w) {
-			t.Errorf("missing %q in %s", w, got)
-		}
-	}
-	if len(errs) != len(want) {
-		t.Errorf("got %d errors, want %d: %s", len(errs), len(want), got)
-	}
-	if errs := ValidateShards(v1alpha1.ResolveShards(nil), field.NewPath("s")); len(errs) != 0 {
-		t.Errorf("default shard invalid: %v", errs)
-	}
-}
-
 func TestResolveShardsAndDomains(t *testing.T) {
 	s := v1alpha1.ResolveShards(nil)
 	if len(s) != 1 || s[0].Name != "default" || *s[0].Replicas != 1 || s[0].Publishing != v1alpha1.PublishHostNetwork || s[0].Flavour != v1alpha1.FlavourTraefik {
 		t.Fatalf("default shard: %+v", s)
 	}
-	if ShardDomain("default", "c1.z") != "c1.z" || ShardDomain("edge", "c1.z") != "edge.c1.z" {
+	if names.ShardDomain("default", "c1.z") != "c1.z" || names.ShardDomain("edge", "c1.z") != "edge.c1.z" {
 		t.Fatal("shard domains")
 	}
 }
 
-var metav1LabelSelectorBad = metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "k", Operator: "Bogus"}}}
-
 func TestDesiredObjectsAndUserInfo(t *testing.T) {
 	shards := v1alpha1.ResolveShards([]v1alpha1.ShardSpec{{Name: "default"}, {Name: "edge", Publishing: v1alpha1.PublishNodePort}})
-	objs, err := DesiredObjects("c1", "c1.z", 60, shards, "shardgate-user")
+	objs, err := DesiredObjects(DesiredInput{ClusterDomain: "c1.z", TTL: 60, Shards: shards, ShardgateUser: "shardgate-user", AdmissionPolicy: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -213,5 +195,49 @@ func TestDesiredObjectsAndUserInfo(t *testing.T) {
 	if cm.Namespace != "kube-public" || cm.Data["clusterDomain"] != "c1.z" || cm.Data["shard.edge.cnameTarget"] != "edge.c1.z" ||
 		cm.Data["shard.default.domain"] != "c1.z" || !strings.Contains(cm.Data["README"], "CNAME") {
 		t.Fatalf("user info: %+v", cm.Data)
+	}
+	// Without the admission policy API (Kubernetes < 1.30) no policy is rendered.
+	without, err := DesiredObjects(DesiredInput{ClusterDomain: "c1.z", TTL: 60, Shards: shards, ShardgateUser: "shardgate-user"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range without {
+		if strings.HasPrefix(o.GetKind(), "ValidatingAdmissionPolicy") {
+			t.Errorf("%s rendered for a cluster without the API", o.GetKind())
+		}
+	}
+}
+
+// TestAppliedHash: every rendered object carries the hash of what is applied, and a field
+// dropped from a shard's spec changes it, so the dropped field is removed in the cluster (the
+// field-by-field check alone cannot see a field that is no longer desired).
+func TestAppliedHash(t *testing.T) {
+	deployment := func(s v1alpha1.ShardSpec) *unstructured.Unstructured {
+		objs, err := DesiredObjects(DesiredInput{ClusterDomain: "c1.z", TTL: 60, Shards: v1alpha1.ResolveShards([]v1alpha1.ShardSpec{s}), ShardgateUser: "u"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range objs {
+			if o.GetKind() == "Deployment" {
+				return o
+			}
+		}
+		t.Fatal("no Deployment")
+		return nil
+	}
+	with := deployment(v1alpha1.ShardSpec{Name: "default", NodeSelector: map[string]string{"role": "edge", "zone": "a"}})
+	without := deployment(v1alpha1.ShardSpec{Name: "default", NodeSelector: map[string]string{"role": "edge"}})
+	again := deployment(v1alpha1.ShardSpec{Name: "default", NodeSelector: map[string]string{"zone": "a", "role": "edge"}})
+	h := func(o *unstructured.Unstructured) string { return o.GetAnnotations()[appliedHashAnnotation] }
+	if h(with) == "" || h(with) == h(without) {
+		t.Fatalf("hash %q must change when a map key is dropped (%q)", h(with), h(without))
+	}
+	if h(with) != h(again) {
+		t.Fatal("the hash depends on map order")
+	}
+	// The cached object after the old apply is a superset of the new desired object: only the
+	// hash tells that an apply is due.
+	if !subset(without.Object["spec"], with.Object["spec"]) {
+		t.Fatal("precondition: the field-by-field check sees no difference")
 	}
 }

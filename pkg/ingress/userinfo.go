@@ -9,27 +9,22 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
-)
-
-// UserInfo names the ConfigMap that tells a user cluster's users where their routes land.
-const (
-	UserInfoNamespace = "kube-public"
-	UserInfoName      = "shardgate-ingress"
+	"github.com/shardgate/shardgate/pkg/names"
 )
 
 // UserInfo renders kube-public/shardgate-ingress: readable by everyone in the user cluster, it
 // says the cluster domain, each shard's domain, and the CNAME target for custom hosts.
 func UserInfo(clusterDomain string, shards []v1alpha1.ShardSpec) (*unstructured.Unstructured, error) {
 	data := map[string]string{"clusterDomain": clusterDomain}
-	var names, lines []string
+	var shardNames, lines []string
 	for _, s := range shards {
-		d := ShardDomain(s.Name, clusterDomain)
-		names = append(names, s.Name)
+		d := names.ShardDomain(s.Name, clusterDomain)
+		shardNames = append(shardNames, s.Name)
 		data["shard."+s.Name+".domain"] = d
 		data["shard."+s.Name+".cnameTarget"] = d
 		lines = append(lines, fmt.Sprintf("  %-12s *.%s (custom hosts: CNAME to %s)", s.Name, d, d))
 	}
-	data["shards"] = strings.Join(names, ",")
+	data["shards"] = strings.Join(shardNames, ",")
 	data["README"] = fmt.Sprintf(`Ingress in this cluster is served by Shardgate.
 Every name under %s reaches the cluster's ingress routers.
 Shards:
@@ -37,7 +32,7 @@ Shards:
 An Ingress rule without a host gets <name>-<namespace>.<shard domain>.
 For a host of your own, create a DNS CNAME from it to the shard domain's apex.
 `, clusterDomain, strings.Join(lines, "\n"))
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: UserInfoNamespace, Name: UserInfoName, Labels: managedLabels("")}, Data: data}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: names.UserInfoNamespace, Name: names.UserInfoName, Labels: managedLabels("")}, Data: data}
 	objs, err := toUnstructured(typed{corev1.SchemeGroupVersion.WithKind("ConfigMap"), cm})
 	if err != nil {
 		return nil, err

@@ -42,10 +42,12 @@ func TestSelectProfile(t *testing.T) {
 		{"non-matching ignored", []v1alpha1.IngressProfile{prodNew, prodOld}, map[string]string{"env": "dev"}, ""},
 		{"tie broken by name", []v1alpha1.IngressProfile{tieB, tieA}, map[string]string{"tie": "x"}, "a"},
 		{"invalid selector and deleting profiles never select", []v1alpha1.IngressProfile{badSel, deleting, prodNew}, map[string]string{"env": "prod"}, "prod-new"},
+		{"a profile found invalid takes no cluster", []v1alpha1.IngressProfile{all, prodNew}, map[string]string{"env": "prod", "invalid": "all"}, "prod-new"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := SelectProfile(tt.profiles, tt.labels)
+			invalid := map[string]bool{tt.labels["invalid"]: true}
+			got := SelectProfile(tt.profiles, invalid, tt.labels)
 			name := ""
 			if got != nil {
 				name = got.Name
@@ -75,18 +77,5 @@ func TestSources(t *testing.T) {
 	sec := FromSecret(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "edge"}})
 	if sec.ClusterID != "edge" || sec.KubeconfigSecret != "edge" || !sec.Initialized {
 		t.Fatalf("secret source: %+v", sec)
-	}
-}
-
-func TestResolveDNS(t *testing.T) {
-	p := profile("p", 0, nil)
-	d := ResolveDNS(&p, "seed.example")
-	if d.Zone != "seed.example" || d.TTL != 60 || d.EmptyTargets != v1alpha1.EmptyTargetsKeepLast ||
-		len(d.AddressTypes) != 2 || d.AddressTypes[0] != v1alpha1.ExternalIP || len(d.IPFamilies) != 2 {
-		t.Fatalf("defaults: %+v", d)
-	}
-	p.Spec.DNS.Zone, p.Spec.DNS.TTL = "own.example", 5
-	if d := ResolveDNS(&p, "seed.example"); d.Zone != "own.example" || d.TTL != 5 {
-		t.Fatalf("profile values not kept: %+v", d)
 	}
 }

@@ -23,7 +23,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
-	"github.com/shardgate/shardgate/pkg/ingress"
+	"github.com/shardgate/shardgate/pkg/names"
 	"github.com/shardgate/shardgate/test/framework"
 )
 
@@ -132,7 +132,7 @@ func demoIngress(host string) *networkingv1.Ingress {
 	pt := networkingv1.PathTypePrefix
 	return &networkingv1.Ingress{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web"}, // the allocator picks the shard
-		Spec: networkingv1.IngressSpec{IngressClassName: ptr.To(ingress.IngressClassName), Rules: []networkingv1.IngressRule{{Host: host, IngressRuleValue: networkingv1.IngressRuleValue{
+		Spec: networkingv1.IngressSpec{IngressClassName: ptr.To(names.IngressClassName), Rules: []networkingv1.IngressRule{{Host: host, IngressRuleValue: networkingv1.IngressRuleValue{
 			HTTP: &networkingv1.HTTPIngressRuleValue{Paths: []networkingv1.HTTPIngressPath{{Path: "/", PathType: &pt,
 				Backend: networkingv1.IngressBackend{Service: &networkingv1.IngressServiceBackend{Name: "web", Port: networkingv1.ServiceBackendPort{Number: 80}}}}}}}}}},
 	}

@@ -16,7 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
-	"github.com/shardgate/shardgate/pkg/ingress"
+	"github.com/shardgate/shardgate/pkg/names"
 	"github.com/shardgate/shardgate/test/framework"
 )
 
@@ -96,19 +96,20 @@ func AllocationSpec(ctx context.Context, t *testing.T, inputGetter func() Alloca
 		})
 	}
 
-	names := []string{"app1", "app2", "app3", "app4", "app5", "app6"}
+	apps := []string{"app1", "app2", "app3", "app4", "app5", "app6"}
 	t.Run("ingresses in two namespaces are spread over three shards and served", func(t *testing.T) {
-		for i, name := range names {
+		for i, name := range apps {
 			ns := []string{"ns-a", "ns-b"}[i%2]
 			must(t, u.Client.Create(ctx, routeIngress(ns, name, "")))
 		}
 		count := map[string]int{}
-		for i, name := range names {
+		for i, name := range apps {
 			ns := []string{"ns-a", "ns-b"}[i%2]
 			ing := allocated(t, ns, name)
 			shard := ing.Labels[v1alpha1.ShardLabel]
 			count[shard]++
-			host := fmt.Sprintf("%s-%s.%s", name, ns, ingress.ShardDomain(shard, domain))
+			label, _ := names.DefaultHostLabel(ns, name)
+			host := label + "." + names.ShardDomain(shard, domain)
 			if ing.Spec.Rules[0].Host != host || ing.Annotations[v1alpha1.HostsAnnotation] != host {
 				t.Fatalf("%s: default host %q / %q, want %s", name, ing.Spec.Rules[0].Host, ing.Annotations[v1alpha1.HostsAnnotation], host)
 			}
@@ -116,7 +117,7 @@ func AllocationSpec(ctx context.Context, t *testing.T, inputGetter func() Alloca
 				got := &networkingv1.Ingress{}
 				_ = u.Client.Get(ctx, client.ObjectKeyFromObject(ing), got)
 				lb := got.Status.LoadBalancer.Ingress
-				return len(lb) == 1 && lb[0].Hostname == ingress.ShardDomain(shard, domain), fmt.Sprintf("ADDRESS %+v", lb)
+				return len(lb) == 1 && lb[0].Hostname == names.ShardDomain(shard, domain), fmt.Sprintf("ADDRESS %+v", lb)
 			})
 			serves(t, host, host)
 		}
@@ -125,7 +126,7 @@ func AllocationSpec(ctx context.Context, t *testing.T, inputGetter func() Alloca
 		}
 		// Each decision is told once: one Allocated Event per Ingress, however many passes ran.
 		perIngress := ingressEvents(ctx, t, u.Client, v1alpha1.AllocationAllocated)
-		for i, name := range names {
+		for i, name := range apps {
 			if k := []string{"ns-a", "ns-b"}[i%2] + "/" + name; perIngress[k] != 1 {
 				t.Errorf("%s: %d Allocated events, want 1", k, perIngress[k])
 			}
@@ -138,7 +139,8 @@ func AllocationSpec(ctx context.Context, t *testing.T, inputGetter func() Alloca
 		only.Spec.Rules = nil
 		must(t, u.Client.Create(ctx, only))
 		ing := allocated(t, "ns-a", "plain")
-		host := "plain-ns-a." + ingress.ShardDomain(ing.Labels[v1alpha1.ShardLabel], domain)
+		label, _ := names.DefaultHostLabel("ns-a", "plain")
+		host := label + "." + names.ShardDomain(ing.Labels[v1alpha1.ShardLabel], domain)
 		if len(ing.Spec.Rules) != 1 || ing.Spec.Rules[0].Host != host || ing.Annotations[v1alpha1.HostsAnnotation] != host {
 			t.Fatalf("rules %+v, hosts %q; want one rule for %s", ing.Spec.Rules, ing.Annotations[v1alpha1.HostsAnnotation], host)
 		}
@@ -149,7 +151,7 @@ func AllocationSpec(ctx context.Context, t *testing.T, inputGetter func() Alloca
 		defer cancel()
 		a, err := in.DNS.WaitForAnswer(wctx, host, dns.TypeA, func(a framework.Answer) bool { return len(a.Values) > 0 })
 		must(t, err)
-		unclaimed := "unclaimed." + ingress.ShardDomain(ing.Labels[v1alpha1.ShardLabel], domain)
+		unclaimed := "unclaimed." + names.ShardDomain(ing.Labels[v1alpha1.ShardLabel], domain)
 		if code, body := get(a.Values[0], unclaimed); code != 404 {
 			t.Fatalf("%s: %d %q, want 404 (no catch-all on a shared shard)", unclaimed, code, body)
 		}
@@ -159,7 +161,7 @@ func AllocationSpec(ctx context.Context, t *testing.T, inputGetter func() Alloca
 		must(t, u.Client.Create(ctx, routeIngress("ns-a", "shop", "shop.example.org")))
 		ing := allocated(t, "ns-a", "shop")
 		target := ing.Annotations[v1alpha1.CNAMETargetAnnotation]
-		if target != ingress.ShardDomain(ing.Labels[v1alpha1.ShardLabel], domain) {
+		if target != names.ShardDomain(ing.Labels[v1alpha1.ShardLabel], domain) {
 			t.Fatalf("CNAME target %q for shard %s", target, ing.Labels[v1alpha1.ShardLabel])
 		}
 		serves(t, "shop.example.org", target)
@@ -232,7 +234,7 @@ func AllocationSpec(ctx context.Context, t *testing.T, inputGetter func() Alloca
 			eventually(ctx, t, 30*time.Second, func() (bool, string) {
 				got := &networkingv1.Ingress{}
 				must(t, u.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, got))
-				want := ingress.ShardDomain(got.Labels[v1alpha1.ShardLabel], domain)
+				want := names.ShardDomain(got.Labels[v1alpha1.ShardLabel], domain)
 				lb := got.Status.LoadBalancer.Ingress
 				return len(lb) == 1 && lb[0].Hostname == want, fmt.Sprintf("%s: ADDRESS %+v, want %s", k, lb, want)
 			})
@@ -269,7 +271,7 @@ func ingressEvents(ctx context.Context, t testing.TB, c client.Client, reason st
 func routeIngress(ns, name, host string) *networkingv1.Ingress {
 	ing := shardIngress(name, host)
 	ing.Namespace = ns
-	ing.Spec.IngressClassName = ptr.To(ingress.IngressClassName)
+	ing.Spec.IngressClassName = ptr.To(names.IngressClassName)
 	return ing
 }
 

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -65,7 +66,8 @@ func TestChartRefusesBadValues(t *testing.T) {
 
 // TestChartInstallsAndConverges: the rendered chart passes a server-side dry-run against a real
 // seed API server; helm install into that seed works; and the controller started with exactly
-// the flags the chart gives it converges a user cluster's DNS through external-dns and BIND.
+// the flags and the RBAC the chart gives it (its ServiceAccount's token) converges a user
+// cluster's DNS through external-dns and BIND.
 func TestChartInstallsAndConverges(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
@@ -113,12 +115,25 @@ func TestChartInstallsAndConverges(t *testing.T) {
 			args = append(args, a)
 		}
 	}
-	framework.StartController(t, seed, args...)
+	token, err := framework.ServiceAccountToken(seed, "shardgate", "shardgate")
+	must(t, err)
+	saKC, err := framework.KubeconfigFor(seed.Host(), seed.Config.CAData, token)
+	must(t, err)
+	framework.StartControllerAs(t, seed, saKC, args...)
 
 	u := env.Users[0]
 	addNodes(ctx, t, u, nodeSpec("n1", "127.0.40.1"), nodeSpec("n2", "127.0.40.2"))
-	registerKubeconfigSecret(ctx, t, seed, "default", "chart1", "chart1", u, nil)
+	// The chart's default: kubeconfig Secrets register clusters from the release namespace only.
+	registerKubeconfigSecret(ctx, t, seed, "shardgate", "chart1", "chart1", u, nil)
 	waitAnswer(ctx, t, env.DNS, "anything.chart1."+zone, framework.AnswerIs("127.0.40.1", "127.0.40.2"))
+	waitCondition(ctx, t, seed, client.ObjectKey{Namespace: "shardgate", Name: "chart1"}, v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonReady)
+	// The chart grants no cluster-wide Secret list or watch.
+	if allowed(ctx, t, seed, "system:serviceaccount:shardgate:shardgate", "list", "secrets", "default") {
+		t.Error("the chart's ServiceAccount may list Secrets outside the kubeconfig namespaces")
+	}
+	if !allowed(ctx, t, seed, "system:serviceaccount:shardgate:shardgate", "watch", "secrets", "shardgate") {
+		t.Error("the chart's ServiceAccount may not watch kubeconfig Secrets in the release namespace")
+	}
 	p := &v1alpha1.IngressProfile{}
 	must(t, seed.Client.Get(ctx, client.ObjectKey{Name: "default"}, p))
 	if p.Spec.DNS.Zone != zone {
@@ -131,4 +146,14 @@ func mustKubeconfig(t *testing.T, cp *framework.ControlPlane) []byte {
 	kc, err := cp.Kubeconfig("helm", "system:masters")
 	must(t, err)
 	return kc
+}
+
+// allowed asks the seed's authorizer whether user may verb resource in namespace.
+func allowed(ctx context.Context, t *testing.T, cp *framework.ControlPlane, user, verb, resource, namespace string) bool {
+	t.Helper()
+	r := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{User: user,
+		Groups:             []string{"system:serviceaccounts", "system:authenticated"},
+		ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: verb, Resource: resource, Namespace: namespace}}}
+	must(t, cp.Client.Create(ctx, r))
+	return r.Status.Allowed
 }

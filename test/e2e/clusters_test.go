@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
@@ -14,11 +15,16 @@ import (
 	"github.com/shardgate/shardgate/test/framework"
 )
 
+// capiFinalizer is Cluster API's finalizer on Clusters: a deleted Cluster stays, being deleted,
+// until Cluster API has torn the cluster down.
+const capiFinalizer = "cluster.cluster.x-k8s.io"
+
 // registerCAPICluster creates a Cluster API Cluster for user in the seed, initialized, with its
-// <name>-kubeconfig Secret (key "value"), as Cluster API would.
+// <name>-kubeconfig Secret (key "value") and finalizer, as Cluster API would.
 func registerCAPICluster(ctx context.Context, t *testing.T, seed *framework.ControlPlane, ns, name string, user *framework.ControlPlane, labels, annotations map[string]string) {
 	t.Helper()
-	c := &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels, Annotations: annotations},
+	c := &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels, Annotations: annotations,
+		Finalizers: []string{capiFinalizer}},
 		Spec: clusterv1.ClusterSpec{Paused: ptr.To(false)}}
 	if err := seed.Client.Create(ctx, c); err != nil {
 		t.Fatal(err)
@@ -35,6 +41,19 @@ func registerCAPICluster(ctx context.Context, t *testing.T, seed *framework.Cont
 		t.Fatal(err)
 	}
 	putCAPIKubeconfig(ctx, t, seed, ns, name, kc)
+}
+
+// removeCAPIFinalizer lets a deleted Cluster go, as Cluster API does once the cluster is torn down.
+func removeCAPIFinalizer(ctx context.Context, t *testing.T, seed *framework.ControlPlane, k client.ObjectKey) {
+	t.Helper()
+	c := &clusterv1.Cluster{}
+	if err := seed.Client.Get(ctx, k, c); err != nil {
+		return
+	}
+	c.Finalizers = nil
+	if err := seed.Client.Update(ctx, c); err != nil && !apierrors.IsNotFound(err) {
+		t.Error(err)
+	}
 }
 
 func putCAPIKubeconfig(ctx context.Context, t *testing.T, seed *framework.ControlPlane, ns, cluster string, kc []byte) {
@@ -63,6 +82,21 @@ func registerKubeconfigSecret(ctx context.Context, t testing.TB, seed *framework
 	if err := seed.Client.Create(ctx, s); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// putKubeconfigSecret creates or replaces a Secret labelled shardgate.io/kubeconfig holding kc,
+// asking for cluster ID id.
+func putKubeconfigSecret(ctx context.Context, t *testing.T, seed *framework.ControlPlane, ns, name, id string, kc []byte, labels map[string]string) {
+	t.Helper()
+	l := map[string]string{v1alpha1.KubeconfigSecretLabel: "true"}
+	for k, v := range labels {
+		l[k] = v
+	}
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: l,
+		Annotations: map[string]string{v1alpha1.ClusterIDAnnotation: id}}, Data: map[string][]byte{"kubeconfig": kc}}
+	upsert(ctx, t, seed.Client, s, func() {
+		s.Labels, s.Annotations, s.Data = l, map[string]string{v1alpha1.ClusterIDAnnotation: id}, map[string][]byte{"kubeconfig": kc}
+	})
 }
 
 func upsert(ctx context.Context, t *testing.T, c client.Client, obj client.Object, mutate func()) {

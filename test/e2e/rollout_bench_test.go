@@ -14,6 +14,7 @@ import (
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
 	"github.com/shardgate/shardgate/pkg/ingress"
+	"github.com/shardgate/shardgate/pkg/names"
 	"github.com/shardgate/shardgate/test/framework"
 )
 
@@ -77,7 +78,7 @@ func waitImage(ctx context.Context, b *testing.B, users []*framework.ControlPlan
 		for _, s := range shards {
 			for {
 				d := &appsv1.Deployment{}
-				err := u.Client.Get(ctx, client.ObjectKey{Namespace: ingress.Namespace, Name: ingress.RouterName(s.Name)}, d)
+				err := u.Client.Get(ctx, client.ObjectKey{Namespace: names.Namespace, Name: names.RouterName(s.Name)}, d)
 				if err == nil && d.Spec.Template.Spec.Containers[0].Image == image {
 					break
 				}

@@ -19,7 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
-	"github.com/shardgate/shardgate/pkg/ingress"
+	"github.com/shardgate/shardgate/pkg/names"
 	"github.com/shardgate/shardgate/test/framework"
 )
 
@@ -74,12 +74,12 @@ func ShardsSpec(ctx context.Context, t *testing.T, inputGetter func() ShardsSpec
 			t.Fatalf("status.shards: %+v", ci.Status.Shards)
 		}
 		info := &corev1.ConfigMap{}
-		must(t, u1.Client.Get(ctx, client.ObjectKey{Namespace: ingress.UserInfoNamespace, Name: ingress.UserInfoName}, info))
+		must(t, u1.Client.Get(ctx, client.ObjectKey{Namespace: names.UserInfoNamespace, Name: names.UserInfoName}, info))
 		if info.Data["shard.edge.cnameTarget"] != "edge.s1."+zone || info.Data["clusterDomain"] != "s1."+zone {
 			t.Fatalf("users are told: %+v", info.Data)
 		}
 		class := &networkingv1.IngressClass{}
-		must(t, u1.Client.Get(ctx, client.ObjectKey{Name: ingress.IngressClassName}, class))
+		must(t, u1.Client.Get(ctx, client.ObjectKey{Name: names.IngressClassName}, class))
 		if class.Spec.Controller != "traefik.io/ingress-controller" || class.Annotations["ingressclass.kubernetes.io/is-default-class"] != "true" {
 			t.Fatalf("ingress class: %+v", class)
 		}
@@ -92,9 +92,9 @@ func ShardsSpec(ctx context.Context, t *testing.T, inputGetter func() ShardsSpec
 		must(t, u1.Client.Create(ctx, shardIngress("web-default", "app.s1."+zone)))
 		for _, shard := range []string{"edge", v1alpha1.DefaultShardName} {
 			d := &appsv1.Deployment{}
-			must(t, u1.Client.Get(ctx, client.ObjectKey{Namespace: ingress.Namespace, Name: ingress.RouterName(shard)}, d))
+			must(t, u1.Client.Get(ctx, client.ObjectKey{Namespace: names.Namespace, Name: names.RouterName(shard)}, d))
 			pods := &corev1.PodList{}
-			must(t, u1.Client.List(ctx, pods, client.InNamespace(ingress.Namespace), client.MatchingLabels{ingress.ShardLabel: shard}))
+			must(t, u1.Client.List(ctx, pods, client.InNamespace(names.Namespace), client.MatchingLabels{v1alpha1.ShardLabel: shard}))
 			for _, p := range pods.Items {
 				framework.StartTraefik(t, u1, d, "127.0.30."+strings.TrimPrefix(p.Spec.NodeName, "n"))
 			}
@@ -137,7 +137,7 @@ func ShardsSpec(ctx context.Context, t *testing.T, inputGetter func() ShardsSpec
 	t.Run("draining a node removes it from its shard's answer; the router coming back returns it", func(t *testing.T) {
 		must(t, u1.CordonNode(ctx, "n2", true))
 		pods := &corev1.PodList{}
-		must(t, u1.Client.List(ctx, pods, client.InNamespace(ingress.Namespace), client.MatchingLabels{ingress.ShardLabel: "edge"}))
+		must(t, u1.Client.List(ctx, pods, client.InNamespace(names.Namespace), client.MatchingLabels{v1alpha1.ShardLabel: "edge"}))
 		for _, p := range pods.Items {
 			if p.Spec.NodeName == "n2" {
 				must(t, u1.Client.Delete(ctx, &p))
@@ -151,7 +151,7 @@ func ShardsSpec(ctx context.Context, t *testing.T, inputGetter func() ShardsSpec
 
 	t.Run("an edited or deleted router is restored", func(t *testing.T) {
 		d := &appsv1.Deployment{}
-		k := client.ObjectKey{Namespace: ingress.Namespace, Name: ingress.RouterName("edge")}
+		k := client.ObjectKey{Namespace: names.Namespace, Name: names.RouterName("edge")}
 		must(t, u1.Client.Get(ctx, k, d))
 		d.Spec.Replicas = ptr.To[int32](5)
 		must(t, u1.Client.Update(ctx, d))
@@ -181,14 +181,14 @@ func ShardsSpec(ctx context.Context, t *testing.T, inputGetter func() ShardsSpec
 	t.Run("a shard removed from the profile is gone with its names", func(t *testing.T) {
 		updateShards(ctx, t, seed, "sharded", shards[:2])
 		for _, name := range []string{"internal", "ghost"} {
-			k := client.ObjectKey{Namespace: ingress.Namespace, Name: ingress.RouterName(name)}
+			k := client.ObjectKey{Namespace: names.Namespace, Name: names.RouterName(name)}
 			eventually(ctx, t, 30*time.Second, func() (bool, string) {
 				err := u1.Client.Get(ctx, k, &appsv1.Deployment{})
 				return apierrors.IsNotFound(err), fmt.Sprintf("router %s still there (%v)", name, err)
 			})
 		}
 		eventually(ctx, t, 30*time.Second, func() (bool, string) {
-			err := u1.Client.Get(ctx, client.ObjectKey{Namespace: ingress.Namespace, Name: ingress.RouterName("internal")}, &corev1.Service{})
+			err := u1.Client.Get(ctx, client.ObjectKey{Namespace: names.Namespace, Name: names.RouterName("internal")}, &corev1.Service{})
 			return apierrors.IsNotFound(err), "service router-internal still there"
 		})
 		// Its names are gone: what is left under s1 is the default shard's wildcard.
@@ -223,7 +223,7 @@ func shardIngress(name, host string) *networkingv1.Ingress {
 	return &networkingv1.Ingress{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name},
 		Spec: networkingv1.IngressSpec{
-			IngressClassName: ptr.To(ingress.IngressClassName),
+			IngressClassName: ptr.To(names.IngressClassName),
 			Rules: []networkingv1.IngressRule{{Host: host, IngressRuleValue: networkingv1.IngressRuleValue{HTTP: &networkingv1.HTTPIngressRuleValue{
 				Paths: []networkingv1.HTTPIngressPath{{Path: "/", PathType: &pt, Backend: networkingv1.IngressBackend{
 					Service: &networkingv1.IngressServiceBackend{Name: "web", Port: networkingv1.ServiceBackendPort{Number: 80}}}}},

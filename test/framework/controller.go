@@ -56,7 +56,15 @@ type Controller struct {
 // stops it when t ends.
 func StartController(t testing.TB, seed *ControlPlane, args ...string) *Controller {
 	t.Helper()
-	c, err := startController(TestDir(t), seed, args)
+	return StartControllerAs(t, seed, nil, args...)
+}
+
+// StartControllerAs is StartController with the seed credentials in kubeconfig (nil: a new
+// cluster-admin user), e.g. a token of the chart's ServiceAccount, so that the controller has
+// exactly the RBAC the chart grants.
+func StartControllerAs(t testing.TB, seed *ControlPlane, kubeconfig []byte, args ...string) *Controller {
+	t.Helper()
+	c, err := startController(TestDir(t), seed, kubeconfig, args)
 	if err != nil {
 		t.Fatalf("seed-controller: %v", err)
 	}
@@ -69,7 +77,7 @@ func StartController(t testing.TB, seed *ControlPlane, args ...string) *Controll
 	return c
 }
 
-func startController(testDir string, seed *ControlPlane, args []string) (*Controller, error) {
+func startController(testDir string, seed *ControlPlane, kubeconfig []byte, args []string) (*Controller, error) {
 	bin, err := ControllerBinary()
 	if err != nil {
 		return nil, err
@@ -78,7 +86,12 @@ func startController(testDir string, seed *ControlPlane, args []string) (*Contro
 	if err != nil {
 		return nil, err
 	}
-	kcPath, err := seed.WriteKubeconfig(dir, "shardgate")
+	kcPath := filepath.Join(dir, "kubeconfig")
+	if kubeconfig == nil {
+		kcPath, err = seed.WriteKubeconfig(dir, "shardgate")
+	} else {
+		err = os.WriteFile(kcPath, kubeconfig, 0o600)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -95,6 +108,10 @@ func startController(testDir string, seed *ControlPlane, args []string) (*Contro
 		"--kubeconfig=" + kcPath,
 		"--metrics-bind-address=" + c.MetricsAddr,
 		"--health-probe-bind-address=" + c.HealthAddr,
+		// The harness registers kubeconfig Secrets in "default"; Cluster API kubeconfigs are
+		// re-read often so that rotation shows within a spec's patience. Later args win.
+		"--kubeconfig-secret-namespaces=default",
+		"--kubeconfig-resync-period=5s",
 	}, args...)}
 	if err := c.start(); err != nil {
 		return nil, err

@@ -10,6 +10,9 @@ import (
 	"testing"
 	"time"
 
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -17,6 +20,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/yaml"
 )
 
 // ControlPlane is one real Kubernetes control plane (etcd + kube-apiserver through envtest), a
@@ -45,6 +49,9 @@ type ControlPlaneOptions struct {
 	Scheme *runtime.Scheme
 	// SimulatedNodes also starts kube-scheduler, kube-controller-manager and kwok.
 	SimulatedNodes bool
+	// RuntimeConfig is the API server's --runtime-config (e.g. to switch an API off, as older
+	// Kubernetes versions do not serve it).
+	RuntimeConfig string
 }
 
 // StartControlPlane starts a control plane named name for t and stops it when t ends.
@@ -107,6 +114,9 @@ func startControlPlane(testDir, name string, opts ControlPlaneOptions) (*Control
 			APIServer: &envtest.APIServer{CertDir: filepath.Join(dir, "apiserver"), Out: apiLog, Err: apiLog},
 			Etcd:      &envtest.Etcd{DataDir: filepath.Join(dir, "etcd"), Out: etcdLog, Err: etcdLog},
 		},
+	}
+	if opts.RuntimeConfig != "" {
+		env.ControlPlane.APIServer.Configure().Set("runtime-config", opts.RuntimeConfig)
 	}
 	for _, d := range []string{env.ControlPlane.APIServer.CertDir, env.ControlPlane.Etcd.DataDir} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
@@ -210,6 +220,11 @@ func (cp *ControlPlane) WriteKubeconfig(dir, user string) (string, error) {
 	return path, os.WriteFile(path, kc, 0o600)
 }
 
+// KubeconfigFor renders a kubeconfig for server with an inline CA and bearer token.
+func KubeconfigFor(server string, caData []byte, token string) ([]byte, error) {
+	return KubeconfigFromConfig(&rest.Config{Host: server, BearerToken: token, TLSClientConfig: rest.TLSClientConfig{CAData: caData}}, "cluster")
+}
+
 // KubeconfigFromConfig renders cfg (client certificates or token) as a kubeconfig file.
 func KubeconfigFromConfig(cfg *rest.Config, name string) ([]byte, error) {
 	kc := clientcmdapi.NewConfig()
@@ -244,4 +259,40 @@ func ClientFromKubeconfig(kubeconfig []byte, scheme *runtime.Scheme) (client.Cli
 		return nil, err
 	}
 	return client.New(cfg, client.Options{Scheme: scheme})
+}
+
+// RestrictedKubeconfig returns a kubeconfig for a new user of this cluster bound to the
+// ClusterRole in the YAML file at rolePath (relative to the repository root), and nothing else:
+// how a cluster is registered with Shardgate's documented user-cluster role instead of
+// cluster-admin.
+func (cp *ControlPlane) RestrictedKubeconfig(ctx context.Context, user, rolePath string) ([]byte, error) {
+	root, err := RepoRoot()
+	if err != nil {
+		return nil, err
+	}
+	b, err := os.ReadFile(filepath.Join(root, rolePath))
+	if err != nil {
+		return nil, err
+	}
+	role := &rbacv1.ClusterRole{}
+	if err := yaml.UnmarshalStrict(b, role); err != nil {
+		return nil, fmt.Errorf("%s: %w", rolePath, err)
+	}
+	if err := cp.Client.Create(ctx, role); err != nil && !apierrors.IsAlreadyExists(err) {
+		return nil, err
+	}
+	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: role.Name + "-" + user},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
+		Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "User", Name: user}}}
+	if err := cp.Client.Create(ctx, binding); err != nil {
+		return nil, err
+	}
+	return cp.Kubeconfig(user)
+}
+
+// InstallCRDs installs the CRDs in dirs into a running control plane and waits until they are
+// served (how an operator installs, say, Cluster API after Shardgate).
+func (cp *ControlPlane) InstallCRDs(dirs ...string) error {
+	_, err := envtest.InstallCRDs(cp.Config, envtest.CRDInstallOptions{Paths: dirs, ErrorIfPathMissing: true, Scheme: cp.Client.Scheme()})
+	return err
 }

@@ -3,10 +3,12 @@ package framework
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
+	"sync"
 	"testing"
 	"time"
 
@@ -18,7 +20,8 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/shardgate/shardgate/pkg/ingress"
+	"github.com/shardgate/shardgate/api/v1alpha1"
+	"github.com/shardgate/shardgate/pkg/names"
 )
 
 // Traefik is a real Traefik process standing in for one router replica on a simulated node.
@@ -30,8 +33,10 @@ type Traefik struct {
 var entryPointAddr = regexp.MustCompile(`^(--entryPoints\.[A-Za-z0-9]+\.address=):(\d+)$`)
 
 // StartTraefik runs Traefik with exactly the flags of the router Deployment Shardgate deployed,
-// its entry points bound to nodeIP (the node's loopback address), and out-of-cluster API flags
-// authenticating as the Deployment's ServiceAccount (so it has exactly the router's RBAC).
+// its entry points bound to nodeIP (the node's loopback address), out-of-cluster API flags
+// authenticating as the Deployment's ServiceAccount (so it has exactly the router's RBAC), and
+// the container's security context applied (user, group, capabilities, no_new_privs, through
+// setpriv): a rendered spec that could not bind its ports on a real kubelet fails here too.
 func StartTraefik(t testing.TB, user *ControlPlane, d *appsv1.Deployment, nodeIP string) *Traefik {
 	t.Helper()
 	tr, err := startTraefik(TestDir(t), user, d, nodeIP)
@@ -60,12 +65,29 @@ func startTraefik(testDir string, user *ControlPlane, d *appsv1.Deployment, node
 	if len(pod.Containers) == 0 {
 		return nil, fmt.Errorf("deployment %s has no container", d.Name)
 	}
-	token, err := serviceAccountToken(user, d.Namespace, pod.ServiceAccountName)
+	cred, err := ContainerCredentials(pod, pod.Containers[0])
+	if err != nil {
+		return nil, err
+	}
+	sp, err := setpriv()
+	if err != nil {
+		return nil, err
+	}
+	bin, err := sharedBinary(tools.Path(ToolTraefik))
+	if err != nil {
+		return nil, err
+	}
+	// The router's user must reach its files: the test directory is made traversable and the
+	// CA file readable (nothing secret in either).
+	if err := os.Chmod(testDir, 0o755); err != nil {
+		return nil, err
+	}
+	token, err := ServiceAccountToken(user, d.Namespace, pod.ServiceAccountName)
 	if err != nil {
 		return nil, err
 	}
 	caFile := filepath.Join(dir, "ca.crt")
-	if err := os.WriteFile(caFile, user.Config.CAData, 0o600); err != nil {
+	if err := os.WriteFile(caFile, user.Config.CAData, 0o644); err != nil {
 		return nil, err
 	}
 	var args []string
@@ -81,7 +103,7 @@ func startTraefik(testDir string, user *ControlPlane, d *appsv1.Deployment, node
 		"--providers.kubernetesingress.certauthfilepath="+caFile,
 	)
 	// No inherited environment: KUBERNETES_SERVICE_HOST or KUBECONFIG would win over the flags.
-	p, err := StartProcess(dir, ProcessSpec{Name: "traefik", Path: tools.Path(ToolTraefik), Args: args, Env: []string{"HOME=" + dir}})
+	p, err := StartProcess(dir, ProcessSpec{Name: "traefik", Path: sp, Args: append(append(SetprivArgs(cred), bin), args...), Env: []string{"HOME=" + dir}})
 	if err != nil {
 		return nil, err
 	}
@@ -105,8 +127,57 @@ func startTraefik(testDir string, user *ControlPlane, d *appsv1.Deployment, node
 	return tr, nil
 }
 
-// serviceAccountToken asks the API server for a short-lived token of a ServiceAccount.
-func serviceAccountToken(cp *ControlPlane, ns, sa string) (string, error) {
+var (
+	sharedMu   sync.Mutex
+	sharedBins = map[string]string{}
+)
+
+// sharedBinary returns a copy of the tool binary at path that any user can run (the tool cache
+// may live under a home directory only root can enter), made once per test binary.
+func sharedBinary(path string) (string, error) {
+	sharedMu.Lock()
+	defer sharedMu.Unlock()
+	if p, ok := sharedBins[path]; ok {
+		return p, nil
+	}
+	root, err := RunDir()
+	if err != nil {
+		return "", err
+	}
+	dir, err := componentDir(root, "bin")
+	if err != nil {
+		return "", err
+	}
+	if err := os.Chmod(root, 0o755); err != nil {
+		return "", err
+	}
+	dst := filepath.Join(dir, fmt.Sprintf("%s-%d", filepath.Base(path), os.Getpid()))
+	if err := copyFile(path, dst, 0o755); err != nil {
+		return "", err
+	}
+	sharedBins[path] = dst
+	return dst, nil
+}
+
+func copyFile(src, dst string, mode os.FileMode) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, mode)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}
+
+// ServiceAccountToken asks the API server for a short-lived token of a ServiceAccount.
+func ServiceAccountToken(cp *ControlPlane, ns, sa string) (string, error) {
 	cs, err := kubernetes.NewForConfig(cp.Config)
 	if err != nil {
 		return "", err
@@ -170,7 +241,7 @@ func StartRouters(ctx context.Context, t testing.TB, user *ControlPlane, shards 
 	t.Helper()
 	for _, shard := range shards {
 		d := &appsv1.Deployment{}
-		key := client.ObjectKey{Namespace: ingress.Namespace, Name: ingress.RouterName(shard)}
+		key := client.ObjectKey{Namespace: names.Namespace, Name: names.RouterName(shard)}
 		wctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 		err := waitFor(wctx, 200*time.Millisecond, func(ctx context.Context) (bool, error) {
 			if err := user.Client.Get(ctx, key, d); err != nil {
@@ -183,7 +254,7 @@ func StartRouters(ctx context.Context, t testing.TB, user *ControlPlane, shards 
 			t.Fatalf("router %s not ready: %v", key.Name, err)
 		}
 		pods := &corev1.PodList{}
-		if err := user.Client.List(ctx, pods, client.InNamespace(ingress.Namespace), client.MatchingLabels{ingress.ShardLabel: shard}); err != nil {
+		if err := user.Client.List(ctx, pods, client.InNamespace(names.Namespace), client.MatchingLabels{v1alpha1.ShardLabel: shard}); err != nil {
 			t.Fatal(err)
 		}
 		for _, p := range pods.Items {

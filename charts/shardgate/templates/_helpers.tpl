@@ -22,9 +22,19 @@ app.kubernetes.io/component: seed-controller
 {{- required "dns.zone is required: the DNS zone user-cluster domains are created in, e.g. --set dns.zone=clusters.example.com" .Values.dns.zone | trimSuffix "." -}}
 {{- end -}}
 
+{{/* Namespaces whose kubeconfig Secrets register clusters. */}}
+{{- define "shardgate.secretNamespaces" -}}
+{{- if .Values.sources.kubeconfigSecretNamespaces -}}{{ join "," .Values.sources.kubeconfigSecretNamespaces }}{{- else -}}{{ .Release.Namespace }}{{- end -}}
+{{- end -}}
+
 {{/* The controller's flags; tests run the binary with exactly these. */}}
 {{- define "shardgate.args" -}}
 - --dns-zone={{ include "shardgate.zone" . }}
+- --served-zones={{ if .Values.dns.servedZones }}{{ join "," .Values.dns.servedZones }}{{ else }}{{ include "shardgate.zone" . }}{{ end }}
+- --kubeconfig-secret-namespaces={{ include "shardgate.secretNamespaces" . }}
+- --source-removal-grace={{ .Values.sources.removalGrace }}
+- --kubeconfig-resync-period={{ .Values.sources.kubeconfigResyncPeriod }}
+- --allow-insecure-kubeconfigs={{ .Values.sources.allowInsecureKubeconfigs }}
 - --metrics-bind-address=:{{ .Values.metrics.port }}
 - --health-probe-bind-address=:8081
 - --leader-elect={{ .Values.leaderElection.enabled }}

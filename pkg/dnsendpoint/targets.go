@@ -1,4 +1,4 @@
-package ingress
+package dnsendpoint
 
 import (
 	"net/netip"
@@ -32,7 +32,7 @@ func TargetNodes(s v1alpha1.ShardSpec, nodes []corev1.Node, pods []corev1.Pod) [
 		running := map[string]bool{}
 		for i := range pods {
 			p := &pods[i]
-			if p.Labels[ShardLabel] == s.Name && p.DeletionTimestamp == nil && podReady(p) && p.Spec.NodeName != "" {
+			if p.Labels[v1alpha1.ShardLabel] == s.Name && p.DeletionTimestamp == nil && podReady(p) && p.Spec.NodeName != "" {
 				running[p.Spec.NodeName] = true
 			}
 		}

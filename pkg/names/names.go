@@ -1,0 +1,87 @@
+// Package names holds the names Shardgate gives things in user clusters and DNS, shared by every
+// controller: the namespace, the IngressClass, router objects, shard domains and default hosts.
+package names
+
+import (
+	"crypto/sha256"
+	"encoding/base32"
+	"strings"
+
+	"github.com/shardgate/shardgate/api/v1alpha1"
+)
+
+// Names of what Shardgate owns in a user cluster.
+const (
+	// Namespace holds the routers.
+	Namespace = "shardgate-system"
+	// IngressClassName is the class all shards share (each serves only its shard label).
+	IngressClassName = "shardgate"
+	// UserInfoNamespace/UserInfoName: the ConfigMap that tells users where routes land.
+	UserInfoNamespace = "kube-public"
+	UserInfoName      = "shardgate-ingress"
+)
+
+// RouterName is the name of a shard's Deployment, Service, ServiceAccount and PDB.
+func RouterName(shard string) string { return "router-" + shard }
+
+// ShardDomain is the domain a shard owns: the cluster domain for "default", <shard>.<domain>
+// otherwise.
+func ShardDomain(shard, clusterDomain string) string {
+	if shard == v1alpha1.DefaultShardName {
+		return clusterDomain
+	}
+	return shard + "." + clusterDomain
+}
+
+// defaultHostHashLength is how many base32 characters of the (namespace, name) hash a default
+// host label carries: 40 bits.
+const defaultHostHashLength = 8
+
+var hostHash = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadding(base32.NoPadding)
+
+// DefaultHostLabel is the first label of the default host of Ingress name in namespace:
+// <name>-<namespace>-<hash>, where hash is 8 base32 characters of SHA-256(namespace/name).
+//
+// <name>-<namespace> alone is ambiguous (a-b in c and a in b-c both give a-b-c): the hash tells
+// the pairs apart, so default hosts never collide, and since the label can be recognised
+// (IsDefaultHostLabelOf), no one can claim another Ingress' default host before it exists. Dots in
+// an Ingress name become dashes. ok is false when the label would exceed 63 characters.
+func DefaultHostLabel(namespace, name string) (string, bool) {
+	l := strings.ReplaceAll(name, ".", "-") + "-" + namespace + "-" + pairHash(namespace, name)
+	return l, len(l) <= 63
+}
+
+func pairHash(namespace, name string) string {
+	sum := sha256.Sum256([]byte(namespace + "/" + name))
+	return hostHash.EncodeToString(sum[:])[:defaultHostHashLength]
+}
+
+// DefaultHostOwner reports whether label is the default host label of some Ingress, existing or
+// not, and of which: it tries every split of the label's readable part into name and namespace
+// and checks the hash. An Ingress name with dots (rare) is not recognised here, because its dots
+// are dashes in the label; the allocation planner also compares claims with the default labels
+// of every existing Ingress, which covers those.
+func DefaultHostOwner(label string) (namespace, name string, ok bool) {
+	i := len(label) - defaultHostHashLength - 1
+	if i <= 2 || label[i] != '-' {
+		return "", "", false
+	}
+	readable, hash := label[:i], label[i+1:]
+	for j := 1; j < len(readable)-1; j++ {
+		if readable[j] != '-' {
+			continue
+		}
+		n, ns := readable[:j], readable[j+1:]
+		if pairHash(ns, n) == hash {
+			return ns, n, true
+		}
+	}
+	return "", "", false
+}
+
+// IsDefaultHostLabelOf reports whether label is the default host label of Ingress name in
+// namespace.
+func IsDefaultHostLabelOf(label, namespace, name string) bool {
+	l, ok := DefaultHostLabel(namespace, name)
+	return ok && l == label
+}
