@@ -250,12 +250,13 @@ func TestClusterWithoutAdmissionPolicyAPI(t *testing.T) {
 	dirs, err := framework.SeedCRDDirs()
 	must(t, err)
 	seed := framework.StartControlPlane(t, "seed", framework.ControlPlaneOptions{CRDDirs: dirs})
-	old := framework.StartControlPlane(t, "old", framework.ControlPlaneOptions{
-		RuntimeConfig: "admissionregistration.k8s.io/v1/validatingadmissionpolicies=false,admissionregistration.k8s.io/v1/validatingadmissionpolicybindings=false"})
+	old := framework.StartControlPlane(t, "old", framework.ControlPlaneOptions{APIServerFlags: map[string]string{
+		"runtime-config":            "admissionregistration.k8s.io/v1/validatingadmissionpolicies=false,admissionregistration.k8s.io/v1/validatingadmissionpolicybindings=false",
+		"disable-admission-plugins": "ValidatingAdmissionPolicy",
+	}})
 	framework.StartController(t, seed, "--dns-zone=old.test")
 	createProfile(ctx, t, seed, "all", nil, v1alpha1.DNSSettings{},
 		v1alpha1.ShardSpec{Name: v1alpha1.DefaultShardName, Publishing: v1alpha1.PublishNodePort})
-	addNodes(ctx, t, old, nodeSpec("n1", "127.0.71.1"))
 	registerKubeconfigSecret(ctx, t, seed, "default", "old", "old", old, nil)
 	waitCondition(ctx, t, seed, key("old"), v1alpha1.ConditionClusterReachable, metav1.ConditionTrue, v1alpha1.ReasonReachable)
 	waitCondition(ctx, t, seed, key("old"), v1alpha1.ConditionRoutesProtected, metav1.ConditionFalse, v1alpha1.ReasonPolicyUnsupported)

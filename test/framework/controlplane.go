@@ -49,9 +49,9 @@ type ControlPlaneOptions struct {
 	Scheme *runtime.Scheme
 	// SimulatedNodes also starts kube-scheduler, kube-controller-manager and kwok.
 	SimulatedNodes bool
-	// RuntimeConfig is the API server's --runtime-config (e.g. to switch an API off, as older
-	// Kubernetes versions do not serve it).
-	RuntimeConfig string
+	// APIServerFlags are set on kube-apiserver (e.g. --runtime-config to switch an API off, as
+	// older Kubernetes versions do not serve it).
+	APIServerFlags map[string]string
 }
 
 // StartControlPlane starts a control plane named name for t and stops it when t ends.
@@ -115,8 +115,8 @@ func startControlPlane(testDir, name string, opts ControlPlaneOptions) (*Control
 			Etcd:      &envtest.Etcd{DataDir: filepath.Join(dir, "etcd"), Out: etcdLog, Err: etcdLog},
 		},
 	}
-	if opts.RuntimeConfig != "" {
-		env.ControlPlane.APIServer.Configure().Set("runtime-config", opts.RuntimeConfig)
+	for k, v := range opts.APIServerFlags {
+		env.ControlPlane.APIServer.Configure().Set(k, v)
 	}
 	for _, d := range []string{env.ControlPlane.APIServer.CertDir, env.ControlPlane.Etcd.DataDir} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
