@@ -116,5 +116,5 @@ type ClusterIngressList struct {
 }
 
 func init() {
-	SchemeBuilder.Register(&ClusterIngress{}, &ClusterIngressList{})
+	register(&ClusterIngress{}, &ClusterIngressList{})
 }

@@ -68,3 +68,11 @@ func ResolveIngressClass(c IngressClassSettings) IngressClassSettings {
 	}
 	return c
 }
+
+// ShardsOrDefault are the ClusterIngress' shards, or the default shard when it lists none.
+func (s *ClusterIngressSpec) ShardsOrDefault() []ShardSpec {
+	if len(s.Shards) == 0 {
+		return ResolveShards(nil)
+	}
+	return s.Shards
+}

@@ -222,5 +222,5 @@ type IngressProfileList struct {
 }
 
 func init() {
-	SchemeBuilder.Register(&IngressProfile{}, &IngressProfileList{})
+	register(&IngressProfile{}, &IngressProfileList{})
 }

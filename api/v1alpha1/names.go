@@ -12,10 +12,12 @@ const (
 	// removed even when the controller was down while the cluster was deleted.
 	DNSCleanupFinalizer = "shardgate.io/dns-cleanup"
 	// UserClusterCleanupFinalizer keeps a ClusterIngress (and its engagement) until Shardgate's
-	// objects are gone from the user cluster and its Ingresses no longer carry allocation labels
-	// and annotations: a cluster that stops being selected is left as if Shardgate had never
-	// been there.
+	// objects are gone from the user cluster: with AllocationCleanupFinalizer, a cluster that
+	// stops being selected is left as if Shardgate had never been there.
 	UserClusterCleanupFinalizer = "shardgate.io/user-cluster-cleanup"
+	// AllocationCleanupFinalizer keeps a ClusterIngress (and its engagement) until the cluster's
+	// Ingresses no longer carry Shardgate's label, allocation annotations and addresses.
+	AllocationCleanupFinalizer = "shardgate.io/allocation-cleanup"
 	// CleanupAnnotation (value CleanupBestEffort) on a ClusterIngress being deleted says the
 	// cluster itself is going away (its Cluster is being deleted, or its source is gone): the
 	// user-cluster cleanup runs if the cluster can be observed and is skipped if not, instead of
@@ -38,6 +40,10 @@ const (
 	// FieldOwner is the server-side-apply field manager of everything Shardgate writes.
 	FieldOwner = "shardgate"
 )
+
+// AllocationAnnotations are the annotations Shardgate writes on an Ingress (besides the shard
+// label); only Shardgate may set them.
+var AllocationAnnotations = []string{AllocationAnnotation, ShardAnnotation, HostsAnnotation, CNAMETargetAnnotation}
 
 // Cluster source kinds in ClusterReference.Kind.
 const (

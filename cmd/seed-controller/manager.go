@@ -9,10 +9,15 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
-	"github.com/shardgate/shardgate/pkg/dnsendpoint"
-	"github.com/shardgate/shardgate/pkg/ingress"
-	"github.com/shardgate/shardgate/pkg/profile"
-	"github.com/shardgate/shardgate/pkg/usercluster"
+	"github.com/shardgate/shardgate/pkg/clusteraccess"
+	"github.com/shardgate/shardgate/pkg/controller/allocation"
+	"github.com/shardgate/shardgate/pkg/controller/dns"
+	"github.com/shardgate/shardgate/pkg/controller/engagement"
+	"github.com/shardgate/shardgate/pkg/controller/lifecycle"
+	"github.com/shardgate/shardgate/pkg/controller/profile"
+	"github.com/shardgate/shardgate/pkg/controller/shards"
+	"github.com/shardgate/shardgate/pkg/dnsrecords"
+	"github.com/shardgate/shardgate/pkg/sources"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -29,7 +34,7 @@ func newScheme() *runtime.Scheme {
 	utilruntime.Must(clientgoscheme.AddToScheme(s))
 	utilruntime.Must(v1alpha1.AddToScheme(s))
 	utilruntime.Must(clusterv1.AddToScheme(s))
-	utilruntime.Must(dnsendpoint.AddToScheme(s))
+	utilruntime.Must(dnsrecords.AddToScheme(s))
 	return s
 }
 
@@ -41,7 +46,7 @@ func newManager(cfg *rest.Config, o options) (ctrl.Manager, error) {
 			DefaultTransform: cache.TransformStripManagedFields(),
 			// Only kubeconfig Secrets, only in the namespaces the operator listed: the seed's
 			// other Secrets are none of Shardgate's business.
-			ByObject: map[client.Object]cache.ByObject{&corev1.Secret{}: usercluster.KubeconfigSecretCache(o.secretNamespaces)},
+			ByObject: map[client.Object]cache.ByObject{&corev1.Secret{}: lifecycle.KubeconfigSecretCache(o.secretNamespaces)},
 		},
 		Metrics:                 metricsserver.Options{BindAddress: o.metricsAddr},
 		HealthProbeBindAddress:  o.healthAddr,
@@ -78,9 +83,12 @@ func newManager(cfg *rest.Config, o options) (ctrl.Manager, error) {
 // addControllers registers Shardgate's controllers. They share one Engager: one cache per user
 // cluster, whatever the number of controllers reading it.
 func addControllers(mgr ctrl.Manager, o options) error {
-	engager, err := usercluster.NewEngager(usercluster.Options{Log: ctrl.Log.WithName("engager"),
-		Kubeconfig: usercluster.KubeconfigPolicy{AllowInsecure: o.allowInsecure}})
+	engager, err := clusteraccess.NewEngager(clusteraccess.Options{Log: ctrl.Log.WithName("engager"),
+		Kubeconfig: clusteraccess.KubeconfigPolicy{AllowInsecure: o.allowInsecure}})
 	if err != nil {
+		return err
+	}
+	if err := mgr.Add(engager); err != nil { // disengages every cluster when the manager stops
 		return err
 	}
 	dc, err := discovery.NewDiscoveryClientForConfig(mgr.GetConfig())
@@ -90,16 +98,22 @@ func addControllers(mgr ctrl.Manager, o options) error {
 	if len(o.secretNamespaces) == 0 {
 		ctrl.Log.WithName("setup").Info("no --kubeconfig-secret-namespaces and no namespace of its own: kubeconfig Secrets register no clusters")
 	}
-	capi := &usercluster.ClusterAPI{Discovery: dc, Log: ctrl.Log.WithName("cluster-api")}
-	if err := usercluster.Add(mgr, usercluster.Config{DefaultZone: o.dnsZone, ClusterAPI: capi, Engager: engager,
-		SecretNamespaces: o.secretNamespaces, RemovalGrace: o.removalGrace, KubeconfigResync: o.kubeconfigResync,
-		Concurrency: o.concurrency}); err != nil {
+	capi := &sources.ClusterAPI{Discovery: dc, Log: ctrl.Log.WithName("cluster-api")}
+	if err := lifecycle.Add(mgr, lifecycle.Config{DefaultZone: o.dnsZone, ClusterAPI: capi, SecretNamespaces: o.secretNamespaces,
+		RemovalGrace: o.removalGrace, Concurrency: o.concurrency}); err != nil {
 		return err
 	}
-	if err := dnsendpoint.Add(mgr, dnsendpoint.Config{Engager: engager, ServedZones: o.servedZones, Concurrency: o.concurrency}); err != nil {
+	if err := engagement.Add(mgr, engagement.Config{Registry: engager, ClusterAPI: capi, SecretNamespaces: o.secretNamespaces,
+		KubeconfigResync: o.kubeconfigResync, Concurrency: o.concurrency}); err != nil {
 		return err
 	}
-	if err := ingress.Add(mgr, engager, o.concurrency); err != nil {
+	if err := dns.Add(mgr, dns.Config{Access: engager, ServedZones: o.servedZones, Concurrency: o.concurrency}); err != nil {
+		return err
+	}
+	if err := shards.Add(mgr, engager, o.concurrency); err != nil {
+		return err
+	}
+	if err := allocation.Add(mgr, engager, o.concurrency); err != nil {
 		return err
 	}
 	return profile.Add(mgr, o.dnsZone)

@@ -44,7 +44,7 @@ check_runs() {
   case $name in
     etcd) arg=--version ;;
     kwok) arg=--version ;;
-    helm|controller-gen) arg=version ;;
+    helm|controller-gen|golangci-lint) arg=version ;;
     traefik) arg=version ;;
   esac
   [[ $name == controller-gen ]] && arg=--version
@@ -84,6 +84,7 @@ tool_kwok() { build kwok "$KWOK_VERSION" -- go_build_in "$here/kwok" sigs.k8s.io
 tool_external-dns() { build external-dns "$EXTERNAL_DNS_VERSION" -- go_build_in "$here/external-dns" sigs.k8s.io/external-dns "-X sigs.k8s.io/external-dns/pkg/apis/externaldns.Version=$EXTERNAL_DNS_VERSION"; }
 tool_traefik() { build traefik "$TRAEFIK_VERSION" -- go_build_in "$here/traefik" github.com/traefik/traefik/v3/cmd/traefik "-X github.com/traefik/traefik/v3/pkg/version.Version=$TRAEFIK_VERSION"; }
 tool_controller-gen() { build controller-gen "$CONTROLLER_GEN_VERSION" -- go_build_in "$here/controller-gen" sigs.k8s.io/controller-tools/cmd/controller-gen "-X sigs.k8s.io/controller-tools/pkg/version.version=$CONTROLLER_GEN_VERSION"; }
+tool_golangci-lint() { build golangci-lint "$GOLANGCI_LINT_VERSION" -- go_build_in "$here/golangci-lint" github.com/golangci/golangci-lint/v2/cmd/golangci-lint "-X main.version=$GOLANGCI_LINT_VERSION"; }
 tool_helm() { build helm "$HELM_VERSION" -- go_build_in "$here/helm" helm.sh/helm/v3/cmd/helm "-X helm.sh/helm/v3/internal/version.version=$HELM_VERSION"; }
 
 # crds copies the CRDs the harness installs from the pinned upstream modules (downloaded, never
@@ -103,7 +104,7 @@ tool_crds() {
   ln -sfn "$dir" "$links/crds"
 }
 
-all=(crds controller-gen etcd kubernetes kwok external-dns helm traefik)
+all=(crds controller-gen golangci-lint etcd kubernetes kwok external-dns helm traefik)
 want=("$@")
 [[ ${#want[@]} -gt 0 ]] || want=("${all[@]}")
 total=$SECONDS

@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
-	"github.com/shardgate/shardgate/pkg/dnsendpoint"
+	"github.com/shardgate/shardgate/pkg/dnsrecords"
 	"github.com/shardgate/shardgate/test/framework"
 )
 
@@ -145,7 +145,7 @@ func setReadyStatus(ctx context.Context, b *testing.B, u *framework.ControlPlane
 func waitTargets(ctx context.Context, b *testing.B, seed *framework.ControlPlane, name string, want int) {
 	deadline := time.Now().Add(60 * time.Second)
 	for {
-		ep := &dnsendpoint.DNSEndpoint{}
+		ep := &dnsrecords.DNSEndpoint{}
 		err := seed.Client.Get(ctx, types.NamespacedName{Namespace: "default", Name: name}, ep)
 		if err == nil && len(ep.Spec.Endpoints) > 0 && len(ep.Spec.Endpoints[0].Targets) == want {
 			return
@@ -180,8 +180,9 @@ func seedWrites(ctx context.Context, b *testing.B, seed *framework.ControlPlane)
 		}
 		var v float64
 		fields := strings.Fields(line)
-		fmt.Sscanf(fields[len(fields)-1], "%g", &v)
-		total += int(v)
+		if _, err := fmt.Sscanf(fields[len(fields)-1], "%g", &v); err == nil {
+			total += int(v)
+		}
 	}
 	return total
 }

@@ -13,8 +13,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
-	"github.com/shardgate/shardgate/pkg/ingress"
 	"github.com/shardgate/shardgate/pkg/names"
+	"github.com/shardgate/shardgate/pkg/render"
 	"github.com/shardgate/shardgate/test/framework"
 )
 
@@ -45,7 +45,7 @@ func BenchmarkProfileRollout(b *testing.B) {
 			createReadyNode(ctx, b, u, "n1", fmt.Sprintf("127.0.%d.1", 100+i))
 		}
 		framework.StartController(b, env.Seed, "--dns-zone=bench.test")
-		waitImage(ctx, b, env.Users, shards, ingress.TraefikImage)
+		waitImage(ctx, b, env.Users, shards, render.TraefikImage)
 
 		var took []time.Duration
 		for r := range rounds {

@@ -87,7 +87,7 @@ func startBIND(testDir, zone string) (*DNSServer, error) {
 	defer cancel()
 	if err := waitFor(ctx, 100*time.Millisecond, func(ctx context.Context) (bool, error) {
 		if exited, err := s.proc.Exited(); exited {
-			return false, fmt.Errorf("named exited: %v", err)
+			return false, fmt.Errorf("named exited: %w", err)
 		}
 		r, err := s.Query(ctx, s.Zone, dns.TypeSOA)
 		return err == nil && r.Rcode == dns.RcodeSuccess, err

@@ -37,7 +37,7 @@ func ControllerBinary() (string, error) {
 		cmd := exec.Command("go", "build", "-o", builtBin, "./cmd/seed-controller")
 		cmd.Dir = root
 		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("go build seed-controller: %v\n%s", err, out)
+			buildErr = fmt.Errorf("go build seed-controller: %w\n%s", err, out)
 		}
 	})
 	return builtBin, buildErr
@@ -129,11 +129,11 @@ func (c *Controller) start() error {
 	defer cancel()
 	return waitFor(ctx, 100*time.Millisecond, func(ctx context.Context) (bool, error) {
 		if exited, err := p.Exited(); exited {
-			return false, fmt.Errorf("seed-controller exited: %v\n%s", err, p.Tail(3000))
+			return false, fmt.Errorf("seed-controller exited: %w\n%s", err, p.Tail(3000))
 		}
 		resp, err := http.Get("http://" + c.HealthAddr + "/readyz")
 		if err != nil {
-			return false, nil
+			return false, nil //nolint:nilerr // not up yet: keep polling
 		}
 		resp.Body.Close()
 		return resp.StatusCode == http.StatusOK, nil

@@ -87,7 +87,7 @@ func startExternalDNS(testDir string, seed *ControlPlane, server *DNSServer, opt
 	defer cancel()
 	if err := waitFor(ctx, 200*time.Millisecond, func(ctx context.Context) (bool, error) {
 		if exited, err := e.proc.Exited(); exited {
-			return false, fmt.Errorf("external-dns exited: %v", err)
+			return false, fmt.Errorf("external-dns exited: %w", err)
 		}
 		return e.healthy(ctx), nil
 	}); err != nil {

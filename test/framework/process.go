@@ -171,7 +171,7 @@ func waitFor(ctx context.Context, interval time.Duration, cond func(context.Cont
 		select {
 		case <-ctx.Done():
 			if lastErr != nil {
-				return fmt.Errorf("%w (last error: %v)", ctx.Err(), lastErr)
+				return fmt.Errorf("%w (last error: %w)", ctx.Err(), lastErr)
 			}
 			return ctx.Err()
 		case <-t.C:

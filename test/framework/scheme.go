@@ -8,7 +8,7 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
-	"github.com/shardgate/shardgate/pkg/dnsendpoint"
+	"github.com/shardgate/shardgate/pkg/dnsrecords"
 )
 
 // Scheme knows the built-in types, CRDs, Cluster API's Cluster (v1beta2), Shardgate's API and
@@ -19,6 +19,6 @@ func Scheme() *runtime.Scheme {
 	utilruntime.Must(apiextensionsv1.AddToScheme(s))
 	utilruntime.Must(clusterv1.AddToScheme(s))
 	utilruntime.Must(v1alpha1.AddToScheme(s))
-	utilruntime.Must(dnsendpoint.AddToScheme(s))
+	utilruntime.Must(dnsrecords.AddToScheme(s))
 	return s
 }

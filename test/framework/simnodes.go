@@ -87,7 +87,7 @@ func (cp *ControlPlane) startSimulatedNodes() error {
 	time.Sleep(500 * time.Millisecond)
 	for _, p := range sim.procs {
 		if exited, err := p.Exited(); exited {
-			return fmt.Errorf("%s exited: %v\n%s", p.Name, err, p.Tail(2000))
+			return fmt.Errorf("%s exited: %w\n%s", p.Name, err, p.Tail(2000))
 		}
 	}
 	return nil

@@ -112,11 +112,11 @@ func startTraefik(testDir string, user *ControlPlane, d *appsv1.Deployment, node
 	defer cancel()
 	if err := waitFor(ctx, 100*time.Millisecond, func(ctx context.Context) (bool, error) {
 		if exited, err := p.Exited(); exited {
-			return false, fmt.Errorf("traefik exited: %v\n%s", err, p.Tail(2000))
+			return false, fmt.Errorf("traefik exited: %w\n%s", err, p.Tail(2000))
 		}
 		resp, err := http.Get("http://" + nodeIP + ":9000/ping")
 		if err != nil {
-			return false, nil
+			return false, nil //nolint:nilerr // not up yet: keep polling
 		}
 		resp.Body.Close()
 		return resp.StatusCode == http.StatusOK, nil

@@ -1,0 +1,348 @@
+package allocation
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/shardgate/shardgate/pkg/names"
+)
+
+// Shard is a shard as the allocation planner sees it.
+type Shard struct {
+	Name, Domain string
+	// NamespaceSelector and RouteSelector filter which Ingresses may land here (nil: all).
+	NamespaceSelector, RouteSelector labels.Selector
+	// Capacity is the shard's ready routers, for LeastLoaded.
+	Capacity int
+}
+
+// Route is an Ingress as the planner sees it.
+type Route struct {
+	Namespace, Name string
+	Labels          map[string]string
+	NamespaceLabels map[string]string
+	// Hosts has one entry per rule; "" for a rule without a host.
+	Hosts []string
+	// Shard is the current allocation ("" for a new Ingress).
+	Shard string
+	// HeldHosts are the hosts Shardgate allocated to it before (its shardgate.io/hosts
+	// annotation, which only Shardgate can write): the claims it holds.
+	HeldHosts []string
+	Created   time.Time
+}
+
+// Config is the cluster-wide allocation policy.
+type Config struct {
+	// ClusterDomain is <clusterid>.<zone>; Zone is the parent zone shared with other clusters.
+	ClusterDomain, Zone string
+	Strategy            Strategy
+	// InterNamespace lets several namespaces serve the same host (default: the first claims it).
+	InterNamespace bool
+	// AllowWildcards accepts hosts like *.example.org.
+	AllowWildcards bool
+}
+
+// Allocation is the planner's decision for one Ingress.
+type Allocation struct {
+	Namespace, Name string
+	Shard           string
+	// Domain is the shard's domain apex: the Ingress' address and its CNAME target.
+	Domain string
+	// Hosts are the final hosts, one per rule (default hosts filled in).
+	Hosts []string
+	// CNAMETarget is the name a custom host must CNAME to (the shard's domain apex); empty when
+	// every host is under the cluster domain.
+	CNAMETarget string
+	Rejected    bool
+	Reason      string
+	// MovedFrom is set when the Ingress left a shard; MoveReason says why.
+	MovedFrom, MoveReason string
+}
+
+// PlanAllocations decides every Ingress' shard and hosts.
+//
+// Hosts belong to their first claimant: the hosts an allocated Ingress holds (HeldHosts) are
+// recorded before any decision, so an Ingress edited to another namespace's host is refused
+// however old it is, and the holder keeps serving. Allocations are sticky (clients cache DNS):
+// an Ingress moves only when its shard is removed or when its hosts now name another shard's
+// domain (the name resolves to that shard; staying would 404). New Ingresses are decided in
+// creation order.
+func PlanAllocations(cfg Config, shards []Shard, routes []Route) []Allocation {
+	p := newPlanner(cfg, shards, routes)
+	// Allocated routes first (their claims predate any new decision), then by age. The sort
+	// works on pointers with the "allocated" bit worked out once: a pass over 10,000 Ingresses
+	// must not look shards up or copy routes in every comparison.
+	type entry struct {
+		r      *Route
+		sticky bool
+	}
+	order := make([]entry, len(routes))
+	for i := range routes {
+		order[i] = entry{r: &routes[i], sticky: routes[i].Shard != "" && p.byName[routes[i].Shard] != nil}
+	}
+	slices.SortFunc(order, func(x, y entry) int {
+		if x.sticky != y.sticky {
+			if x.sticky {
+				return -1
+			}
+			return 1
+		}
+		return compareAge(x.r, y.r)
+	})
+	out := make([]Allocation, 0, len(order))
+	for _, e := range order {
+		a := p.allocate(*e.r)
+		if !a.Rejected {
+			p.load[a.Shard]++
+			p.allocated++
+			for _, h := range a.Hosts {
+				if _, ok := p.owner[h]; !ok {
+					p.owner[h] = e.r.Namespace
+				}
+			}
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
+func compareAge(a, b *Route) int {
+	return cmp.Or(a.Created.Compare(b.Created), strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
+}
+
+type planner struct {
+	cfg    Config
+	shards []Shard
+	byName map[string]*Shard
+	load   map[string]int
+	// owner is host -> namespace: held claims first, then each decision's.
+	owner map[string]string
+	// defaultLabels maps the default host label of every Ingress to it, so that no one can
+	// claim another Ingress' default host (names.DefaultHostOwner covers Ingresses to come).
+	defaultLabels map[string]string
+	allocated     int
+}
+
+func newPlanner(cfg Config, shards []Shard, routes []Route) *planner {
+	p := &planner{cfg: cfg, shards: slices.Clone(shards), byName: map[string]*Shard{}, load: map[string]int{},
+		owner: map[string]string{}, defaultLabels: map[string]string{}}
+	slices.SortFunc(p.shards, func(a, b Shard) int { return strings.Compare(a.Name, b.Name) })
+	for i := range p.shards {
+		p.byName[p.shards[i].Name] = &p.shards[i]
+	}
+	holders := make([]*Route, 0, len(routes))
+	for i := range routes {
+		r := &routes[i]
+		if strings.Contains(r.Name, ".") { // the others are recognised by their hash alone
+			if l, ok := names.DefaultHostLabel(r.Namespace, r.Name); ok {
+				p.defaultLabels[l] = r.Namespace + "/" + r.Name
+			}
+		}
+		if r.Shard != "" && len(r.HeldHosts) > 0 {
+			holders = append(holders, r)
+		}
+	}
+	// Held claims, oldest first where two namespaces hold one host (possible only after
+	// InterNamespaceAllowed was turned off): the older keeps it.
+	slices.SortFunc(holders, compareAge)
+	for _, r := range holders {
+		inSpec := map[string]bool{}
+		for _, h := range r.Hosts {
+			inSpec[normalizeHost(h)] = true
+		}
+		for _, h := range r.HeldHosts {
+			if _, taken := p.owner[h]; !taken && inSpec[h] {
+				p.owner[h] = r.Namespace // still in the spec: still claimed
+			}
+		}
+	}
+	return p
+}
+
+func (p *planner) allocate(r Route) Allocation {
+	cfg := p.cfg
+	a := Allocation{Namespace: r.Namespace, Name: r.Name}
+	reject := func(format string, args ...any) Allocation {
+		a.Rejected, a.Reason, a.Shard, a.Domain, a.Hosts, a.MovedFrom, a.MoveReason = true, fmt.Sprintf(format, args...), "", "", nil, "", ""
+		return a
+	}
+	if len(r.Hosts) == 0 {
+		r.Hosts = []string{""} // an Ingress with only a default backend gets one default host
+	}
+	ownLabel, ownLabelOK := names.DefaultHostLabel(r.Namespace, r.Name)
+	// Hosts fix the shard when they are under a shard's domain. A default host Shardgate wrote
+	// earlier (its label is the Ingress' own) fixes nothing: it is re-derived below, which
+	// rewrites it after a zone, cluster ID or shard change.
+	hosts := make([]string, len(r.Hosts))
+	forced, custom := "", false
+	for i, h := range r.Hosts {
+		if h == "" || p.ownDefaultHost(h, r, ownLabel) {
+			continue
+		}
+		norm, err := ValidateHost(h, cfg)
+		if err != nil {
+			return reject("%v", err)
+		}
+		hosts[i] = norm
+		if !InDomain(norm, cfg.ClusterDomain) {
+			custom = true
+			continue
+		}
+		s := shardOfHost(norm, p.shards)
+		if s == nil {
+			return reject("host %s is under the cluster domain but under no shard's domain", norm)
+		}
+		if err := p.checkShardName(norm, s, r); err != nil {
+			return reject("%v", err)
+		}
+		if forced != "" && forced != s.Name {
+			return reject("hosts are under two shards' domains (%s and %s); split the Ingress", forced, s.Name)
+		}
+		forced = s.Name
+	}
+	cur := p.byName[r.Shard]
+	switch {
+	case cur != nil && (forced == "" || forced == cur.Name):
+		a.Shard = cur.Name // sticky
+	default:
+		if r.Shard != "" {
+			a.MovedFrom = r.Shard
+			a.MoveReason = fmt.Sprintf("shard %s was removed", r.Shard)
+			if cur != nil {
+				a.MoveReason = fmt.Sprintf("its host is under shard %s's domain, which DNS sends to that shard", forced)
+			}
+		}
+		cands := p.candidates(r, forced)
+		switch {
+		case len(cands) == 0 && forced != "":
+			return reject("its host is under shard %s's domain, but that shard does not accept this namespace or route", forced)
+		case len(cands) == 0:
+			return reject("no shard accepts this Ingress (namespace and route selectors)")
+		}
+		a.Shard = cfg.Strategy.Pick(cands)
+	}
+	domain := p.byName[a.Shard].Domain
+	a.Domain = domain
+	for _, h := range hosts {
+		if h == "" {
+			if !ownLabelOK {
+				return reject("its default host label %q is longer than 63 characters; set a host", ownLabel)
+			}
+			h = ownLabel + "." + domain
+		}
+		if ns, ok := p.owner[h]; ok && ns != r.Namespace && !cfg.InterNamespace {
+			return reject("host %s is already served for namespace %s", h, ns)
+		}
+		a.Hosts = append(a.Hosts, h)
+	}
+	if custom {
+		a.CNAMETarget = domain
+	}
+	return a
+}
+
+// ownDefaultHost reports whether h is a default host Shardgate gave this Ingress earlier: its
+// first label is the Ingress' own default label, or, from before default labels carried a hash,
+// <name>-<namespace> on a host Shardgate allocated to it that is no longer directly under a
+// shard's domain (the zone, cluster ID or shard changed).
+func (p *planner) ownDefaultHost(h string, r Route, ownLabel string) bool {
+	h = normalizeHost(h)
+	label, rest, ok := strings.Cut(h, ".")
+	if !ok {
+		return false
+	}
+	if label == ownLabel {
+		return true
+	}
+	return label == r.Name+"-"+r.Namespace && slices.Contains(r.HeldHosts, h) &&
+		!slices.ContainsFunc(p.shards, func(s Shard) bool { return s.Domain == rest })
+}
+
+// checkShardName refuses hosts under a shard's domain that are Shardgate's own names or another
+// Ingress' default host.
+func (p *planner) checkShardName(h string, s *Shard, r Route) error {
+	if bare := strings.TrimPrefix(h, "*."); bare == s.Domain {
+		if h == bare {
+			return fmt.Errorf("host %s is shard %s's own name (the CNAME target of custom hosts); no route may claim it", h, s.Name)
+		}
+		return fmt.Errorf("host %s would take every name of shard %s; no route may claim it", h, s.Name)
+	}
+	label, rest, _ := strings.Cut(h, ".")
+	if rest != s.Domain {
+		return nil
+	}
+	if ns, name, ok := names.DefaultHostOwner(label); ok && (ns != r.Namespace || name != r.Name) {
+		return fmt.Errorf("host %s is reserved as the default host of Ingress %s in namespace %s", h, name, ns)
+	}
+	if owner, ok := p.defaultLabels[label]; ok && owner != r.Namespace+"/"+r.Name {
+		return fmt.Errorf("host %s is reserved as the default host of Ingress %s", h, owner)
+	}
+	return nil
+}
+
+// candidates are the shards that accept r, restricted to forced when set.
+func (p *planner) candidates(r Route, forced string) []ShardLoad {
+	var cands []ShardLoad
+	for _, s := range p.shards {
+		if s.NamespaceSelector != nil && !s.NamespaceSelector.Matches(labels.Set(r.NamespaceLabels)) {
+			continue
+		}
+		if s.RouteSelector != nil && !s.RouteSelector.Matches(labels.Set(r.Labels)) {
+			continue
+		}
+		if forced != "" && s.Name != forced {
+			continue
+		}
+		cands = append(cands, ShardLoad{Name: s.Name, Routes: p.load[s.Name], Capacity: s.Capacity, Seq: p.allocated})
+	}
+	return cands
+}
+
+func normalizeHost(h string) string {
+	return strings.ToLower(strings.TrimSuffix(strings.TrimSpace(h), "."))
+}
+
+// ValidateHost normalizes a rule host and refuses what Shardgate must not serve: invalid names,
+// wildcards unless allowed, and names of another cluster or of the seed (under the zone but
+// outside this cluster's domain).
+func ValidateHost(host string, cfg Config) (string, error) {
+	h := normalizeHost(host)
+	if strings.HasPrefix(h, "*.") {
+		if !cfg.AllowWildcards {
+			return "", fmt.Errorf("wildcard host %s is not allowed by the IngressProfile", h)
+		}
+		if errs := validation.IsWildcardDNS1123Subdomain(h); len(errs) > 0 {
+			return "", fmt.Errorf("host %s is not a valid wildcard name: %s", h, strings.Join(errs, "; "))
+		}
+	} else if errs := validation.IsDNS1123Subdomain(h); len(errs) > 0 {
+		return "", fmt.Errorf("host %q is not a valid DNS name: %s", h, strings.Join(errs, "; "))
+	}
+	if cfg.Zone != "" && InDomain(h, cfg.Zone) && !InDomain(h, cfg.ClusterDomain) {
+		return "", fmt.Errorf("host %s is under %s but outside this cluster's domain %s: it belongs to another cluster or the seed", h, cfg.Zone, cfg.ClusterDomain)
+	}
+	return h, nil
+}
+
+// InDomain reports whether host is domain or a name under it.
+func InDomain(host, domain string) bool {
+	return host == domain || strings.HasSuffix(host, "."+domain)
+}
+
+// shardOfHost returns the shard whose domain is the longest suffix of host: x.edge.c1.z belongs
+// to shard edge, x.c1.z to default (DNS wildcards stop at existing names the same way).
+func shardOfHost(host string, shards []Shard) *Shard {
+	var best *Shard
+	for i := range shards {
+		s := &shards[i]
+		if InDomain(strings.TrimPrefix(host, "*."), s.Domain) && (best == nil || len(s.Domain) > len(best.Domain)) {
+			best = s
+		}
+	}
+	return best
+}

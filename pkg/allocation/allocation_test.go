@@ -1,0 +1,311 @@
+package allocation
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/shardgate/shardgate/api/v1alpha1"
+	"github.com/shardgate/shardgate/pkg/names"
+)
+
+var t0 = time.Unix(1_000_000, 0)
+
+func route(ns, name string, age int, shard string, hosts ...string) Route {
+	return Route{Namespace: ns, Name: name, Hosts: hosts, Shard: shard, Created: t0.Add(time.Duration(age) * time.Second)}
+}
+
+// held is a route Shardgate allocated before: on shard, holding the hosts it was given.
+func held(r Route, shard string, hosts ...string) Route {
+	r.Shard, r.HeldHosts = shard, hosts
+	return r
+}
+
+func defaultHost(t *testing.T, ns, name string) string {
+	t.Helper()
+	l, ok := names.DefaultHostLabel(ns, name)
+	if !ok {
+		t.Fatalf("no default label for %s/%s", ns, name)
+	}
+	return l
+}
+
+func testShards() []Shard {
+	return []Shard{
+		{Name: "default", Domain: "c1.z", Capacity: 1},
+		{Name: "edge", Domain: "edge.c1.z", Capacity: 1},
+		{Name: "team", Domain: "team.c1.z", Capacity: 1, NamespaceSelector: labels.SelectorFromSet(labels.Set{"team": "a"})},
+	}
+}
+
+func plan(t *testing.T, strategy v1alpha1.AllocationStrategy, mutate func(*Config), shards []Shard, routes ...Route) map[string]Allocation {
+	t.Helper()
+	s, err := StrategyFor(strategy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{ClusterDomain: "c1.z", Zone: "z", Strategy: s}
+	if mutate != nil {
+		mutate(&cfg)
+	}
+	out := map[string]Allocation{}
+	for _, a := range PlanAllocations(cfg, shards, routes) {
+		out[a.Namespace+"/"+a.Name] = a
+	}
+	if len(out) != len(routes) {
+		t.Fatalf("%d decisions for %d routes", len(out), len(routes))
+	}
+	return out
+}
+
+func TestAllocationRules(t *testing.T) {
+	p := plan(t, "LeastRoutes", nil, testShards(),
+		route("ns1", "nohost", 1, "", ""),
+		route("ns1", "underedge", 2, "", "shop.edge.c1.z"),
+		route("ns1", "custom", 3, "", "shop.example.org"),
+		route("ns2", "steal", 4, "", "shop.example.org"),
+		route("ns1", "wild", 5, "", "*.example.org"),
+		route("ns1", "foreign", 6, "", "app.c2.z"),
+		route("ns1", "seed", 7, "", "z"),
+		route("ns1", "split", 8, "", "a.edge.c1.z", "b.c1.z"),
+		route("ns1", "teamonly", 9, "", "x.team.c1.z"),
+		route("ns1", "bad", 10, "", "not_valid.example"),
+		route("ns1", "sameNS", 11, "", "shop.example.org"),
+	)
+	check := func(key, shard string, hosts []string, cname string) {
+		t.Helper()
+		a := p[key]
+		if a.Rejected || a.Shard != shard || !slices.Equal(a.Hosts, hosts) || a.CNAMETarget != cname {
+			t.Errorf("%s: got %+v; want shard %s hosts %v cname %q", key, a, shard, hosts, cname)
+		}
+	}
+	rejected := func(key, reason string) {
+		t.Helper()
+		if a := p[key]; !a.Rejected || !strings.Contains(a.Reason, reason) {
+			t.Errorf("%s: got %+v; want rejected with %q", key, a, reason)
+		}
+	}
+	check("ns1/nohost", "default", []string{defaultHost(t, "ns1", "nohost") + ".c1.z"}, "")
+	check("ns1/underedge", "edge", []string{"shop.edge.c1.z"}, "")
+	// Custom host: the strategy picks among eligible shards (LeastRoutes: default and edge have 1
+	// each, team does not accept ns1), and the user is told the CNAME target.
+	check("ns1/custom", "default", []string{"shop.example.org"}, "c1.z")
+	rejected("ns2/steal", "already served for namespace ns1")
+	rejected("ns1/wild", "wildcard host")
+	rejected("ns1/foreign", "another cluster or the seed")
+	rejected("ns1/seed", "another cluster or the seed")
+	rejected("ns1/split", "two shards")
+	rejected("ns1/teamonly", "does not accept")
+	rejected("ns1/bad", "not a valid DNS name")
+	if a := p["ns1/sameNS"]; a.Rejected {
+		t.Errorf("same namespace may reuse its host: %+v", a)
+	}
+}
+
+func TestAllocationPolicies(t *testing.T) {
+	p := plan(t, "", func(c *Config) { c.AllowWildcards, c.InterNamespace = true, true }, testShards(),
+		route("ns1", "a", 1, "", "shop.example.org"),
+		route("ns2", "b", 2, "", "shop.example.org"),
+		route("ns1", "w", 3, "", "*.example.org"),
+		route("ns1", "wc", 4, "", "*.x.edge.c1.z"),
+	)
+	for key, a := range p {
+		if a.Rejected {
+			t.Errorf("%s rejected under permissive policies: %s", key, a.Reason)
+		}
+	}
+	if p["ns1/wc"].Shard != "edge" {
+		t.Errorf("a wildcard under a shard's domain goes to that shard: %+v", p["ns1/wc"])
+	}
+}
+
+func TestAllocationIsStickyAndMovesOnlyFromRemovedShards(t *testing.T) {
+	routes := []Route{
+		route("ns", "old-edge", 1, "edge", "a.example.org"),
+		route("ns", "old-gone", 2, "removed", "b.example.org"),
+		route("ns", "new", 3, "", "c.example.org"),
+	}
+	// Even though edge has a route and default has none, the allocated one stays.
+	p := plan(t, "LeastRoutes", nil, testShards()[:2], routes...)
+	if a := p["ns/old-edge"]; a.Shard != "edge" || a.MovedFrom != "" {
+		t.Errorf("allocated route moved: %+v", a)
+	}
+	if a := p["ns/old-gone"]; a.Rejected || a.MovedFrom != "removed" || a.Shard == "" {
+		t.Errorf("route of a removed shard must move: %+v", a)
+	}
+	// Restarting (same input) decides the same.
+	again := plan(t, "LeastRoutes", nil, testShards()[:2], routes...)
+	for k := range p {
+		if p[k].Shard != again[k].Shard {
+			t.Errorf("%s: %s then %s", k, p[k].Shard, again[k].Shard)
+		}
+	}
+	// An allocated route keeps its host against a newer claim from another namespace, whatever
+	// the order routes are listed in.
+	p = plan(t, "", nil, testShards(), route("ns2", "newer", 1, "", "x.example.org"), route("ns1", "owner", 5, "default", "x.example.org"))
+	if !p["ns2/newer"].Rejected || p["ns1/owner"].Rejected {
+		t.Errorf("allocated claim must win: %+v", p)
+	}
+}
+
+func TestAllocationStrategiesSpread(t *testing.T) {
+	shards := []Shard{{Name: "a", Domain: "a.c1.z", Capacity: 1}, {Name: "b", Domain: "b.c1.z", Capacity: 3}, {Name: "default", Domain: "c1.z", Capacity: 1}}
+	var routes []Route
+	for i := range 9 {
+		routes = append(routes, route("ns", "r"+string(rune('a'+i)), i, "", "h"+string(rune('a'+i))+".example.org"))
+	}
+	count := func(p map[string]Allocation) map[string]int {
+		c := map[string]int{}
+		for _, a := range p {
+			c[a.Shard]++
+		}
+		return c
+	}
+	if c := count(plan(t, "RoundRobin", nil, shards, routes...)); c["a"] != 3 || c["b"] != 3 || c["default"] != 3 {
+		t.Errorf("RoundRobin: %v", c)
+	}
+	if c := count(plan(t, "LeastRoutes", nil, shards, routes...)); c["a"] != 3 || c["b"] != 3 || c["default"] != 3 {
+		t.Errorf("LeastRoutes: %v", c)
+	}
+	// LeastLoaded: b has three routers, so it takes about three times the routes.
+	if c := count(plan(t, "LeastLoaded", nil, shards, routes...)); c["b"] < 5 || c["a"] > 2 || c["default"] > 2 {
+		t.Errorf("LeastLoaded: %v", c)
+	}
+	// No shard at all: every route is rejected, nothing panics.
+	for _, a := range plan(t, "RoundRobin", nil, nil, routes...) {
+		if !a.Rejected {
+			t.Errorf("allocated with no shards: %+v", a)
+		}
+	}
+}
+
+// TestHostsBelongToTheirFirstClaimant: an old Ingress edited to a host another namespace already
+// serves is refused, and the holder keeps it (before, the older Ingress took it).
+func TestHostsBelongToTheirFirstClaimant(t *testing.T) {
+	p := plan(t, "", nil, testShards(),
+		held(route("ns2", "old", 1, "", "x.example.org"), "default", "old.example.org"), // edited from old.example.org
+		held(route("ns1", "holder", 10, "", "x.example.org"), "edge", "x.example.org"),
+		route("ns3", "newcomer", 0, "", "x.example.org"),
+	)
+	if a := p["ns1/holder"]; a.Rejected || a.Shard != "edge" {
+		t.Errorf("holder lost its host: %+v", a)
+	}
+	for _, k := range []string{"ns2/old", "ns3/newcomer"} {
+		if a := p[k]; !a.Rejected || !strings.Contains(a.Reason, "already served for namespace ns1") {
+			t.Errorf("%s: %+v, want refused", k, a)
+		}
+	}
+	// A host dropped from the holder's spec is no longer held.
+	p = plan(t, "", nil, testShards(),
+		held(route("ns1", "holder", 10, "", "y.example.org"), "edge", "x.example.org"),
+		route("ns2", "next", 20, "", "x.example.org"))
+	if a := p["ns2/next"]; a.Rejected {
+		t.Errorf("a released host stays taken: %+v", a)
+	}
+}
+
+// TestHostUnderAnotherShardMoves: an Ingress edited to a host under another shard's domain moves
+// there (DNS sends the name to that shard; staying would 404), or is refused when that shard
+// does not take it.
+func TestHostUnderAnotherShardMoves(t *testing.T) {
+	p := plan(t, "", nil, testShards(),
+		held(route("ns1", "moved", 1, "", "a.edge.c1.z"), "default", "a.c1.z"),
+		held(route("ns1", "refused", 2, "", "b.team.c1.z"), "default", "b.c1.z"),
+	)
+	if a := p["ns1/moved"]; a.Rejected || a.Shard != "edge" || a.MovedFrom != "default" || !strings.Contains(a.MoveReason, "shard edge's domain") {
+		t.Errorf("not moved: %+v", a)
+	}
+	if a := p["ns1/refused"]; !a.Rejected || !strings.Contains(a.Reason, "does not accept") {
+		t.Errorf("not refused: %+v", a)
+	}
+}
+
+// TestDefaultHosts: default hosts never collide (a-b in c and a in b-c), no one can claim another
+// Ingress' default host before it exists, and a shard's own names belong to Shardgate.
+func TestDefaultHosts(t *testing.T) {
+	squat := defaultHost(t, "prod", "web") + ".c1.z"
+	p := plan(t, "", func(c *Config) { c.AllowWildcards = true }, testShards(),
+		route("c", "a-b", 1, "", ""),
+		route("b-c", "a", 2, "", ""),
+		route("evil", "squat", 3, "", squat),
+		route("prod", "web", 4, "", ""),
+		route("evil", "apex", 5, "", "c1.z"),
+		route("evil", "edgeapex", 6, "", "edge.c1.z"),
+		route("evil", "wildapex", 7, "", "*.edge.c1.z"),
+		route("evil", "dotted-squat", 8, "", defaultHost(t, "prod", "v1.api")+".c1.z"),
+		route("prod", "v1.api", 9, "", ""),
+	)
+	ab, a := p["c/a-b"], p["b-c/a"]
+	if ab.Rejected || a.Rejected || ab.Hosts[0] == a.Hosts[0] {
+		t.Fatalf("default hosts collide: %+v / %+v", ab, a)
+	}
+	if r := p["evil/squat"]; !r.Rejected || !strings.Contains(r.Reason, "default host of Ingress web in namespace prod") {
+		t.Errorf("squat allowed: %+v", r)
+	}
+	if w := p["prod/web"]; w.Rejected || w.Hosts[0] != squat {
+		t.Errorf("owner of the default host: %+v", w)
+	}
+	for _, k := range []string{"evil/apex", "evil/edgeapex", "evil/wildapex"} {
+		if r := p[k]; !r.Rejected || !strings.Contains(r.Reason, "no route may claim it") {
+			t.Errorf("%s: %+v, want refused", k, r)
+		}
+	}
+	if r := p["evil/dotted-squat"]; !r.Rejected || !strings.Contains(r.Reason, "reserved") {
+		t.Errorf("squat of a dotted name allowed: %+v", r)
+	}
+	// Its own default host, written into the rule on an earlier pass, is its own to keep.
+	self := held(route("prod", "web", 4, "", squat), "default", squat)
+	if r := plan(t, "", nil, testShards(), self)["prod/web"]; r.Rejected || r.Hosts[0] != squat {
+		t.Errorf("own default host refused: %+v", r)
+	}
+}
+
+// TestDefaultHostsFollowTheDomain: after a zone (or cluster ID) change, the default hosts
+// Shardgate wrote are rewritten under the new domain; custom hosts stay as they are.
+func TestDefaultHostsFollowTheDomain(t *testing.T) {
+	old := defaultHost(t, "ns", "web") + ".c1.oldzone"
+	legacy := "api-ns.edge.c1.oldzone" // a default host from before labels carried a hash
+	p := plan(t, "", nil, testShards(),
+		held(route("ns", "web", 1, "", old), "default", old),
+		held(route("ns", "api", 2, "", legacy), "edge", legacy),
+		held(route("ns", "shop", 3, "", "shop.example.org"), "default", "shop.example.org"),
+	)
+	if a := p["ns/web"]; a.Rejected || a.Hosts[0] != defaultHost(t, "ns", "web")+".c1.z" || a.Shard != "default" {
+		t.Errorf("default host not rewritten: %+v", a)
+	}
+	if a := p["ns/api"]; a.Rejected || a.Hosts[0] != defaultHost(t, "ns", "api")+".edge.c1.z" || a.Shard != "edge" {
+		t.Errorf("legacy default host not rewritten: %+v", a)
+	}
+	if a := p["ns/shop"]; a.Rejected || a.Hosts[0] != "shop.example.org" {
+		t.Errorf("custom host changed: %+v", a)
+	}
+}
+
+// FuzzValidateHost: whatever a user writes as a host, validation never panics, and an accepted
+// host is a valid (wildcard) DNS name inside the cluster domain or outside the shared zone.
+func FuzzValidateHost(f *testing.F) {
+	for _, h := range []string{"shop.example.org", "*.c1.z", "app.c2.z", "Z.", "", "a..b", "*.*.x", "x.c1.z.", strings.Repeat("a.", 140)} {
+		f.Add(h, true)
+	}
+	f.Fuzz(func(t *testing.T, host string, wild bool) {
+		cfg := Config{ClusterDomain: "c1.z", Zone: "z", AllowWildcards: wild}
+		h, err := ValidateHost(host, cfg)
+		if err != nil {
+			return
+		}
+		if strings.HasPrefix(h, "*.") {
+			if !wild || len(validation.IsWildcardDNS1123Subdomain(h)) > 0 {
+				t.Fatalf("accepted wildcard %q (allowed=%v)", h, wild)
+			}
+		} else if len(validation.IsDNS1123Subdomain(h)) > 0 {
+			t.Fatalf("accepted invalid host %q", h)
+		}
+		if InDomain(h, "z") && !InDomain(h, "c1.z") {
+			t.Fatalf("accepted a foreign host %q", h)
+		}
+	})
+}

@@ -1,0 +1,410 @@
+package clusteraccess
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/version"
+	apimachineryversion "k8s.io/apimachinery/pkg/version"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Phase of an engaged user cluster.
+type Phase string
+
+// Phases.
+const (
+	// PhaseConnecting: first contact or the cache's first sync is under way.
+	PhaseConnecting Phase = "Connecting"
+	// PhaseReachable: the cache is synced and the API server answers its health probe.
+	PhaseReachable Phase = "Reachable"
+	// PhaseUnreachable: the server does not answer (or not usefully); Reason says how. The
+	// cache, if it ever synced, holds the last state it saw.
+	PhaseUnreachable Phase = "Unreachable"
+	// PhaseBlocked: the cluster cannot be engaged (no kubeconfig, a bad one, control plane not
+	// initialized); Reason says why. A running engagement is kept meanwhile.
+	PhaseBlocked Phase = "Blocked"
+)
+
+// State is what the engager knows about one cluster right now. Message is a fixed description
+// (Describe): nothing a user-cluster endpoint sent is ever in it.
+type State struct {
+	Phase Phase
+	// Reason is a v1alpha1 reason constant for PhaseBlocked, or the Failure for PhaseUnreachable.
+	Reason  string
+	Message string
+	Since   time.Time
+}
+
+// engaged is one user cluster's engagement: its first contact, cache and health probe.
+type engaged struct {
+	e           *Engager
+	key         types.NamespacedName
+	fingerprint [32]byte
+	cfg         *rest.Config
+	ctx         context.Context
+	cancel      context.CancelFunc
+	wg          sync.WaitGroup
+
+	mu          sync.Mutex
+	cache       cache.Cache // nil until the first contact succeeded
+	writer      client.Client
+	caps        Capabilities
+	identity    string // the user Shardgate acts as in the cluster, once known
+	state       State
+	synced      bool
+	pendingFrom time.Time // first node change not yet published, for the convergence histogram
+}
+
+func newEngaged(e *Engager, key types.NamespacedName, fp [32]byte, cfg *rest.Config) *engaged {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &engaged{e: e, key: key, fingerprint: fp, cfg: cfg, ctx: ctx, cancel: cancel,
+		state: State{Phase: PhaseConnecting, Reason: string(PhaseConnecting), Message: "contacting the API server", Since: e.opts.Clock.Now()}}
+}
+
+func (c *engaged) start() {
+	c.wg.Add(1)
+	go func() { defer c.wg.Done(); c.run() }()
+}
+
+func (c *engaged) stop() {
+	c.cancel()
+	c.wg.Wait()
+}
+
+// run makes first contact (retried with backoff until it succeeds or the engagement ends), then
+// starts the cache and the health probe.
+func (c *engaged) run() {
+	o := c.e.opts
+	delay := o.ConnectBackoff
+	for {
+		caps, err := c.discover()
+		if err == nil {
+			c.mu.Lock()
+			c.caps = caps
+			c.mu.Unlock()
+			break
+		}
+		if c.ctx.Err() != nil {
+			return
+		}
+		c.fail("contacting the API server", err)
+		select {
+		case <-c.ctx.Done():
+			return
+		case <-o.Clock.After(delay):
+		}
+		delay = min(2*delay, o.MaxConnectBackoff)
+	}
+	if err := c.startCache(); err != nil {
+		// Only a programming error gets here (the mapper and scheme are static).
+		c.e.setPhase(c, PhaseUnreachable, string(FailureServer), "cannot build the cluster's cache: "+err.Error())
+		return
+	}
+	c.wg.Add(1)
+	go func() { defer c.wg.Done(); c.probeLoop() }()
+}
+
+// discover asks the server, within ConnectTimeout, for its version and whether it serves the
+// admission policy API.
+func (c *engaged) discover() (Capabilities, error) {
+	dc, err := discovery.NewDiscoveryClientForConfig(withTimeout(c.cfg, c.e.opts.ConnectTimeout))
+	if err != nil {
+		return Capabilities{}, err
+	}
+	ctx, cancel := context.WithTimeout(c.ctx, c.e.opts.ConnectTimeout)
+	defer cancel()
+	var caps Capabilities
+	info := &apimachineryversion.Info{}
+	body, err := dc.RESTClient().Get().AbsPath("/version").Do(ctx).Raw()
+	if err != nil {
+		return caps, err
+	}
+	if err := json.Unmarshal(body, info); err != nil {
+		return caps, errors.New("the /version answer is not JSON")
+	}
+	if v, err := version.ParseGeneric(info.GitVersion); err == nil {
+		caps.Version = fmt.Sprintf("v%d.%d", v.Major(), v.Minor())
+	}
+	res := &metav1.APIResourceList{}
+	err = dc.RESTClient().Get().AbsPath("/apis/admissionregistration.k8s.io/v1").Do(ctx).Into(res)
+	switch {
+	case apierrors.IsNotFound(err):
+	case err != nil:
+		return caps, err
+	default:
+		var names []string
+		for _, r := range res.APIResources {
+			names = append(names, r.Name)
+		}
+		caps.AdmissionPolicy = slices.Contains(names, "validatingadmissionpolicies") && slices.Contains(names, "validatingadmissionpolicybindings")
+	}
+	return caps, nil
+}
+
+// startCache builds the cache with the informers the controllers read (each handler wired
+// before the start), the writer, and starts syncing in the background.
+func (c *engaged) startCache() error {
+	o := c.e.opts
+	c.mu.Lock()
+	caps := c.caps
+	c.mu.Unlock()
+	ca, err := cache.New(c.cfg, cache.Options{
+		Scheme:           o.Scheme,
+		Mapper:           c.e.mapper,
+		DefaultTransform: cache.TransformStripManagedFields(),
+		ByObject:         cacheByObject(caps),
+		// Reads only from informers created here; a read of anything else fails instead of
+		// starting an unplanned watch.
+		ReaderFailOnMissingInformer: true,
+		// List and watch failures are the server's words: record a fixed description instead
+		// of the default handler's log line.
+		DefaultWatchErrorHandler: c.watchError,
+	})
+	if err != nil {
+		return err
+	}
+	inf, err := ca.GetInformer(c.ctx, &corev1.Node{}, cache.BlockUntilSynced(false))
+	if err != nil {
+		return err
+	}
+	if _, err := inf.AddEventHandler(c.e.nodeHandler(c)); err != nil {
+		return err
+	}
+	for _, kind := range append(ManagedKinds(caps), RouteKinds()...) {
+		inf, err := ca.GetInformer(c.ctx, kind, cache.BlockUntilSynced(false))
+		if err != nil {
+			return fmt.Errorf("informer for %T: %w", kind, err)
+		}
+		if _, err := inf.AddEventHandler(c.e.changeHandler(c, changeOf(kind))); err != nil {
+			return err
+		}
+	}
+	wcfg := rest.CopyConfig(c.cfg)
+	wcfg.Timeout = o.WriteTimeout
+	writer, err := client.New(wcfg, client.Options{Scheme: o.Scheme, Mapper: c.e.mapper})
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	c.cache, c.writer = ca, writer
+	c.mu.Unlock()
+	c.wg.Add(2)
+	go func() { defer c.wg.Done(); _ = ca.Start(c.ctx) }()
+	go func() {
+		defer c.wg.Done()
+		if ca.WaitForCacheSync(c.ctx) {
+			c.mu.Lock()
+			c.synced = true
+			c.mu.Unlock()
+			c.e.setPhase(c, PhaseReachable, string(PhaseReachable), "cache synced")
+		}
+	}()
+	return nil
+}
+
+// watchError records a failing list or watch before the first sync (after it, the probe judges
+// reachability and the cache keeps the last state). A refusal of the credentials counts always:
+// decisions must not be made from a cache the cluster no longer lets Shardgate refresh.
+func (c *engaged) watchError(_ context.Context, r *toolscache.Reflector, err error) {
+	if errors.Is(err, context.Canceled) || c.ctx.Err() != nil {
+		return
+	}
+	d, f := Describe(err)
+	c.mu.Lock()
+	synced := c.synced
+	c.mu.Unlock()
+	if synced && f != FailureCredentials {
+		return
+	}
+	c.e.setPhase(c, PhaseUnreachable, string(f), fmt.Sprintf("listing %s: %s", r.TypeDescription(), d))
+}
+
+// fail records a failed request as PhaseUnreachable with a fixed description.
+func (c *engaged) fail(what string, err error) {
+	d, f := Describe(err)
+	c.e.setPhase(c, PhaseUnreachable, string(f), what+": "+d)
+}
+
+// probeLoop asks the API server's /readyz every ProbeInterval and records reachability.
+func (c *engaged) probeLoop() {
+	o := c.e.opts
+	probe, err := kubernetes.NewForConfig(withTimeout(c.cfg, o.ProbeTimeout))
+	if err != nil {
+		return
+	}
+	t := o.Clock.NewTicker(o.ProbeInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-c.ctx.Done():
+			return
+		case <-t.C():
+		}
+		pctx, cancel := context.WithTimeout(c.ctx, o.ProbeTimeout)
+		err := probe.Discovery().RESTClient().Get().AbsPath("/readyz").Do(pctx).Error()
+		cancel()
+		if c.ctx.Err() != nil {
+			return
+		}
+		c.mu.Lock()
+		synced := c.synced
+		c.mu.Unlock()
+		switch {
+		case err != nil:
+			c.fail("health probe", err)
+		case synced:
+			c.e.setPhase(c, PhaseReachable, string(PhaseReachable), "health probe succeeded")
+		}
+	}
+}
+
+// setPhase records a state change and notifies subscribers; the same state again is a no-op.
+func (e *Engager) setPhase(c *engaged, p Phase, reason, msg string) {
+	c.mu.Lock()
+	if c.state.Phase == p && c.state.Reason == reason && c.state.Message == msg {
+		c.mu.Unlock()
+		return
+	}
+	samePhase := c.state.Phase == p
+	since := c.state.Since
+	if !samePhase {
+		since = e.opts.Clock.Now()
+	}
+	c.state = State{Phase: p, Reason: reason, Message: msg, Since: since}
+	c.mu.Unlock()
+	if !samePhase {
+		e.opts.Log.Info("cluster phase", "cluster", c.key, "phase", p, "reason", reason, "message", msg)
+	}
+	e.notify(c.key, changePhase)
+}
+
+func withTimeout(cfg *rest.Config, d time.Duration) *rest.Config {
+	c := rest.CopyConfig(cfg)
+	c.Timeout = d
+	return c
+}
+
+// engagedView is the Cluster of an engagement.
+type engagedView struct{ c *engaged }
+
+// State of the cluster now.
+func (c engagedView) State() State {
+	c.c.mu.Lock()
+	defer c.c.mu.Unlock()
+	return c.c.state
+}
+
+// Capabilities the cluster's API server offers (zero before the first contact).
+func (c engagedView) Capabilities() Capabilities {
+	c.c.mu.Lock()
+	defer c.c.mu.Unlock()
+	return c.c.caps
+}
+
+// Synced reports whether the cache has completed its first list, so reads are complete.
+func (c engagedView) Synced() bool {
+	c.c.mu.Lock()
+	defer c.c.mu.Unlock()
+	return c.c.synced
+}
+
+// Observable reports whether decisions may be made from this cluster's cache now: synced, and
+// the API server answers. Controllers change nothing in a cluster they cannot observe.
+func (c engagedView) Observable() bool {
+	return c.Synced() && c.State().Phase == PhaseReachable
+}
+
+// ErrNotSynced is returned by reads before the cache has synced.
+var ErrNotSynced = errors.New("user cluster cache not synced yet")
+
+// Nodes lists the cached (trimmed) nodes. It never blocks on the network.
+func (c engagedView) Nodes(ctx context.Context) ([]corev1.Node, error) {
+	if !c.Synced() {
+		return nil, ErrNotSynced
+	}
+	list := &corev1.NodeList{}
+	if err := c.Reader().List(ctx, list); err != nil {
+		return nil, err
+	}
+	return list.Items, nil
+}
+
+// Reader reads the cluster's cached Nodes, routes and Shardgate-managed objects. Reads of other
+// kinds fail, and so does every read before the first contact. Check Synced first: before the
+// first sync a read is incomplete.
+func (c engagedView) Reader() client.Reader {
+	c.c.mu.Lock()
+	defer c.c.mu.Unlock()
+	if c.c.cache == nil {
+		return notConnected{}
+	}
+	return c.c.cache
+}
+
+// Writer writes to the cluster's API server directly (server-side apply, updates, deletes),
+// each request bounded by the engager's WriteTimeout. Nil before the first contact: callers
+// check Observable first.
+func (c engagedView) Writer() client.Client {
+	c.c.mu.Lock()
+	defer c.c.mu.Unlock()
+	return c.c.writer
+}
+
+// Identity is the user name Shardgate's credentials have in the cluster (from a
+// SelfSubjectReview), asked once per engagement. Its error is a fixed description.
+func (c engagedView) Identity(ctx context.Context) (string, error) {
+	c.c.mu.Lock()
+	id, w := c.c.identity, c.c.writer
+	c.c.mu.Unlock()
+	if id != "" {
+		return id, nil
+	}
+	if w == nil {
+		return "", ErrNotSynced
+	}
+	r := &authenticationv1.SelfSubjectReview{}
+	if err := w.Create(ctx, r); err != nil {
+		return "", DescribeError("who am I (SelfSubjectReview)", err)
+	}
+	c.c.mu.Lock()
+	c.c.identity = r.Status.UserInfo.Username
+	c.c.mu.Unlock()
+	return r.Status.UserInfo.Username, nil
+}
+
+// TakePendingChange returns when the oldest node change not yet published was observed, and
+// clears it. Zero when there is none.
+func (c engagedView) TakePendingChange() time.Time {
+	c.c.mu.Lock()
+	defer c.c.mu.Unlock()
+	t := c.c.pendingFrom
+	c.c.pendingFrom = time.Time{}
+	return t
+}
+
+// notConnected is the reader of a cluster whose first contact has not succeeded yet.
+type notConnected struct{}
+
+func (notConnected) Get(context.Context, client.ObjectKey, client.Object, ...client.GetOption) error {
+	return ErrNotSynced
+}
+
+func (notConnected) List(context.Context, client.ObjectList, ...client.ListOption) error {
+	return ErrNotSynced
+}

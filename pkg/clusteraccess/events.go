@@ -1,0 +1,126 @@
+package clusteraccess
+
+import (
+	"maps"
+
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+)
+
+// Change says what changed in a user cluster, so that each controller is woken only by what it
+// decides from: a burst of Ingress writes must not re-run the DNS and shard controllers.
+type Change uint8
+
+const (
+	// ChangeNodes is a node added, removed, or changed in what DNS reads from it.
+	ChangeNodes Change = 1 << iota
+	// ChangeManaged is any change to an object Shardgate manages (router pods included).
+	ChangeManaged
+	// ChangeRoutes is any change to an Ingress, a Namespace or an IngressClass.
+	ChangeRoutes
+	// changePhase is an engagement, sync, reachability or block change: every subscriber hears it.
+	changePhase
+)
+
+type subscriber struct {
+	interest Change
+	ch       chan event.GenericEvent
+}
+
+// Subscribe returns a channel of GenericEvents naming the ClusterIngress whose user cluster
+// changed in one of the interesting ways, or was engaged, synced, blocked or changed
+// reachability (always). Use with source.Channel.
+func (e *Engager) Subscribe(interest Change) <-chan event.GenericEvent {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	ch := make(chan event.GenericEvent, 4096)
+	e.subs = append(e.subs, subscriber{interest: interest | changePhase, ch: ch})
+	return ch
+}
+
+func (e *Engager) notify(key types.NamespacedName, what Change) {
+	e.mu.Lock()
+	subs := e.subs
+	e.mu.Unlock()
+	obj := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
+	for _, s := range subs {
+		if s.interest&what != 0 {
+			s.ch <- event.GenericEvent{Object: obj}
+		}
+	}
+}
+
+// changed notifies subscribers once the cache is synced (before that, the sync itself does).
+// A node change also starts the convergence clock.
+func (e *Engager) changed(c *engaged, what Change) {
+	c.mu.Lock()
+	if what&ChangeNodes != 0 && c.pendingFrom.IsZero() {
+		c.pendingFrom = e.opts.Clock.Now()
+	}
+	synced := c.synced
+	c.mu.Unlock()
+	if synced {
+		e.notify(c.key, what)
+	}
+}
+
+// changeOf is what a change to an object of obj's kind can affect. The shared IngressClass is
+// both a managed object (its drift is repaired) and a route input (which class is the default).
+func changeOf(obj client.Object) Change {
+	switch obj.(type) {
+	case *networkingv1.IngressClass:
+		return ChangeRoutes | ChangeManaged
+	case *networkingv1.Ingress, *corev1.Namespace:
+		return ChangeRoutes
+	}
+	return ChangeManaged
+}
+
+func (e *Engager) nodeHandler(c *engaged) toolscache.ResourceEventHandler {
+	changed := func() { e.changed(c, ChangeNodes) }
+	return toolscache.ResourceEventHandlerFuncs{
+		AddFunc: func(any) { changed() },
+		UpdateFunc: func(oldObj, newObj any) {
+			o, ok1 := oldObj.(*corev1.Node)
+			n, ok2 := newObj.(*corev1.Node)
+			if !ok1 || !ok2 || nodeChanged(o, n) {
+				changed()
+			}
+		},
+		DeleteFunc: func(any) { changed() },
+	}
+}
+
+// changeHandler notifies subscribers of any change to an object of its kind once synced, except
+// route updates that touch only status: allocation decides from spec, labels and annotations,
+// and the routers' address writes must not start another pass over every Ingress of the cluster.
+func (e *Engager) changeHandler(c *engaged, what Change) toolscache.ResourceEventHandler {
+	changed := func() { e.changed(c, what) }
+	return toolscache.ResourceEventHandlerFuncs{
+		AddFunc: func(any) { changed() },
+		UpdateFunc: func(oldObj, newObj any) {
+			if what == ChangeRoutes && statusOnly(oldObj, newObj) {
+				return
+			}
+			changed()
+		},
+		DeleteFunc: func(any) { changed() },
+	}
+}
+
+// statusOnly reports whether an update left generation, labels, annotations and deletion alone.
+func statusOnly(oldObj, newObj any) bool {
+	o, ok1 := oldObj.(client.Object)
+	n, ok2 := newObj.(client.Object)
+	if !ok1 || !ok2 {
+		return false
+	}
+	return o.GetGeneration() == n.GetGeneration() && n.GetGeneration() != 0 &&
+		maps.Equal(o.GetLabels(), n.GetLabels()) && maps.Equal(o.GetAnnotations(), n.GetAnnotations()) &&
+		o.GetDeletionTimestamp().Equal(n.GetDeletionTimestamp())
+}

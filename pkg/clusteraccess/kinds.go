@@ -1,0 +1,102 @@
+package clusteraccess
+
+import (
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+
+	"github.com/shardgate/shardgate/api/v1alpha1"
+)
+
+// Capabilities are what a user cluster's API server offers beyond the kinds every supported
+// version serves, found out once per engagement.
+type Capabilities struct {
+	// AdmissionPolicy: admissionregistration.k8s.io/v1 ValidatingAdmissionPolicy and its
+	// binding are served (Kubernetes 1.30+).
+	AdmissionPolicy bool
+	// Version is the server's major.minor ("v1.37"), parsed, never the server's own text.
+	Version string
+}
+
+// ManagedKinds are the kinds of objects Shardgate owns in a user cluster (router pods included).
+// The user-cluster cache holds only those carrying shardgate.io/managed-by=shardgate, so a
+// cluster's other workloads cost nothing; any change to them wakes the controllers, which is
+// how an edited or deleted router object is repaired within seconds. The admission policy kinds
+// are included only where the cluster serves them.
+func ManagedKinds(caps Capabilities) []client.Object {
+	kinds := []client.Object{
+		&corev1.ServiceAccount{}, &corev1.Service{}, &corev1.ConfigMap{}, &corev1.Pod{},
+		&appsv1.Deployment{}, &policyv1.PodDisruptionBudget{},
+		&rbacv1.ClusterRole{}, &rbacv1.ClusterRoleBinding{},
+	}
+	if caps.AdmissionPolicy {
+		kinds = append(kinds, &admissionregistrationv1.ValidatingAdmissionPolicy{}, &admissionregistrationv1.ValidatingAdmissionPolicyBinding{})
+	}
+	return kinds
+}
+
+// RouteKinds are cached whole: every Ingress is a route to allocate, namespaces carry the labels
+// shard namespaceSelectors match, and every IngressClass counts for which class is the
+// cluster's default (there are only a few).
+func RouteKinds() []client.Object {
+	return []client.Object{&networkingv1.Ingress{}, &corev1.Namespace{}, &networkingv1.IngressClass{}}
+}
+
+func managedSelector() labels.Selector {
+	return labels.SelectorFromSet(labels.Set{v1alpha1.ManagedByLabel: v1alpha1.ManagedByValue})
+}
+
+func cacheByObject(caps Capabilities) map[client.Object]cache.ByObject {
+	m := map[client.Object]cache.ByObject{&corev1.Node{}: {Transform: TrimNode}}
+	for _, k := range ManagedKinds(caps) {
+		m[k] = cache.ByObject{Label: managedSelector()}
+	}
+	for _, k := range RouteKinds() {
+		m[k] = cache.ByObject{} // all of them
+	}
+	return m
+}
+
+// clusterScoped are the kinds Shardgate reads or writes that have no namespace.
+var clusterScoped = map[string]bool{
+	"Node": true, "Namespace": true, "ClusterRole": true, "ClusterRoleBinding": true, "IngressClass": true,
+	"ValidatingAdmissionPolicy": true, "ValidatingAdmissionPolicyBinding": true, "SelfSubjectReview": true,
+}
+
+// staticRESTMapper maps exactly the kinds Shardgate uses in user clusters. It needs no discovery,
+// so building a client or an informer never waits on a user cluster's API server (a server that
+// accepts connections and never answers would otherwise hold the caller).
+func staticRESTMapper(scheme *runtime.Scheme) (meta.RESTMapper, error) {
+	objs := append(ManagedKinds(Capabilities{AdmissionPolicy: true}), RouteKinds()...)
+	objs = append(objs, &corev1.Node{}, &corev1.Event{}, &authenticationv1.SelfSubjectReview{})
+	var gvs []schema.GroupVersion
+	var gvks []schema.GroupVersionKind
+	for _, o := range objs {
+		gvk, err := apiutil.GVKForObject(o, scheme)
+		if err != nil {
+			return nil, err
+		}
+		gvks = append(gvks, gvk)
+		gvs = append(gvs, gvk.GroupVersion())
+	}
+	m := meta.NewDefaultRESTMapper(gvs)
+	for _, gvk := range gvks {
+		scope := meta.RESTScopeNamespace
+		if clusterScoped[gvk.Kind] {
+			scope = meta.RESTScopeRoot
+		}
+		m.Add(gvk, scope)
+	}
+	return m, nil
+}

@@ -1,0 +1,196 @@
+package clusteraccess
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/utils/clock"
+)
+
+// Options tune the engager. Zero values take the defaults.
+type Options struct {
+	// ProbeInterval between health probes of each user cluster (default 2 s).
+	ProbeInterval time.Duration
+	// ProbeTimeout of one probe (default 3 s).
+	ProbeTimeout time.Duration
+	// ConnectTimeout bounds the first contact of an engagement (version and API discovery,
+	// default 10 s); a failed contact is retried with backoff from ConnectBackoff (default 1 s)
+	// doubling up to MaxConnectBackoff (default 2 min).
+	ConnectTimeout, ConnectBackoff, MaxConnectBackoff time.Duration
+	// WriteTimeout bounds every request of a cluster's writer (default 30 s), so that a server
+	// that accepts a request and never answers cannot hold a reconcile.
+	WriteTimeout time.Duration
+	// Kubeconfig is what the operator allows in kubeconfigs.
+	Kubeconfig KubeconfigPolicy
+	// Scheme for the user-cluster caches (default: client-go's).
+	Scheme *runtime.Scheme
+	// Clock for state times (default: the real clock).
+	Clock clock.WithTicker
+	// Log for engagement events. Nothing a user cluster answered is ever logged (see Describe).
+	Log logr.Logger
+}
+
+// Engager keeps one long-lived, small cache per engaged user cluster, probes its health, and
+// tells subscribed controllers (by ClusterIngress key) when something they decide from changed.
+// Engage never waits on the network: a slow or dead cluster only affects its own goroutines.
+type Engager struct {
+	opts   Options
+	mapper meta.RESTMapper
+
+	mu       sync.Mutex
+	clusters map[types.NamespacedName]*engaged
+	blocked  map[types.NamespacedName]State
+	subs     []subscriber
+}
+
+// NewEngager returns an engager; nothing runs until Engage.
+func NewEngager(opts Options) (*Engager, error) {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d == 0 {
+			*d = v
+		}
+	}
+	def(&opts.ProbeInterval, 2*time.Second)
+	def(&opts.ProbeTimeout, 3*time.Second)
+	def(&opts.ConnectTimeout, 10*time.Second)
+	def(&opts.ConnectBackoff, time.Second)
+	def(&opts.MaxConnectBackoff, 2*time.Minute)
+	def(&opts.WriteTimeout, 30*time.Second)
+	if opts.Scheme == nil {
+		opts.Scheme = clientgoscheme.Scheme
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
+	mapper, err := staticRESTMapper(opts.Scheme)
+	if err != nil {
+		return nil, err
+	}
+	return &Engager{opts: opts, mapper: mapper, clusters: map[types.NamespacedName]*engaged{}, blocked: map[types.NamespacedName]State{}}, nil
+}
+
+// Engage makes sure key's user cluster is engaged with this kubeconfig. It returns at once: the
+// first contact, the cache start and its sync all happen in the background, and their failures
+// show in State. A changed kubeconfig (rotation) replaces the engagement; the same kubeconfig
+// again is a no-op. An unusable kubeconfig is an error wrapping ErrKubeconfigInvalid, and any
+// running engagement is left as it is.
+func (e *Engager) Engage(key types.NamespacedName, kubeconfig []byte) error {
+	fp := fingerprint(kubeconfig)
+	e.mu.Lock()
+	old := e.clusters[key]
+	e.mu.Unlock()
+	if old != nil && old.fingerprint == fp {
+		e.unblock(key)
+		return nil
+	}
+	cfg, err := RESTConfig(kubeconfig, e.opts.Kubeconfig)
+	if err != nil {
+		return err
+	}
+	c := newEngaged(e, key, fp, cfg)
+	e.mu.Lock()
+	e.clusters[key] = c
+	e.mu.Unlock()
+	e.unblock(key)
+	c.start()
+	if old != nil {
+		e.opts.Log.Info("kubeconfig changed, re-engaging", "cluster", key)
+		go old.stop() // never wait on the old engagement's goroutines here
+	} else {
+		e.opts.Log.Info("engaging", "cluster", key)
+	}
+	engagedClusters.Set(float64(e.count()))
+	e.notify(key, changePhase)
+	return nil
+}
+
+// Block records why key cannot be engaged (reason is a v1alpha1 reason constant) and notifies
+// subscribers when that is news. A running engagement is not stopped: its cache still serves the
+// last state, and Shardgate never drops records because it cannot see.
+func (e *Engager) Block(key types.NamespacedName, reason, message string) {
+	e.mu.Lock()
+	old, had := e.blocked[key]
+	if had && old.Reason == reason && old.Message == message {
+		e.mu.Unlock()
+		return
+	}
+	e.blocked[key] = State{Phase: PhaseBlocked, Reason: reason, Message: message, Since: e.opts.Clock.Now()}
+	e.mu.Unlock()
+	e.notify(key, changePhase)
+}
+
+// unblock clears a recorded Block.
+func (e *Engager) unblock(key types.NamespacedName) {
+	e.mu.Lock()
+	_, had := e.blocked[key]
+	delete(e.blocked, key)
+	e.mu.Unlock()
+	if had {
+		e.notify(key, changePhase)
+	}
+}
+
+// Blocked returns the recorded reason key cannot be engaged, if any.
+func (e *Engager) Blocked(key types.NamespacedName) (State, bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	s, ok := e.blocked[key]
+	return s, ok
+}
+
+// Disengage stops key's cache and probe. Safe when not engaged.
+func (e *Engager) Disengage(key types.NamespacedName) {
+	e.mu.Lock()
+	c := e.clusters[key]
+	delete(e.clusters, key)
+	delete(e.blocked, key)
+	e.mu.Unlock()
+	if c != nil {
+		c.stop()
+		e.opts.Log.Info("disengaged", "cluster", key)
+	}
+	engagedClusters.Set(float64(e.count()))
+}
+
+// Stop disengages every cluster.
+func (e *Engager) Stop() {
+	e.mu.Lock()
+	keys := make([]types.NamespacedName, 0, len(e.clusters))
+	for k := range e.clusters {
+		keys = append(keys, k)
+	}
+	e.mu.Unlock()
+	for _, k := range keys {
+		e.Disengage(k)
+	}
+}
+
+// Start implements manager.Runnable: it disengages every cluster when the manager stops.
+func (e *Engager) Start(ctx context.Context) error {
+	<-ctx.Done()
+	e.Stop()
+	return nil
+}
+
+func (e *Engager) count() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return len(e.clusters)
+}
+
+// Get returns key's engaged cluster.
+func (e *Engager) Get(key types.NamespacedName) (Cluster, bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	c, ok := e.clusters[key]
+	if !ok {
+		return nil, false
+	}
+	return engagedView{c}, true
+}

@@ -1,0 +1,41 @@
+// Package allocation is the allocation controller: it decides every Ingress' shard and hosts in a
+// user cluster (pkg/allocation) and writes the decisions there.
+package allocation
+
+import (
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	"github.com/shardgate/shardgate/api/v1alpha1"
+	"github.com/shardgate/shardgate/pkg/clusteraccess"
+)
+
+// +kubebuilder:rbac:groups=shardgate.io,resources=clusteringresses,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=shardgate.io,resources=clusteringresses/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=shardgate.io,resources=clusteringresses/finalizers,verbs=update
+
+// Add registers the allocation controller.
+func Add(mgr ctrl.Manager, access clusteraccess.Access, concurrency int) error {
+	return ctrl.NewControllerManagedBy(mgr).Named("allocation").
+		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
+		// Its own status writes (route counts) do not wake it: spec, domain and deletion do.
+		For(&v1alpha1.ClusterIngress{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, domainChanged))).
+		// Routes, and router Deployments (their readiness is LeastLoaded's capacity).
+		WatchesRawSource(source.Channel(access.Subscribe(clusteraccess.ChangeRoutes|clusteraccess.ChangeManaged), &handler.EnqueueRequestForObject{})).
+		Complete(&Reconciler{Client: mgr.GetClient(), Access: access})
+}
+
+// domainChanged passes ClusterIngress updates that change the domain allocation decides in, or
+// finalizers (deletion goes through GenerationChanged: it sets deletionTimestamp).
+var domainChanged = predicate.Funcs{
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		o, ok1 := e.ObjectOld.(*v1alpha1.ClusterIngress)
+		n, ok2 := e.ObjectNew.(*v1alpha1.ClusterIngress)
+		return !ok1 || !ok2 || o.Status.Domain != n.Status.Domain || len(o.Finalizers) != len(n.Finalizers)
+	},
+}

@@ -1,0 +1,116 @@
+// Package dns is the DNS controller: one external-dns DNSEndpoint per user cluster whose records
+// follow the cluster's shard targets (decided by pkg/dnsrecords), and the cluster's
+// reachability, DNS and Ready conditions.
+package dns
+
+import (
+	"context"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	"github.com/shardgate/shardgate/api/v1alpha1"
+	"github.com/shardgate/shardgate/pkg/clusteraccess"
+	"github.com/shardgate/shardgate/pkg/dnsrecords"
+)
+
+// +kubebuilder:rbac:groups=shardgate.io,resources=clusteringresses,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=shardgate.io,resources=clusteringresses/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=shardgate.io,resources=clusteringresses/finalizers,verbs=update
+// +kubebuilder:rbac:groups=externaldns.k8s.io,resources=dnsendpoints,verbs=get;list;watch;create;update;patch;delete
+
+// Config wires the DNS controller.
+type Config struct {
+	Access clusteraccess.Access
+	// ServedZones are the zones the seed's external-dns publishes (empty: any).
+	ServedZones []string
+	// Concurrency is how many clusters are reconciled at once.
+	Concurrency int
+}
+
+// Add registers the DNS controller.
+func Add(mgr ctrl.Manager, cfg Config) error {
+	indexes := map[string]client.IndexerFunc{
+		requestedDomainIndex: func(o client.Object) []string { return []string{requestedDomain(o.(*v1alpha1.ClusterIngress))} },
+		heldDomainIndex:      func(o client.Object) []string { return []string{o.(*v1alpha1.ClusterIngress).Status.Domain} },
+	}
+	for name, f := range indexes {
+		if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.ClusterIngress{}, name, f); err != nil {
+			return fmt.Errorf("index %s: %w", name, err)
+		}
+	}
+	r := &Reconciler{Client: mgr.GetClient(), Access: cfg.Access, ServedZones: cfg.ServedZones, Clock: clock.RealClock{}}
+	return ctrl.NewControllerManagedBy(mgr).Named("dns").
+		// Clusters are independent: one slow cluster must not queue the others behind it.
+		WithOptions(controller.Options{MaxConcurrentReconciles: cfg.Concurrency}).
+		// Spec, deletion and other controllers' conditions it summarises into Ready; not its own
+		// status-only writes (they would start a pass per pass).
+		For(&v1alpha1.ClusterIngress{}, builder.WithPredicates(notOwnStatus)).
+		// external-dns writes DNSEndpoint status; only spec changes (or deletion) matter here.
+		Owns(&dnsrecords.DNSEndpoint{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		// A domain freed or taken elsewhere changes who holds it.
+		Watches(&v1alpha1.ClusterIngress{}, handler.EnqueueRequestsFromMapFunc(sameDomain(mgr.GetClient()))).
+		// Records follow nodes and router pods/Services; Ingress churn does not wake this.
+		WatchesRawSource(source.Channel(cfg.Access.Subscribe(clusteraccess.ChangeNodes|clusteraccess.ChangeManaged), &handler.EnqueueRequestForObject{})).
+		Complete(r)
+}
+
+// sameDomain maps a ClusterIngress to the others that ask for or hold the domains it asks for
+// or holds.
+func sameDomain(c client.Client) handler.MapFunc {
+	return func(ctx context.Context, o client.Object) []reconcile.Request {
+		ci := o.(*v1alpha1.ClusterIngress)
+		seen := map[types.NamespacedName]bool{client.ObjectKeyFromObject(ci): true}
+		var reqs []reconcile.Request
+		for _, d := range []string{requestedDomain(ci), ci.Status.Domain} {
+			if d == "" {
+				continue
+			}
+			for _, index := range []string{requestedDomainIndex, heldDomainIndex} {
+				list := &v1alpha1.ClusterIngressList{}
+				if err := c.List(ctx, list, client.MatchingFields{index: d}); err != nil {
+					continue
+				}
+				for _, x := range list.Items {
+					k := client.ObjectKeyFromObject(&x)
+					if !seen[k] {
+						seen[k] = true
+						reqs = append(reqs, reconcile.Request{NamespacedName: k})
+					}
+				}
+			}
+		}
+		return reqs
+	}
+}
+
+// notOwnStatus drops ClusterIngress updates that change nothing but fields this controller
+// writes itself: targets, nodes, shards, its own conditions. Spec, metadata and the conditions
+// other controllers own (which Ready summarises) pass.
+var notOwnStatus = predicate.Funcs{
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		o, ok1 := e.ObjectOld.(*v1alpha1.ClusterIngress)
+		n, ok2 := e.ObjectNew.(*v1alpha1.ClusterIngress)
+		if !ok1 || !ok2 || o.Generation != n.Generation || o.DeletionTimestamp != n.DeletionTimestamp || len(o.Finalizers) != len(n.Finalizers) {
+			return true
+		}
+		for _, typ := range []string{v1alpha1.ConditionSourceAvailable, v1alpha1.ConditionShardsAvailable} {
+			a, b := meta.FindStatusCondition(o.Status.Conditions, typ), meta.FindStatusCondition(n.Status.Conditions, typ)
+			if (a == nil) != (b == nil) || (a != nil && (a.Status != b.Status || a.Reason != b.Reason)) {
+				return true
+			}
+		}
+		return false
+	},
+}

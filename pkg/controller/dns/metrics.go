@@ -1,0 +1,24 @@
+package dns
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+)
+
+var (
+	readyIngressNodes = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "shardgate_cluster_ready_ingress_nodes",
+		Help: "Ready ingress nodes of a user cluster as last observed (cluster = ClusterIngress namespace/name).",
+	}, []string{"cluster"})
+	dnsWrites = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "shardgate_dnsendpoint_writes_total",
+		Help: "Writes of DNSEndpoints to the seed, by operation (create, update, delete).",
+	}, []string{"operation"})
+	convergence = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "shardgate_dns_convergence_seconds",
+		Help:    "Time from a user-cluster node change being observed to the DNSEndpoint being written.",
+		Buckets: []float64{0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30},
+	})
+)
+
+func init() { metrics.Registry.MustRegister(readyIngressNodes, dnsWrites, convergence) }

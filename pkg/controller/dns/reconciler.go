@@ -1,0 +1,203 @@
+package dns
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/shardgate/shardgate/api/v1alpha1"
+	"github.com/shardgate/shardgate/pkg/clusteraccess"
+	"github.com/shardgate/shardgate/pkg/dnsrecords"
+)
+
+// Reconciler keeps one DNSEndpoint per ClusterIngress (same namespace and name) with the
+// cluster's wildcard and apex records, and reports ClusterReachable, DNSPublished and Ready
+// (see api/v1alpha1 for who owns which condition). Gather, Decide, apply.
+type Reconciler struct {
+	Client client.Client
+	Access clusteraccess.Access
+	// ServedZones are the zones the seed's external-dns publishes (empty: any).
+	ServedZones []string
+	Clock       clock.PassiveClock
+}
+
+// Reconcile fetches, decides, writes the DNSEndpoint only on change, and patches status once.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	ci := &v1alpha1.ClusterIngress{}
+	if err := r.Client.Get(ctx, req.NamespacedName, ci); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if ci.DeletionTimestamp != nil {
+		return ctrl.Result{}, r.reconcileDelete(ctx, ci)
+	}
+	if !controllerutil.ContainsFinalizer(ci, v1alpha1.DNSCleanupFinalizer) {
+		patch := client.MergeFrom(ci.DeepCopy())
+		controllerutil.AddFinalizer(ci, v1alpha1.DNSCleanupFinalizer)
+		if err := r.Client.Patch(ctx, ci, patch); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	before := ci.Status.DeepCopy()
+	err := r.reconcileDNS(ctx, ci)
+	setCondition(ci, Ready(ci.Status.Conditions))
+	if err == nil {
+		ci.Status.ObservedGeneration = ci.Generation
+	}
+	if !equality.Semantic.DeepEqual(before, &ci.Status) {
+		if perr := r.patchStatus(ctx, ci, before); perr != nil {
+			return ctrl.Result{}, errors.Join(err, perr)
+		}
+	}
+	return ctrl.Result{}, err
+}
+
+// reconcileDNS gathers what Decide needs, applies its decision to the DNSEndpoint and fills
+// ci.Status. Bad configuration ends in a condition and a nil error (nothing to retry until the
+// input changes); none of it touches the records.
+func (r *Reconciler) reconcileDNS(ctx context.Context, ci *v1alpha1.ClusterIngress) error {
+	key := client.ObjectKeyFromObject(ci)
+	cluster, engaged := r.Access.Get(key)
+	var blocked *clusteraccess.State
+	if b, ok := r.Access.Blocked(key); ok {
+		blocked = &b
+	}
+	var state clusteraccess.State
+	if engaged {
+		state = cluster.State()
+	}
+	setCondition(ci, Reachable(blocked, engaged, state))
+
+	domain, problem := RequestedDomain(ci.Spec, r.ServedZones)
+	if problem != nil {
+		setCondition(ci, *problem)
+		return nil
+	}
+	holder, err := r.domainHolder(ctx, ci, domain)
+	if err != nil {
+		return err
+	}
+	current, err := r.currentEndpoint(ctx, key)
+	if err != nil {
+		return err
+	}
+	in := Input{Self: key, Holder: holder, Domain: domain, Spec: ci.Spec, Engaged: engaged, CurrentExists: current != nil,
+		Observed: engaged && cluster.Synced() && state.Phase == clusteraccess.PhaseReachable}
+	if current != nil {
+		in.Current = current.Spec.Endpoints
+		if ci.Status.Domain == domain {
+			ci.Status.DNSEndpointRef = current.Name
+			setTargets(ci, dnsrecords.Targets(current.Spec.Endpoints))
+		}
+	}
+	if in.Observed {
+		nodes, err := cluster.Nodes(ctx)
+		if err != nil {
+			return clusteraccess.DescribeError("read the user cluster's cache", err)
+		}
+		if in.Shards, in.Replicas, err = shardInputs(ctx, cluster.Reader(), domain, ci.Spec.ShardsOrDefault(), nodes); err != nil {
+			return clusteraccess.DescribeError("read the user cluster's cache", err)
+		}
+	}
+	d := Decide(in)
+	setCondition(ci, d.Published)
+	if !d.Hold {
+		return nil
+	}
+	ci.Status.ClusterID, ci.Status.Domain = ci.Spec.ClusterID, domain
+	r.recordPlan(ci, key, d.Plan, in.Replicas)
+	pending := cluster.TakePendingChange()
+	if d.Write {
+		if err := r.write(ctx, ci, current, d.Endpoints); err != nil {
+			setCondition(ci, *published(metav1.ConditionFalse, v1alpha1.ReasonDNSWriteFailed, err.Error()))
+			return err
+		}
+		log.FromContext(ctx).Info("DNSEndpoint written", "domain", domain, "targets", d.Plan.Targets, "keptLast", d.Plan.KeptLast)
+		now := r.Clock.Now()
+		ci.Status.LastPublishedTime = &metav1.Time{Time: now}
+		if !pending.IsZero() {
+			convergence.Observe(now.Sub(pending).Seconds())
+		}
+	}
+	if current != nil || d.Write {
+		ci.Status.DNSEndpointRef = ci.Name
+	}
+	setTargets(ci, d.Plan.Targets)
+	return nil
+}
+
+// recordPlan puts the per-shard outcome on status.
+func (r *Reconciler) recordPlan(ci *v1alpha1.ClusterIngress, key types.NamespacedName, plan *dnsrecords.Plan, replicas map[string]int32) {
+	ci.Status.ReadyNodes = plan.ReadyNodes
+	ci.Status.ReadyNodeCount = int32(len(plan.ReadyNodes))
+	ci.Status.Shards = nil
+	for _, sp := range plan.Shards {
+		ci.Status.Shards = append(ci.Status.Shards, v1alpha1.ShardStatus{Name: sp.Name, Domain: sp.Domain,
+			ReadyReplicas: replicas[sp.Name], ReadyNodes: sp.ReadyNodes, Targets: sp.Targets})
+	}
+	readyIngressNodes.WithLabelValues(key.String()).Set(float64(len(plan.ReadyNodes)))
+}
+
+// write creates or updates the DNSEndpoint with want.
+func (r *Reconciler) write(ctx context.Context, ci *v1alpha1.ClusterIngress, current *dnsrecords.DNSEndpoint, want []dnsrecords.Endpoint) error {
+	if current == nil {
+		ep := &dnsrecords.DNSEndpoint{ObjectMeta: metav1.ObjectMeta{Namespace: ci.Namespace, Name: ci.Name}}
+		ep.SetGroupVersionKind(dnsrecords.GroupVersion.WithKind("DNSEndpoint"))
+		ep.Spec.Endpoints = want
+		if err := controllerutil.SetControllerReference(ci, ep, r.Client.Scheme()); err != nil {
+			return err
+		}
+		if err := r.Client.Create(ctx, ep, client.FieldOwner(v1alpha1.FieldOwner)); err != nil {
+			return fmt.Errorf("create DNSEndpoint: %w", err)
+		}
+		dnsWrites.WithLabelValues("create").Inc()
+		return nil
+	}
+	patch := client.MergeFrom(current.DeepCopy())
+	current.Spec.Endpoints = want
+	if err := r.Client.Patch(ctx, current, patch, client.FieldOwner(v1alpha1.FieldOwner)); err != nil {
+		return fmt.Errorf("update DNSEndpoint: %w", err)
+	}
+	dnsWrites.WithLabelValues("update").Inc()
+	return nil
+}
+
+func (r *Reconciler) currentEndpoint(ctx context.Context, key types.NamespacedName) (*dnsrecords.DNSEndpoint, error) {
+	ep := &dnsrecords.DNSEndpoint{}
+	if err := r.Client.Get(ctx, key, ep); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	return ep, nil
+}
+
+func (r *Reconciler) patchStatus(ctx context.Context, ci *v1alpha1.ClusterIngress, before *v1alpha1.ClusterIngressStatus) error {
+	old := ci.DeepCopy()
+	old.Status = *before
+	// Optimistic lock: other controllers write other conditions of the same status; a merge
+	// patch replaces the whole list, so it must never be based on a stale read.
+	return r.Client.Status().Patch(ctx, ci, client.MergeFromWithOptions(old, client.MergeFromWithOptimisticLock{}), client.FieldOwner(v1alpha1.FieldOwner))
+}
+
+func setTargets(ci *v1alpha1.ClusterIngress, t []string) {
+	ci.Status.Targets = t
+	ci.Status.TargetsSummary = strings.Join(t, ",")
+}
+
+func setCondition(ci *v1alpha1.ClusterIngress, c metav1.Condition) {
+	c.ObservedGeneration = ci.Generation
+	meta.SetStatusCondition(&ci.Status.Conditions, c)
+}

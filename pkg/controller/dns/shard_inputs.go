@@ -1,0 +1,49 @@
+package dns
+
+import (
+	"context"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/shardgate/shardgate/api/v1alpha1"
+	"github.com/shardgate/shardgate/pkg/dnsrecords"
+	"github.com/shardgate/shardgate/pkg/names"
+)
+
+// shardInputs gathers, from the user-cluster cache, what dnsrecords.Desired needs per shard: target nodes
+// (HostNetwork: nodes with a ready router pod; NodePort: nodes matching the selector) or the
+// LoadBalancer Service's addresses; and each router Deployment's ready replicas for status.
+func shardInputs(ctx context.Context, rd client.Reader, domain string, shards []v1alpha1.ShardSpec, nodes []corev1.Node) ([]dnsrecords.ShardInput, map[string]int32, error) {
+	pods := &corev1.PodList{}
+	if err := rd.List(ctx, pods, client.InNamespace(names.Namespace), client.MatchingLabels{v1alpha1.ManagedByLabel: v1alpha1.ManagedByValue}); err != nil {
+		return nil, nil, err
+	}
+	replicas := map[string]int32{}
+	var out []dnsrecords.ShardInput
+	for _, s := range shards {
+		in := dnsrecords.ShardInput{Name: s.Name, Domain: names.ShardDomain(s.Name, domain)}
+		key := client.ObjectKey{Namespace: names.Namespace, Name: names.RouterName(s.Name)}
+		d := &appsv1.Deployment{}
+		if err := rd.Get(ctx, key, d); err == nil {
+			replicas[s.Name] = d.Status.ReadyReplicas
+		} else if !apierrors.IsNotFound(err) {
+			return nil, nil, err
+		}
+		if s.Publishing == v1alpha1.PublishLoadBalancer {
+			in.LoadBalancer = true
+			svc := &corev1.Service{}
+			if err := rd.Get(ctx, key, svc); err == nil {
+				in.LoadBalancerIPs, in.LoadBalancerHostnames = dnsrecords.LoadBalancerTargets(svc)
+			} else if !apierrors.IsNotFound(err) {
+				return nil, nil, err
+			}
+		} else {
+			in.Nodes = dnsrecords.TargetNodes(s, nodes, pods.Items)
+		}
+		out = append(out, in)
+	}
+	return out, replicas, nil
+}

@@ -1,0 +1,184 @@
+package lifecycle
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/shardgate/shardgate/api/v1alpha1"
+	"github.com/shardgate/shardgate/pkg/sources"
+	"github.com/shardgate/shardgate/pkg/validation"
+)
+
+// Reconciler keeps one ClusterIngress per user cluster that an IngressProfile
+// selects: created with the source's namespace and name, spec resolved from the profile
+// (DecideLifecycle), removed only for a deliberate cause (the DNS controller's finalizer then
+// removes the records, the shard controller's the user-cluster objects).
+//
+// A ClusterIngress is not owner-referenced to its source: the garbage collector would delete it
+// the moment a kubeconfig Secret is deleted, and records would go with it even when the Secret
+// is recreated a second later. Removal after the grace period is this reconciler's decision.
+type Reconciler struct {
+	Client client.Client
+	// DefaultZone is the controller's --dns-zone.
+	DefaultZone string
+	// ClusterAPI says whether the seed's Cluster API has been discovered.
+	ClusterAPI *sources.ClusterAPI
+	// SecretNamespaces are the namespaces kubeconfig Secrets may register clusters from.
+	SecretNamespaces map[string]bool
+	// RemovalGrace: see LifecycleInput.Grace.
+	RemovalGrace time.Duration
+	Clock        clock.PassiveClock
+}
+
+// Reconcile handles the source named by req (Cluster or kubeconfig Secret, same key as its
+// ClusterIngress): gather, decide, apply.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	ci := &v1alpha1.ClusterIngress{}
+	if err := r.Client.Get(ctx, req.NamespacedName, ci); err != nil {
+		if !apierrors.IsNotFound(err) {
+			return ctrl.Result{}, err
+		}
+		ci = nil
+	}
+	src, known, err := r.source(ctx, req.NamespacedName, ci)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	profiles := &v1alpha1.IngressProfileList{}
+	if err := r.Client.List(ctx, profiles); err != nil {
+		return ctrl.Result{}, err
+	}
+	invalid := map[string]bool{}
+	for i := range profiles.Items {
+		if errs := validation.Profile(&profiles.Items[i], r.DefaultZone); len(errs) > 0 {
+			invalid[profiles.Items[i].Name] = true
+		}
+	}
+	d := sources.DecideLifecycle(sources.LifecycleInput{Source: src, SourceKnown: known, Current: ci, Profiles: profiles.Items,
+		Invalid: invalid, DefaultZone: r.DefaultZone, Now: r.Clock.Now(), Grace: r.RemovalGrace})
+	switch d.Action {
+	case sources.LifecycleApply:
+		err = r.apply(ctx, req.NamespacedName, ci, d.Spec)
+	case sources.LifecycleMarkMissing:
+		log.FromContext(ctx).Info("cluster source missing; keeping the cluster for the grace period", "grace", r.RemovalGrace)
+		err = r.setSourceCondition(ctx, ci, metav1.ConditionFalse, v1alpha1.ReasonSourceMissing,
+			fmt.Sprintf("the %s is gone; the cluster's records and objects are removed at %s unless it comes back",
+				sourceDescription(ci.Spec.ClusterRef.Kind), r.Clock.Now().Add(r.RemovalGrace).UTC().Format(time.RFC3339)))
+	case sources.LifecycleDelete:
+		log.FromContext(ctx).Info("deleting ClusterIngress", "reason", d.Why)
+		if d.BestEffortCleanup && ci.Annotations[v1alpha1.CleanupAnnotation] != v1alpha1.CleanupBestEffort {
+			patch := client.MergeFrom(ci.DeepCopy())
+			metav1.SetMetaDataAnnotation(&ci.ObjectMeta, v1alpha1.CleanupAnnotation, v1alpha1.CleanupBestEffort)
+			if err = r.Client.Patch(ctx, ci, patch); err != nil {
+				return ctrl.Result{}, err
+			}
+		}
+		if err = r.Client.Delete(ctx, ci); apierrors.IsNotFound(err) {
+			err = nil
+		}
+	}
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	return ctrl.Result{RequeueAfter: d.RequeueAfter}, nil
+}
+
+// source finds the user cluster named key: a Cluster API Cluster first, else a kubeconfig Secret
+// in an allowed namespace. known is false when a Cluster might exist but cannot be read because
+// Cluster API has not been discovered (yet).
+func (r *Reconciler) source(ctx context.Context, key types.NamespacedName, ci *v1alpha1.ClusterIngress) (*sources.Source, bool, error) {
+	capi := r.ClusterAPI.Available()
+	if capi {
+		c := &clusterv1.Cluster{}
+		err := r.Client.Get(ctx, key, c)
+		if err == nil {
+			s := sources.FromCluster(c)
+			return &s, true, nil
+		}
+		if !apierrors.IsNotFound(err) {
+			return nil, false, err // never read as "gone"
+		}
+	}
+	if r.SecretNamespaces[key.Namespace] {
+		s := &corev1.Secret{}
+		err := r.Client.Get(ctx, key, s)
+		switch {
+		case err == nil:
+			if _, ok := s.Labels[v1alpha1.KubeconfigSecretLabel]; ok {
+				src := sources.FromSecret(s)
+				return &src, true, nil
+			}
+		case !apierrors.IsNotFound(err):
+			return nil, false, err
+		}
+	}
+	known := capi || ci == nil || ci.Spec.ClusterRef.Kind != v1alpha1.SourceKindCluster
+	return nil, known, nil
+}
+
+// apply creates or updates the ClusterIngress with spec and marks its source present.
+func (r *Reconciler) apply(ctx context.Context, key types.NamespacedName, ci *v1alpha1.ClusterIngress, spec v1alpha1.ClusterIngressSpec) error {
+	if ci == nil {
+		ci = &v1alpha1.ClusterIngress{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
+	}
+	op, err := controllerutil.CreateOrPatch(ctx, r.Client, ci, func() error {
+		ci.Spec = spec
+		// Earlier versions owner-referenced the source (and labelled by its name, which fails
+		// for names over 63 characters): drop both.
+		ci.OwnerReferences = withoutSourceRefs(ci.OwnerReferences)
+		delete(ci.Labels, legacyClusterIngressLabel)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("apply ClusterIngress: %w", err)
+	}
+	if op != controllerutil.OperationResultNone {
+		log.FromContext(ctx).Info("ClusterIngress "+string(op), "profile", spec.Profile, "clusterID", spec.ClusterID)
+	}
+	return r.setSourceCondition(ctx, ci, metav1.ConditionTrue, v1alpha1.ReasonSourcePresent, "the "+sourceDescription(spec.ClusterRef.Kind)+" exists")
+}
+
+// legacyClusterIngressLabel was set by earlier versions on ClusterIngresses and DNSEndpoints.
+const legacyClusterIngressLabel = "shardgate.io/cluster-ingress"
+
+func withoutSourceRefs(refs []metav1.OwnerReference) []metav1.OwnerReference {
+	var out []metav1.OwnerReference
+	for _, r := range refs {
+		if (r.Kind == "Cluster" && r.APIVersion == clusterv1.GroupVersion.String()) || (r.Kind == "Secret" && r.APIVersion == "v1") {
+			continue
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+func (r *Reconciler) setSourceCondition(ctx context.Context, ci *v1alpha1.ClusterIngress, status metav1.ConditionStatus, reason, msg string) error {
+	if c := meta.FindStatusCondition(ci.Status.Conditions, v1alpha1.ConditionSourceAvailable); c != nil && c.Status == status && c.Reason == reason &&
+		(status == metav1.ConditionTrue || c.Message != "") {
+		return nil // a missing source keeps its first message: it says when removal happens
+	}
+	before := ci.DeepCopy()
+	meta.SetStatusCondition(&ci.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionSourceAvailable, Status: status,
+		Reason: reason, Message: msg, ObservedGeneration: ci.Generation})
+	return r.Client.Status().Patch(ctx, ci, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}), client.FieldOwner(v1alpha1.FieldOwner))
+}
+
+func sourceDescription(kind string) string {
+	if kind == v1alpha1.SourceKindCluster {
+		return "Cluster API Cluster"
+	}
+	return "kubeconfig Secret"
+}

@@ -1,0 +1,28 @@
+// Package profile is the profile status controller: whether each IngressProfile's settings are
+// usable (Valid, with every problem named by field) and how many clusters it is in force for.
+package profile
+
+import (
+	"context"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/shardgate/shardgate/api/v1alpha1"
+)
+
+// +kubebuilder:rbac:groups=shardgate.io,resources=ingressprofiles/status,verbs=get;update;patch
+
+// Add registers the profile status controller.
+func Add(mgr ctrl.Manager, defaultZone string) error {
+	return ctrl.NewControllerManagedBy(mgr).Named("profile").
+		For(&v1alpha1.IngressProfile{}).
+		Watches(&v1alpha1.ClusterIngress{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+			return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: o.(*v1alpha1.ClusterIngress).Spec.Profile}}}
+		})).
+		Complete(&Reconciler{Client: mgr.GetClient(), DefaultZone: defaultZone})
+}

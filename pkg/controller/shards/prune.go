@@ -1,0 +1,42 @@
+package shards
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+
+	"github.com/shardgate/shardgate/pkg/clusteraccess"
+)
+
+// prunable is a kind of object Shardgate owns in a user cluster, as the typed list the
+// user-cluster cache serves.
+type prunable struct {
+	kind string
+	list client.ObjectList
+}
+
+// prunableKinds are every kind the user-cluster cache watches for Shardgate's label, except pods
+// (their Deployments own them), plus the shared namespace and IngressClass (cached whole, listed
+// by label). One list serves pruning removed shards and removing everything on cleanup, and it
+// is the engager's own list, so a rendered kind cannot be forgotten here (TestRenderedKindsArePrunable).
+func prunableKinds(scheme *runtime.Scheme, caps clusteraccess.Capabilities) ([]prunable, error) {
+	objs := append(clusteraccess.ManagedKinds(caps), &corev1.Namespace{}, &networkingv1.IngressClass{})
+	var out []prunable
+	for _, o := range objs {
+		if _, isPod := o.(*corev1.Pod); isPod {
+			continue
+		}
+		gvk, err := apiutil.GVKForObject(o, scheme)
+		if err != nil {
+			return nil, err
+		}
+		l, err := scheme.New(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, prunable{kind: gvk.Kind, list: l.(client.ObjectList)})
+	}
+	return out, nil
+}

@@ -1,0 +1,216 @@
+package shards
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	networkingv1 "k8s.io/api/networking/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/shardgate/shardgate/api/v1alpha1"
+	"github.com/shardgate/shardgate/pkg/clusteraccess"
+	"github.com/shardgate/shardgate/pkg/ingressclass"
+	"github.com/shardgate/shardgate/pkg/names"
+	"github.com/shardgate/shardgate/pkg/render"
+	"github.com/shardgate/shardgate/pkg/validation"
+)
+
+// Reconciler deploys every shard of a ClusterIngress into its user cluster with server-side
+// apply, prunes the objects of removed shards, and repairs drift (the user-cluster cache wakes it
+// on any change to a managed object). It reports ShardsAvailable and RoutesProtected, and on
+// deletion removes everything Shardgate put into the cluster (reconciler_delete.go).
+type Reconciler struct {
+	Client client.Client
+	Access clusteraccess.Access
+}
+
+// Reconcile renders, applies, prunes, and reports.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	ci := &v1alpha1.ClusterIngress{}
+	if err := r.Client.Get(ctx, req.NamespacedName, ci); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if ci.DeletionTimestamp != nil {
+		return r.reconcileDelete(ctx, ci)
+	}
+	if !controllerutil.ContainsFinalizer(ci, v1alpha1.UserClusterCleanupFinalizer) {
+		patch := client.MergeFrom(ci.DeepCopy())
+		controllerutil.AddFinalizer(ci, v1alpha1.UserClusterCleanupFinalizer)
+		if err := r.Client.Patch(ctx, ci, patch); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	before := ci.DeepCopy()
+	conds, err := r.reconcileShards(ctx, ci)
+	for _, c := range conds {
+		c.ObservedGeneration = ci.Generation
+		meta.SetStatusCondition(&ci.Status.Conditions, c)
+	}
+	if !equalConditions(before.Status.Conditions, ci.Status.Conditions) {
+		patch := client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})
+		if perr := r.Client.Status().Patch(ctx, ci, patch, client.FieldOwner(v1alpha1.FieldOwner)); perr != nil {
+			return ctrl.Result{}, errors.Join(err, perr)
+		}
+	}
+	return ctrl.Result{}, err
+}
+
+// reconcileShards returns ShardsAvailable and, once the cluster is observed, RoutesProtected.
+func (r *Reconciler) reconcileShards(ctx context.Context, ci *v1alpha1.ClusterIngress) ([]metav1.Condition, error) {
+	available := func(s metav1.ConditionStatus, reason, msg string) []metav1.Condition {
+		return []metav1.Condition{condition(v1alpha1.ConditionShardsAvailable, s, reason, msg)}
+	}
+	shards := ci.Spec.ShardsOrDefault()
+	if errs := validation.Shards(shards, field.NewPath("spec", "shards")); len(errs) > 0 {
+		return available(metav1.ConditionFalse, v1alpha1.ReasonShardsInvalid, errs.ToAggregate().Error()), nil
+	}
+	cluster, ok := r.Access.Get(client.ObjectKeyFromObject(ci))
+	if !ok || !cluster.Observable() {
+		// Nothing is touched while the cluster cannot be observed.
+		return available(metav1.ConditionUnknown, v1alpha1.ReasonConnecting, "waiting for the user cluster to be reachable"), nil
+	}
+	domain := ci.Status.Domain
+	if domain == "" {
+		return available(metav1.ConditionUnknown, v1alpha1.ReasonConnecting, "waiting for the cluster domain (see DNSPublished)"), nil
+	}
+	user, err := cluster.Identity(ctx)
+	if err != nil {
+		return available(metav1.ConditionUnknown, v1alpha1.ReasonConnecting, err.Error()), err
+	}
+	caps := cluster.Capabilities()
+	desired, err := render.DesiredObjects(render.DesiredInput{ClusterDomain: domain, TTL: ci.Spec.DNS.TTL, Shards: shards,
+		ShardgateUser: user, AdmissionPolicy: caps.AdmissionPolicy})
+	if err != nil {
+		return available(metav1.ConditionFalse, v1alpha1.ReasonShardsInvalid, err.Error()), nil
+	}
+	w := cluster.Writer()
+	for _, o := range desired {
+		same, err := upToDate(ctx, cluster.Reader(), w.Scheme(), o)
+		if err != nil {
+			err = clusteraccess.DescribeError("read the user cluster's cache", err)
+			return available(metav1.ConditionUnknown, v1alpha1.ReasonConnecting, err.Error()), err
+		}
+		if same {
+			continue
+		}
+		if err := w.Apply(ctx, client.ApplyConfigurationFromUnstructured(o), client.FieldOwner(v1alpha1.FieldOwner), client.ForceOwnership); err != nil {
+			err = clusteraccess.DescribeError(fmt.Sprintf("apply %s %s", o.GetKind(), o.GetName()), err)
+			return available(metav1.ConditionFalse, v1alpha1.ReasonShardsApplyFailed, err.Error()), err
+		}
+	}
+	if err := r.prune(ctx, cluster, desired); err != nil {
+		return available(metav1.ConditionFalse, v1alpha1.ReasonShardsApplyFailed, err.Error()), err
+	}
+	if err := r.defaultClass(ctx, cluster, v1alpha1.ResolveIngressClass(ci.Spec.IngressClass).Default); err != nil {
+		return available(metav1.ConditionFalse, v1alpha1.ReasonShardsApplyFailed, err.Error()), err
+	}
+	obs, err := observeRouters(ctx, cluster.Reader(), shards)
+	if err != nil {
+		err = clusteraccess.DescribeError("read the user cluster's cache", err)
+		return available(metav1.ConditionUnknown, v1alpha1.ReasonConnecting, err.Error()), err
+	}
+	return []metav1.Condition{Availability(shards, obs), Protection(caps)}, nil
+}
+
+// Protection is RoutesProtected for a cluster with these capabilities.
+func Protection(caps clusteraccess.Capabilities) metav1.Condition {
+	if caps.AdmissionPolicy {
+		return condition(v1alpha1.ConditionRoutesProtected, metav1.ConditionTrue, v1alpha1.ReasonPolicyInstalled,
+			"a ValidatingAdmissionPolicy lets only Shardgate set the shard label and allocation annotations")
+	}
+	return condition(v1alpha1.ConditionRoutesProtected, metav1.ConditionFalse, v1alpha1.ReasonPolicyUnsupported,
+		fmt.Sprintf("the user cluster (Kubernetes %s) does not serve admissionregistration.k8s.io/v1 ValidatingAdmissionPolicy (1.30+): "+
+			"allocation works, but users could set the shard label and allocation annotations themselves", orUnknown(caps.Version)))
+}
+
+func orUnknown(v string) string {
+	if v == "" {
+		return "version unknown"
+	}
+	return v
+}
+
+// prune deletes managed objects that are not desired (all of them when desired is empty).
+func (r *Reconciler) prune(ctx context.Context, cluster clusteraccess.Cluster, desired []*unstructured.Unstructured) error {
+	want := map[string]bool{}
+	for _, o := range desired {
+		want[render.ObjKey(o.GetKind(), o.GetNamespace(), o.GetName())] = true
+	}
+	kinds, err := prunableKinds(cluster.Writer().Scheme(), cluster.Capabilities())
+	if err != nil {
+		return err
+	}
+	for _, kind := range kinds {
+		list := kind.list.DeepCopyObject().(client.ObjectList)
+		if err := cluster.Reader().List(ctx, list, client.MatchingLabels{v1alpha1.ManagedByLabel: v1alpha1.ManagedByValue}); err != nil {
+			return clusteraccess.DescribeError("list "+kind.kind, err)
+		}
+		items, err := meta.ExtractList(list)
+		if err != nil {
+			return err
+		}
+		for _, item := range items {
+			o := item.(client.Object)
+			if want[render.ObjKey(kind.kind, o.GetNamespace(), o.GetName())] || o.GetDeletionTimestamp() != nil {
+				continue
+			}
+			log.FromContext(ctx).Info("pruning", "kind", kind.kind, "namespace", o.GetNamespace(), "name", o.GetName())
+			if err := cluster.Writer().Delete(ctx, o, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil && !apierrors.IsNotFound(err) {
+				return clusteraccess.DescribeError(fmt.Sprintf("prune %s %s", kind.kind, o.GetName()), err)
+			}
+		}
+	}
+	return nil
+}
+
+// defaultClassManager is the field manager of the default-class mark, apart from everything
+// else Shardgate applies: an administrator who edits the mark takes it over, and Shardgate's
+// main applies never put it back.
+const defaultClassManager = "shardgate-default-class"
+
+// defaultClass marks the shardgate IngressClass as the cluster's default, or releases the mark,
+// as DecideDefaultClass says.
+func (r *Reconciler) defaultClass(ctx context.Context, cluster clusteraccess.Cluster, policy v1alpha1.DefaultClassPolicy) error {
+	classes := &networkingv1.IngressClassList{}
+	if err := cluster.Reader().List(ctx, classes); err != nil {
+		return clusteraccess.DescribeError("list IngressClasses", err)
+	}
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(networkingv1.SchemeGroupVersion.WithKind("IngressClass"))
+	u.SetName(names.IngressClassName)
+	switch ingressclass.DecideDefaultClass(classes.Items, policy) {
+	case ingressclass.DefaultClassMark:
+		u.SetAnnotations(map[string]string{ingressclass.DefaultClassAnnotation: "true", ingressclass.DefaultClassMarker: "true"})
+		log.FromContext(ctx).Info("no IngressClass is the cluster's default: marking the shardgate class default")
+	case ingressclass.DefaultClassRelease:
+		// An apply with no fields gives up what this manager owned; fields an administrator
+		// took over stay.
+		log.FromContext(ctx).Info("releasing the default-class mark (ingressClass.default: Never)")
+	default:
+		return nil
+	}
+	if err := cluster.Writer().Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(defaultClassManager)); err != nil {
+		return clusteraccess.DescribeError("mark the default IngressClass", err)
+	}
+	return nil
+}
+
+func condition(typ string, s metav1.ConditionStatus, reason, msg string) metav1.Condition {
+	return metav1.Condition{Type: typ, Status: s, Reason: reason, Message: msg}
+}
+
+func equalConditions(a, b []metav1.Condition) bool {
+	return slices.EqualFunc(a, b, func(x, y metav1.Condition) bool {
+		return x.Type == y.Type && x.Status == y.Status && x.Reason == y.Reason && x.Message == y.Message && x.ObservedGeneration == y.ObservedGeneration
+	})
+}

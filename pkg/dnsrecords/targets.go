@@ -1,0 +1,74 @@
+package dnsrecords
+
+import (
+	"net/netip"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/shardgate/shardgate/api/v1alpha1"
+)
+
+// TargetNodes returns the nodes whose addresses a HostNetwork or NodePort shard publishes:
+//   - HostNetwork: nodes running a Ready, non-terminating router pod of the shard;
+//   - NodePort: nodes matching the shard's nodeSelector (all nodes when none).
+//
+// Node health (Ready, schedulable, not being deleted, no NoExecute taint) is applied by the DNS
+// planner on top, for every mode alike.
+func TargetNodes(s v1alpha1.ShardSpec, nodes []corev1.Node, pods []corev1.Pod) []corev1.Node {
+	var out []corev1.Node
+	switch s.Publishing {
+	case v1alpha1.PublishNodePort:
+		sel := labels.SelectorFromSet(s.NodeSelector)
+		for _, n := range nodes {
+			if sel.Matches(labels.Set(n.Labels)) {
+				out = append(out, n)
+			}
+		}
+	case v1alpha1.PublishLoadBalancer:
+		return nil
+	default:
+		running := map[string]bool{}
+		for i := range pods {
+			p := &pods[i]
+			if p.Labels[v1alpha1.ShardLabel] == s.Name && p.DeletionTimestamp == nil && podReady(p) && p.Spec.NodeName != "" {
+				running[p.Spec.NodeName] = true
+			}
+		}
+		for _, n := range nodes {
+			if running[n.Name] {
+				out = append(out, n)
+			}
+		}
+	}
+	return out
+}
+
+// LoadBalancerTargets returns a LoadBalancer Service's published addresses: IPs (A/AAAA) and
+// hostnames (CNAME), each sorted.
+func LoadBalancerTargets(svc *corev1.Service) (ips, hostnames []string) {
+	if svc == nil {
+		return nil, nil
+	}
+	for _, in := range svc.Status.LoadBalancer.Ingress {
+		if ip, err := netip.ParseAddr(in.IP); err == nil {
+			ips = append(ips, ip.Unmap().String())
+		}
+		if in.Hostname != "" {
+			hostnames = append(hostnames, in.Hostname)
+		}
+	}
+	slices.Sort(ips)
+	slices.Sort(hostnames)
+	return slices.Compact(ips), slices.Compact(hostnames)
+}
+
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}

@@ -1,0 +1,66 @@
+package render
+
+import (
+	"fmt"
+	"strings"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
+
+	"github.com/shardgate/shardgate/api/v1alpha1"
+)
+
+// admissionPolicyName names the ValidatingAdmissionPolicy and its binding.
+const admissionPolicyName = "shardgate-allocation"
+
+// AdmissionPolicy renders a ValidatingAdmissionPolicy (and binding) that lets only Shardgate,
+// acting as shardgateUser, set or change an Ingress' shard label and allocation annotations:
+// a user who labels an Ingress by hand is refused by the API server itself. It covers the status
+// subresource too: the API server keeps label and annotation changes sent through it, and
+// routers (and other ingress controllers) may write Ingress status.
+func AdmissionPolicy(shardgateUser string) ([]*unstructured.Unstructured, error) {
+	var ann []string
+	for _, k := range v1alpha1.AllocationAnnotations {
+		ann = append(ann, fmt.Sprintf("object.metadata.?annotations[?%q].orValue('') == (oldObject == null ? '' : oldObject.metadata.?annotations[?%q].orValue(''))", k, k))
+	}
+	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: admissionPolicyName, Labels: managedLabels("")},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+			FailurePolicy: ptr.To(admissionregistrationv1.Fail),
+			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
+				RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
+					Rule:       admissionregistrationv1.Rule{APIGroups: []string{"networking.k8s.io"}, APIVersions: []string{"v1"}, Resources: []string{"ingresses", "ingresses/status"}},
+				},
+			}}},
+			Variables: []admissionregistrationv1.Variable{
+				{Name: "isShardgate", Expression: fmt.Sprintf("request.userInfo.username == %q", shardgateUser)},
+			},
+			Validations: []admissionregistrationv1.Validation{
+				{
+					Expression: fmt.Sprintf("variables.isShardgate || object.metadata.?labels[?%q].orValue('') == (oldObject == null ? '' : oldObject.metadata.?labels[?%q].orValue(''))", v1alpha1.ShardLabel, v1alpha1.ShardLabel),
+					Message:    "the " + v1alpha1.ShardLabel + " label is set by Shardgate, which allocates every Ingress to a shard; remove it from your manifest",
+					Reason:     ptr.To(metav1.StatusReasonForbidden),
+				},
+				{
+					Expression: "variables.isShardgate || (" + strings.Join(ann, " && ") + ")",
+					Message:    "the shardgate.io/ allocation annotations are written by Shardgate only",
+					Reason:     ptr.To(metav1.StatusReasonForbidden),
+				},
+			},
+		},
+	}
+	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: admissionPolicyName, Labels: managedLabels("")},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
+			PolicyName:        admissionPolicyName,
+			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
+		},
+	}
+	return toUnstructured(
+		typed{admissionregistrationv1.SchemeGroupVersion.WithKind("ValidatingAdmissionPolicy"), policy},
+		typed{admissionregistrationv1.SchemeGroupVersion.WithKind("ValidatingAdmissionPolicyBinding"), binding},
+	)
+}

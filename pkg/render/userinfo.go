@@ -1,0 +1,41 @@
+package render
+
+import (
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/shardgate/shardgate/api/v1alpha1"
+	"github.com/shardgate/shardgate/pkg/names"
+)
+
+// UserInfo renders kube-public/shardgate-ingress: readable by everyone in the user cluster, it
+// says the cluster domain, each shard's domain, and the CNAME target for custom hosts.
+func UserInfo(clusterDomain string, shards []v1alpha1.ShardSpec) (*unstructured.Unstructured, error) {
+	data := map[string]string{"clusterDomain": clusterDomain}
+	var shardNames, lines []string
+	for _, s := range shards {
+		d := names.ShardDomain(s.Name, clusterDomain)
+		shardNames = append(shardNames, s.Name)
+		data["shard."+s.Name+".domain"] = d
+		data["shard."+s.Name+".cnameTarget"] = d
+		lines = append(lines, fmt.Sprintf("  %-12s *.%s (custom hosts: CNAME to %s)", s.Name, d, d))
+	}
+	data["shards"] = strings.Join(shardNames, ",")
+	data["README"] = fmt.Sprintf(`Ingress in this cluster is served by Shardgate.
+Every name under %s reaches the cluster's ingress routers.
+Shards:
+%s
+An Ingress rule without a host gets <name>-<namespace>.<shard domain>.
+For a host of your own, create a DNS CNAME from it to the shard domain's apex.
+`, clusterDomain, strings.Join(lines, "\n"))
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: names.UserInfoNamespace, Name: names.UserInfoName, Labels: managedLabels("")}, Data: data}
+	objs, err := toUnstructured(typed{corev1.SchemeGroupVersion.WithKind("ConfigMap"), cm})
+	if err != nil {
+		return nil, err
+	}
+	return objs[0], nil
+}

@@ -1,0 +1,81 @@
+package sources
+
+import (
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+
+	"github.com/shardgate/shardgate/api/v1alpha1"
+)
+
+func profile(name string, age time.Duration, sel map[string]string) v1alpha1.IngressProfile {
+	return v1alpha1.IngressProfile{
+		ObjectMeta: metav1.ObjectMeta{Name: name, CreationTimestamp: metav1.NewTime(time.Unix(1e9, 0).Add(-age))},
+		Spec:       v1alpha1.IngressProfileSpec{ClusterSelector: metav1.LabelSelector{MatchLabels: sel}},
+	}
+}
+
+func TestSelectProfile(t *testing.T) {
+	all := profile("all", time.Hour, nil)
+	prodOld := profile("prod-old", 2*time.Hour, map[string]string{"env": "prod"})
+	prodNew := profile("prod-new", time.Minute, map[string]string{"env": "prod"})
+	tieA := profile("a", 3*time.Hour, map[string]string{"tie": "x"})
+	tieB := profile("b", 3*time.Hour, map[string]string{"tie": "x"})
+	badSel := profile("bad", 5*time.Hour, nil)
+	badSel.Spec.ClusterSelector.MatchExpressions = []metav1.LabelSelectorRequirement{{Key: "k", Operator: "Bogus"}}
+	deleting := profile("deleting", 6*time.Hour, nil)
+	deleting.DeletionTimestamp = ptr.To(metav1.Now())
+
+	tests := []struct {
+		name     string
+		profiles []v1alpha1.IngressProfile
+		labels   map[string]string
+		want     string
+	}{
+		{"none", nil, map[string]string{"env": "prod"}, ""},
+		{"empty selector selects all", []v1alpha1.IngressProfile{all}, nil, "all"},
+		{"oldest matching wins", []v1alpha1.IngressProfile{prodNew, all, prodOld}, map[string]string{"env": "prod"}, "prod-old"},
+		{"non-matching ignored", []v1alpha1.IngressProfile{prodNew, prodOld}, map[string]string{"env": "dev"}, ""},
+		{"tie broken by name", []v1alpha1.IngressProfile{tieB, tieA}, map[string]string{"tie": "x"}, "a"},
+		{"invalid selector and deleting profiles never select", []v1alpha1.IngressProfile{badSel, deleting, prodNew}, map[string]string{"env": "prod"}, "prod-new"},
+		{"a profile found invalid takes no cluster", []v1alpha1.IngressProfile{all, prodNew}, map[string]string{"env": "prod", "invalid": "all"}, "prod-new"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			invalid := map[string]bool{tt.labels["invalid"]: true}
+			got := SelectProfile(tt.profiles, invalid, tt.labels)
+			name := ""
+			if got != nil {
+				name = got.Name
+			}
+			if name != tt.want {
+				t.Fatalf("got %q want %q", name, tt.want)
+			}
+		})
+	}
+}
+
+func TestSources(t *testing.T) {
+	c := &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c1", Annotations: map[string]string{v1alpha1.ClusterIDAnnotation: " prod-1 "}}}
+	s := FromCluster(c)
+	if s.ClusterID != "prod-1" || s.KubeconfigSecret != "c1-kubeconfig" || s.Initialized || s.Kind != v1alpha1.SourceKindCluster {
+		t.Fatalf("uninitialized cluster: %+v", s)
+	}
+	c.Status.Initialization.ControlPlaneInitialized = ptr.To(true)
+	if !FromCluster(c).Initialized {
+		t.Fatal("initialization.controlPlaneInitialized not honoured")
+	}
+	c.Status.Initialization.ControlPlaneInitialized = nil
+	c.Status.Conditions = []metav1.Condition{{Type: clusterv1.ClusterControlPlaneInitializedCondition, Status: metav1.ConditionTrue}}
+	if !FromCluster(c).Initialized {
+		t.Fatal("ControlPlaneInitialized condition not honoured")
+	}
+	sec := FromSecret(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "edge"}})
+	if sec.ClusterID != "edge" || sec.KubeconfigSecret != "edge" || !sec.Initialized {
+		t.Fatalf("secret source: %+v", sec)
+	}
+}
