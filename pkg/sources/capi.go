@@ -42,6 +42,22 @@ func (c *ClusterAPI) OnFound(f func()) {
 	f()
 }
 
+// Found records that Cluster API is served and runs the OnFound callbacks (once).
+func (c *ClusterAPI) Found() {
+	c.mu.Lock()
+	if c.available.Load() {
+		c.mu.Unlock()
+		return
+	}
+	c.available.Store(true)
+	fs := c.onFound
+	c.onFound = nil
+	c.mu.Unlock()
+	for _, f := range fs {
+		f()
+	}
+}
+
 // Start implements manager.Runnable.
 func (c *ClusterAPI) Start(ctx context.Context) error {
 	interval := c.Interval
@@ -54,14 +70,7 @@ func (c *ClusterAPI) Start(ctx context.Context) error {
 		switch {
 		case found:
 			c.Log.Info("Cluster API found in the seed; Clusters are cluster sources")
-			c.mu.Lock()
-			c.available.Store(true)
-			fs := c.onFound
-			c.onFound = nil
-			c.mu.Unlock()
-			for _, f := range fs {
-				f()
-			}
+			c.Found()
 			return nil
 		case err != nil:
 			c.Log.Info("Cluster API discovery failed; will retry (Cluster clusters are kept as they are meanwhile)", "error", err.Error())

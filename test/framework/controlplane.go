@@ -296,3 +296,17 @@ func (cp *ControlPlane) InstallCRDs(dirs ...string) error {
 	_, err := envtest.InstallCRDs(cp.Config, envtest.CRDInstallOptions{Paths: dirs, ErrorIfPathMissing: true, Scheme: cp.Client.Scheme()})
 	return err
 }
+
+// StartSharedControlPlane starts a control plane for a whole test binary, e.g. one seed API
+// server shared by a package's reconciler tests; framework.Main stops it when the binary ends.
+func StartSharedControlPlane(name string, opts ControlPlaneOptions) (*ControlPlane, error) {
+	root, err := RunDir()
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp(root, "shared-"+name+"-")
+	if err != nil {
+		return nil, err
+	}
+	return startControlPlane(dir, name, opts)
+}

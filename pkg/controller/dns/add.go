@@ -41,14 +41,8 @@ type Config struct {
 
 // Add registers the DNS controller.
 func Add(mgr ctrl.Manager, cfg Config) error {
-	indexes := map[string]client.IndexerFunc{
-		requestedDomainIndex: func(o client.Object) []string { return []string{requestedDomain(o.(*v1alpha1.ClusterIngress))} },
-		heldDomainIndex:      func(o client.Object) []string { return []string{o.(*v1alpha1.ClusterIngress).Status.Domain} },
-	}
-	for name, f := range indexes {
-		if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.ClusterIngress{}, name, f); err != nil {
-			return fmt.Errorf("index %s: %w", name, err)
-		}
+	if err := AddIndexes(context.Background(), mgr.GetFieldIndexer()); err != nil {
+		return err
 	}
 	r := &Reconciler{Client: mgr.GetClient(), Access: cfg.Access, ServedZones: cfg.ServedZones, Clock: clock.RealClock{}}
 	return ctrl.NewControllerManagedBy(mgr).Named("dns").
@@ -64,6 +58,21 @@ func Add(mgr ctrl.Manager, cfg Config) error {
 		// Records follow nodes and router pods/Services; Ingress churn does not wake this.
 		WatchesRawSource(source.Channel(cfg.Access.Subscribe(clusteraccess.ChangeNodes|clusteraccess.ChangeManaged), &handler.EnqueueRequestForObject{})).
 		Complete(r)
+}
+
+// AddIndexes adds the ClusterIngress field indexes the controller lists by (the domain asked for
+// and the domain held).
+func AddIndexes(ctx context.Context, fi client.FieldIndexer) error {
+	indexes := map[string]client.IndexerFunc{
+		requestedDomainIndex: func(o client.Object) []string { return []string{requestedDomain(o.(*v1alpha1.ClusterIngress))} },
+		heldDomainIndex:      func(o client.Object) []string { return []string{o.(*v1alpha1.ClusterIngress).Status.Domain} },
+	}
+	for name, f := range indexes {
+		if err := fi.IndexField(ctx, &v1alpha1.ClusterIngress{}, name, f); err != nil {
+			return fmt.Errorf("index %s: %w", name, err)
+		}
+	}
+	return nil
 }
 
 // sameDomain maps a ClusterIngress to the others that ask for or hold the domains it asks for

@@ -1,0 +1,162 @@
+package dns
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	clocktesting "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/shardgate/shardgate/api/v1alpha1"
+	"github.com/shardgate/shardgate/pkg/clusteraccess"
+	"github.com/shardgate/shardgate/pkg/controller/controllertest"
+	"github.com/shardgate/shardgate/pkg/dnsrecords"
+	"github.com/shardgate/shardgate/test/framework"
+)
+
+func TestMain(m *testing.M) { framework.Main(m) }
+
+func readyNode(name, ip string) *corev1.Node {
+	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name},
+		Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}},
+			Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: ip}}}}
+}
+
+func newCI(t *testing.T, c client.Client, ns, name, id string) types.NamespacedName {
+	t.Helper()
+	ci := &v1alpha1.ClusterIngress{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: spec(id, "dns.test")}
+	ci.Spec.ClusterRef = v1alpha1.ClusterReference{Kind: v1alpha1.SourceKindSecret, Name: name}
+	ci.Spec.Profile = "p"
+	if err := c.Create(context.Background(), ci); err != nil {
+		t.Fatal(err)
+	}
+	return client.ObjectKeyFromObject(ci)
+}
+
+func get(t *testing.T, c client.Client, key types.NamespacedName) (*v1alpha1.ClusterIngress, *dnsrecords.DNSEndpoint) {
+	t.Helper()
+	ci := &v1alpha1.ClusterIngress{}
+	if err := c.Get(context.Background(), key, ci); err != nil {
+		t.Fatal(err)
+	}
+	ep := &dnsrecords.DNSEndpoint{}
+	if err := c.Get(context.Background(), key, ep); err != nil {
+		if !apierrors.IsNotFound(err) {
+			t.Fatal(err)
+		}
+		ep = nil
+	}
+	return ci, ep
+}
+
+func publishedOf(t *testing.T, ci *v1alpha1.ClusterIngress) *metav1.Condition {
+	t.Helper()
+	return meta.FindStatusCondition(ci.Status.Conditions, v1alpha1.ConditionDNSPublished)
+}
+
+func TestRecordsFollowTheClusterAndStayWithTheirHolder(t *testing.T) {
+	seed := controllertest.Seed(t)
+	ns := controllertest.Namespace(t, seed.Client)
+	access := clusteraccess.NewFake()
+	cached := controllertest.CachedClient(t, seed, AddIndexes)
+	r := &Reconciler{Client: cached, Access: access, ServedZones: []string{"dns.test"}, Clock: clocktesting.NewFakeClock(time.Now())}
+
+	holder := newCI(t, seed.Client, ns, "holder", "c1")
+	user := controllertest.UserCluster(access, holder, readyNode("n1", "10.0.0.1"), readyNode("n2", "10.0.0.2"))
+	controllertest.ReconcileUntil(t, r, holder, publishedWith(t, seed.Client, holder, v1alpha1.ReasonPublished))
+	ci, ep := get(t, seed.Client, holder)
+	if ep == nil || ci.Status.Domain != "c1.dns.test" || !slices.Equal(ci.Status.Targets, []string{"10.0.0.1", "10.0.0.2"}) ||
+		publishedOf(t, ci).Reason != v1alpha1.ReasonPublished || !controllerHas(ci, v1alpha1.DNSCleanupFinalizer) {
+		t.Fatalf("status %+v endpoint %v", ci.Status, ep)
+	}
+	names := map[string]bool{}
+	for _, e := range ep.Spec.Endpoints {
+		names[e.DNSName] = true
+	}
+	if !names["c1.dns.test"] || !names["*.c1.dns.test"] {
+		t.Fatalf("records %+v", ep.Spec.Endpoints)
+	}
+
+	// A newcomer asking for the held ID, whatever its age, gets ClusterIDConflict and no records.
+	newcomer := newCI(t, seed.Client, ns, "newcomer", "c1")
+	controllertest.UserCluster(access, newcomer, readyNode("x", "10.9.9.9"))
+	controllertest.ReconcileUntil(t, r, newcomer, publishedWith(t, seed.Client, newcomer, v1alpha1.ReasonClusterIDConflict))
+	nci, nep := get(t, seed.Client, newcomer)
+	if nep != nil || publishedOf(t, nci).Reason != v1alpha1.ReasonClusterIDConflict || nci.Status.Domain != "" {
+		t.Fatalf("newcomer: %+v endpoint %v", nci.Status, nep)
+	}
+	controllertest.Reconcile(t, r, holder, 1)
+	if _, still := get(t, seed.Client, holder); still == nil {
+		t.Fatal("the holder's records were touched by the contest")
+	}
+
+	// A node leaves: the records follow. Unobservable: the last records stay.
+	if err := user.Client.Delete(context.Background(), readyNode("n2", "")); err != nil {
+		t.Fatal(err)
+	}
+	controllertest.ReconcileUntil(t, r, holder, func() (bool, string) {
+		ci, _ := get(t, seed.Client, holder)
+		return slices.Equal(ci.Status.Targets, []string{"10.0.0.1"}), fmt.Sprintf("targets %v", ci.Status.Targets)
+	})
+	user.St = clusteraccess.State{Phase: clusteraccess.PhaseUnreachable, Reason: string(clusteraccess.FailureUnreachable), Message: "timed out"}
+	controllertest.ReconcileUntil(t, r, holder, publishedWith(t, seed.Client, holder, v1alpha1.ReasonStaleRecordsKept))
+	ci, ep = get(t, seed.Client, holder)
+	if ep == nil || publishedOf(t, ci).Reason != v1alpha1.ReasonStaleRecordsKept ||
+		meta.FindStatusCondition(ci.Status.Conditions, v1alpha1.ConditionClusterReachable).Reason != v1alpha1.ReasonUnreachable {
+		t.Fatalf("unobservable: %+v", ci.Status.Conditions)
+	}
+
+	// Deletion removes the records and lets the ClusterIngress go.
+	if err := seed.Client.Delete(context.Background(), ci); err != nil {
+		t.Fatal(err)
+	}
+	controllertest.ReconcileUntil(t, r, holder, func() (bool, string) {
+		err := seed.Client.Get(context.Background(), holder, &v1alpha1.ClusterIngress{})
+		return apierrors.IsNotFound(err), fmt.Sprintf("ClusterIngress after deletion: %v", err)
+	})
+	if err := seed.Client.Get(context.Background(), holder, &dnsrecords.DNSEndpoint{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("DNSEndpoint after deletion: %v", err)
+	}
+	// Freed: the newcomer takes the ID.
+	controllertest.ReconcileUntil(t, r, newcomer, func() (bool, string) {
+		nci, nep := get(t, seed.Client, newcomer)
+		return nep != nil && nci.Status.Domain == "c1.dns.test", fmt.Sprintf("newcomer after the holder left: %+v", nci.Status)
+	})
+}
+
+func TestZoneNotServedTouchesNothing(t *testing.T) {
+	seed := controllertest.Seed(t)
+	ns := controllertest.Namespace(t, seed.Client)
+	access := clusteraccess.NewFake()
+	r := &Reconciler{Client: controllertest.CachedClient(t, seed, AddIndexes), Access: access, ServedZones: []string{"other.test"}, Clock: clocktesting.NewFakeClock(time.Now())}
+	key := newCI(t, seed.Client, ns, "c", "c")
+	controllertest.UserCluster(access, key, readyNode("n1", "10.0.0.1"))
+	controllertest.ReconcileUntil(t, r, key, publishedWith(t, seed.Client, key, v1alpha1.ReasonZoneNotServed))
+	ci, ep := get(t, seed.Client, key)
+	if ep != nil || publishedOf(t, ci).Reason != v1alpha1.ReasonZoneNotServed {
+		t.Fatalf("%+v %v", ci.Status.Conditions, ep)
+	}
+	if c := meta.FindStatusCondition(ci.Status.Conditions, v1alpha1.ConditionReady); c == nil || c.Status != metav1.ConditionFalse {
+		t.Fatalf("Ready: %+v", c)
+	}
+}
+
+func publishedWith(t *testing.T, c client.Client, key types.NamespacedName, reason string) func() (bool, string) {
+	return func() (bool, string) {
+		ci, _ := get(t, c, key)
+		p := publishedOf(t, ci)
+		return p != nil && p.Reason == reason, fmt.Sprintf("DNSPublished %+v, want %s", p, reason)
+	}
+}
+
+func controllerHas(ci *v1alpha1.ClusterIngress, f string) bool {
+	return slices.Contains(ci.Finalizers, f)
+}

@@ -1,0 +1,217 @@
+package lifecycle
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/shardgate/shardgate/api/v1alpha1"
+	"github.com/shardgate/shardgate/pkg/controller/controllertest"
+	"github.com/shardgate/shardgate/pkg/sources"
+	"github.com/shardgate/shardgate/test/framework"
+)
+
+func TestMain(m *testing.M) { framework.Main(m) }
+
+type env struct {
+	c     client.Client
+	ns    string
+	r     *Reconciler
+	clock *clocktesting.FakeClock
+	sel   map[string]string
+}
+
+func setup(t *testing.T) *env {
+	seed := controllertest.Seed(t)
+	ns := controllertest.Namespace(t, seed.Client)
+	clock := clocktesting.NewFakeClock(time.Now())
+	e := &env{c: seed.Client, ns: ns, clock: clock, sel: map[string]string{"profile": ns},
+		r: &Reconciler{Client: seed.Client, DefaultZone: "seed.test", ClusterAPI: &sources.ClusterAPI{},
+			SecretNamespaces: map[string]bool{ns: true}, RemovalGrace: time.Minute, Clock: clock}}
+	e.profile(t, ns, e.sel)
+	return e
+}
+
+func (e *env) profile(t *testing.T, name string, sel map[string]string) *v1alpha1.IngressProfile {
+	t.Helper()
+	p := &v1alpha1.IngressProfile{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: v1alpha1.IngressProfileSpec{
+		ClusterSelector: metav1.LabelSelector{MatchLabels: sel}}}
+	if err := e.c.Create(context.Background(), p); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = e.c.Delete(context.Background(), p) })
+	return p
+}
+
+func (e *env) secret(t *testing.T, name string, labels map[string]string) types.NamespacedName {
+	t.Helper()
+	l := map[string]string{v1alpha1.KubeconfigSecretLabel: "true"}
+	for k, v := range labels {
+		l[k] = v
+	}
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: name, Labels: l}, Data: map[string][]byte{"kubeconfig": []byte("x")}}
+	if err := e.c.Create(context.Background(), s); err != nil {
+		t.Fatal(err)
+	}
+	return client.ObjectKeyFromObject(s)
+}
+
+func (e *env) ci(t *testing.T, key types.NamespacedName) *v1alpha1.ClusterIngress {
+	t.Helper()
+	ci := &v1alpha1.ClusterIngress{}
+	if err := e.c.Get(context.Background(), key, ci); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		t.Fatal(err)
+	}
+	return ci
+}
+
+func TestSelectedSourceGetsAClusterIngress(t *testing.T) {
+	e := setup(t)
+	key := e.secret(t, "c1", e.sel)
+	controllertest.Reconcile(t, e.r, key, 1)
+	ci := e.ci(t, key)
+	if ci == nil || ci.Spec.Profile != e.ns || ci.Spec.ClusterID != "c1" || ci.Spec.DNS.Zone != "seed.test" ||
+		len(ci.Spec.Shards) != 1 || ci.Spec.Allocation.Strategy != v1alpha1.StrategyLeastRoutes || len(ci.OwnerReferences) != 0 {
+		t.Fatalf("ClusterIngress: %+v", ci)
+	}
+	if c := meta.FindStatusCondition(ci.Status.Conditions, v1alpha1.ConditionSourceAvailable); c == nil || c.Status != metav1.ConditionTrue {
+		t.Fatalf("SourceAvailable: %+v", c)
+	}
+	// Not selected, in another namespace, or without the label: nothing.
+	other := e.secret(t, "other", map[string]string{"profile": "nobody"})
+	controllertest.Reconcile(t, e.r, other, 1)
+	if e.ci(t, other) != nil {
+		t.Fatal("an unselected source got a ClusterIngress")
+	}
+	e.r.SecretNamespaces = map[string]bool{}
+	outside := e.secret(t, "outside", e.sel)
+	controllertest.Reconcile(t, e.r, outside, 1)
+	if e.ci(t, outside) != nil {
+		t.Fatal("a Secret outside the listed namespaces registered a cluster")
+	}
+}
+
+func TestInvalidProfileChangesNothing(t *testing.T) {
+	e := setup(t)
+	key := e.secret(t, "c1", e.sel)
+	controllertest.Reconcile(t, e.r, key, 1)
+	p := &v1alpha1.IngressProfile{}
+	if err := e.c.Get(context.Background(), types.NamespacedName{Name: e.ns}, p); err != nil {
+		t.Fatal(err)
+	}
+	p.Spec.ClusterSelector = metav1.LabelSelector{MatchLabels: map[string]string{"not a key!": "x"}}
+	p.Spec.DNS.TTL = 5
+	if err := e.c.Update(context.Background(), p); err != nil {
+		t.Fatal(err)
+	}
+	controllertest.Reconcile(t, e.r, key, 2)
+	ci := e.ci(t, key)
+	if ci == nil || ci.Spec.DNS.TTL != 60 {
+		t.Fatalf("an invalid profile changed the cluster: %+v", ci)
+	}
+	newcomer := e.secret(t, "c2", e.sel)
+	controllertest.Reconcile(t, e.r, newcomer, 1)
+	if e.ci(t, newcomer) != nil {
+		t.Fatal("an invalid profile took a new cluster")
+	}
+}
+
+func TestVanishedSourceWaitsTheGracePeriod(t *testing.T) {
+	e := setup(t)
+	key := e.secret(t, "gitops", e.sel)
+	controllertest.Reconcile(t, e.r, key, 1)
+	if err := e.c.Delete(context.Background(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}); err != nil {
+		t.Fatal(err)
+	}
+	res := controllertest.Reconcile(t, e.r, key, 1)
+	ci := e.ci(t, key)
+	if c := meta.FindStatusCondition(ci.Status.Conditions, v1alpha1.ConditionSourceAvailable); c == nil || c.Reason != v1alpha1.ReasonSourceMissing {
+		t.Fatalf("SourceAvailable: %+v", c)
+	}
+	if res.RequeueAfter != time.Minute {
+		t.Fatalf("requeue after %s, want the grace period", res.RequeueAfter)
+	}
+	// Recreated within the grace period: adopted.
+	e.secret(t, "gitops", e.sel)
+	controllertest.Reconcile(t, e.r, key, 1)
+	if again := e.ci(t, key); again.UID != ci.UID || meta.FindStatusCondition(again.Status.Conditions, v1alpha1.ConditionSourceAvailable).Status != metav1.ConditionTrue {
+		t.Fatalf("not adopted: %+v", again.Status.Conditions)
+	}
+	// Gone for good: deleted once the grace period has passed (the API server keeps it while
+	// the test's finalizer-less object is deleted at once).
+	if err := e.c.Delete(context.Background(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}); err != nil {
+		t.Fatal(err)
+	}
+	controllertest.Reconcile(t, e.r, key, 1)
+	e.clock.Step(30 * time.Second)
+	controllertest.Reconcile(t, e.r, key, 1)
+	if e.ci(t, key) == nil {
+		t.Fatal("deleted within the grace period")
+	}
+	e.clock.Step(45 * time.Second)
+	// The condition's time is the API server's; step past it by the whole grace period.
+	e.clock.SetTime(time.Now().Add(2 * time.Minute))
+	controllertest.Reconcile(t, e.r, key, 1)
+	if e.ci(t, key) != nil {
+		t.Fatal("kept past the grace period")
+	}
+}
+
+func TestDeselectedOrDeletingClusterIsRemoved(t *testing.T) {
+	e := setup(t)
+	key := e.secret(t, "c1", e.sel)
+	controllertest.Reconcile(t, e.r, key, 1)
+	s := &corev1.Secret{}
+	if err := e.c.Get(context.Background(), key, s); err != nil {
+		t.Fatal(err)
+	}
+	delete(s.Labels, "profile")
+	if err := e.c.Update(context.Background(), s); err != nil {
+		t.Fatal(err)
+	}
+	controllertest.Reconcile(t, e.r, key, 1)
+	if e.ci(t, key) != nil {
+		t.Fatal("a deselected cluster kept its ClusterIngress")
+	}
+	// A Cluster API Cluster being deleted: removed at once, cleanup best-effort. Unknown Cluster
+	// API: a Cluster's ClusterIngress is left alone.
+	e.r.ClusterAPI.Found()
+	c := &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "capi", Labels: e.sel, Finalizers: []string{"test"}},
+		Spec: clusterv1.ClusterSpec{Paused: ptr.To(false)}}
+	if err := e.c.Create(context.Background(), c); err != nil {
+		t.Fatal(err)
+	}
+	ckey := client.ObjectKeyFromObject(c)
+	controllertest.Reconcile(t, e.r, ckey, 1)
+	if ci := e.ci(t, ckey); ci == nil || ci.Spec.ClusterRef.Kind != v1alpha1.SourceKindCluster {
+		t.Fatalf("Cluster source: %+v", ci)
+	}
+	blind := &Reconciler{Client: e.c, DefaultZone: "seed.test", ClusterAPI: &sources.ClusterAPI{}, Clock: e.clock, RemovalGrace: time.Minute}
+	controllertest.Reconcile(t, blind, ckey, 2)
+	if ci := e.ci(t, ckey); ci == nil || meta.FindStatusCondition(ci.Status.Conditions, v1alpha1.ConditionSourceAvailable).Status != metav1.ConditionTrue {
+		t.Fatal("a controller that cannot see Cluster API touched a Cluster's ClusterIngress")
+	}
+	if err := e.c.Delete(context.Background(), c); err != nil {
+		t.Fatal(err)
+	}
+	controllertest.Reconcile(t, e.r, ckey, 1)
+	ci := e.ci(t, ckey)
+	if ci != nil && ci.DeletionTimestamp == nil {
+		t.Fatal("a Cluster being deleted kept its ClusterIngress")
+	}
+	c.Finalizers = nil
+	_ = e.c.Update(context.Background(), c)
+}

@@ -1,0 +1,57 @@
+package profile
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/shardgate/shardgate/api/v1alpha1"
+	"github.com/shardgate/shardgate/pkg/controller/controllertest"
+	"github.com/shardgate/shardgate/test/framework"
+)
+
+func TestMain(m *testing.M) { framework.Main(m) }
+
+func TestProfileStatus(t *testing.T) {
+	seed := controllertest.Seed(t)
+	ns := controllertest.Namespace(t, seed.Client)
+	ctx := context.Background()
+	r := &Reconciler{Client: seed.Client, DefaultZone: "seed.test"}
+	p := &v1alpha1.IngressProfile{ObjectMeta: metav1.ObjectMeta{Name: ns}}
+	if err := seed.Client.Create(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"a", "b"} {
+		ci := &v1alpha1.ClusterIngress{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: v1alpha1.ClusterIngressSpec{
+			ClusterRef: v1alpha1.ClusterReference{Kind: v1alpha1.SourceKindSecret, Name: name}, Profile: ns, ClusterID: name}}
+		if err := seed.Client.Create(ctx, ci); err != nil {
+			t.Fatal(err)
+		}
+	}
+	key := types.NamespacedName{Name: ns}
+	controllertest.Reconcile(t, r, key, 1)
+	if err := seed.Client.Get(ctx, key, p); err != nil {
+		t.Fatal(err)
+	}
+	c := meta.FindStatusCondition(p.Status.Conditions, v1alpha1.ConditionValid)
+	if p.Status.MatchingClusters != 2 || c == nil || c.Status != metav1.ConditionTrue || p.Status.ObservedGeneration != p.Generation {
+		t.Fatalf("status %+v", p.Status)
+	}
+	p.Spec.ClusterSelector = metav1.LabelSelector{MatchLabels: map[string]string{"not a key!": "x"}}
+	if err := seed.Client.Update(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	controllertest.Reconcile(t, r, key, 1)
+	if err := seed.Client.Get(ctx, key, p); err != nil {
+		t.Fatal(err)
+	}
+	c = meta.FindStatusCondition(p.Status.Conditions, v1alpha1.ConditionValid)
+	if c.Status != metav1.ConditionFalse || c.Reason != v1alpha1.ReasonClusterSelectorBad || !strings.Contains(c.Message, "spec.clusterSelector") ||
+		!strings.Contains(c.Message, "changes nothing") {
+		t.Fatalf("Valid: %+v", c)
+	}
+}

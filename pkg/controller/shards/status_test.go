@@ -1,0 +1,47 @@
+package shards
+
+import (
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/shardgate/shardgate/api/v1alpha1"
+	"github.com/shardgate/shardgate/pkg/clusteraccess"
+)
+
+func TestAvailability(t *testing.T) {
+	shards := v1alpha1.ResolveShards([]v1alpha1.ShardSpec{{Name: "default"}, {Name: "edge", NodeSelector: map[string]string{"role": "edge"}}})
+	for _, tt := range []struct {
+		name   string
+		obs    map[string]RouterObservation
+		status metav1.ConditionStatus
+		reason string
+		says   string
+	}{
+		{"all ready", map[string]RouterObservation{"default": {Deployed: true, ReadyReplicas: 1}, "edge": {Deployed: true, ReadyReplicas: 2}},
+			metav1.ConditionTrue, v1alpha1.ReasonShardsAvailable, "2 shard(s)"},
+		{"not created", map[string]RouterObservation{"default": {Deployed: true, ReadyReplicas: 1}},
+			metav1.ConditionFalse, v1alpha1.ReasonNoRouterReady, "edge: router not created yet"},
+		{"no node matches", map[string]RouterObservation{"default": {Deployed: true, ReadyReplicas: 1}, "edge": {Deployed: true, NoMatchingNode: true}},
+			metav1.ConditionFalse, v1alpha1.ReasonNoNodeMatchesSelector, "role=edge"},
+		{"unschedulable", map[string]RouterObservation{"default": {Deployed: true, Unschedulable: true}, "edge": {Deployed: true, ReadyReplicas: 1}},
+			metav1.ConditionFalse, v1alpha1.ReasonPodsUnschedulable, "default: router pods are unschedulable"},
+		{"starting", map[string]RouterObservation{"default": {Deployed: true}, "edge": {Deployed: true, ReadyReplicas: 1}},
+			metav1.ConditionFalse, v1alpha1.ReasonNoRouterReady, "no router pod is ready yet"},
+	} {
+		c := Availability(shards, tt.obs)
+		if c.Status != tt.status || c.Reason != tt.reason || !strings.Contains(c.Message, tt.says) {
+			t.Errorf("%s: %s/%s %q", tt.name, c.Status, c.Reason, c.Message)
+		}
+	}
+}
+
+func TestProtection(t *testing.T) {
+	if c := Protection(clusteraccess.Capabilities{AdmissionPolicy: true}); c.Status != metav1.ConditionTrue {
+		t.Errorf("%+v", c)
+	}
+	if c := Protection(clusteraccess.Capabilities{Version: "v1.29"}); c.Reason != v1alpha1.ReasonPolicyUnsupported || !strings.Contains(c.Message, "v1.29") {
+		t.Errorf("%+v", c)
+	}
+}
