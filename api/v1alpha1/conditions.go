@@ -1,5 +1,24 @@
 package v1alpha1
 
+// Who writes what of a ClusterIngress. Each controller patches only its own conditions and
+// fields (merge patches with an optimistic lock), and is woken only by changes it decides from,
+// not by the others' status writes.
+//
+//	controller  (package)                 writes
+//	lifecycle   pkg/controller/lifecycle  spec; SourceAvailable; the cleanup annotation; deletes it
+//	engagement  pkg/controller/engagement nothing (engages the cluster; DNS reports the outcome)
+//	dns         pkg/controller/dns        ClusterReachable, DNSPublished, Ready; clusterID, domain,
+//	                                      readyNodes, readyNodeCount, targets, targetsSummary,
+//	                                      shards, dnsEndpointRef, lastPublishedTime,
+//	                                      observedGeneration; finalizer dns-cleanup
+//	shards      pkg/controller/shards     ShardsAvailable, RoutesProtected; finalizer
+//	                                      user-cluster-cleanup
+//	allocation  pkg/controller/allocation routes, rejectedRoutes; finalizer allocation-cleanup
+//
+// Ready summarises SourceAvailable, ClusterReachable, ShardsAvailable and DNSPublished. The
+// profile controller (pkg/controller/profile) writes IngressProfile status: Valid,
+// matchingClusters, observedGeneration.
+
 // Condition types on ClusterIngress.
 const (
 	// ConditionClusterReachable: the user cluster's API server answers and its cache is synced.

@@ -85,3 +85,8 @@ func IsDefaultHostLabelOf(label, namespace, name string) bool {
 	l, ok := DefaultHostLabel(namespace, name)
 	return ok && l == label
 }
+
+// RouterSelector selects a shard's router pods (Deployment, Service, PDB, anti-affinity).
+func RouterSelector(shard string) map[string]string {
+	return map[string]string{v1alpha1.ShardLabel: shard, v1alpha1.ManagedByLabel: v1alpha1.ManagedByValue}
+}

@@ -134,7 +134,7 @@ func (Traefik) deployment(in RenderInput, name string, labels map[string]string,
 		strategy.RollingUpdate = &appsv1.RollingUpdateDeployment{MaxSurge: ptr.To(intstr.FromInt32(0)), MaxUnavailable: ptr.To(intstr.FromInt32(1))}
 	}
 	if replicas >= 2 {
-		sel := &metav1.LabelSelector{MatchLabels: map[string]string{v1alpha1.ShardLabel: s.Name, v1alpha1.ManagedByLabel: v1alpha1.ManagedByValue}}
+		sel := &metav1.LabelSelector{MatchLabels: names.RouterSelector(s.Name)}
 		pod.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
 			RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{LabelSelector: sel, TopologyKey: corev1.LabelHostname}},
 		}}
@@ -146,7 +146,7 @@ func (Traefik) deployment(in RenderInput, name string, labels map[string]string,
 		ObjectMeta: objectMeta(name, names.Namespace, labels),
 		Spec: appsv1.DeploymentSpec{
 			Replicas: ptr.To(replicas),
-			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{v1alpha1.ShardLabel: s.Name, v1alpha1.ManagedByLabel: v1alpha1.ManagedByValue}},
+			Selector: &metav1.LabelSelector{MatchLabels: names.RouterSelector(s.Name)},
 			Strategy: strategy,
 			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: pod},
 		},
@@ -192,7 +192,7 @@ func service(s v1alpha1.ShardSpec, name string, labels map[string]string, http, 
 		ObjectMeta: objectMeta(name, names.Namespace, labels),
 		Spec: corev1.ServiceSpec{
 			Type:     typ,
-			Selector: map[string]string{v1alpha1.ShardLabel: s.Name, v1alpha1.ManagedByLabel: v1alpha1.ManagedByValue},
+			Selector: names.RouterSelector(s.Name),
 			// Keep the client address and skip the second hop.
 			ExternalTrafficPolicy: corev1.ServiceExternalTrafficPolicyLocal,
 			Ports: []corev1.ServicePort{
@@ -218,7 +218,7 @@ func disruptionBudget(s v1alpha1.ShardSpec, name string, labels map[string]strin
 		ObjectMeta: objectMeta(name, names.Namespace, labels),
 		Spec: policyv1.PodDisruptionBudgetSpec{
 			MaxUnavailable: &maxUnavailable,
-			Selector:       &metav1.LabelSelector{MatchLabels: map[string]string{v1alpha1.ShardLabel: s.Name, v1alpha1.ManagedByLabel: v1alpha1.ManagedByValue}},
+			Selector:       &metav1.LabelSelector{MatchLabels: names.RouterSelector(s.Name)},
 		},
 	}
 }

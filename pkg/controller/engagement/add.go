@@ -41,7 +41,7 @@ func Add(mgr ctrl.Manager, cfg Config) error {
 	b := ctrl.NewControllerManagedBy(mgr).Named("engagement").
 		// Clusters are independent: one slow cluster must not queue the others behind it.
 		WithOptions(controller.Options{MaxConcurrentReconciles: cfg.Concurrency}).
-		For(&v1alpha1.ClusterIngress{}).
+		For(&v1alpha1.ClusterIngress{}, builder.WithPredicates(lifecycle.MetadataOrSpecChanged)).
 		// Reachability changes: a refused credential re-reads the kubeconfig at once.
 		WatchesRawSource(source.Channel(cfg.Registry.Subscribe(0), &handler.EnqueueRequestForObject{}))
 	if len(nss) > 0 {

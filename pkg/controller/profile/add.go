@@ -8,8 +8,10 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
@@ -20,9 +22,10 @@ import (
 // Add registers the profile status controller.
 func Add(mgr ctrl.Manager, defaultZone string) error {
 	return ctrl.NewControllerManagedBy(mgr).Named("profile").
-		For(&v1alpha1.IngressProfile{}).
+		For(&v1alpha1.IngressProfile{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		// A ClusterIngress counts for a profile: only its creation, deletion and profile matter.
 		Watches(&v1alpha1.ClusterIngress{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 			return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: o.(*v1alpha1.ClusterIngress).Spec.Profile}}}
-		})).
+		}), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Complete(&Reconciler{Client: mgr.GetClient(), DefaultZone: defaultZone})
 }
