@@ -6,13 +6,13 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
 	"github.com/shardgate/shardgate/pkg/clusteraccess"
+	"github.com/shardgate/shardgate/pkg/controller/predicates"
 )
 
 // +kubebuilder:rbac:groups=shardgate.io,resources=clusteringresses,verbs=get;list;watch;patch
@@ -24,18 +24,8 @@ func Add(mgr ctrl.Manager, access clusteraccess.Access, concurrency int) error {
 	return ctrl.NewControllerManagedBy(mgr).Named("allocation").
 		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
 		// Its own status writes (route counts) do not wake it: spec, domain and deletion do.
-		For(&v1alpha1.ClusterIngress{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, domainChanged))).
+		For(&v1alpha1.ClusterIngress{}, builder.WithPredicates(predicate.Or(predicates.MetadataOrSpecChanged, predicates.DomainChanged))).
 		// Routes, and router Deployments (their readiness is LeastLoaded's capacity).
 		WatchesRawSource(source.Channel(access.Subscribe(clusteraccess.ChangeRoutes|clusteraccess.ChangeManaged), &handler.EnqueueRequestForObject{})).
 		Complete(&Reconciler{Client: mgr.GetClient(), Access: access})
-}
-
-// domainChanged passes ClusterIngress updates that change the domain allocation decides in, or
-// finalizers (deletion goes through GenerationChanged: it sets deletionTimestamp).
-var domainChanged = predicate.Funcs{
-	UpdateFunc: func(e event.UpdateEvent) bool {
-		o, ok1 := e.ObjectOld.(*v1alpha1.ClusterIngress)
-		n, ok2 := e.ObjectNew.(*v1alpha1.ClusterIngress)
-		return !ok1 || !ok2 || o.Status.Domain != n.Status.Domain || len(o.Finalizers) != len(n.Finalizers)
-	},
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/shardgate/shardgate/api/v1alpha1"
 	"github.com/shardgate/shardgate/pkg/clusteraccess"
 	"github.com/shardgate/shardgate/pkg/controller/lifecycle"
+	"github.com/shardgate/shardgate/pkg/controller/predicates"
 	"github.com/shardgate/shardgate/pkg/sources"
 )
 
@@ -41,7 +42,7 @@ func Add(mgr ctrl.Manager, cfg Config) error {
 	b := ctrl.NewControllerManagedBy(mgr).Named("engagement").
 		// Clusters are independent: one slow cluster must not queue the others behind it.
 		WithOptions(controller.Options{MaxConcurrentReconciles: cfg.Concurrency}).
-		For(&v1alpha1.ClusterIngress{}, builder.WithPredicates(lifecycle.MetadataOrSpecChanged)).
+		For(&v1alpha1.ClusterIngress{}, builder.WithPredicates(predicates.MetadataOrSpecChanged)).
 		// Reachability changes: a refused credential re-reads the kubeconfig at once.
 		WatchesRawSource(source.Channel(cfg.Registry.Subscribe(0), &handler.EnqueueRequestForObject{}))
 	if len(nss) > 0 {

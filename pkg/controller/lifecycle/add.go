@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
+	"github.com/shardgate/shardgate/pkg/controller/predicates"
 	"github.com/shardgate/shardgate/pkg/sources"
 )
 
@@ -69,7 +70,7 @@ func Add(mgr ctrl.Manager, cfg Config) error {
 		SecretNamespaces: nss, RemovalGrace: cfg.RemovalGrace, Clock: clock.RealClock{}}
 	b := ctrl.NewControllerManagedBy(mgr).Named("clusteringress").
 		WithOptions(controller.Options{MaxConcurrentReconciles: cfg.Concurrency}).
-		For(&v1alpha1.ClusterIngress{}, builder.WithPredicates(MetadataOrSpecChanged)).
+		For(&v1alpha1.ClusterIngress{}, builder.WithPredicates(predicates.MetadataOrSpecChanged)).
 		Watches(&v1alpha1.IngressProfile{}, handler.EnqueueRequestsFromMapFunc(allSources(mgr.GetClient(), cfg.ClusterAPI, len(nss) > 0)))
 	if len(nss) > 0 { // no namespaces listed: no Secret is ever watched (an empty list would mean all)
 		b = b.Watches(&corev1.Secret{}, &handler.EnqueueRequestForObject{}, builder.WithPredicates(HasLabel(v1alpha1.KubeconfigSecretLabel)))

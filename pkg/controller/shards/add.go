@@ -7,13 +7,13 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
 	"github.com/shardgate/shardgate/pkg/clusteraccess"
+	"github.com/shardgate/shardgate/pkg/controller/predicates"
 )
 
 // +kubebuilder:rbac:groups=shardgate.io,resources=clusteringresses,verbs=get;list;watch;patch
@@ -26,19 +26,8 @@ func Add(mgr ctrl.Manager, access clusteraccess.Access, concurrency int) error {
 		// Clusters are independent: one slow cluster must not queue the others behind it.
 		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
 		// Spec, deletion and the domain matter; the other controllers' status writes do not.
-		For(&v1alpha1.ClusterIngress{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, domainChanged))).
+		For(&v1alpha1.ClusterIngress{}, builder.WithPredicates(predicate.Or(predicates.MetadataOrSpecChanged, predicates.DomainChanged))).
 		// Drift of managed objects, and nodes (which shards can schedule).
 		WatchesRawSource(source.Channel(access.Subscribe(clusteraccess.ChangeManaged|clusteraccess.ChangeNodes), &handler.EnqueueRequestForObject{})).
 		Complete(&Reconciler{Client: mgr.GetClient(), Access: access})
-}
-
-// domainChanged passes ClusterIngress updates that change the domain routers are rendered for,
-// or the finalizers and annotations deletion depends on.
-var domainChanged = predicate.Funcs{
-	UpdateFunc: func(e event.UpdateEvent) bool {
-		o, ok1 := e.ObjectOld.(*v1alpha1.ClusterIngress)
-		n, ok2 := e.ObjectNew.(*v1alpha1.ClusterIngress)
-		return !ok1 || !ok2 || o.Status.Domain != n.Status.Domain || len(o.Finalizers) != len(n.Finalizers) ||
-			o.Annotations[v1alpha1.CleanupAnnotation] != n.Annotations[v1alpha1.CleanupAnnotation]
-	},
 }

@@ -1,0 +1,36 @@
+// Package predicates holds the watch filters the controllers share: each controller is woken only
+// by the ClusterIngress changes it decides from, never by the others' status writes.
+package predicates
+
+import (
+	"maps"
+	"slices"
+
+	"github.com/shardgate/shardgate/api/v1alpha1"
+
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+)
+
+// MetadataOrSpecChanged passes updates that change the spec (generation), deletion, finalizers
+// or annotations. Status writes pass only through another predicate.
+var MetadataOrSpecChanged = predicate.Funcs{
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		o, n := e.ObjectOld, e.ObjectNew
+		if o == nil || n == nil {
+			return true
+		}
+		return o.GetGeneration() != n.GetGeneration() || !o.GetDeletionTimestamp().Equal(n.GetDeletionTimestamp()) ||
+			!slices.Equal(o.GetFinalizers(), n.GetFinalizers()) || !maps.Equal(o.GetAnnotations(), n.GetAnnotations())
+	},
+}
+
+// DomainChanged passes ClusterIngress updates that change status.domain (the domain the shard
+// and allocation controllers render and decide in).
+var DomainChanged = predicate.Funcs{
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		o, ok1 := e.ObjectOld.(*v1alpha1.ClusterIngress)
+		n, ok2 := e.ObjectNew.(*v1alpha1.ClusterIngress)
+		return !ok1 || !ok2 || o.Status.Domain != n.Status.Domain
+	},
+}
