@@ -1,12 +1,19 @@
 #!/usr/bin/env bash
 # Installs the Debian packages the tests and the demo need, when they are missing:
-# BIND 9 (named, tsig-keygen, dig) for the real DNS server.
+# BIND 9 (named, tsig-keygen, dig) for the real DNS server; runc and the CNI plugins for the
+# real-pod nodes (kubelet + containerd in network namespaces); iproute2 and util-linux
+# (ip netns, nsenter, setpriv) for those nodes and for running routers with their pod's
+# security context.
 set -euo pipefail
 
 need=()
 [[ -x /usr/sbin/named ]] || command -v named >/dev/null || need+=(bind9)
 command -v tsig-keygen >/dev/null || [[ -x /usr/sbin/tsig-keygen ]] || need+=(bind9-utils)
 command -v dig >/dev/null || need+=(bind9-dnsutils)
+command -v runc >/dev/null || [[ -x /usr/sbin/runc ]] || need+=(runc)
+[[ -x /usr/lib/cni/bridge && -x /usr/lib/cni/host-local ]] || need+=(containernetworking-plugins)
+command -v ip >/dev/null || need+=(iproute2)
+command -v nsenter >/dev/null && command -v setpriv >/dev/null || need+=(util-linux)
 [[ ${#need[@]} -eq 0 ]] && exit 0
 
 echo "[deps] installing ${need[*]} (Debian packages)" >&2

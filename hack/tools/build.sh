@@ -45,6 +45,7 @@ check_runs() {
     etcd) arg=--version ;;
     kwok) arg=--version ;;
     helm|controller-gen|golangci-lint) arg=version ;;
+    containerd-shim-runc-v2) arg=-v ;;
     traefik) arg=version ;;
   esac
   [[ $name == controller-gen ]] && arg=--version
@@ -75,7 +76,7 @@ kube_ldflags() {
 
 tool_kubernetes() {
   local b
-  for b in kube-apiserver kube-controller-manager kube-scheduler; do
+  for b in kube-apiserver kube-controller-manager kube-scheduler kubelet; do
     build "$b" "$KUBERNETES_VERSION" -- go_build_in "$here/kubernetes" "k8s.io/kubernetes/cmd/$b" "$(kube_ldflags)"
   done
 }
@@ -85,6 +86,18 @@ tool_external-dns() { build external-dns "$EXTERNAL_DNS_VERSION" -- go_build_in 
 tool_traefik() { build traefik "$TRAEFIK_VERSION" -- go_build_in "$here/traefik" github.com/traefik/traefik/v3/cmd/traefik "-X github.com/traefik/traefik/v3/pkg/version.Version=$TRAEFIK_VERSION"; }
 tool_controller-gen() { build controller-gen "$CONTROLLER_GEN_VERSION" -- go_build_in "$here/controller-gen" sigs.k8s.io/controller-tools/cmd/controller-gen "-X sigs.k8s.io/controller-tools/pkg/version.version=$CONTROLLER_GEN_VERSION"; }
 tool_golangci-lint() { build golangci-lint "$GOLANGCI_LINT_VERSION" -- go_build_in "$here/golangci-lint" github.com/golangci/golangci-lint/v2/cmd/golangci-lint "-X main.version=$GOLANGCI_LINT_VERSION"; }
+# containerd, ctr and the runc shim (static, no cgo) for the real-pod nodes.
+containerd_build() {
+  local pkg=$1 tags=$2
+  (cd "$here/containerd" && go build -mod=mod -trimpath -tags "$tags" \
+    -ldflags "-s -w -X github.com/containerd/containerd/v2/version.Version=$CONTAINERD_VERSION" -o "$out" "$pkg")
+}
+tool_containerd() {
+  local common="urfave_cli_no_docs osusergo netgo static_build"
+  build containerd "$CONTAINERD_VERSION" -- containerd_build github.com/containerd/containerd/v2/cmd/containerd "$common no_btrfs no_devmapper no_zfs"
+  build ctr "$CONTAINERD_VERSION" -- containerd_build github.com/containerd/containerd/v2/cmd/ctr "$common no_btrfs no_devmapper no_zfs"
+  build containerd-shim-runc-v2 "$CONTAINERD_VERSION" -- containerd_build github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2 "$common no_grpc"
+}
 tool_helm() { build helm "$HELM_VERSION" -- go_build_in "$here/helm" helm.sh/helm/v3/cmd/helm "-X helm.sh/helm/v3/internal/version.version=$HELM_VERSION"; }
 
 # crds copies the CRDs the harness installs from the pinned upstream modules (downloaded, never
@@ -104,7 +117,7 @@ tool_crds() {
   ln -sfn "$dir" "$links/crds"
 }
 
-all=(crds controller-gen golangci-lint etcd kubernetes kwok external-dns helm traefik)
+all=(crds controller-gen golangci-lint etcd kubernetes containerd kwok external-dns helm traefik)
 want=("$@")
 [[ ${#want[@]} -gt 0 ]] || want=("${all[@]}")
 total=$SECONDS

@@ -49,6 +49,9 @@ type ControlPlaneOptions struct {
 	Scheme *runtime.Scheme
 	// SimulatedNodes also starts kube-scheduler, kube-controller-manager and kwok.
 	SimulatedNodes bool
+	// RealNodes prepares the control plane for real nodes (AddRealNode): its serving certificate
+	// also names the kubernetes Service address, and pods get service-account tokens.
+	RealNodes bool
 	// APIServerFlags are set on kube-apiserver (e.g. --runtime-config to switch an API off, as
 	// older Kubernetes versions do not serve it).
 	APIServerFlags map[string]string
@@ -122,6 +125,15 @@ func startControlPlane(testDir, name string, opts ControlPlaneOptions) (*Control
 		if err := os.MkdirAll(d, 0o700); err != nil {
 			return nil, err
 		}
+	}
+	if opts.RealNodes {
+		ca, err := writeAPIServerPKI(env.ControlPlane.APIServer.CertDir)
+		if err != nil {
+			return nil, err
+		}
+		env.ControlPlane.APIServer.SecureServing.CA = ca
+		// Pods get their service-account token (envtest turns the admission plugin off).
+		env.ControlPlane.APIServer.Configure().Disable("disable-admission-plugins")
 	}
 	cfg, err := env.Start()
 	if err != nil {

@@ -60,7 +60,7 @@ func (cp *ControlPlane) startSimulatedNodes() error {
 			"--kubeconfig=" + kc, "--authentication-kubeconfig=" + kc, "--authorization-kubeconfig=" + kc,
 			"--controllers=*", "--leader-elect=false", "--secure-port=0",
 			"--service-account-private-key-file=" + saKey, "--use-service-account-credentials=false",
-			"--root-ca-file=" + filepath.Join(cp.env.ControlPlane.APIServer.CertDir, "apiserver.crt"),
+			"--root-ca-file=" + cp.rootCA(),
 			// Quick reaction keeps node and endpoint changes visible within seconds.
 			"--concurrent-deployment-syncs=10", "--concurrent-replicaset-syncs=10",
 		}},
@@ -209,4 +209,14 @@ func nodeReady(n *corev1.Node) bool {
 		}
 	}
 	return false
+}
+
+// rootCA is the file kube-controller-manager publishes as kube-root-ca.crt: the harness CA of a
+// control plane prepared for real nodes, else envtest's serving certificate.
+func (cp *ControlPlane) rootCA() string {
+	dir := cp.env.ControlPlane.APIServer.CertDir
+	if _, err := os.Stat(filepath.Join(dir, "ca.crt")); err == nil {
+		return filepath.Join(dir, "ca.crt")
+	}
+	return filepath.Join(dir, "apiserver.crt")
 }

@@ -21,6 +21,10 @@ const (
 	ToolExternalDNS           = "external-dns"
 	ToolTraefik               = "traefik"
 	ToolHelm                  = "helm"
+	ToolKubelet               = "kubelet"
+	ToolContainerd            = "containerd"
+	ToolCtr                   = "ctr"
+	ToolContainerdShim        = "containerd-shim-runc-v2"
 )
 
 // LocateTools finds the tools directory and checks that it holds every binary named.

@@ -1,0 +1,170 @@
+package framework
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// Fabric is a simulated L2 network for real nodes, made of network namespaces: a fabric namespace
+// holding bridge br0 (10.123.0.1/24, which also routes between the nodes' pod subnets), one
+// namespace per node with a veth into br0 (10.123.0.10+i) and a bridge for its pods
+// (10.124.i.0/24), and a client namespace (10.123.0.200) for HTTP from outside the cluster.
+// Nothing in it reaches the machine's own network: the only way in is the harness.
+type Fabric struct {
+	// ID prefixes every namespace, cgroup and runtime path of this fabric.
+	ID  string
+	dir string
+
+	mu     sync.Mutex
+	nodes  []*RealNode
+	netnss []string
+}
+
+const (
+	fabricGateway = "10.123.0.1"
+	clientIP      = "10.123.0.200"
+	// serviceIP is the user cluster's "kubernetes" Service address (first IP of envtest's
+	// 10.0.0.0/24): every node serves it locally, forwarding to the API server, as kube-proxy
+	// would route it.
+	serviceIP = "10.0.0.1"
+)
+
+var fabricSeq atomic.Int32
+
+// StartFabric creates the fabric and client namespaces; everything is deleted when t ends.
+func StartFabric(t testing.TB) *Fabric {
+	t.Helper()
+	f := &Fabric{ID: fmt.Sprintf("sg%d-%d", os.Getpid()%100000, fabricSeq.Add(1)), dir: TestDir(t)}
+	t.Cleanup(func() {
+		if err := f.Stop(); err != nil {
+			t.Errorf("stop fabric: %v", err)
+		}
+	})
+	registerStop(f, f.Stop)
+	if err := f.start(); err != nil {
+		t.Fatalf("fabric: %v", err)
+	}
+	return f
+}
+
+func (f *Fabric) netns(name string) string { return f.ID + "-" + name }
+
+func (f *Fabric) addNetns(name string) (string, error) {
+	ns := f.netns(name)
+	if err := ip("netns", "add", ns); err != nil {
+		return "", err
+	}
+	f.mu.Lock()
+	f.netnss = append(f.netnss, ns)
+	f.mu.Unlock()
+	return ns, ip("-n", ns, "link", "set", "lo", "up")
+}
+
+func (f *Fabric) start() error {
+	fab, err := f.addNetns("fabric")
+	if err != nil {
+		return err
+	}
+	for _, args := range [][]string{
+		{"-n", fab, "link", "add", "br0", "type", "bridge"},
+		{"-n", fab, "addr", "add", fabricGateway + "/24", "dev", "br0"},
+		{"-n", fab, "link", "set", "br0", "up"},
+	} {
+		if err := ip(args...); err != nil {
+			return err
+		}
+	}
+	// The fabric routes between the nodes' pod subnets (only inside its own namespaces).
+	if err := sysctlInNetns(netnsPath(fab), "net.ipv4.ip_forward", "1"); err != nil {
+		return err
+	}
+	_, err = f.attach("client", clientIP)
+	return err
+}
+
+// attach creates namespace name with eth0 = a veth into br0 at addr, default route via the
+// fabric, and returns the namespace.
+func (f *Fabric) attach(name, addr string) (string, error) {
+	ns, err := f.addNetns(name)
+	if err != nil {
+		return "", err
+	}
+	fab := f.netns("fabric")
+	peer := "v-" + name
+	for _, args := range [][]string{
+		{"-n", fab, "link", "add", peer, "type", "veth", "peer", "name", "eth0", "netns", ns},
+		{"-n", fab, "link", "set", peer, "master", "br0", "up"},
+		{"-n", ns, "addr", "add", addr + "/24", "dev", "eth0"},
+		{"-n", ns, "link", "set", "eth0", "up"},
+		{"-n", ns, "route", "add", "default", "via", fabricGateway, "dev", "eth0", "onlink"},
+	} {
+		if err := ip(args...); err != nil {
+			return "", err
+		}
+	}
+	return ns, nil
+}
+
+// Get does an HTTP GET of http://addr/ with Host host from the client namespace, as a user
+// outside the cluster would, and returns the status code and body ("" and an error when it
+// could not connect).
+func (f *Fabric) Get(ctx context.Context, addr, host string) (int, string, error) {
+	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
+		DisableKeepAlives: true,
+		DialContext: func(ctx context.Context, network, a string) (net.Conn, error) {
+			return DialInNetns(ctx, netnsPath(f.netns("client")), network, a)
+		},
+	}}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/", nil)
+	if err != nil {
+		return 0, "", err
+	}
+	req.Host = host
+	resp, err := client.Do(req)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	var b strings.Builder
+	buf := make([]byte, 4096)
+	for {
+		n, err := resp.Body.Read(buf)
+		b.Write(buf[:n])
+		if err != nil || b.Len() > 1<<16 {
+			break
+		}
+	}
+	return resp.StatusCode, b.String(), nil
+}
+
+// Stop stops every node (their pods first), then deletes every namespace. Safe to call twice.
+func (f *Fabric) Stop() error {
+	unregisterStop(f)
+	f.mu.Lock()
+	nodes, nss := f.nodes, f.netnss
+	f.nodes, f.netnss = nil, nil
+	f.mu.Unlock()
+	var errs []string
+	for i := len(nodes) - 1; i >= 0; i-- {
+		if err := nodes[i].Stop(); err != nil {
+			errs = append(errs, err.Error())
+		}
+	}
+	for i := len(nss) - 1; i >= 0; i-- {
+		if err := ip("netns", "del", nss[i]); err != nil {
+			errs = append(errs, err.Error())
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("%s", strings.Join(errs, "; "))
+	}
+	return nil
+}
