@@ -202,4 +202,3 @@ func writeLayer(w io.Writer, binary, entry string) error {
 func digest(b []byte) string { return fmt.Sprintf("sha256:%x", sha256.Sum256(b)) }
 
 func bytesReader(b []byte) io.Reader { return bytes.NewReader(b) }
-
