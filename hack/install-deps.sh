@@ -13,7 +13,8 @@ command -v dig >/dev/null || need+=(bind9-dnsutils)
 command -v runc >/dev/null || [[ -x /usr/sbin/runc ]] || need+=(runc)
 [[ -x /usr/lib/cni/bridge && -x /usr/lib/cni/host-local ]] || need+=(containernetworking-plugins)
 command -v ip >/dev/null || need+=(iproute2)
-command -v nsenter >/dev/null && command -v setpriv >/dev/null || need+=(util-linux)
+command -v nsenter >/dev/null || need+=(util-linux)
+command -v iptables >/dev/null || [[ -x /usr/sbin/iptables ]] || need+=(iptables)
 [[ ${#need[@]} -eq 0 ]] && exit 0
 
 echo "[deps] installing ${need[*]} (Debian packages)" >&2

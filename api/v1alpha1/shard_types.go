@@ -48,6 +48,11 @@ type ShardSpec struct {
 	// image of the router; empty means the flavour's default.
 	// +optional
 	Image string `json:"image,omitempty"`
+	// imagePullPolicy of the router image: Always, IfNotPresent or Never; empty means
+	// Kubernetes' default (IfNotPresent unless the tag is :latest).
+	// +optional
+	// +kubebuilder:validation:Enum=Always;IfNotPresent;Never
+	ImagePullPolicy corev1.PullPolicy `json:"imagePullPolicy,omitempty"`
 	// replicas of the router. With 2 or more, replicas spread one per node, behind a
 	// PodDisruptionBudget.
 	// +optional

@@ -102,7 +102,7 @@ func (Traefik) deployment(in RenderInput, name string, labels map[string]string,
 		PeriodSeconds: 5, FailureThreshold: 2,
 	}
 	container := corev1.Container{
-		Name: "traefik", Image: image,
+		Name: "traefik", Image: image, ImagePullPolicy: s.ImagePullPolicy,
 		Args: TraefikArgs(s.Name, in.Domain, http, https),
 		Ports: []corev1.ContainerPort{
 			{Name: "web", ContainerPort: http, Protocol: corev1.ProtocolTCP},

@@ -6,6 +6,7 @@ package validation
 import (
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -55,6 +56,7 @@ func Shards(shards []v1alpha1.ShardSpec, path *field.Path) field.ErrorList {
 		}
 		errs = append(errs, enum(p.Child("flavour"), s.Flavour, "", v1alpha1.FlavourTraefik)...)
 		errs = append(errs, enum(p.Child("publishing"), s.Publishing, "", v1alpha1.PublishHostNetwork, v1alpha1.PublishNodePort, v1alpha1.PublishLoadBalancer)...)
+		errs = append(errs, enum(p.Child("imagePullPolicy"), s.ImagePullPolicy, "", corev1.PullAlways, corev1.PullIfNotPresent, corev1.PullNever)...)
 		if s.NamespaceSelector != nil {
 			errs = append(errs, Selector(s.NamespaceSelector, p.Child("namespaceSelector"))...)
 		}

@@ -26,38 +26,41 @@ type AllocationSpecInput struct {
 	User       *framework.ControlPlane
 	DNS        *framework.DNSServer
 	Controller *framework.Controller
+	// Fabric holds the user cluster's real nodes n1 (role general), n2 (edge) and n3 (team):
+	// routers and backends run there as real pods.
+	Fabric *framework.Fabric
 }
 
 // AllocationSpec proves that users never pick a router: every Ingress lands on a shard by the
-// profile's strategy, gets its final hosts, is served by that shard's real Traefik, tells its owner
-// where it landed, and bad claims are refused with a reason, by Shardgate or by the API server.
+// profile's strategy, gets its final hosts, is served by that shard's Traefik running as real pods
+// (the rendered spec, on real kubelets), tells its owner where it landed, and bad claims are
+// refused with a reason, by Shardgate or by the API server.
 func AllocationSpec(ctx context.Context, t *testing.T, inputGetter func() AllocationSpecInput) {
 	in := inputGetter()
 	seed, u, zone := in.Seed, in.User, in.DNS.Zone
 	sel := map[string]string{"ingress": "allocated"}
 	shards := []v1alpha1.ShardSpec{
-		{Name: v1alpha1.DefaultShardName, NodeSelector: map[string]string{"role": "general"}},
-		{Name: "edge", NodeSelector: map[string]string{"role": "edge"}},
-		{Name: "team", NodeSelector: map[string]string{"role": "team"}},
+		realRouter(v1alpha1.ShardSpec{Name: v1alpha1.DefaultShardName, NodeSelector: map[string]string{"role": "general"}}),
+		realRouter(v1alpha1.ShardSpec{Name: "edge", NodeSelector: map[string]string{"role": "edge"}}),
+		realRouter(v1alpha1.ShardSpec{Name: "team", NodeSelector: map[string]string{"role": "team"}}),
 	}
+	// A short TTL keeps the routers' preStop delay (TTL + 15 s) short when a shard goes.
 	p := &v1alpha1.IngressProfile{ObjectMeta: metav1.ObjectMeta{Name: "allocated"}, Spec: v1alpha1.IngressProfileSpec{
-		ClusterSelector: metav1.LabelSelector{MatchLabels: sel}, Shards: shards,
+		ClusterSelector: metav1.LabelSelector{MatchLabels: sel}, Shards: shards, DNS: v1alpha1.DNSSettings{TTL: 5},
 		Allocation: v1alpha1.AllocationSettings{Strategy: "RoundRobin"}}}
 	must(t, seed.Client.Create(ctx, p))
-	roles := map[string]string{"n1": "general", "n2": "edge", "n3": "team"}
-	for i, n := range []string{"n1", "n2", "n3"} {
-		addNodes(ctx, t, u, framework.NodeSpec{Name: n, InternalIP: fmt.Sprintf("127.0.50.%d", i+1), Labels: map[string]string{"role": roles[n]}})
-	}
 	registerCAPICluster(ctx, t, seed, "default", "a1", u, sel, nil)
 	domain := "a1." + zone
+	for _, s := range []string{v1alpha1.DefaultShardName, "edge", "team"} {
+		must(t, framework.WaitRouters(ctx, u, names.Namespace, names.RouterName(s)))
+	}
 	waitCondition(ctx, t, seed, key("a1"), v1alpha1.ConditionShardsAvailable, metav1.ConditionTrue, v1alpha1.ReasonShardsAvailable)
 
-	for i, ns := range []string{"ns-a", "ns-b"} {
+	for _, ns := range []string{"ns-a", "ns-b"} {
 		must(t, u.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
-		b := framework.StartBackend(t, fmt.Sprintf("127.0.2.%d", 50+i), "web in "+ns)
-		must(t, framework.ExposeBackend(ctx, u, ns, "web", b))
+		must(t, framework.DeployBackend(ctx, u, ns, "web", 1))
 	}
-	framework.StartRouters(ctx, t, u, "default", "edge", "team")
+	get := func(ip, host string) (int, string) { return fabricGet(ctx, in.Fabric, ip, host) }
 
 	allocated := func(t *testing.T, ns, name string) *networkingv1.Ingress {
 		t.Helper()
@@ -245,11 +248,32 @@ func AllocationSpec(ctx context.Context, t *testing.T, inputGetter func() Alloca
 func TestAllocation(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	env := framework.StartEnvironment(t, framework.EnvironmentOptions{UserClusters: 1, SimulatedNodes: true, DNS: true})
+	env := framework.StartEnvironment(t, framework.EnvironmentOptions{UserClusters: 1, DNS: true,
+		RealNodes: [][]framework.RealNodeSpec{{
+			{Name: "n1", Labels: map[string]string{"role": "general"}},
+			{Name: "n2", Labels: map[string]string{"role": "edge"}},
+			{Name: "n3", Labels: map[string]string{"role": "team"}},
+		}}})
 	ctrl := framework.StartController(t, env.Seed, "--dns-zone="+env.DNS.Zone)
 	AllocationSpec(ctx, t, func() AllocationSpecInput {
-		return AllocationSpecInput{Seed: env.Seed, User: env.Users[0], DNS: env.DNS, Controller: ctrl}
+		return AllocationSpecInput{Seed: env.Seed, User: env.Users[0], DNS: env.DNS, Controller: ctrl, Fabric: env.Fabrics[0]}
 	})
+}
+
+// realRouter makes a shard run the harness' Traefik image, which real nodes have and never pull.
+func realRouter(s v1alpha1.ShardSpec) v1alpha1.ShardSpec {
+	s.Image, s.ImagePullPolicy = framework.TraefikImage, corev1.PullNever
+	return s
+}
+
+// fabricGet sends GET / for host to ip:80 from the fabric's client namespace (outside the
+// cluster) and returns the status and body (0 and the error on a transport error).
+func fabricGet(ctx context.Context, f *framework.Fabric, ip, host string) (int, string) {
+	code, body, err := f.Get(ctx, ip+":80", host)
+	if err != nil {
+		return 0, err.Error()
+	}
+	return code, body
 }
 
 // ingressEvents counts the Events with reason on each Ingress (key namespace/name).

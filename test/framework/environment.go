@@ -1,6 +1,7 @@
 package framework
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -18,6 +19,9 @@ type Environment struct {
 	Users       []*ControlPlane
 	DNS         *DNSServer
 	ExternalDNS *ExternalDNS
+	// Fabrics[i] and Nodes[i] are user cluster i's network and real nodes (nil without any).
+	Fabrics []*Fabric
+	Nodes   [][]*RealNode
 }
 
 // EnvironmentOptions configures StartEnvironment.
@@ -25,6 +29,9 @@ type EnvironmentOptions struct {
 	UserClusters int
 	// SimulatedNodes gives every user cluster kube-scheduler, kube-controller-manager and kwok.
 	SimulatedNodes bool
+	// RealNodes[i] are real nodes (kubelet + containerd) for user cluster i, on a fabric of its
+	// own; their pods really run. Such clusters also get kube-scheduler and the controllers.
+	RealNodes [][]RealNodeSpec
 	// DNS starts BIND for Zone and external-dns against the seed.
 	DNS  bool
 	Zone string
@@ -39,7 +46,27 @@ func StartEnvironment(t testing.TB, opts EnvironmentOptions) *Environment {
 	}
 	env := &Environment{Seed: StartControlPlane(t, "seed", ControlPlaneOptions{CRDDirs: crds})}
 	for i := 1; i <= opts.UserClusters; i++ {
-		env.Users = append(env.Users, StartControlPlane(t, fmt.Sprintf("user%d", i), ControlPlaneOptions{SimulatedNodes: opts.SimulatedNodes}))
+		var real []RealNodeSpec
+		if i <= len(opts.RealNodes) {
+			real = opts.RealNodes[i-1]
+		}
+		cp := StartControlPlane(t, fmt.Sprintf("user%d", i), ControlPlaneOptions{
+			SimulatedNodes: opts.SimulatedNodes || len(real) > 0, RealNodes: len(real) > 0})
+		env.Users = append(env.Users, cp)
+		if len(real) == 0 {
+			env.Fabrics, env.Nodes = append(env.Fabrics, nil), append(env.Nodes, nil)
+			continue
+		}
+		f := StartFabric(t)
+		var nodes []*RealNode
+		for _, spec := range real {
+			n, err := f.AddRealNode(context.Background(), cp, spec)
+			if err != nil {
+				t.Fatalf("user%d: %v", i, err)
+			}
+			nodes = append(nodes, n)
+		}
+		env.Fabrics, env.Nodes = append(env.Fabrics, f), append(env.Nodes, nodes)
 	}
 	if opts.DNS {
 		zone := opts.Zone

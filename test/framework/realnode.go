@@ -89,8 +89,9 @@ func (f *Fabric) AddRealNode(ctx context.Context, cp *ControlPlane, spec RealNod
 }
 
 // network gives the node its namespace, its fabric address, a pod subnet routed by the fabric,
-// and the API server at 127.0.0.1:<its port> (for the kubelet) and at the kubernetes Service
-// address (for pods).
+// and the API server: at 127.0.0.1:<its port> for the kubelet, and at the kubernetes Service
+// address 10.0.0.1:443 for pods, translated (iptables DNAT, as kube-proxy does) to a forwarder on
+// the node's own address, so that nothing listens on a port a host-network pod may want.
 func (n *RealNode) network(idx int) error {
 	f := n.fabric
 	ns, err := f.attach(n.Name, n.IP)
@@ -98,9 +99,6 @@ func (n *RealNode) network(idx int) error {
 		return err
 	}
 	n.Netns = netnsPath(ns)
-	if err := ip("-n", ns, "addr", "add", serviceIP+"/32", "dev", "lo"); err != nil {
-		return err
-	}
 	if err := ip("-n", f.netns("fabric"), "route", "add", podCIDR(idx), "via", n.IP); err != nil {
 		return err
 	}
@@ -112,12 +110,20 @@ func (n *RealNode) network(idx int) error {
 		return err
 	}
 	api := net.JoinHostPort("127.0.0.1", u.Port())
-	for _, listen := range []string{api, net.JoinHostPort(serviceIP, "443")} {
+	onNode := net.JoinHostPort(n.IP, u.Port())
+	for _, listen := range []string{api, onNode} {
 		fw, err := forwardFromNetns(n.Netns, listen, api)
 		if err != nil {
 			return err
 		}
 		n.fwds = append(n.fwds, fw)
+	}
+	for _, chain := range []string{"OUTPUT", "PREROUTING"} {
+		out, err := exec.Command("nsenter", "--net="+n.Netns, "iptables", "-t", "nat", "-A", chain, "-d", serviceIP, "-p", "tcp",
+			"--dport", "443", "-j", "DNAT", "--to-destination", onNode).CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("service address on %s: %w: %s", n.Name, err, out)
+		}
 	}
 	return nil
 }
