@@ -24,12 +24,15 @@ import (
 )
 
 // ShardsSpecInput is what ShardsSpec runs on: a seed with external-dns and BIND, two user
-// clusters with simulated nodes, and the seed controller.
+// clusters, and the seed controller. The first cluster's nodes are real (n1, n2 role edge; n3,
+// n4 role general: Nodes, on Fabric), so its routers really run; the second's are simulated.
 type ShardsSpecInput struct {
 	Seed       *framework.ControlPlane
 	Users      []*framework.ControlPlane
 	DNS        *framework.DNSServer
 	Controller *framework.Controller
+	Fabric     *framework.Fabric
+	Nodes      []*framework.RealNode
 }
 
 // ShardsSpec proves that shards described once in a profile are deployed into every selected
@@ -39,21 +42,29 @@ func ShardsSpec(ctx context.Context, t *testing.T, inputGetter func() ShardsSpec
 	seed, zone := in.Seed, in.DNS.Zone
 	sel := map[string]string{"ingress": "sharded"}
 	shards := []v1alpha1.ShardSpec{
-		{Name: v1alpha1.DefaultShardName, Replicas: ptr.To[int32](2), NodeSelector: map[string]string{"role": "general"}},
-		{Name: "edge", Replicas: ptr.To[int32](2), NodeSelector: map[string]string{"role": "edge"}},
-		{Name: "internal", Publishing: v1alpha1.PublishNodePort, NodeSelector: map[string]string{"role": "edge"}},
+		realRouter(v1alpha1.ShardSpec{Name: v1alpha1.DefaultShardName, Replicas: ptr.To[int32](2), NodeSelector: map[string]string{"role": "general"}}),
+		realRouter(v1alpha1.ShardSpec{Name: "edge", Replicas: ptr.To[int32](2), NodeSelector: map[string]string{"role": "edge"}}),
+		realRouter(v1alpha1.ShardSpec{Name: "internal", Publishing: v1alpha1.PublishNodePort, NodeSelector: map[string]string{"role": "edge"}}),
 	}
-	createProfile(ctx, t, seed, "sharded", sel, v1alpha1.DNSSettings{}, shards...)
+	// TTL 5 s: routers keep serving TTL + 15 s after they are told to stop (preStop).
+	createProfile(ctx, t, seed, "sharded", sel, v1alpha1.DNSSettings{TTL: 5}, shards...)
+	addNodes(ctx, t, in.Users[1],
+		framework.NodeSpec{Name: "n1", InternalIP: "127.0.31.1", Labels: map[string]string{"role": "edge"}},
+		framework.NodeSpec{Name: "n2", InternalIP: "127.0.31.2", Labels: map[string]string{"role": "edge"}},
+		framework.NodeSpec{Name: "n3", InternalIP: "127.0.31.3", Labels: map[string]string{"role": "general"}},
+		framework.NodeSpec{Name: "n4", InternalIP: "127.0.31.4", Labels: map[string]string{"role": "general"}})
 	for i, u := range in.Users {
-		ip := func(j int) string { return fmt.Sprintf("127.0.%d.%d", 30+i, j) }
-		addNodes(ctx, t, u,
-			framework.NodeSpec{Name: "n1", InternalIP: ip(1), Labels: map[string]string{"role": "edge"}},
-			framework.NodeSpec{Name: "n2", InternalIP: ip(2), Labels: map[string]string{"role": "edge"}},
-			framework.NodeSpec{Name: "n3", InternalIP: ip(3), Labels: map[string]string{"role": "general"}},
-			framework.NodeSpec{Name: "n4", InternalIP: ip(4), Labels: map[string]string{"role": "general"}})
 		registerCAPICluster(ctx, t, seed, "default", fmt.Sprintf("s%d", i+1), u, sel, nil)
 	}
+	// nodeIP is node j's (1-4) address in user cluster i.
+	nodeIP := func(i, j int) string {
+		if i == 0 {
+			return in.Nodes[j-1].IP
+		}
+		return fmt.Sprintf("127.0.31.%d", j)
+	}
 	u1 := in.Users[0]
+	get := func(ip, host string) (int, string) { return fabricGet(ctx, in.Fabric, ip, host) }
 	answer := func(t *testing.T, name string, ips ...string) {
 		t.Helper()
 		waitAnswer(ctx, t, in.DNS, "anything."+name, framework.AnswerIs(ips...))
@@ -63,7 +74,7 @@ func ShardsSpec(ctx context.Context, t *testing.T, inputGetter func() ShardsSpec
 	t.Run("every shard runs and each publishes exactly its nodes", func(t *testing.T) {
 		for i := range in.Users {
 			id := fmt.Sprintf("s%d", i+1)
-			ip := func(j int) string { return fmt.Sprintf("127.0.%d.%d", 30+i, j) }
+			ip := func(j int) string { return nodeIP(i, j) }
 			answer(t, id+"."+zone, ip(3), ip(4))
 			answer(t, "edge."+id+"."+zone, ip(1), ip(2))
 			answer(t, "internal."+id+"."+zone, ip(1), ip(2))
@@ -85,18 +96,21 @@ func ShardsSpec(ctx context.Context, t *testing.T, inputGetter func() ShardsSpec
 		}
 	})
 
-	t.Run("real traffic reaches a backend through BIND and the shard's own Traefik", func(t *testing.T) {
-		backend := framework.StartBackend(t, "127.0.2.1", "web")
-		must(t, framework.ExposeBackend(ctx, u1, "default", "web", backend))
+	t.Run("real traffic reaches a backend pod through BIND and the shard's own router pods", func(t *testing.T) {
+		must(t, framework.DeployBackend(ctx, u1, "default", "web", 2))
 		must(t, u1.Client.Create(ctx, shardIngress("web-edge", "app.edge.s1."+zone)))
 		must(t, u1.Client.Create(ctx, shardIngress("web-default", "app.s1."+zone)))
+		// HA routers spread one per node (anti-affinity), all Ready on real kubelets.
 		for _, shard := range []string{"edge", v1alpha1.DefaultShardName} {
-			d := &appsv1.Deployment{}
-			must(t, u1.Client.Get(ctx, client.ObjectKey{Namespace: names.Namespace, Name: names.RouterName(shard)}, d))
+			must(t, framework.WaitRouters(ctx, u1, names.Namespace, names.RouterName(shard)))
 			pods := &corev1.PodList{}
 			must(t, u1.Client.List(ctx, pods, client.InNamespace(names.Namespace), client.MatchingLabels{v1alpha1.ShardLabel: shard}))
+			nodes := map[string]bool{}
 			for _, p := range pods.Items {
-				framework.StartTraefik(t, u1, d, "127.0.30."+strings.TrimPrefix(p.Spec.NodeName, "n"))
+				nodes[p.Spec.NodeName] = true
+			}
+			if len(pods.Items) != 2 || len(nodes) != 2 {
+				t.Fatalf("shard %s: %d router pods on nodes %v, want 2 on 2 nodes", shard, len(pods.Items), nodes)
 			}
 		}
 		// Every address BIND gives for the edge host serves it through the edge routers.
@@ -134,19 +148,41 @@ func ShardsSpec(ctx context.Context, t *testing.T, inputGetter func() ShardsSpec
 		})
 	})
 
-	t.Run("draining a node removes it from its shard's answer; the router coming back returns it", func(t *testing.T) {
-		must(t, u1.CordonNode(ctx, "n2", true))
+	t.Run("a drain respects the disruption budget, DNS drops the node, clients see no failure", func(t *testing.T) {
+		edge := "app.edge.s1." + zone
+		n1, n2 := in.Nodes[0], in.Nodes[1]
+		stop := loopClient(ctx, in.DNS, in.Fabric, edge)
+		must(t, u1.CordonNode(ctx, n2.Name, true))
 		pods := &corev1.PodList{}
 		must(t, u1.Client.List(ctx, pods, client.InNamespace(names.Namespace), client.MatchingLabels{v1alpha1.ShardLabel: "edge"}))
-		for _, p := range pods.Items {
-			if p.Spec.NodeName == "n2" {
-				must(t, u1.Client.Delete(ctx, &p))
+		var onN1, onN2 *corev1.Pod
+		for i := range pods.Items {
+			switch pods.Items[i].Spec.NodeName {
+			case n1.Name:
+				onN1 = &pods.Items[i]
+			case n2.Name:
+				onN2 = &pods.Items[i]
 			}
 		}
-		answer(t, "edge.s1."+zone, "127.0.30.1")
-		answer(t, "internal.s1."+zone, "127.0.30.1")
-		must(t, u1.CordonNode(ctx, "n2", false))
-		answer(t, "edge.s1."+zone, "127.0.30.1", "127.0.30.2")
+		if onN1 == nil || onN2 == nil {
+			t.Fatalf("edge routers not on n1 and n2: %+v", pods.Items)
+		}
+		must(t, framework.Evict(ctx, u1, onN2))
+		// The budget allows one router of two down: a second eviction is refused while the
+		// replacement cannot run (its only other node is cordoned).
+		if err := framework.Evict(ctx, u1, onN1); !apierrors.IsTooManyRequests(err) {
+			t.Fatalf("second eviction: %v, want 429 from the PodDisruptionBudget", err)
+		}
+		answer(t, "edge.s1."+zone, n1.IP)
+		answer(t, "internal.s1."+zone, n1.IP)
+		time.Sleep(5 * time.Second) // the client keeps going through the change
+		n, failed := stop()
+		t.Logf("client: %d requests through %s while n2 was drained, %d failed", n, edge, failed)
+		if n < 20 || failed > 0 {
+			t.Fatalf("%d of %d requests failed during the drain", failed, n)
+		}
+		must(t, u1.CordonNode(ctx, n2.Name, false))
+		answer(t, "edge.s1."+zone, n1.IP, n2.IP)
 	})
 
 	t.Run("an edited or deleted router is restored", func(t *testing.T) {
@@ -168,14 +204,14 @@ func ShardsSpec(ctx context.Context, t *testing.T, inputGetter func() ShardsSpec
 			err := u1.Client.Get(ctx, k, got)
 			return err == nil && got.DeletionTimestamp == nil, fmt.Sprintf("deployment not recreated: %v", err)
 		})
-		answer(t, "edge.s1."+zone, "127.0.30.1", "127.0.30.2")
+		answer(t, "edge.s1."+zone, nodeIP(0, 1), nodeIP(0, 2))
 	})
 
 	t.Run("a shard whose selector matches no node says why", func(t *testing.T) {
 		updateShards(ctx, t, seed, "sharded", append(shards, v1alpha1.ShardSpec{Name: "ghost", NodeSelector: map[string]string{"role": "nowhere"}}))
 		waitCondition(ctx, t, seed, key("s1"), v1alpha1.ConditionShardsAvailable, metav1.ConditionFalse, v1alpha1.ReasonNoNodeMatchesSelector)
 		// The other shards keep serving.
-		answer(t, "edge.s1."+zone, "127.0.30.1", "127.0.30.2")
+		answer(t, "edge.s1."+zone, nodeIP(0, 1), nodeIP(0, 2))
 	})
 
 	t.Run("a shard removed from the profile is gone with its names", func(t *testing.T) {
@@ -192,20 +228,51 @@ func ShardsSpec(ctx context.Context, t *testing.T, inputGetter func() ShardsSpec
 			return apierrors.IsNotFound(err), "service router-internal still there"
 		})
 		// Its names are gone: what is left under s1 is the default shard's wildcard.
-		answer(t, "internal.s1."+zone, "127.0.30.3", "127.0.30.4")
+		answer(t, "internal.s1."+zone, nodeIP(0, 3), nodeIP(0, 4))
 		waitCondition(ctx, t, seed, key("s1"), v1alpha1.ConditionShardsAvailable, metav1.ConditionTrue, v1alpha1.ReasonShardsAvailable)
-		answer(t, "s1."+zone, "127.0.30.3", "127.0.30.4")
+		answer(t, "s1."+zone, nodeIP(0, 3), nodeIP(0, 4))
 	})
 }
 
 func TestShards(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	env := framework.StartEnvironment(t, framework.EnvironmentOptions{UserClusters: 2, SimulatedNodes: true, DNS: true})
+	env := framework.StartEnvironment(t, framework.EnvironmentOptions{UserClusters: 2, SimulatedNodes: true, DNS: true,
+		RealNodes: [][]framework.RealNodeSpec{{
+			{Name: "n1", Labels: map[string]string{"role": "edge"}}, {Name: "n2", Labels: map[string]string{"role": "edge"}},
+			{Name: "n3", Labels: map[string]string{"role": "general"}}, {Name: "n4", Labels: map[string]string{"role": "general"}},
+		}}})
 	ctrl := framework.StartController(t, env.Seed, "--dns-zone="+env.DNS.Zone)
 	ShardsSpec(ctx, t, func() ShardsSpecInput {
-		return ShardsSpecInput{Seed: env.Seed, Users: env.Users, DNS: env.DNS, Controller: ctrl}
+		return ShardsSpecInput{Seed: env.Seed, Users: env.Users, DNS: env.DNS, Controller: ctrl, Fabric: env.Fabrics[0], Nodes: env.Nodes[0]}
 	})
+}
+
+// loopClient sends GET / for host, resolving it through BIND before every request (as a client
+// whose cache has expired would) and using the first answer, every 100 ms until the returned stop
+// is called, which reports how many requests were sent and how many failed.
+func loopClient(ctx context.Context, dnsSrv *framework.DNSServer, f *framework.Fabric, host string) func() (int, int) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan [2]int)
+	go func() {
+		var n, failed int
+		for i := 0; ctx.Err() == nil; i++ {
+			a, err := dnsSrv.Lookup(ctx, host, dns.TypeA)
+			if err == nil && len(a.Values) > 0 {
+				n++
+				if code, _ := fabricGet(ctx, f, a.Values[i%len(a.Values)], host); code != 200 && ctx.Err() == nil {
+					failed++
+				}
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		done <- [2]int{n, failed}
+	}()
+	return func() (int, int) {
+		cancel()
+		r := <-done
+		return r[0], r[1]
+	}
 }
 
 func updateShards(ctx context.Context, t *testing.T, seed *framework.ControlPlane, profile string, shards []v1alpha1.ShardSpec) {

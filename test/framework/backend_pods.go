@@ -7,6 +7,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
@@ -66,4 +67,11 @@ func WaitRouters(ctx context.Context, cp *ControlPlane, namespace, name string) 
 		return fmt.Errorf("routers %s/%s not ready: %w (status %+v)", namespace, name, err, d.Status)
 	}
 	return nil
+}
+
+// Evict asks the API server to evict pod through the eviction API (what kubectl drain does),
+// which refuses (429) when the pod's PodDisruptionBudget allows no more disruption.
+func Evict(ctx context.Context, cp *ControlPlane, pod *corev1.Pod) error {
+	ev := &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name}}
+	return cp.Client.SubResource("eviction").Create(ctx, pod, ev)
 }
