@@ -73,7 +73,7 @@ bench: tools
 # live summary of clusters, domains, ready nodes and DNS answers. Runs until Ctrl-C, which stops
 # every process it started.
 demo: tools
-	$(call reaped,{ $(GO) test -tags demo -count=1 -timeout 0 -v -run TestDemo ./test/demo/ || true; })
+	$(call reaped,$(GO) test -tags demo -count=1 -timeout 0 -v -run TestDemo ./test/demo/ || true)
 	@echo "demo stopped; every process it started is gone"
 
 GOLANGCI_LINT := $(TOOLS_BIN)/golangci-lint

@@ -8,8 +8,6 @@ package demo
 import (
 	"context"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"strings"
 	"testing"
@@ -31,19 +29,19 @@ func TestMain(m *testing.M) { framework.Main(m) }
 
 func TestDemo(t *testing.T) {
 	ctx := context.Background()
-	say("starting a seed and two user clusters with simulated nodes, BIND and external-dns")
-	env := framework.StartEnvironment(t, framework.EnvironmentOptions{UserClusters: 2, SimulatedNodes: true, DNS: true})
+	say("starting a seed and two user clusters with three real nodes each (kubelet + containerd in network namespaces), BIND and external-dns")
+	node := func(j int) framework.RealNodeSpec { return framework.RealNodeSpec{Name: fmt.Sprintf("node-%d", j)} }
+	env := framework.StartEnvironment(t, framework.EnvironmentOptions{UserClusters: 2, DNS: true,
+		RealNodes: [][]framework.RealNodeSpec{{node(1), node(2), node(3)}, {node(1), node(2), node(3)}}})
 	say("starting seed-controller --dns-zone=%s", env.DNS.Zone)
 	framework.StartController(t, env.Seed, "--dns-zone="+env.DNS.Zone)
 
-	// One HostNetwork router per node: DNS follows the nodes running a ready router.
+	// One HostNetwork router per node, as real pods: DNS follows the nodes running a ready router.
 	must(t, env.Seed.Client.Create(ctx, &v1alpha1.IngressProfile{ObjectMeta: metav1.ObjectMeta{Name: "default"},
-		Spec: v1alpha1.IngressProfileSpec{Shards: []v1alpha1.ShardSpec{{Name: v1alpha1.DefaultShardName, Replicas: ptr.To[int32](3)}}}}))
+		Spec: v1alpha1.IngressProfileSpec{DNS: v1alpha1.DNSSettings{TTL: 10}, Shards: []v1alpha1.ShardSpec{{Name: v1alpha1.DefaultShardName,
+			Replicas: ptr.To[int32](3), Image: framework.TraefikImage, ImagePullPolicy: corev1.PullNever}}}}))
 	for i, u := range env.Users {
 		id := fmt.Sprintf("demo%d", i+1)
-		for j := 1; j <= 3; j++ {
-			must(t, u.AddNode(ctx, framework.NodeSpec{Name: fmt.Sprintf("node-%d", j), InternalIP: fmt.Sprintf("127.0.%d.%d", 20+i, j)}))
-		}
 		kc, err := u.Kubeconfig("shardgate", "system:masters")
 		must(t, err)
 		must(t, env.Seed.Client.Create(ctx, &corev1.Secret{
@@ -54,24 +52,23 @@ func TestDemo(t *testing.T) {
 	for i, u := range env.Users {
 		id := fmt.Sprintf("demo%d", i+1)
 		host := "app." + id + "." + env.DNS.Zone
-		say("%s: sample app behind Ingress %s, routers as real Traefik processes on the node addresses", id, host)
-		backend := framework.StartBackend(t, fmt.Sprintf("127.0.2.%d", 10+i), "sample app in "+id)
-		must(t, framework.ExposeBackend(ctx, u, "default", "web", backend))
+		say("%s: sample app (2 pods) behind Ingress %s; Shardgate's Traefik routers run as pods on the nodes", id, host)
+		must(t, framework.DeployBackend(ctx, u, "default", "web", 2))
 		must(t, u.Client.Create(ctx, demoIngress(host)))
-		framework.StartRouters(ctx, t, u, v1alpha1.DefaultShardName)
 	}
 	say("ready. Try: dig @127.0.0.1 -p %d anything.demo1.%s   (Ctrl-C stops every process)", env.DNS.Port, env.DNS.Zone)
-	say("every 30 s one node of demo1 flips readiness, to show DNS following it")
+	say("HTTP goes from a client network namespace on each cluster's node network (10.123.0.0/24)")
+	say("every 30 s node-2 of demo1 is cordoned or uncordoned, to show DNS following it")
 	flip := time.NewTicker(30 * time.Second)
 	show := time.NewTicker(3 * time.Second)
-	notReady := false
+	cordoned := false
 	for {
 		summary(ctx, t, env)
 		select {
 		case <-flip.C:
-			notReady = !notReady
-			must(t, env.Users[0].SetNodeReady(ctx, "node-2", !notReady))
-			say("demo1/node-2 Ready=%v", !notReady)
+			cordoned = !cordoned
+			must(t, env.Users[0].CordonNode(ctx, "node-2", cordoned))
+			say("demo1/node-2 cordoned=%v", cordoned)
 		case <-show.C:
 		}
 	}
@@ -95,7 +92,11 @@ func summary(ctx context.Context, t *testing.T, env *framework.Environment) {
 		}
 		fmt.Fprintf(&b, "          %-8s %-22s %-11d %-9s %s\n", ci.Name, ci.Status.Domain, ci.Status.ReadyNodeCount, reach, ans)
 		if ci.Status.Domain != "" {
-			fmt.Fprintf(&b, "          %8s %s\n", "", fetch(ctx, env, "app."+ci.Status.Domain))
+			f := env.Fabrics[0]
+			if ci.Name == "demo2" {
+				f = env.Fabrics[1]
+			}
+			fmt.Fprintf(&b, "          %8s %s\n", "", fetch(ctx, env.DNS, f, "app."+ci.Status.Domain))
 		}
 	}
 	fmt.Fprint(os.Stdout, b.String())
@@ -110,22 +111,21 @@ func must(t *testing.T, err error) {
 	}
 }
 
-// fetch resolves host through BIND and GETs it from the first address: the real ingress path.
-func fetch(ctx context.Context, env *framework.Environment, host string) string {
-	a, err := env.DNS.Lookup(ctx, host, dns.TypeA)
+// fetch resolves host through BIND and GETs it from the first address, from the cluster's
+// client namespace: the real ingress path.
+func fetch(ctx context.Context, dnsSrv *framework.DNSServer, f *framework.Fabric, host string) string {
+	a, err := dnsSrv.Lookup(ctx, host, dns.TypeA)
 	if err != nil || len(a.Values) == 0 {
 		return fmt.Sprintf("http://%s/ -> no address (%v)", host, err)
 	}
-	c := &http.Client{Timeout: 3 * time.Second, Transport: &http.Transport{Proxy: nil}}
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+a.Values[0]+"/", nil)
-	req.Host = host
-	resp, err := c.Do(req)
+	code, body, err := f.Get(ctx, a.Values[0]+":80", host)
 	if err != nil {
 		return fmt.Sprintf("http://%s/ via %s -> %v", host, a.Values[0], err)
 	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, 200))
-	return fmt.Sprintf("http://%s/ via %s -> %d %s", host, a.Values[0], resp.StatusCode, strings.TrimSpace(string(body)))
+	if len(body) > 200 {
+		body = body[:200]
+	}
+	return fmt.Sprintf("http://%s/ via %s -> %d %s", host, a.Values[0], code, strings.TrimSpace(body))
 }
 
 func demoIngress(host string) *networkingv1.Ingress {

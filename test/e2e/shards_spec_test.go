@@ -3,8 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"io"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -297,21 +295,4 @@ func shardIngress(name, host string) *networkingv1.Ingress {
 			}}}},
 		},
 	}
-}
-
-// get sends GET / for host to ip:80 and returns the status and body (0 on a transport error).
-func get(ip, host string) (int, string) {
-	c := &http.Client{Timeout: 3 * time.Second, Transport: &http.Transport{Proxy: nil}}
-	req, err := http.NewRequest(http.MethodGet, "http://"+ip+"/", nil)
-	if err != nil {
-		return 0, err.Error()
-	}
-	req.Host = host
-	resp, err := c.Do(req)
-	if err != nil {
-		return 0, err.Error()
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
 }
