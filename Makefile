@@ -41,9 +41,9 @@ manifests: $(CONTROLLER_GEN)
 	cp config/rbac/role.yaml charts/shardgate/rbac/role.yaml
 
 # reaped runs a go test command with every process it starts under RUN_DIR, then fails the run
-# if hack/reap.sh finds one that survived.
+# if hack/reap.sh finds one that survived or a host setting the run changed.
 define reaped
-	rm -rf $(RUN_DIR) && mkdir -p $(RUN_DIR)
+	rm -rf $(RUN_DIR) && mkdir -p $(RUN_DIR) && hack/reap.sh --snapshot $(RUN_DIR)
 	rc=0; SHARDGATE_RUN_DIR=$(RUN_DIR) $(1) || rc=$$?; \
 	hack/reap.sh $(RUN_DIR) || { [ $$rc -ne 0 ] || rc=1; }; exit $$rc
 endef

@@ -3,9 +3,32 @@
 # all certificates, data and logs under) or a real node's runtime directory (/run/shardgate), and
 # removes what real nodes leave in the kernel (network namespaces sg<pid>-*, their cgroups, their
 # runtime directories), failing when it found any: the harness must stop and delete what it
-# starts, so a leftover is a bug worth a red build. Used after `make test`.
-#   hack/reap.sh RUN_DIR
+# starts, so a leftover is a bug worth a red build. Used after `make test`. With --snapshot
+# (before the run) it records the host's kernel settings that kubelets, containerd and CNI would
+# change if they escaped their namespaces (sysctls, host iptables, mounts); afterwards it fails
+# when any differs.
+#   hack/reap.sh --snapshot RUN_DIR    (before)
+#   hack/reap.sh RUN_DIR               (after)
 set -uo pipefail
+
+# host_state prints the host settings a run must leave as it found them.
+host_state() {
+  local k
+  for k in net.ipv4.ip_forward net.ipv4.conf.all.forwarding net.ipv4.conf.all.route_localnet \
+    net.ipv4.ip_unprivileged_port_start net.bridge.bridge-nf-call-iptables vm.overcommit_memory \
+    vm.panic_on_oom kernel.panic kernel.panic_on_oops kernel.keys.root_maxkeys kernel.keys.root_maxbytes; do
+    echo "sysctl $k=$(cat "/proc/sys/${k//.//}" 2>/dev/null || echo absent)"
+  done
+  # Rules only: packet counters change by themselves.
+  iptables-save 2>/dev/null | grep -v '^#' | sed 's/ \[[0-9]*:[0-9]*\]$//' | sed 's/^/iptables /'
+  # Mounts a real node makes (its network namespaces, runtime directories, sysctl stand-ins).
+  grep -E '/run/shardgate|/run/netns/sg[0-9]|/proc/sys/(vm|kernel)' /proc/self/mountinfo | awk '{print "mount " $5}'
+}
+
+if [[ ${1:-} == --snapshot ]]; then
+  host_state >"${2:?usage: reap.sh --snapshot RUN_DIR}/host-state.before"
+  exit 0
+fi
 dir=${1:?usage: reap.sh RUN_DIR}
 left=()
 for p in /proc/[0-9]*; do
@@ -35,5 +58,12 @@ done
 if [[ -d /run/shardgate ]] && [[ -n $(ls -A /run/shardgate 2>/dev/null) ]]; then
   echo "reap: leftover real-node runtime directories in /run/shardgate" >&2
   rm -rf /run/shardgate/*; rc=1
+fi
+if [[ -f $dir/host-state.before ]]; then
+  if ! changed=$(diff "$dir/host-state.before" <(host_state)); then
+    echo "reap: the run changed the host (< before, > after):" >&2
+    echo "$changed" >&2
+    rc=1
+  fi
 fi
 exit $rc

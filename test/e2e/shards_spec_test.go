@@ -12,7 +12,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -135,6 +137,37 @@ func ShardsSpec(ctx context.Context, t *testing.T, inputGetter func() ShardsSpec
 				return code == 200 && strings.Contains(body, "hello from web"), fmt.Sprintf("%s: %d %q", ip, code, body)
 			})
 		}
+		// Behind a Service the router is not root and holds no capability; on the host network it
+		// is root with NET_BIND_SERVICE alone. What runs is what was rendered.
+		must(t, framework.WaitRouters(ctx, u1, names.Namespace, names.RouterName("internal")))
+		for shard, want := range map[string]framework.ProcessIdentity{
+			"edge":     {UID: 0, CapEff: 1 << 10, NoNewPrivs: true},
+			"internal": {UID: 65532, CapEff: 0, NoNewPrivs: true},
+		} {
+			procs, err := framework.ProcessesWithArg("--providers.kubernetesingress.ingressendpoint.hostname=" + shard + ".s1." + zone)
+			must(t, err)
+			if len(procs) == 0 {
+				t.Fatalf("no router process of shard %s on the real nodes", shard)
+			}
+			for _, p := range procs {
+				if p.UID != want.UID || p.CapEff != want.CapEff || p.NoNewPrivs != want.NoNewPrivs {
+					t.Fatalf("shard %s router pid %d runs as uid %d capEff %#x noNewPrivs %v, want %+v", shard, p.PID, p.UID, p.CapEff, p.NoNewPrivs, want)
+				}
+			}
+		}
+		// The unprivileged router serves on the port its Service targets (the harness runs no
+		// kube-proxy, so the client goes to the pod address the Service would forward to).
+		must(t, u1.Client.Create(ctx, shardIngress("web-internal", "app.internal.s1."+zone)))
+		internal := &corev1.PodList{}
+		must(t, u1.Client.List(ctx, internal, client.InNamespace(names.Namespace), client.MatchingLabels{v1alpha1.ShardLabel: "internal"}))
+		if len(internal.Items) != 1 || internal.Items[0].Status.PodIP == "" {
+			t.Fatalf("internal routers: %+v", internal.Items)
+		}
+		podAddr := internal.Items[0].Status.PodIP + ":8000"
+		eventually(ctx, t, 20*time.Second, func() (bool, string) {
+			code, body, err := in.Fabric.Get(ctx, podAddr, "app.internal.s1."+zone)
+			return err == nil && code == 200 && strings.Contains(body, "hello from web"), fmt.Sprintf("%s: %d %q %v", podAddr, code, body, err)
+		})
 		// Traefik publishes the shard's domain apex as the Ingress address.
 		eventually(ctx, t, 20*time.Second, func() (bool, string) {
 			ing := &networkingv1.Ingress{}
@@ -181,6 +214,55 @@ func ShardsSpec(ctx context.Context, t *testing.T, inputGetter func() ShardsSpec
 		}
 		must(t, u1.CordonNode(ctx, n2.Name, false))
 		answer(t, "edge.s1."+zone, n1.IP, n2.IP)
+	})
+
+	t.Run("a rolling update replaces host-network routers one at a time, clients see no failure", func(t *testing.T) {
+		edge := "app.edge.s1." + zone
+		k := client.ObjectKey{Namespace: names.Namespace, Name: names.RouterName("edge")}
+		old := map[types.UID]bool{}
+		pods := &corev1.PodList{}
+		must(t, u1.Client.List(ctx, pods, client.InNamespace(names.Namespace), client.MatchingLabels{v1alpha1.ShardLabel: "edge"}))
+		for _, p := range pods.Items {
+			old[p.UID] = true
+		}
+		stop := loopClient(ctx, in.DNS, in.Fabric, edge)
+		start := time.Now()
+		// A new resource request changes the pod template: a rollout, as any profile edit does.
+		shards[1].Resources = corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m")}}
+		updateShards(ctx, t, seed, "sharded", shards)
+		minReady := 2
+		eventually(ctx, t, 3*time.Minute, func() (bool, string) {
+			d := &appsv1.Deployment{}
+			if err := u1.Client.Get(ctx, k, d); err != nil {
+				return false, err.Error()
+			}
+			pods := &corev1.PodList{}
+			if err := u1.Client.List(ctx, pods, client.InNamespace(names.Namespace), client.MatchingLabels{v1alpha1.ShardLabel: "edge"}); err != nil {
+				return false, err.Error()
+			}
+			ready, fresh := 0, 0
+			for _, p := range pods.Items {
+				if p.DeletionTimestamp == nil && podReady(&p) {
+					ready++
+					if !old[p.UID] {
+						fresh++
+					}
+				}
+			}
+			minReady = min(minReady, ready)
+			requested := d.Spec.Template.Spec.Containers[0].Resources.Requests.Cpu().MilliValue() == 10
+			return requested && fresh == 2 && len(pods.Items) == 2, fmt.Sprintf("cpu request applied %v, %d pods, %d ready, %d new and ready", requested, len(pods.Items), ready, fresh)
+		})
+		answer(t, "edge.s1."+zone, nodeIP(0, 1), nodeIP(0, 2))
+		n, failed := stop()
+		t.Logf("rollout of 2 host-network routers took %s; fewest ready during it %d; client: %d requests, %d failed", time.Since(start).Round(time.Second), minReady, n, failed)
+		// maxUnavailable 1 of 2 (host ports cannot surge): one router serves throughout.
+		if minReady < 1 {
+			t.Fatal("no edge router was ready at some point of the rollout")
+		}
+		if n < 20 || failed > 0 {
+			t.Fatalf("%d of %d requests failed during the rollout", failed, n)
+		}
 	})
 
 	t.Run("an edited or deleted router is restored", func(t *testing.T) {

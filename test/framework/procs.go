@@ -1,0 +1,94 @@
+package framework
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// ProcessIdentity is what the kernel says a running process may do: the proof that a pod's
+// securityContext is what its container actually got from kubelet, containerd and runc.
+type ProcessIdentity struct {
+	PID int
+	// UID is the real user ID.
+	UID int
+	// CapEff is the effective capability set (bit n is capability n; 10 is NET_BIND_SERVICE).
+	CapEff uint64
+	// NoNewPrivs is true when the process can never gain privileges (allowPrivilegeEscalation false).
+	NoNewPrivs bool
+}
+
+// ProcessesWithArg lists the host's processes that have arg as one of their arguments exactly.
+// Container processes are visible here: real nodes share the host's PID namespace.
+func ProcessesWithArg(arg string) ([]ProcessIdentity, error) {
+	cmdlines, err := filepath.Glob("/proc/[0-9]*/cmdline")
+	if err != nil {
+		return nil, err
+	}
+	var out []ProcessIdentity
+	for _, p := range cmdlines {
+		b, err := os.ReadFile(p)
+		if err != nil || !hasArg(b, arg) {
+			continue // gone meanwhile, or another process
+		}
+		id, err := processIdentity(filepath.Dir(p))
+		if err != nil {
+			continue //nolint:nilerr // exited between the two reads
+		}
+		out = append(out, id)
+	}
+	return out, nil
+}
+
+func hasArg(cmdline []byte, arg string) bool {
+	for _, a := range strings.Split(string(cmdline), "\x00") {
+		if a == arg {
+			return true
+		}
+	}
+	return false
+}
+
+func processIdentity(dir string) (ProcessIdentity, error) {
+	id := ProcessIdentity{}
+	pid, err := strconv.Atoi(filepath.Base(dir))
+	if err != nil {
+		return id, err
+	}
+	id.PID = pid
+	b, err := os.ReadFile(filepath.Join(dir, "status"))
+	if err != nil {
+		return id, err
+	}
+	seen := 0
+	for _, line := range strings.Split(string(b), "\n") {
+		key, val, ok := strings.Cut(line, ":")
+		if !ok {
+			continue
+		}
+		fields := strings.Fields(val)
+		if len(fields) == 0 {
+			continue
+		}
+		switch key {
+		case "Uid":
+			id.UID, err = strconv.Atoi(fields[0])
+			seen++
+		case "CapEff":
+			id.CapEff, err = strconv.ParseUint(fields[0], 16, 64)
+			seen++
+		case "NoNewPrivs":
+			id.NoNewPrivs = fields[0] == "1"
+			seen++
+		}
+		if err != nil {
+			return id, fmt.Errorf("%s/status %s: %w", dir, key, err)
+		}
+	}
+	if seen != 3 {
+		return id, fmt.Errorf("%s/status: Uid, CapEff or NoNewPrivs missing", dir)
+	}
+	return id, nil
+}
