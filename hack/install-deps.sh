@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Installs the Debian packages the tests and the demo need, when they are missing:
 # BIND 9 (named, tsig-keygen, dig) for the real DNS server; runc and the CNI plugins for the
-# real-pod nodes (kubelet + containerd in network namespaces); iproute2 and util-linux
-# (ip netns, nsenter, setpriv) for those nodes and for running routers with their pod's
-# security context.
+# real-pod nodes (kubelet + containerd in network namespaces); iproute2, util-linux (ip netns,
+# nsenter, unshare) and iptables for those nodes; keepalived, which the harness packs into an
+# image with its shared libraries.
 set -euo pipefail
 
 need=()
@@ -15,6 +15,7 @@ command -v runc >/dev/null || [[ -x /usr/sbin/runc ]] || need+=(runc)
 command -v ip >/dev/null || need+=(iproute2)
 command -v nsenter >/dev/null || need+=(util-linux)
 command -v iptables >/dev/null || [[ -x /usr/sbin/iptables ]] || need+=(iptables)
+[[ -x /usr/sbin/keepalived ]] || need+=(keepalived)
 [[ ${#need[@]} -eq 0 ]] && exit 0
 
 echo "[deps] installing ${need[*]} (Debian packages)" >&2
@@ -23,8 +24,10 @@ sudo=""
 export DEBIAN_FRONTEND=noninteractive
 $sudo apt-get update -qq
 $sudo apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
-# The package's own named service is not used (the harness runs its own on loopback); do not
+# The packages' own named and keepalived services are not used (the harness runs its own); do not
 # leave one running where a service manager started it.
-if command -v systemctl >/dev/null && systemctl is-active --quiet named 2>/dev/null; then
-  $sudo systemctl disable --now named >/dev/null 2>&1 || true
-fi
+for svc in named keepalived; do
+  if command -v systemctl >/dev/null && systemctl is-active --quiet "$svc" 2>/dev/null; then
+    $sudo systemctl disable --now "$svc" >/dev/null 2>&1 || true
+  fi
+done

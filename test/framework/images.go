@@ -7,9 +7,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 )
@@ -22,6 +25,9 @@ const (
 	// TraefikImage has the layout and entrypoint of the official image's binary
 	// (/usr/local/bin/traefik), built from the pinned tool.
 	TraefikImage = "localhost/shardgate/traefik:v3.7.12"
+	// KeepalivedImage is Debian's keepalived (the version install-deps.sh installs) with the
+	// shared libraries it links, entrypoint /usr/sbin/keepalived.
+	KeepalivedImage = "localhost/shardgate/keepalived:2.2.7"
 )
 
 var (
@@ -53,28 +59,77 @@ func buildImages() ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	var tars []string
-	for _, img := range []struct{ name, pkg, bin, entry string }{
-		{PauseImage, "./test/images/pause", "", "/pause"},
-		{BackendImage, "./test/images/backend", "", "/backend"},
-		{TraefikImage, "", tools.Path(ToolTraefik), "/usr/local/bin/traefik"},
-	} {
-		bin := img.bin
-		if bin == "" {
-			bin = filepath.Join(dir, filepath.Base(img.pkg))
-			cmd := exec.Command("go", "build", "-trimpath", "-o", bin, img.pkg)
-			cmd.Dir, cmd.Env = root, append(os.Environ(), "CGO_ENABLED=0")
-			if out, err := cmd.CombinedOutput(); err != nil {
-				return nil, fmt.Errorf("build %s: %w\n%s", img.pkg, err, out)
-			}
+	goBinary := func(pkg string) (string, error) {
+		bin := filepath.Join(dir, filepath.Base(pkg))
+		cmd := exec.Command("go", "build", "-trimpath", "-o", bin, pkg)
+		cmd.Dir, cmd.Env = root, append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return "", fmt.Errorf("build %s: %w\n%s", pkg, err, out)
 		}
-		tar := filepath.Join(dir, filepath.Base(img.entry)+".tar")
-		if err := WriteOCIImage(img.name, bin, img.entry, tar); err != nil {
+		return bin, nil
+	}
+	pause, err := goBinary("./test/images/pause")
+	if err != nil {
+		return nil, err
+	}
+	backend, err := goBinary("./test/images/backend")
+	if err != nil {
+		return nil, err
+	}
+	keepalived, err := WithSharedLibraries(ImageFile{Src: "/usr/sbin/keepalived", Dst: "/usr/sbin/keepalived"})
+	if err != nil {
+		return nil, err
+	}
+	var tars []string
+	for _, img := range []struct {
+		name, entry, tar string
+		files            []ImageFile
+	}{
+		{PauseImage, "/pause", "pause.tar", []ImageFile{{Src: pause, Dst: "/pause"}}},
+		{BackendImage, "/backend", "backend.tar", []ImageFile{{Src: backend, Dst: "/backend"}}},
+		{TraefikImage, "/usr/local/bin/traefik", "traefik.tar", []ImageFile{{Src: tools.Path(ToolTraefik), Dst: "/usr/local/bin/traefik"}}},
+		{KeepalivedImage, "/usr/sbin/keepalived", "keepalived.tar", keepalived},
+	} {
+		tar := filepath.Join(dir, img.tar)
+		if err := WriteOCIImage(img.name, img.files, img.entry, tar); err != nil {
 			return nil, fmt.Errorf("image %s: %w", img.name, err)
 		}
 		tars = append(tars, tar)
 	}
 	return tars, nil
+}
+
+// ImageFile is a host file copied into an image: Src on the host, Dst (absolute) in the image.
+type ImageFile struct{ Src, Dst string }
+
+// WithSharedLibraries returns bin and every shared library it loads (ldd's resolution on this
+// host, the dynamic loader included), each at the path the loader looks for it: a dynamically
+// linked Debian binary runs in an image that holds nothing else.
+func WithSharedLibraries(bin ImageFile) ([]ImageFile, error) {
+	out, err := exec.Command("ldd", bin.Src).Output()
+	if err != nil {
+		return nil, fmt.Errorf("ldd %s: %w", bin.Src, err)
+	}
+	files := []ImageFile{bin}
+	for _, line := range strings.Split(string(out), "\n") {
+		// "libc.so.6 => /lib/x86_64-linux-gnu/libc.so.6 (0x...)" or "/lib64/ld-linux-x86-64.so.2 (0x...)"
+		fields := strings.Fields(line)
+		var path string
+		switch {
+		case len(fields) >= 3 && fields[1] == "=>":
+			path = fields[2]
+		case len(fields) >= 1 && strings.HasPrefix(fields[0], "/"):
+			path = fields[0]
+		}
+		if !strings.HasPrefix(path, "/") {
+			continue // the vDSO: the kernel's, not a file
+		}
+		files = append(files, ImageFile{Src: path, Dst: path})
+	}
+	if len(files) == 1 {
+		return nil, fmt.Errorf("ldd %s: no libraries found in %q", bin.Src, out)
+	}
+	return files, nil
 }
 
 type ociDescriptor struct {
@@ -85,9 +140,9 @@ type ociDescriptor struct {
 	Platform    map[string]string `json:"platform,omitempty"`
 }
 
-// WriteOCIImage writes an OCI image layout tar named name: one uncompressed layer with binary at
-// entry (the image's entrypoint), /etc/passwd with root and nonroot (65532), and /tmp.
-func WriteOCIImage(name, binary, entry, out string) error {
+// WriteOCIImage writes an OCI image layout tar named name: one uncompressed layer with files
+// (executable), /etc/passwd with root and nonroot (65532), and /tmp; entry is the entrypoint.
+func WriteOCIImage(name string, files []ImageFile, entry, out string) error {
 	layer, err := os.CreateTemp(filepath.Dir(out), "layer-")
 	if err != nil {
 		return err
@@ -95,7 +150,7 @@ func WriteOCIImage(name, binary, entry, out string) error {
 	defer os.Remove(layer.Name())
 	defer layer.Close()
 	h := sha256.New()
-	if err := writeLayer(io.MultiWriter(layer, h), binary, entry); err != nil {
+	if err := writeLayer(io.MultiWriter(layer, h), files); err != nil {
 		return err
 	}
 	layerDigest := fmt.Sprintf("sha256:%x", h.Sum(nil))
@@ -158,19 +213,25 @@ func WriteOCIImage(name, binary, entry, out string) error {
 	return f.Close()
 }
 
-func writeLayer(w io.Writer, binary, entry string) error {
+func writeLayer(w io.Writer, files []ImageFile) error {
 	epoch := time.Unix(0, 0)
 	tw := tar.NewWriter(w)
-	dirs := []string{"tmp/", "etc/"}
-	for d := filepath.Dir(entry[1:]); d != "."; d = filepath.Dir(d) {
-		dirs = append(dirs, d+"/")
+	dirs := map[string]bool{"tmp/": true, "etc/": true}
+	for _, f := range files {
+		if !filepath.IsAbs(f.Dst) {
+			return fmt.Errorf("image path %q is not absolute", f.Dst)
+		}
+		for d := filepath.Dir(f.Dst[1:]); d != "."; d = filepath.Dir(d) {
+			dirs[d+"/"] = true
+		}
 	}
-	for i := len(dirs) - 1; i >= 0; i-- { // parents before children
+	// Parents before children: sorted paths put a directory before what it holds.
+	for _, d := range slices.Sorted(maps.Keys(dirs)) {
 		mode := int64(0o755)
-		if dirs[i] == "tmp/" {
+		if d == "tmp/" {
 			mode = 0o1777
 		}
-		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: dirs[i], Mode: mode, ModTime: epoch}); err != nil {
+		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: d, Mode: mode, ModTime: epoch}); err != nil {
 			return err
 		}
 	}
@@ -181,22 +242,30 @@ func writeLayer(w io.Writer, binary, entry string) error {
 	if _, err := tw.Write(passwd); err != nil {
 		return err
 	}
-	bin, err := os.Open(binary)
-	if err != nil {
-		return err
-	}
-	defer bin.Close()
-	st, err := bin.Stat()
-	if err != nil {
-		return err
-	}
-	if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: entry[1:], Mode: 0o755, Size: st.Size(), ModTime: epoch}); err != nil {
-		return err
-	}
-	if _, err := io.Copy(tw, bin); err != nil {
-		return err
+	for _, f := range files {
+		if err := addFile(tw, f, epoch); err != nil {
+			return err
+		}
 	}
 	return tw.Close()
+}
+
+// addFile copies f's content (symlinks followed) into the layer as an executable file.
+func addFile(tw *tar.Writer, f ImageFile, mtime time.Time) error {
+	src, err := os.Open(f.Src)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	st, err := src.Stat()
+	if err != nil {
+		return err
+	}
+	if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: f.Dst[1:], Mode: 0o755, Size: st.Size(), ModTime: mtime}); err != nil {
+		return err
+	}
+	_, err = io.Copy(tw, src)
+	return err
 }
 
 func digest(b []byte) string { return fmt.Sprintf("sha256:%x", sha256.Sum256(b)) }

@@ -2,7 +2,6 @@ package framework
 
 import (
 	"context"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -16,7 +15,8 @@ import (
 
 // TestRealNodes: pods run for real on kubelet + containerd nodes in network namespaces: a
 // host-network pod binds a node's port 80, a pod-network pod on another node answers on its pod
-// IP from the first node (routes between nodes), and the client namespace reaches both.
+// IP from the first node (routes between nodes), and the client namespace reaches both; the
+// keepalived image (a Debian binary with its shared libraries) runs.
 func TestRealNodes(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts real nodes")
@@ -68,12 +68,23 @@ func TestRealNodes(t *testing.T) {
 	if err != nil || code != 200 || !strings.Contains(body, "hello from host") {
 		t.Fatalf("host-network pod from the client: %d %q %v", code, body, err)
 	}
-	if os.Getenv("SG_DEBUG_PAUSE") != "" {
-		t.Logf("pausing: fabric %s, pod %s", f.ID, inpod.Status.PodIP)
-		time.Sleep(5 * time.Minute)
-	}
 	code, body, err = f.Get(ctx, inpod.Status.PodIP+":8080", "x")
 	if err != nil || code != 200 || !strings.Contains(body, "hello from inpod") {
 		t.Fatalf("pod IP on another node from the client: %d %q %v", code, body, err)
+	}
+	// A dynamically linked binary finds every library it needs in its image.
+	ka := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "keepalived"}, Spec: corev1.PodSpec{
+		NodeName: n2.Name, RestartPolicy: corev1.RestartPolicyNever,
+		Containers: []corev1.Container{{Name: "keepalived", Image: KeepalivedImage, ImagePullPolicy: corev1.PullNever, Args: []string{"--version"}}}}}
+	if err := cp.Client.Create(ctx, ka); err != nil {
+		t.Fatal(err)
+	}
+	if err := waitFor(ctx, 250*time.Millisecond, func(ctx context.Context) (bool, error) {
+		if err := cp.Client.Get(ctx, client.ObjectKeyFromObject(ka), ka); err != nil {
+			return false, err
+		}
+		return ka.Status.Phase == corev1.PodSucceeded || ka.Status.Phase == corev1.PodFailed, nil
+	}); err != nil || ka.Status.Phase != corev1.PodSucceeded {
+		t.Fatalf("keepalived --version in its image: %v, phase %s, status %+v", err, ka.Status.Phase, ka.Status.ContainerStatuses)
 	}
 }
