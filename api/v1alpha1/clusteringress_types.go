@@ -17,6 +17,7 @@ import (
 // +kubebuilder:printcolumn:name="Routes",type=integer,JSONPath=`.status.routes`
 // +kubebuilder:printcolumn:name="Reachable",type=string,JSONPath=`.status.conditions[?(@.type=="ClusterReachable")].status`
 // +kubebuilder:printcolumn:name="DNS",type=string,JSONPath=`.status.conditions[?(@.type=="DNSPublished")].reason`
+// +kubebuilder:printcolumn:name="TLS",type=string,JSONPath=`.status.conditions[?(@.type=="CertificateReady")].reason`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type ClusterIngress struct {
@@ -58,6 +59,9 @@ type ClusterIngressSpec struct {
 	// +listType=map
 	// +listMapKey=name
 	Shards []ShardSpec `json:"shards,omitempty"`
+	// tls are the profile's TLS settings.
+	// +optional
+	TLS TLSSettings `json:"tls,omitempty"`
 }
 
 // ClusterIngressStatus is observed state.
@@ -97,10 +101,14 @@ type ClusterIngressStatus struct {
 	// lastPublishedTime is when the DNSEndpoint was last written.
 	// +optional
 	LastPublishedTime *metav1.Time `json:"lastPublishedTime,omitempty"`
+	// certificate is the cluster's certificate (when the profile's TLS is on).
+	// +optional
+	Certificate *CertificateStatus `json:"certificate,omitempty"`
 	// observedGeneration is the generation last reconciled successfully.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
-	// conditions: ClusterReachable, ShardsAvailable, DNSPublished, Ready.
+	// conditions: SourceAvailable, ClusterReachable, ShardsAvailable, RoutesProtected,
+	// DNSPublished, CertificateReady (when TLS is on), Ready.
 	// +optional
 	// +listType=map
 	// +listMapKey=type

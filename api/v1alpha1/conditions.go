@@ -14,8 +14,11 @@ package v1alpha1
 //	shards      pkg/controller/shards     ShardsAvailable, RoutesProtected; finalizer
 //	                                      user-cluster-cleanup
 //	allocation  pkg/controller/allocation routes, rejectedRoutes; finalizer allocation-cleanup
+//	certificates pkg/controller/certificates CertificateReady; certificate (and the cert-manager
+//	                                      Certificate it owns in the seed)
 //
-// Ready summarises SourceAvailable, ClusterReachable, ShardsAvailable and DNSPublished. The
+// Ready summarises SourceAvailable, ClusterReachable, ShardsAvailable, DNSPublished and, when
+// TLS is on, CertificateReady. The
 // profile controller (pkg/controller/profile) writes IngressProfile status: Valid,
 // matchingClusters, observedGeneration.
 
@@ -36,6 +39,9 @@ const (
 	// ConditionRoutesProtected: the admission policy that reserves allocation labels and
 	// annotations to Shardgate is installed in the user cluster.
 	ConditionRoutesProtected = "RoutesProtected"
+	// ConditionCertificateReady: the cluster's certificate is issued, valid now, covers every
+	// name of the cluster and its shards, and has been handed to the routers.
+	ConditionCertificateReady = "CertificateReady"
 	// ConditionReady summarises the others.
 	ConditionReady = "Ready"
 )
@@ -83,6 +89,19 @@ const (
 	ReasonValid                  = "Valid"
 	ReasonClusterSelectorBad     = "InvalidClusterSelector"
 	ReasonIngressNodeSelectorBad = "InvalidIngressNodeSelector"
+	ReasonTLSInvalid             = "InvalidTLS"
+	// CertificateReady reasons.
+	ReasonCertificateIssued     = "Issued"
+	ReasonCertificateIssuing    = "Issuing"
+	ReasonIssuerNotFound        = "IssuerNotFound"
+	ReasonIssuerNotReady        = "IssuerNotReady"
+	ReasonIssuanceFailed        = "IssuanceFailed"
+	ReasonChallengeFailed       = "DNS01ChallengeFailed"
+	ReasonRateLimited           = "RateLimited"
+	ReasonCertificateExpired    = "Expired"
+	ReasonCertificateMismatched = "NamesNotCovered"
+	ReasonCertificateInvalid    = "InvalidKeyPair"
+	ReasonTooManyNames          = "TooManyNames"
 )
 
 // Allocation outcomes (annotation values and Event reasons in user clusters).

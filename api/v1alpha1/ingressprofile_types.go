@@ -48,6 +48,10 @@ type IngressProfileSpec struct {
 	// +listMapKey=name
 	// +kubebuilder:validation:MaxItems=32
 	Shards []ShardSpec `json:"shards,omitempty"`
+
+	// tls gives every selected cluster HTTPS through one cert-manager certificate per cluster.
+	// +optional
+	TLS TLSSettings `json:"tls,omitempty"`
 }
 
 // EmptyTargetsPolicy says what happens to a cluster's records when it has no ready ingress node.

@@ -47,6 +47,7 @@ check_runs() {
     helm|controller-gen|golangci-lint) arg=version ;;
     containerd-shim-runc-v2) arg=-v ;;
     traefik) arg=version ;;
+    pebble) arg=-version ;;
   esac
   [[ $name == controller-gen ]] && arg=--version
   if ! "$bin" $arg >/dev/null 2>&1; then
@@ -98,26 +99,31 @@ tool_containerd() {
   build ctr "$CONTAINERD_VERSION" -- containerd_build github.com/containerd/containerd/v2/cmd/ctr "$common no_btrfs no_devmapper no_zfs"
   build containerd-shim-runc-v2 "$CONTAINERD_VERSION" -- containerd_build github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2 "$common no_grpc"
 }
+# cert-manager's controllers (our main over its pkg/controller registry) and Pebble.
+tool_cert-manager() { build cert-manager-controller "$CERT_MANAGER_VERSION" -- go_build_in "$here/cert-manager" . ; }
+tool_pebble() { build pebble "$PEBBLE_VERSION" -- go_build_in "$here/pebble" github.com/letsencrypt/pebble/v2/cmd/pebble; }
 tool_helm() { build helm "$HELM_VERSION" -- go_build_in "$here/helm" helm.sh/helm/v3/cmd/helm "-X helm.sh/helm/v3/internal/version.version=$HELM_VERSION"; }
 
 # crds copies the CRDs the harness installs from the pinned upstream modules (downloaded, never
-# imported): Cluster API's core CRDs and external-dns' DNSEndpoint CRD.
+# imported): Cluster API's core CRDs, external-dns' DNSEndpoint CRD and cert-manager's CRDs.
 tool_crds() {
-  local dir="$cache/crds-capi-$CLUSTER_API_VERSION-edns-$EXTERNAL_DNS_VERSION" src
+  local dir="$cache/crds-capi-$CLUSTER_API_VERSION-edns-$EXTERNAL_DNS_VERSION-cm-$CERT_MANAGER_VERSION" src
   if [[ ! -f $dir/.done ]]; then
-    log "copying CRDs (cluster-api $CLUSTER_API_VERSION, external-dns $EXTERNAL_DNS_VERSION)"
-    rm -rf "$dir" && mkdir -p "$dir/cluster-api" "$dir/external-dns"
+    log "copying CRDs (cluster-api $CLUSTER_API_VERSION, external-dns $EXTERNAL_DNS_VERSION, cert-manager $CERT_MANAGER_VERSION)"
+    rm -rf "$dir" && mkdir -p "$dir/cluster-api" "$dir/external-dns" "$dir/cert-manager"
     src=$(go mod download -json "sigs.k8s.io/cluster-api@$CLUSTER_API_VERSION" | sed -n 's/.*"Dir": "\(.*\)",/\1/p')
     cp "$src"/core/config/crd/bases/*.yaml "$dir/cluster-api/"
     src=$(go mod download -json "sigs.k8s.io/external-dns@$EXTERNAL_DNS_VERSION" | sed -n 's/.*"Dir": "\(.*\)",/\1/p')
     cp "$src/config/crd/standard/dnsendpoints.externaldns.k8s.io.yaml" "$dir/external-dns/"
+    src=$(go mod download -json "github.com/cert-manager/cert-manager@$CERT_MANAGER_VERSION" | sed -n 's/.*"Dir": "\(.*\)",/\1/p')
+    cp "$src"/deploy/crds/*.yaml "$dir/cert-manager/"
     chmod -R u+w "$dir"
     touch "$dir/.done"
   fi
   ln -sfn "$dir" "$links/crds"
 }
 
-all=(crds controller-gen golangci-lint etcd kubernetes containerd kwok external-dns helm traefik)
+all=(crds controller-gen golangci-lint etcd kubernetes containerd kwok external-dns helm traefik cert-manager pebble)
 want=("$@")
 [[ ${#want[@]} -gt 0 ]] || want=("${all[@]}")
 total=$SECONDS

@@ -99,6 +99,7 @@ func DecideLifecycle(in LifecycleInput) LifecycleDecision {
 		Shards:       v1alpha1.ResolveShards(p.Spec.Shards),
 		Allocation:   v1alpha1.ResolveAllocation(p.Spec.Allocation),
 		IngressClass: v1alpha1.ResolveIngressClass(p.Spec.IngressClass),
+		TLS:          v1alpha1.ResolveTLS(p.Spec.TLS),
 	}
 	return LifecycleDecision{Action: LifecycleApply, Spec: withSource(spec, src)}
 }

@@ -5,6 +5,7 @@ package validation
 
 import (
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -33,6 +34,51 @@ func Profile(p *v1alpha1.IngressProfile, defaultZone string) field.ErrorList {
 	errs = append(errs, enum(a.Child("namespaceOwnership"), p.Spec.Allocation.NamespaceOwnership, "", v1alpha1.OwnershipStrict, v1alpha1.OwnershipInterNamespaceAllowed)...)
 	errs = append(errs, enum(a.Child("wildcardPolicy"), p.Spec.Allocation.WildcardPolicy, "", v1alpha1.WildcardsAllowed, v1alpha1.WildcardsDenied)...)
 	errs = append(errs, enum(spec.Child("ingressClass", "default"), p.Spec.IngressClass.Default, "", v1alpha1.DefaultClassIfNoDefault, v1alpha1.DefaultClassNever)...)
+	errs = append(errs, TLS(p.Spec.TLS, spec.Child("tls"))...)
+	return errs
+}
+
+// cert-manager's own limits on a Certificate's duration and renewBefore (its webhook refuses
+// less), and its default duration.
+const (
+	minDuration     = time.Hour
+	minRenewBefore  = 5 * time.Minute
+	defaultDuration = 90 * 24 * time.Hour
+)
+
+// TLS reports what would make the clusters' Certificates unusable: an issuer reference that
+// cannot name one, and a duration or renewBefore cert-manager refuses.
+func TLS(t v1alpha1.TLSSettings, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if ref := t.IssuerRef; ref != nil {
+		p := path.Child("issuerRef")
+		if msgs := validation.IsDNS1123Subdomain(ref.Name); len(msgs) > 0 {
+			errs = append(errs, field.Invalid(p.Child("name"), ref.Name, strings.Join(msgs, "; ")))
+		}
+		errs = append(errs, enum(p.Child("kind"), ref.Kind, "", v1alpha1.KindIssuer, v1alpha1.KindClusterIssuer)...)
+		if ref.Group != "" {
+			if msgs := validation.IsDNS1123Subdomain(ref.Group); len(msgs) > 0 {
+				errs = append(errs, field.Invalid(p.Child("group"), ref.Group, strings.Join(msgs, "; ")))
+			}
+		}
+	} else if t.Enabled != nil && *t.Enabled {
+		errs = append(errs, field.Required(path.Child("issuerRef"), "enabled needs an issuer"))
+	}
+	duration := defaultDuration
+	if t.Duration != nil {
+		duration = t.Duration.Duration
+		if duration < minDuration {
+			errs = append(errs, field.Invalid(path.Child("duration"), t.Duration.String(), "must be at least 1h"))
+		}
+	}
+	if t.RenewBefore != nil {
+		switch rb := t.RenewBefore.Duration; {
+		case rb < minRenewBefore:
+			errs = append(errs, field.Invalid(path.Child("renewBefore"), t.RenewBefore.String(), "must be at least 5m"))
+		case rb >= duration:
+			errs = append(errs, field.Invalid(path.Child("renewBefore"), t.RenewBefore.String(), "must be less than the duration ("+duration.String()+")"))
+		}
+	}
 	return errs
 }
 
@@ -105,6 +151,8 @@ func Reason(errs field.ErrorList) string {
 		return v1alpha1.ReasonClusterSelectorBad
 	case strings.HasPrefix(f, "spec.dns.ingressNodeSelector"):
 		return v1alpha1.ReasonIngressNodeSelectorBad
+	case strings.HasPrefix(f, "spec.tls"):
+		return v1alpha1.ReasonTLSInvalid
 	}
 	return v1alpha1.ReasonProfileInvalid
 }

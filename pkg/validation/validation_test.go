@@ -3,6 +3,7 @@ package validation
 import (
 	"strings"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -46,6 +47,46 @@ func TestValidate(t *testing.T) {
 		if !strings.Contains(msg, want) {
 			t.Errorf("missing %q in %s", want, msg)
 		}
+	}
+}
+
+func TestValidateTLS(t *testing.T) {
+	hour := func(h float64) *metav1.Duration {
+		return &metav1.Duration{Duration: time.Duration(h * float64(time.Hour))}
+	}
+	issuer := &v1alpha1.IssuerReference{Name: "letsencrypt", Kind: v1alpha1.KindClusterIssuer}
+	for _, tt := range []struct {
+		name string
+		tls  v1alpha1.TLSSettings
+		want []string // fields with a problem; none means valid
+	}{
+		{"off", v1alpha1.TLSSettings{}, nil},
+		{"issuer only", v1alpha1.TLSSettings{IssuerRef: issuer}, nil},
+		{"durations", v1alpha1.TLSSettings{IssuerRef: issuer, Duration: hour(24), RenewBefore: hour(8)}, nil},
+		{"enabled without issuer", v1alpha1.TLSSettings{Enabled: ptr.To(true)}, []string{"spec.tls.issuerRef"}},
+		{"disabled without issuer", v1alpha1.TLSSettings{Enabled: ptr.To(false)}, nil},
+		{"bad issuer", v1alpha1.TLSSettings{IssuerRef: &v1alpha1.IssuerReference{Name: "Bad_Name", Kind: "Vault", Group: "not a group"}},
+			[]string{"spec.tls.issuerRef.name", "spec.tls.issuerRef.kind", "spec.tls.issuerRef.group"}},
+		{"short duration", v1alpha1.TLSSettings{IssuerRef: issuer, Duration: hour(0.5)}, []string{"spec.tls.duration"}},
+		{"tiny renewBefore", v1alpha1.TLSSettings{IssuerRef: issuer, RenewBefore: hour(0.01)}, []string{"spec.tls.renewBefore"}},
+		{"renewBefore past duration", v1alpha1.TLSSettings{IssuerRef: issuer, Duration: hour(2), RenewBefore: hour(2)}, []string{"spec.tls.renewBefore"}},
+		{"renewBefore past the default duration", v1alpha1.TLSSettings{IssuerRef: issuer, RenewBefore: hour(24 * 91)}, []string{"spec.tls.renewBefore"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			p := &v1alpha1.IngressProfile{Spec: v1alpha1.IngressProfileSpec{TLS: tt.tls}}
+			errs := Profile(p, "seed.example")
+			if len(errs) != len(tt.want) {
+				t.Fatalf("errors %v, want problems in %v", errs, tt.want)
+			}
+			for i, f := range tt.want {
+				if errs[i].Field != f {
+					t.Errorf("error %d in %s, want %s", i, errs[i].Field, f)
+				}
+			}
+			if len(errs) > 0 && Reason(errs) != v1alpha1.ReasonTLSInvalid {
+				t.Errorf("reason %s", Reason(errs))
+			}
+		})
 	}
 }
 
