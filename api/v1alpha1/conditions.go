@@ -101,7 +101,7 @@ const (
 	ReasonCertificateExpired    = "Expired"
 	ReasonCertificateMismatched = "NamesNotCovered"
 	ReasonCertificateInvalid    = "InvalidKeyPair"
-	ReasonTooManyNames          = "TooManyNames"
+	ReasonCertManagerMissing    = "CertManagerNotInstalled"
 )
 
 // Allocation outcomes (annotation values and Event reasons in user clusters).

@@ -9,8 +9,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
+	"github.com/shardgate/shardgate/pkg/certs"
 	"github.com/shardgate/shardgate/pkg/clusteraccess"
 	"github.com/shardgate/shardgate/pkg/controller/allocation"
+	"github.com/shardgate/shardgate/pkg/controller/certificates"
 	"github.com/shardgate/shardgate/pkg/controller/dns"
 	"github.com/shardgate/shardgate/pkg/controller/engagement"
 	"github.com/shardgate/shardgate/pkg/controller/lifecycle"
@@ -19,6 +21,8 @@ import (
 	"github.com/shardgate/shardgate/pkg/dnsrecords"
 	"github.com/shardgate/shardgate/pkg/sources"
 
+	acmev1 "github.com/cert-manager/cert-manager/pkg/apis/acme/v1"
+	cmapi "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/discovery"
@@ -35,6 +39,8 @@ func newScheme() *runtime.Scheme {
 	utilruntime.Must(v1alpha1.AddToScheme(s))
 	utilruntime.Must(clusterv1.AddToScheme(s))
 	utilruntime.Must(dnsrecords.AddToScheme(s))
+	utilruntime.Must(cmapi.AddToScheme(s))
+	utilruntime.Must(acmev1.AddToScheme(s))
 	return s
 }
 
@@ -98,7 +104,7 @@ func addControllers(mgr ctrl.Manager, o options) error {
 	if len(o.secretNamespaces) == 0 {
 		ctrl.Log.WithName("setup").Info("no --kubeconfig-secret-namespaces and no namespace of its own: kubeconfig Secrets register no clusters")
 	}
-	capi := &sources.ClusterAPI{Discovery: dc, Log: ctrl.Log.WithName("cluster-api")}
+	capi := sources.NewClusterAPI(dc, ctrl.Log.WithName("cluster-api"))
 	if err := lifecycle.Add(mgr, lifecycle.Config{DefaultZone: o.dnsZone, ClusterAPI: capi, SecretNamespaces: o.secretNamespaces,
 		RemovalGrace: o.removalGrace, Concurrency: o.concurrency}); err != nil {
 		return err
@@ -114,6 +120,10 @@ func addControllers(mgr ctrl.Manager, o options) error {
 		return err
 	}
 	if err := allocation.Add(mgr, engager, o.concurrency); err != nil {
+		return err
+	}
+	if err := certificates.Add(mgr, certificates.Config{CertManager: certs.NewCertManagerAPI(dc, ctrl.Log.WithName("cert-manager")),
+		Concurrency: o.concurrency}); err != nil {
 		return err
 	}
 	return profile.Add(mgr, o.dnsZone)

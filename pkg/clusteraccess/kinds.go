@@ -9,6 +9,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -17,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
+	"github.com/shardgate/shardgate/pkg/names"
 )
 
 // Capabilities are what a user cluster's API server offers beyond the kinds every supported
@@ -36,7 +38,7 @@ type Capabilities struct {
 // are included only where the cluster serves them.
 func ManagedKinds(caps Capabilities) []client.Object {
 	kinds := []client.Object{
-		&corev1.ServiceAccount{}, &corev1.Service{}, &corev1.ConfigMap{}, &corev1.Pod{},
+		&corev1.ServiceAccount{}, &corev1.Service{}, &corev1.ConfigMap{}, &corev1.Secret{}, &corev1.Pod{},
 		&appsv1.Deployment{}, &policyv1.PodDisruptionBudget{},
 		&rbacv1.ClusterRole{}, &rbacv1.ClusterRoleBinding{},
 	}
@@ -60,7 +62,14 @@ func managedSelector() labels.Selector {
 func cacheByObject(caps Capabilities) map[client.Object]cache.ByObject {
 	m := map[client.Object]cache.ByObject{&corev1.Node{}: {Transform: TrimNode}}
 	for _, k := range ManagedKinds(caps) {
-		m[k] = cache.ByObject{Label: managedSelector()}
+		by := cache.ByObject{Label: managedSelector()}
+		if _, secret := k.(*corev1.Secret); secret {
+			// The one Secret Shardgate owns (the routers' certificate), by name: its role lets
+			// it read no other Secret.
+			by.Field = fields.OneTermEqualSelector("metadata.name", names.TLSSecretName)
+			by.Namespaces = map[string]cache.Config{names.Namespace: {}}
+		}
+		m[k] = by
 	}
 	for _, k := range RouteKinds() {
 		m[k] = cache.ByObject{} // all of them

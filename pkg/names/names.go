@@ -19,6 +19,11 @@ const (
 	// UserInfoNamespace/UserInfoName: the ConfigMap that tells users where routes land.
 	UserInfoNamespace = "kube-public"
 	UserInfoName      = "shardgate-ingress"
+	// TLSSecretName is the routers' copy of the cluster's certificate (in Namespace): the only
+	// Secret Shardgate reads or writes in a user cluster.
+	TLSSecretName = "shardgate-tls"
+	// TLSConfigName is the ConfigMap with the routers' TLS configuration (in Namespace).
+	TLSConfigName = "shardgate-tls-config"
 )
 
 // RouterName is the name of a shard's Deployment, Service, ServiceAccount and PDB.

@@ -27,6 +27,8 @@ type DesiredInput struct {
 	ShardgateUser string
 	// AdmissionPolicy: the cluster serves ValidatingAdmissionPolicy (else none is rendered).
 	AdmissionPolicy bool
+	// TLS, when set, gives every router the cluster's certificate.
+	TLS *TLSInput
 }
 
 // DesiredObjects renders the shared objects, every shard's objects, the users' info ConfigMap,
@@ -48,13 +50,20 @@ func DesiredObjects(in DesiredInput) ([]*unstructured.Unstructured, error) {
 			out = append(out, shared...)
 			sharedDone[s.Flavour] = true
 		}
-		objs, err := f.Render(RenderInput{Domain: names.ShardDomain(s.Name, in.ClusterDomain), Shard: s, DNSTTL: in.TTL})
+		objs, err := f.Render(RenderInput{Domain: names.ShardDomain(s.Name, in.ClusterDomain), Shard: s, DNSTTL: in.TTL, TLS: in.TLS})
 		if err != nil {
 			return nil, fmt.Errorf("shard %s: %w", s.Name, err)
 		}
 		out = append(out, objs...)
 	}
-	info, err := UserInfo(in.ClusterDomain, in.Shards)
+	if in.TLS != nil {
+		tls, err := TLSObjects(in.TLS)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, tls...)
+	}
+	info, err := UserInfo(in.ClusterDomain, in.Shards, in.TLS != nil)
 	if err != nil {
 		return nil, err
 	}
@@ -68,15 +77,15 @@ func DesiredObjects(in DesiredInput) ([]*unstructured.Unstructured, error) {
 	}
 	out = dedupe(out)
 	for _, o := range out {
-		if err := stampHash(o); err != nil {
+		if err := StampHash(o); err != nil {
 			return nil, err
 		}
 	}
 	return out, nil
 }
 
-// stampHash sets AppliedHashAnnotation to the hash of the object without it.
-func stampHash(o *unstructured.Unstructured) error {
+// StampHash sets AppliedHashAnnotation to the hash of the object without it.
+func StampHash(o *unstructured.Unstructured) error {
 	ann := o.GetAnnotations()
 	delete(ann, AppliedHashAnnotation)
 	if len(ann) == 0 {

@@ -28,6 +28,9 @@ type RenderInput struct {
 	// DNSTTL is the records' TTL in seconds; a router's preStop delay outlasts it so that DNS drops
 	// a node before the router on it stops.
 	DNSTTL int64
+	// TLS, when set, makes the router serve HTTPS with the cluster's certificate (TLSObjects).
+	// Only RedirectHTTP shapes the router: a renewed key pair reaches it without a rollout.
+	TLS *TLSInput
 }
 
 var flavours = map[v1alpha1.Flavour]Flavour{

@@ -24,6 +24,9 @@ type Traefik struct{}
 // TraefikImage is the default router image.
 const TraefikImage = "docker.io/library/traefik:v3.7.12"
 
+// The unprivileged user and group Service-backed routers run as (the official image's nonroot).
+const routerUser, routerGroup = 65532, 65532
+
 // traefikClusterRole is shared by every Traefik shard.
 const traefikClusterRole = "shardgate-router-traefik"
 
@@ -101,9 +104,13 @@ func (Traefik) deployment(in RenderInput, name string, labels map[string]string,
 		ProbeHandler:  corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/ping", Port: intstr.FromInt32(traefikAdminPort)}},
 		PeriodSeconds: 5, FailureThreshold: 2,
 	}
+	args := TraefikArgs(s.Name, in.Domain, http, https)
+	if in.TLS != nil {
+		args = append(args, traefikTLSArgs(in.TLS)...)
+	}
 	container := corev1.Container{
 		Name: "traefik", Image: image, ImagePullPolicy: s.ImagePullPolicy,
-		Args: TraefikArgs(s.Name, in.Domain, http, https),
+		Args: args,
 		Ports: []corev1.ContainerPort{
 			{Name: "web", ContainerPort: http, Protocol: corev1.ProtocolTCP},
 			{Name: "websecure", ContainerPort: https, Protocol: corev1.ProtocolTCP},
@@ -125,6 +132,11 @@ func (Traefik) deployment(in RenderInput, name string, labels map[string]string,
 	}
 	if hostNet {
 		pod.DNSPolicy = corev1.DNSClusterFirstWithHostNet
+	}
+	if in.TLS != nil {
+		pod.Volumes = []corev1.Volume{{Name: tlsVolume, VolumeSource: tlsVolumeSource()}}
+		pod.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: tlsVolume, MountPath: tlsMountPath, ReadOnly: true}}
+		pod.SecurityContext = &corev1.PodSecurityContext{FSGroup: ptr.To[int64](routerGroup)}
 	}
 	strategy := appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType,
 		// Surge first so capacity never drops; host ports cannot surge onto the same node, so
@@ -167,7 +179,7 @@ func (Traefik) deployment(in RenderInput, name string, labels map[string]string,
 func routerSecurityContext(hostNet bool) *corev1.SecurityContext {
 	sc := &corev1.SecurityContext{
 		AllowPrivilegeEscalation: ptr.To(false), ReadOnlyRootFilesystem: ptr.To(true),
-		RunAsNonRoot: ptr.To(true), RunAsUser: ptr.To[int64](65532), RunAsGroup: ptr.To[int64](65532),
+		RunAsNonRoot: ptr.To(true), RunAsUser: ptr.To[int64](routerUser), RunAsGroup: ptr.To[int64](routerGroup),
 		Capabilities:   &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
 		SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
 	}

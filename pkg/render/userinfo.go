@@ -13,9 +13,10 @@ import (
 )
 
 // UserInfo renders kube-public/shardgate-ingress: readable by everyone in the user cluster, it
-// says the cluster domain, each shard's domain, and the CNAME target for custom hosts.
-func UserInfo(clusterDomain string, shards []v1alpha1.ShardSpec) (*unstructured.Unstructured, error) {
-	data := map[string]string{"clusterDomain": clusterDomain}
+// says the cluster domain, each shard's domain, the CNAME target for custom hosts, and whether
+// the cluster's names are served over HTTPS.
+func UserInfo(clusterDomain string, shards []v1alpha1.ShardSpec, https bool) (*unstructured.Unstructured, error) {
+	data := map[string]string{"clusterDomain": clusterDomain, "https": fmt.Sprint(https)}
 	var shardNames, lines []string
 	for _, s := range shards {
 		d := names.ShardDomain(s.Name, clusterDomain)
@@ -29,13 +30,25 @@ func UserInfo(clusterDomain string, shards []v1alpha1.ShardSpec) (*unstructured.
 Every name under %s reaches the cluster's ingress routers.
 Shards:
 %s
-An Ingress rule without a host gets <name>-<namespace>.<shard domain>.
+An Ingress rule without a host gets <name>-<namespace>-<hash>.<shard domain>.
 For a host of your own, create a DNS CNAME from it to the shard domain's apex.
-`, clusterDomain, strings.Join(lines, "\n"))
+%s`, clusterDomain, strings.Join(lines, "\n"), httpsHelp(https))
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: names.UserInfoNamespace, Name: names.UserInfoName, Labels: managedLabels("")}, Data: data}
 	objs, err := toUnstructured(typed{corev1.SchemeGroupVersion.WithKind("ConfigMap"), cm})
 	if err != nil {
 		return nil, err
 	}
 	return objs[0], nil
+}
+
+func httpsHelp(https bool) string {
+	if !https {
+		return "HTTPS: not set up for this cluster; bring your own certificate (spec.tls with a secretName).\n"
+	}
+	return `HTTPS: every name under the shard domains is served with the cluster's certificate
+(port 443), with nothing to do: default hosts included, and Ingresses whose spec.tls lists hosts
+under the cluster domain without a secretName. For a host of your own, put its certificate in a
+kubernetes.io/tls Secret in your namespace and name it in spec.tls[].secretName (for example
+with cert-manager in this cluster); routers pick it by the name a client asks for.
+`
 }

@@ -114,7 +114,7 @@ var notOwnStatus = predicate.Funcs{
 		if !ok1 || !ok2 || o.Generation != n.Generation || o.DeletionTimestamp != n.DeletionTimestamp || len(o.Finalizers) != len(n.Finalizers) {
 			return true
 		}
-		for _, typ := range []string{v1alpha1.ConditionSourceAvailable, v1alpha1.ConditionShardsAvailable} {
+		for _, typ := range []string{v1alpha1.ConditionSourceAvailable, v1alpha1.ConditionShardsAvailable, v1alpha1.ConditionCertificateReady} {
 			a, b := meta.FindStatusCondition(o.Status.Conditions, typ), meta.FindStatusCondition(n.Status.Conditions, typ)
 			if (a == nil) != (b == nil) || (a != nil && (a.Status != b.Status || a.Reason != b.Reason)) {
 				return true

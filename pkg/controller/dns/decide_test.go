@@ -124,4 +124,13 @@ func TestReady(t *testing.T) {
 	if r := Ready(nil); r.Status != metav1.ConditionFalse {
 		t.Error("no conditions yet: Ready must be False")
 	}
+	// With TLS on, the certificate counts; with TLS off the condition is absent and does not.
+	withCert := append(append([]metav1.Condition(nil), good...), cond(v1alpha1.ConditionCertificateReady, metav1.ConditionFalse, v1alpha1.ReasonChallengeFailed))
+	if r := Ready(withCert); r.Status != metav1.ConditionFalse || !strings.Contains(r.Message, v1alpha1.ReasonChallengeFailed) {
+		t.Errorf("failing certificate: Ready %+v", r)
+	}
+	withCert[len(withCert)-1] = cond(v1alpha1.ConditionCertificateReady, metav1.ConditionTrue, v1alpha1.ReasonCertificateIssued)
+	if r := Ready(withCert); r.Status != metav1.ConditionTrue {
+		t.Errorf("issued certificate: Ready %+v", r)
+	}
 }

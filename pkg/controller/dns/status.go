@@ -57,6 +57,8 @@ func Ready(conds []metav1.Condition) metav1.Condition {
 	find := func(typ string) *metav1.Condition { return meta.FindStatusCondition(conds, typ) }
 	source, reach, shards, pub := find(v1alpha1.ConditionSourceAvailable), find(v1alpha1.ConditionClusterReachable),
 		find(v1alpha1.ConditionShardsAvailable), find(v1alpha1.ConditionDNSPublished)
+	// Present only while TLS is on (the certificates controller removes it otherwise).
+	cert := find(v1alpha1.ConditionCertificateReady)
 	switch {
 	case source != nil && source.Status != metav1.ConditionTrue:
 		return notReady("SourceAvailable", source)
@@ -66,6 +68,8 @@ func Ready(conds []metav1.Condition) metav1.Condition {
 		return notReady("ShardsAvailable", shards)
 	case pub == nil || pub.Status != metav1.ConditionTrue || pub.Reason != v1alpha1.ReasonPublished:
 		return notReady("DNSPublished (for ready nodes)", pub)
+	case cert != nil && cert.Status != metav1.ConditionTrue:
+		return notReady("CertificateReady", cert)
 	}
 	return ready
 }

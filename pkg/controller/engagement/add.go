@@ -14,16 +14,16 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
+	"github.com/shardgate/shardgate/pkg/apidiscovery"
 	"github.com/shardgate/shardgate/pkg/clusteraccess"
 	"github.com/shardgate/shardgate/pkg/controller/lifecycle"
 	"github.com/shardgate/shardgate/pkg/controller/predicates"
-	"github.com/shardgate/shardgate/pkg/sources"
 )
 
 // Config wires the engagement controller.
 type Config struct {
 	Registry   clusteraccess.Registry
-	ClusterAPI *sources.ClusterAPI
+	ClusterAPI *apidiscovery.API
 	// SecretNamespaces are the namespaces kubeconfig Secrets may register clusters from.
 	SecretNamespaces []string
 	// KubeconfigResync: how often Cluster API kubeconfigs are read again.

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
+	"github.com/shardgate/shardgate/pkg/apidiscovery"
 	"github.com/shardgate/shardgate/pkg/clusteraccess"
 	"github.com/shardgate/shardgate/pkg/sources"
 )
@@ -34,7 +35,7 @@ type Reconciler struct {
 	// controller never lists or caches the Secrets Cluster API keeps beside it (CA, etcd and
 	// service-account keys, bootstrap data).
 	ClusterAPISecrets client.Reader
-	ClusterAPI        *sources.ClusterAPI
+	ClusterAPI        *apidiscovery.API
 	// SecretNamespaces are the namespaces kubeconfig Secrets may register clusters from.
 	SecretNamespaces map[string]bool
 	// Resync is how often a Cluster API kubeconfig is read again, since it is not watched

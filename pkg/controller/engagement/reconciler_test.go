@@ -14,9 +14,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
+	"github.com/shardgate/shardgate/pkg/apidiscovery"
 	"github.com/shardgate/shardgate/pkg/clusteraccess"
 	"github.com/shardgate/shardgate/pkg/controller/controllertest"
-	"github.com/shardgate/shardgate/pkg/sources"
 	"github.com/shardgate/shardgate/test/framework"
 )
 
@@ -64,7 +64,7 @@ func TestEngagement(t *testing.T) {
 	seed := controllertest.Seed(t)
 	ns := controllertest.Namespace(t, seed.Client)
 	f := clusteraccess.NewFake()
-	capi := &sources.ClusterAPI{}
+	capi := &apidiscovery.API{}
 	r := &Reconciler{Client: seed.Client, KubeconfigSecrets: seed.Client, ClusterAPISecrets: seed.Client, ClusterAPI: capi,
 		SecretNamespaces: map[string]bool{ns: true}, Resync: time.Minute, Registry: f}
 

@@ -25,15 +25,15 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
+	"github.com/shardgate/shardgate/pkg/apidiscovery"
 	"github.com/shardgate/shardgate/pkg/controller/predicates"
-	"github.com/shardgate/shardgate/pkg/sources"
 )
 
 // Config wires the lifecycle controller.
 type Config struct {
 	DefaultZone string
 	// ClusterAPI discovers the seed's Cluster API (Add adds it to the manager).
-	ClusterAPI *sources.ClusterAPI
+	ClusterAPI *apidiscovery.API
 	// SecretNamespaces are the namespaces kubeconfig Secrets may register clusters from.
 	SecretNamespaces []string
 	// RemovalGrace: how long a cluster's ClusterIngress outlives its source.
@@ -85,7 +85,7 @@ func Add(mgr ctrl.Manager, cfg Config) error {
 }
 
 // WatchClustersWhenFound adds a watch of Cluster API Clusters to c once Cluster API is found.
-func WatchClustersWhenFound(mgr ctrl.Manager, capi *sources.ClusterAPI, c controller.Controller) {
+func WatchClustersWhenFound(mgr ctrl.Manager, capi *apidiscovery.API, c controller.Controller) {
 	capi.OnFound(func() {
 		if err := c.Watch(source.Kind(mgr.GetCache(), client.Object(&clusterv1.Cluster{}), &handler.EnqueueRequestForObject{})); err != nil {
 			mgr.GetLogger().Error(err, "cannot watch Cluster API Clusters")
@@ -103,7 +103,7 @@ func HasLabel(key string) predicate.Predicate {
 
 // allSources maps a profile change to every cluster source and ClusterIngress, since selection
 // is global.
-func allSources(c client.Client, capi *sources.ClusterAPI, secrets bool) handler.MapFunc {
+func allSources(c client.Client, capi *apidiscovery.API, secrets bool) handler.MapFunc {
 	return func(ctx context.Context, _ client.Object) []reconcile.Request {
 		var reqs []reconcile.Request
 		add := func(ns, name string) {

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
+	"github.com/shardgate/shardgate/pkg/apidiscovery"
 	"github.com/shardgate/shardgate/pkg/sources"
 	"github.com/shardgate/shardgate/pkg/validation"
 )
@@ -35,7 +36,7 @@ type Reconciler struct {
 	// DefaultZone is the controller's --dns-zone.
 	DefaultZone string
 	// ClusterAPI says whether the seed's Cluster API has been discovered.
-	ClusterAPI *sources.ClusterAPI
+	ClusterAPI *apidiscovery.API
 	// SecretNamespaces are the namespaces kubeconfig Secrets may register clusters from.
 	SecretNamespaces map[string]bool
 	// RemovalGrace: see LifecycleInput.Grace.

@@ -16,8 +16,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
+	"github.com/shardgate/shardgate/pkg/apidiscovery"
 	"github.com/shardgate/shardgate/pkg/controller/controllertest"
-	"github.com/shardgate/shardgate/pkg/sources"
 	"github.com/shardgate/shardgate/test/framework"
 )
 
@@ -36,7 +36,7 @@ func setup(t *testing.T) *env {
 	ns := controllertest.Namespace(t, seed.Client)
 	clock := clocktesting.NewFakeClock(time.Now())
 	e := &env{c: seed.Client, ns: ns, clock: clock, sel: map[string]string{"profile": ns},
-		r: &Reconciler{Client: seed.Client, DefaultZone: "seed.test", ClusterAPI: &sources.ClusterAPI{},
+		r: &Reconciler{Client: seed.Client, DefaultZone: "seed.test", ClusterAPI: &apidiscovery.API{},
 			SecretNamespaces: map[string]bool{ns: true}, RemovalGrace: time.Minute, Clock: clock}}
 	e.profile(t, ns, e.sel)
 	return e
@@ -199,7 +199,7 @@ func TestDeselectedOrDeletingClusterIsRemoved(t *testing.T) {
 	if ci := e.ci(t, ckey); ci == nil || ci.Spec.ClusterRef.Kind != v1alpha1.SourceKindCluster {
 		t.Fatalf("Cluster source: %+v", ci)
 	}
-	blind := &Reconciler{Client: e.c, DefaultZone: "seed.test", ClusterAPI: &sources.ClusterAPI{}, Clock: e.clock, RemovalGrace: time.Minute}
+	blind := &Reconciler{Client: e.c, DefaultZone: "seed.test", ClusterAPI: &apidiscovery.API{}, Clock: e.clock, RemovalGrace: time.Minute}
 	controllertest.Reconcile(t, blind, ckey, 2)
 	if ci := e.ci(t, ckey); ci == nil || meta.FindStatusCondition(ci.Status.Conditions, v1alpha1.ConditionSourceAvailable).Status != metav1.ConditionTrue {
 		t.Fatal("a controller that cannot see Cluster API touched a Cluster's ClusterIngress")

@@ -34,3 +34,25 @@ var DomainChanged = predicate.Funcs{
 		return !ok1 || !ok2 || o.Status.Domain != n.Status.Domain
 	},
 }
+
+// CertificateChanged passes ClusterIngress updates that change the certificate's serial number
+// or validity (a new issuance the routers must get).
+var CertificateChanged = predicate.Funcs{
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		o, ok1 := e.ObjectOld.(*v1alpha1.ClusterIngress)
+		n, ok2 := e.ObjectNew.(*v1alpha1.ClusterIngress)
+		return !ok1 || !ok2 || certificateKey(o) != certificateKey(n)
+	},
+}
+
+func certificateKey(ci *v1alpha1.ClusterIngress) string {
+	c := ci.Status.Certificate
+	if c == nil {
+		return ""
+	}
+	key := c.SerialNumber
+	if c.NotAfter != nil {
+		key += "/" + c.NotAfter.UTC().String()
+	}
+	return key
+}

@@ -12,20 +12,23 @@ import (
 func TestPredicates(t *testing.T) {
 	base := func() *v1alpha1.ClusterIngress {
 		return &v1alpha1.ClusterIngress{ObjectMeta: metav1.ObjectMeta{Generation: 1, Finalizers: []string{"a"}, Annotations: map[string]string{"k": "v"}},
-			Status: v1alpha1.ClusterIngressStatus{Domain: "c1.z"}}
+			Status: v1alpha1.ClusterIngressStatus{Domain: "c1.z", Certificate: &v1alpha1.CertificateStatus{Name: "c1-tls", SerialNumber: "01"}}}
 	}
 	now := metav1.Now()
 	for _, tt := range []struct {
-		name          string
-		mutate        func(*v1alpha1.ClusterIngress)
-		metadata, dom bool
+		name                string
+		mutate              func(*v1alpha1.ClusterIngress)
+		metadata, dom, cert bool
 	}{
-		{"status only", func(c *v1alpha1.ClusterIngress) { c.Status.Routes = 3 }, false, false},
-		{"spec", func(c *v1alpha1.ClusterIngress) { c.Generation++ }, true, false},
-		{"deletion", func(c *v1alpha1.ClusterIngress) { c.DeletionTimestamp = &now }, true, false},
-		{"finalizer", func(c *v1alpha1.ClusterIngress) { c.Finalizers = nil }, true, false},
-		{"annotation", func(c *v1alpha1.ClusterIngress) { c.Annotations["k"] = "w" }, true, false},
-		{"domain", func(c *v1alpha1.ClusterIngress) { c.Status.Domain = "c2.z" }, false, true},
+		{"status only", func(c *v1alpha1.ClusterIngress) { c.Status.Routes = 3 }, false, false, false},
+		{"spec", func(c *v1alpha1.ClusterIngress) { c.Generation++ }, true, false, false},
+		{"deletion", func(c *v1alpha1.ClusterIngress) { c.DeletionTimestamp = &now }, true, false, false},
+		{"finalizer", func(c *v1alpha1.ClusterIngress) { c.Finalizers = nil }, true, false, false},
+		{"annotation", func(c *v1alpha1.ClusterIngress) { c.Annotations["k"] = "w" }, true, false, false},
+		{"domain", func(c *v1alpha1.ClusterIngress) { c.Status.Domain = "c2.z" }, false, true, false},
+		{"renewed", func(c *v1alpha1.ClusterIngress) { c.Status.Certificate.SerialNumber = "02" }, false, false, true},
+		{"tls off", func(c *v1alpha1.ClusterIngress) { c.Status.Certificate = nil }, false, false, true},
+		{"renewal time only", func(c *v1alpha1.ClusterIngress) { c.Status.Certificate.RenewalTime = &now }, false, false, false},
 	} {
 		n := base()
 		tt.mutate(n)
@@ -35,6 +38,9 @@ func TestPredicates(t *testing.T) {
 		}
 		if got := DomainChanged.Update(e); got != tt.dom {
 			t.Errorf("%s: DomainChanged %v", tt.name, got)
+		}
+		if got := CertificateChanged.Update(e); got != tt.cert {
+			t.Errorf("%s: CertificateChanged %v", tt.name, got)
 		}
 	}
 }

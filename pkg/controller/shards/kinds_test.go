@@ -21,7 +21,8 @@ func TestRenderedKindsAreWatchedAndPrunable(t *testing.T) {
 	for _, p := range []v1alpha1.Publishing{v1alpha1.PublishHostNetwork, v1alpha1.PublishNodePort, v1alpha1.PublishLoadBalancer} {
 		shards = append(shards, v1alpha1.ShardSpec{Name: string(p[:4]) + "x", Publishing: p, Replicas: ptr.To[int32](3)})
 	}
-	objs, err := render.DesiredObjects(render.DesiredInput{ClusterDomain: "c1.z", TTL: 60, Shards: v1alpha1.ResolveShards(shards), ShardgateUser: "u", AdmissionPolicy: true})
+	objs, err := render.DesiredObjects(render.DesiredInput{ClusterDomain: "c1.z", TTL: 60, Shards: v1alpha1.ResolveShards(shards), ShardgateUser: "u", AdmissionPolicy: true,
+		TLS: &render.TLSInput{Cert: []byte("c"), Key: []byte("k")}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +53,7 @@ func TestRenderedKindsAreWatchedAndPrunable(t *testing.T) {
 			t.Errorf("%s is rendered but not prunable: it would be left behind", k)
 		}
 	}
-	for _, k := range []string{"Deployment", "Service", "PodDisruptionBudget", "ValidatingAdmissionPolicy", "IngressClass", "Namespace", "ConfigMap"} {
+	for _, k := range []string{"Deployment", "Service", "PodDisruptionBudget", "ValidatingAdmissionPolicy", "IngressClass", "Namespace", "ConfigMap", "Secret"} {
 		if !seen[k] {
 			t.Errorf("the render covered no %s: the test would miss it", k)
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -12,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -32,6 +34,10 @@ import (
 type Reconciler struct {
 	Client client.Client
 	Access clusteraccess.Access
+	// SecretReader reads the cluster's issued certificate Secret in the seed, uncached (Shardgate
+	// may get Secrets, never list or watch them across the seed). Nil: routers keep what they have.
+	SecretReader client.Reader
+	Clock        clock.PassiveClock
 }
 
 // Reconcile renders, applies, prunes, and reports.
@@ -88,8 +94,12 @@ func (r *Reconciler) reconcileShards(ctx context.Context, ci *v1alpha1.ClusterIn
 		return available(metav1.ConditionUnknown, v1alpha1.ReasonConnecting, err.Error()), err
 	}
 	caps := cluster.Capabilities()
+	tls, err := r.tlsInput(ctx, ci, cluster, r.now())
+	if err != nil {
+		return available(metav1.ConditionUnknown, v1alpha1.ReasonConnecting, err.Error()), err
+	}
 	desired, err := render.DesiredObjects(render.DesiredInput{ClusterDomain: domain, TTL: ci.Spec.DNS.TTL, Shards: shards,
-		ShardgateUser: user, AdmissionPolicy: caps.AdmissionPolicy})
+		ShardgateUser: user, AdmissionPolicy: caps.AdmissionPolicy, TLS: tls})
 	if err != nil {
 		return available(metav1.ConditionFalse, v1alpha1.ReasonShardsInvalid, err.Error()), nil
 	}
@@ -203,6 +213,13 @@ func (r *Reconciler) defaultClass(ctx context.Context, cluster clusteraccess.Clu
 		return clusteraccess.DescribeError("mark the default IngressClass", err)
 	}
 	return nil
+}
+
+func (r *Reconciler) now() time.Time {
+	if r.Clock == nil {
+		return time.Now()
+	}
+	return r.Clock.Now()
 }
 
 func condition(typ string, s metav1.ConditionStatus, reason, msg string) metav1.Condition {

@@ -1,4 +1,4 @@
-package sources
+package apidiscovery
 
 import (
 	"context"
@@ -36,12 +36,12 @@ func (f *flakyDiscovery) ServerResourcesForGroupVersion(gv string) (*metav1.APIR
 	return &metav1.APIResourceList{GroupVersion: gv, APIResources: []metav1.APIResource{{Name: "clusters", Kind: "Cluster"}}}, nil
 }
 
-// TestClusterAPIDiscovery: a failed discovery is "not known yet", never "not installed", and
-// Cluster API installed later is picked up without a restart.
-func TestClusterAPIDiscovery(t *testing.T) {
+// TestDiscovery: a failed discovery is "not known yet", never "not installed", and an API
+// installed later is picked up without a restart.
+func TestDiscovery(t *testing.T) {
 	d := &flakyDiscovery{DiscoveryInterface: &discoveryfake.FakeDiscovery{Fake: &clienttesting.Fake{}},
 		script: []string{"error", "notfound", "error", "found"}}
-	c := &ClusterAPI{Discovery: d, Interval: 5 * time.Millisecond, Log: logr.Discard()}
+	c := &API{GroupVersion: "cluster.x-k8s.io/v1beta2", Kind: "Cluster", Name: "Cluster API", Discovery: d, Interval: 5 * time.Millisecond, Log: logr.Discard()}
 	found := make(chan struct{})
 	c.OnFound(func() { close(found) })
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
