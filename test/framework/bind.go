@@ -25,6 +25,10 @@ type DNSServer struct {
 	TSIGName   string // with trailing dot
 	TSIGSecret string // base64
 	TSIGAlg    string // e.g. "hmac-sha256"
+	// ACMETSIGName and ACMETSIGSecret are a second key allowed to update the zone, for ACME
+	// DNS-01 solvers (cert-manager's rfc2136), so they never share external-dns' key.
+	ACMETSIGName   string
+	ACMETSIGSecret string
 
 	proc *Process
 }
@@ -62,13 +66,17 @@ func startBIND(testDir, zone string) (*DNSServer, error) {
 	if err != nil {
 		return nil, err
 	}
-	secret := make([]byte, 32)
+	secret, acmeSecret := make([]byte, 32), make([]byte, 32)
 	if _, err := rand.Read(secret); err != nil {
+		return nil, err
+	}
+	if _, err := rand.Read(acmeSecret); err != nil {
 		return nil, err
 	}
 	s := &DNSServer{
 		Zone: strings.TrimSuffix(zone, "."), Port: port, Addr: fmt.Sprintf("127.0.0.1:%d", port),
 		TSIGName: "shardgate-test.", TSIGSecret: base64.StdEncoding.EncodeToString(secret), TSIGAlg: "hmac-sha256",
+		ACMETSIGName: "acme-test.", ACMETSIGSecret: base64.StdEncoding.EncodeToString(acmeSecret),
 	}
 	zoneFile := filepath.Join(dir, s.Zone+".db")
 	if err := os.WriteFile(zoneFile, []byte(s.zoneFile()), 0o644); err != nil {
@@ -125,13 +133,17 @@ key "%[3]s" {
 	algorithm %[4]s;
 	secret "%[5]s";
 };
+key "%[8]s" {
+	algorithm %[4]s;
+	secret "%[9]s";
+};
 zone "%[6]s" {
 	type primary;
 	file "%[7]s";
-	allow-update { key "%[3]s"; };
+	allow-update { key "%[3]s"; key "%[8]s"; };
 	allow-transfer { key "%[3]s"; };
 };
-`, dir, s.Port, s.TSIGName, s.TSIGAlg, s.TSIGSecret, s.Zone, zoneFile)
+`, dir, s.Port, s.TSIGName, s.TSIGAlg, s.TSIGSecret, s.Zone, zoneFile, s.ACMETSIGName, s.ACMETSIGSecret)
 }
 
 // Query asks the server directly (UDP, falling back to TCP on truncation).

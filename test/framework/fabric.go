@@ -2,6 +2,8 @@ package framework
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"net"
 	"net/http"
@@ -117,22 +119,42 @@ func (f *Fabric) attach(name, addr string) (string, error) {
 // outside the cluster would, and returns the status code and body ("" and an error when it
 // could not connect).
 func (f *Fabric) Get(ctx context.Context, addr, host string) (int, string, error) {
+	code, body, _, err := f.do(ctx, "http", addr, host, nil)
+	return code, body, err
+}
+
+// GetTLS sends GET https://host/ from the client namespace to addr (host:port), verifying the
+// server's certificate for host against roots, and returns the status, the body and the
+// certificate the server presented.
+func (f *Fabric) GetTLS(ctx context.Context, addr, host string, roots *x509.CertPool) (int, string, *x509.Certificate, error) {
+	return f.do(ctx, "https", addr, host, &tls.Config{RootCAs: roots, ServerName: host, MinVersion: tls.VersionTLS12})
+}
+
+func (f *Fabric) do(ctx context.Context, scheme, addr, host string, tlsConfig *tls.Config) (int, string, *x509.Certificate, error) {
 	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
 		DisableKeepAlives: true,
 		DialContext: func(ctx context.Context, network, a string) (net.Conn, error) {
 			return DialInNetns(ctx, netnsPath(f.netns("client")), network, a)
 		},
-	}}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/", nil)
+		TLSClientConfig: tlsConfig,
+	},
+		// Redirects are answers to look at, not to follow.
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, scheme+"://"+addr+"/", nil)
 	if err != nil {
-		return 0, "", err
+		return 0, "", nil, err
 	}
 	req.Host = host
 	resp, err := client.Do(req)
 	if err != nil {
-		return 0, "", err
+		return 0, "", nil, err
 	}
 	defer resp.Body.Close()
+	var leaf *x509.Certificate
+	if resp.TLS != nil && len(resp.TLS.PeerCertificates) > 0 {
+		leaf = resp.TLS.PeerCertificates[0]
+	}
 	var b strings.Builder
 	buf := make([]byte, 4096)
 	for {
@@ -142,7 +164,10 @@ func (f *Fabric) Get(ctx context.Context, addr, host string) (int, string, error
 			break
 		}
 	}
-	return resp.StatusCode, b.String(), nil
+	if loc := resp.Header.Get("Location"); loc != "" {
+		b.WriteString("\nLocation: " + loc)
+	}
+	return resp.StatusCode, b.String(), leaf, nil
 }
 
 // Stop stops every node (their pods first), then deletes every namespace. Safe to call twice.

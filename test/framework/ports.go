@@ -23,3 +23,23 @@ func FreePort() (int, error) {
 	}
 	return 0, fmt.Errorf("no free port on 127.0.0.1")
 }
+
+// FreePorts returns n distinct ports on 127.0.0.1 that are free for TCP right now.
+func FreePorts(n int) ([]int, error) {
+	var ports []int
+	var held []net.Listener
+	defer func() {
+		for _, l := range held {
+			l.Close()
+		}
+	}()
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		held = append(held, l)
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
+}

@@ -1,6 +1,8 @@
 package framework
 
 import (
+	cmacme "github.com/cert-manager/cert-manager/pkg/apis/acme/v1"
+	cmapi "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -20,5 +22,7 @@ func Scheme() *runtime.Scheme {
 	utilruntime.Must(clusterv1.AddToScheme(s))
 	utilruntime.Must(v1alpha1.AddToScheme(s))
 	utilruntime.Must(dnsrecords.AddToScheme(s))
+	utilruntime.Must(cmapi.AddToScheme(s))
+	utilruntime.Must(cmacme.AddToScheme(s))
 	return s
 }

@@ -25,6 +25,8 @@ const (
 	ToolContainerd            = "containerd"
 	ToolCtr                   = "ctr"
 	ToolContainerdShim        = "containerd-shim-runc-v2"
+	ToolCertManager           = "cert-manager-controller"
+	ToolPebble                = "pebble"
 )
 
 // LocateTools finds the tools directory and checks that it holds every binary named.

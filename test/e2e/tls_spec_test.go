@@ -1,0 +1,271 @@
+package e2e
+
+import (
+	"context"
+	"crypto/x509"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	cmapi "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
+	cmmeta "github.com/cert-manager/cert-manager/pkg/apis/meta/v1"
+	"github.com/miekg/dns"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/shardgate/shardgate/api/v1alpha1"
+	"github.com/shardgate/shardgate/pkg/certs"
+	"github.com/shardgate/shardgate/pkg/names"
+	"github.com/shardgate/shardgate/test/framework"
+)
+
+// TLSSpecInput is what TLSSpec needs: a seed, one user cluster with real nodes, BIND, Pebble and
+// cert-manager, and the controller.
+type TLSSpecInput struct {
+	Seed        *framework.ControlPlane
+	User        *framework.ControlPlane
+	DNS         *framework.DNSServer
+	Pebble      *framework.Pebble
+	CertManager *framework.CertManager
+	Fabric      *framework.Fabric
+	Nodes       []*framework.RealNode
+}
+
+// TLSSpec proves HTTPS by default: a profile names an issuer once and a new cluster serves its
+// names over HTTPS with a certificate from the ACME server (DNS-01 through BIND), renewals reach
+// the routers without failed requests, shards' names join the certificate, a failing issuer is
+// reported while the last good certificate keeps serving, and turning TLS off takes the key pair
+// out of the user cluster.
+func TLSSpec(ctx context.Context, t *testing.T, inputGetter func() TLSSpecInput) {
+	in := inputGetter()
+	seed, u, zone := in.Seed, in.User, in.DNS.Zone
+	must(t, in.CertManager.CreateACMEIssuer(ctx, seed, in.Pebble, in.DNS, framework.ACMEIssuer{Name: "pebble"}))
+	roots, err := in.Pebble.Roots(ctx)
+	must(t, err)
+	sel := map[string]string{"https": "yes"}
+	p := &v1alpha1.IngressProfile{ObjectMeta: metav1.ObjectMeta{Name: "https"}, Spec: v1alpha1.IngressProfileSpec{
+		ClusterSelector: metav1.LabelSelector{MatchLabels: sel}, DNS: v1alpha1.DNSSettings{TTL: 5},
+		Shards: []v1alpha1.ShardSpec{realRouter(v1alpha1.ShardSpec{Name: v1alpha1.DefaultShardName})},
+		TLS: v1alpha1.TLSSettings{IssuerRef: &v1alpha1.IssuerReference{Name: "pebble", Kind: v1alpha1.KindClusterIssuer}, RedirectHTTP: true},
+	}}
+	must(t, seed.Client.Create(ctx, p))
+	must(t, framework.DeployBackend(ctx, u, "default", "web", 1))
+	must(t, u.Client.Create(ctx, shardIngress("web", "app.t1."+zone)))
+	tlsHosts := shardIngress("web-tls", "secure.t1."+zone)
+	tlsHosts.Spec.TLS = []networkingv1.IngressTLS{{Hosts: []string{"secure.t1." + zone}}} // no secretName
+	must(t, u.Client.Create(ctx, tlsHosts))
+
+	k := key("t1")
+	nodeIP := in.Nodes[0].IP
+	// https GETs host at the router's node and verifies the certificate against Pebble's root.
+	https := func(host string) (int, string, *x509.Certificate, error) {
+		return in.Fabric.GetTLS(ctx, nodeIP+":443", host, roots)
+	}
+	servedSerial := func() string {
+		_, _, leaf, err := https("app.t1." + zone)
+		if err != nil || leaf == nil {
+			return ""
+		}
+		return fmt.Sprintf("%x", leaf.SerialNumber)
+	}
+
+	if !t.Run("a new cluster gets a certificate with no per-cluster step and serves HTTPS", func(t *testing.T) {
+		start := time.Now()
+		kc, err := u.RestrictedKubeconfig(ctx, "shardgate-tls", "config/user-cluster/rbac.yaml")
+		must(t, err)
+		putKubeconfigSecret(ctx, t, seed, "default", "t1", "t1", kc, sel)
+		waitAnswer(ctx, t, in.DNS, "app.t1."+zone, framework.AnswerIs(nodeIP))
+		eventually(ctx, t, 4*time.Minute, func() (bool, string) {
+			code, body, _, err := https("app.t1." + zone)
+			return err == nil && code == 200 && strings.Contains(body, "hello from web"), fmt.Sprintf("https://app.t1.%s: %d %q %v", zone, code, body, err)
+		})
+		t.Logf("cluster registered → first verified HTTPS 200 in %s", time.Since(start).Round(100*time.Millisecond))
+		waitCertificate(ctx, t, seed, k, metav1.ConditionTrue, v1alpha1.ReasonCertificateIssued)
+		ci := getCI(ctx, t, seed, k)
+		want := []string{"*.t1." + zone, "t1." + zone}
+		if st := ci.Status.Certificate; st == nil || !slices.Equal(st.DNSNames, want) || st.NotAfter == nil || st.SerialNumber != servedSerial() {
+			t.Fatalf("status.certificate %+v, routers serve %s, want names %v", ci.Status.Certificate, servedSerial(), want)
+		}
+		// An Ingress whose spec.tls lists a host without a secretName is served with it too.
+		code, body, _, err := https("secure.t1." + zone)
+		if err != nil || code != 200 || !strings.Contains(body, "hello from web") {
+			t.Fatalf("spec.tls without secretName: %d %q %v", code, body, err)
+		}
+		// Plain HTTP is redirected to HTTPS (tls.redirectHTTP).
+		code, body, err = in.Fabric.Get(ctx, nodeIP+":80", "app.t1."+zone)
+		if err != nil || code/100 != 3 || !strings.Contains(body, "Location: https://app.t1."+zone) {
+			t.Fatalf("plain HTTP: %d %q %v, want a redirect to https", code, body, err)
+		}
+		// The private key exists in the seed Secret and in the routers' one Secret, nowhere else.
+		secrets := &corev1.SecretList{}
+		must(t, u.Client.List(ctx, secrets))
+		var withKey []string
+		for _, s := range secrets.Items {
+			if len(s.Data[corev1.TLSPrivateKeyKey]) > 0 {
+				withKey = append(withKey, s.Namespace+"/"+s.Name)
+			}
+		}
+		if !slices.Equal(withKey, []string{names.Namespace + "/" + names.TLSSecretName}) {
+			t.Fatalf("Secrets with a private key in the user cluster: %v", withKey)
+		}
+		cm := &corev1.ConfigMap{}
+		must(t, u.Client.Get(ctx, client.ObjectKey{Namespace: names.UserInfoNamespace, Name: names.UserInfoName}, cm))
+		if cm.Data["https"] != "true" || !strings.Contains(cm.Data["README"], "secretName") {
+			t.Fatalf("users are not told about HTTPS: %v", cm.Data)
+		}
+	}) {
+		return // the rest builds on a served certificate
+	}
+
+	t.Run("a renewal reaches the routers without a failed request", func(t *testing.T) {
+		before := servedSerial()
+		stop := loopTLSClient(ctx, in.DNS, in.Fabric, "app.t1."+zone, roots)
+		start := time.Now()
+		renew(ctx, t, seed, client.ObjectKey{Namespace: k.Namespace, Name: certs.CertificateName(k.Name)})
+		eventually(ctx, t, 4*time.Minute, func() (bool, string) {
+			s := servedSerial()
+			return s != "" && s != before, fmt.Sprintf("routers still serve %s", s)
+		})
+		took := time.Since(start)
+		time.Sleep(2 * time.Second)
+		n, failed := stop()
+		t.Logf("renewal: new serial served %s after the trigger; client: %d HTTPS requests, %d failed", took.Round(100*time.Millisecond), n, failed)
+		if n < 20 || failed > 0 {
+			t.Fatalf("%d of %d HTTPS requests failed across the renewal", failed, n)
+		}
+	})
+
+	t.Run("a shard added joins the certificate", func(t *testing.T) {
+		p := &v1alpha1.IngressProfile{}
+		must(t, seed.Client.Get(ctx, client.ObjectKey{Name: "https"}, p))
+		// Behind a Service (its own host ports would collide with the default shard's).
+		p.Spec.Shards = append(p.Spec.Shards, realRouter(v1alpha1.ShardSpec{Name: "internal", Publishing: v1alpha1.PublishNodePort}))
+		must(t, seed.Client.Update(ctx, p))
+		eventually(ctx, t, 4*time.Minute, func() (bool, string) {
+			_, _, leaf, err := https("x.internal.t1." + zone)
+			return err == nil && leaf != nil && leaf.VerifyHostname("x.internal.t1."+zone) == nil, fmt.Sprintf("certificate for *.internal: %v", err)
+		})
+		waitCertificate(ctx, t, seed, k, metav1.ConditionTrue, v1alpha1.ReasonCertificateIssued)
+	})
+
+	t.Run("a failing issuer is reported while the last good certificate keeps serving", func(t *testing.T) {
+		must(t, in.CertManager.CreateACMEIssuer(ctx, seed, in.Pebble, in.DNS, framework.ACMEIssuer{Name: "wrong-key", TSIGSecret: "d3Jvbmcga2V5IHdyb25nIGtleSB3cm9uZyBrZXk="}))
+		good := servedSerial()
+		p := &v1alpha1.IngressProfile{}
+		must(t, seed.Client.Get(ctx, client.ObjectKey{Name: "https"}, p))
+		p.Spec.TLS.IssuerRef.Name = "wrong-key"
+		must(t, seed.Client.Update(ctx, p))
+		waitCertificate(ctx, t, seed, k, metav1.ConditionFalse, v1alpha1.ReasonChallengeFailed)
+		c := condition(ctx, t, seed, k, v1alpha1.ConditionCertificateReady)
+		if !strings.Contains(c.Message, "keep serving") {
+			t.Errorf("CertificateReady does not say what is served meanwhile: %s", c.Message)
+		}
+		t.Logf("CertificateReady: %s/%s: %s", c.Status, c.Reason, c.Message)
+		if r := condition(ctx, t, seed, k, v1alpha1.ConditionReady); r.Status != metav1.ConditionFalse {
+			t.Errorf("Ready with a failing certificate: %+v", r)
+		}
+		if s := servedSerial(); s != good {
+			t.Fatalf("routers serve %q, want the last good certificate %s", s, good)
+		}
+		p = &v1alpha1.IngressProfile{}
+		must(t, seed.Client.Get(ctx, client.ObjectKey{Name: "https"}, p))
+		p.Spec.TLS.IssuerRef.Name = "pebble"
+		must(t, seed.Client.Update(ctx, p))
+		waitCertificate(ctx, t, seed, k, metav1.ConditionTrue, v1alpha1.ReasonCertificateIssued)
+	})
+
+	t.Run("removing the issuer stops issuance and takes the key pair out of the user cluster", func(t *testing.T) {
+		p := &v1alpha1.IngressProfile{}
+		must(t, seed.Client.Get(ctx, client.ObjectKey{Name: "https"}, p))
+		p.Spec.TLS = v1alpha1.TLSSettings{}
+		must(t, seed.Client.Update(ctx, p))
+		eventually(ctx, t, time.Minute, func() (bool, string) {
+			ci := getCI(ctx, t, seed, k)
+			cert := &cmapi.Certificate{}
+			err := seed.Client.Get(ctx, client.ObjectKey{Namespace: k.Namespace, Name: certs.CertificateName(k.Name)}, cert)
+			s := &corev1.Secret{}
+			uerr := u.Client.Get(ctx, client.ObjectKey{Namespace: names.Namespace, Name: names.TLSSecretName}, s)
+			return ci.Status.Certificate == nil && apierrors.IsNotFound(err) && apierrors.IsNotFound(uerr),
+				fmt.Sprintf("status.certificate %v, Certificate: %v, routers' Secret: %v", ci.Status.Certificate, err, uerr)
+		})
+		if c := condition(ctx, t, seed, k, v1alpha1.ConditionCertificateReady); c != nil {
+			t.Errorf("CertificateReady left behind: %+v", c)
+		}
+		waitCondition(ctx, t, seed, k, v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonReady)
+		// Plain HTTP serves again.
+		eventually(ctx, t, 2*time.Minute, func() (bool, string) {
+			code, body := fabricGet(ctx, in.Fabric, nodeIP, "app.t1."+zone)
+			return code == 200, fmt.Sprintf("http: %d %q", code, body)
+		})
+	})
+}
+
+func TestTLS(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	defer cancel()
+	env := framework.StartEnvironment(t, framework.EnvironmentOptions{UserClusters: 1, DNS: true,
+		RealNodes: [][]framework.RealNodeSpec{{{Name: "n1"}}}})
+	pebble := framework.StartPebble(t, env.DNS, framework.PebbleOptions{})
+	cm := framework.StartCertManager(t, env.Seed, env.DNS)
+	framework.StartController(t, env.Seed, "--dns-zone="+env.DNS.Zone)
+	TLSSpec(ctx, t, func() TLSSpecInput {
+		return TLSSpecInput{Seed: env.Seed, User: env.Users[0], DNS: env.DNS, Pebble: pebble, CertManager: cm,
+			Fabric: env.Fabrics[0], Nodes: env.Nodes[0]}
+	})
+}
+
+// waitCertificate waits for CertificateReady status/reason (issuance takes longer than other
+// conditions: an ACME order with DNS-01 challenges).
+func waitCertificate(ctx context.Context, t *testing.T, seed *framework.ControlPlane, k client.ObjectKey, status metav1.ConditionStatus, reason string) {
+	t.Helper()
+	eventually(ctx, t, 3*time.Minute, func() (bool, string) {
+		c := condition(ctx, t, seed, k, v1alpha1.ConditionCertificateReady)
+		if c == nil {
+			return false, "no CertificateReady"
+		}
+		return c.Status == status && c.Reason == reason, fmt.Sprintf("CertificateReady %s/%s: %s", c.Status, c.Reason, c.Message)
+	})
+}
+
+// renew asks cert-manager to issue the Certificate again now, the way `cmctl renew` does.
+func renew(ctx context.Context, t *testing.T, seed *framework.ControlPlane, k client.ObjectKey) {
+	t.Helper()
+	c := &cmapi.Certificate{}
+	must(t, seed.Client.Get(ctx, k, c))
+	now := metav1.Now()
+	c.Status.Conditions = append(slices.DeleteFunc(c.Status.Conditions, func(x cmapi.CertificateCondition) bool { return x.Type == cmapi.CertificateConditionIssuing }),
+		cmapi.CertificateCondition{Type: cmapi.CertificateConditionIssuing, Status: cmmeta.ConditionTrue, Reason: "ManuallyTriggered",
+			Message: "Certificate re-issuance manually triggered", LastTransitionTime: &now})
+	must(t, seed.Client.Status().Update(ctx, c))
+}
+
+// loopTLSClient sends verified HTTPS requests for host (resolved through BIND each time) every
+// 100 ms until stop, which reports how many were sent and how many failed.
+func loopTLSClient(ctx context.Context, dnsSrv *framework.DNSServer, f *framework.Fabric, host string, roots *x509.CertPool) func() (int, int) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan [2]int)
+	go func() {
+		var n, failed int
+		for ctx.Err() == nil {
+			a, err := dnsSrv.Lookup(ctx, host, dns.TypeA)
+			if err == nil && len(a.Values) > 0 {
+				n++
+				if code, _, _, err := f.GetTLS(ctx, a.Values[0]+":443", host, roots); (err != nil || code != 200) && ctx.Err() == nil {
+					failed++
+				}
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		done <- [2]int{n, failed}
+	}()
+	return func() (int, int) {
+		cancel()
+		r := <-done
+		return r[0], r[1]
+	}
+}
