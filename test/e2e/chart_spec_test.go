@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -56,6 +57,9 @@ func TestChartRefusesBadValues(t *testing.T) {
 		{[]string{"--set", "dns.zone=ok.example", "--set", "replicas=0"}, "/replicas"},
 		{[]string{"--set", "dns.zone=ok.example", "--set", "defaultProfile.emptyTargets=Sometimes"}, "/defaultProfile/emptyTargets"},
 		{[]string{"--set", "dns.zone=ok.example", "--set", "defaultProfile.shards[0].name=Bad_Name"}, "/defaultProfile/shards/0/name"},
+		{[]string{"--set", "dns.zone=ok.example", "--set", "tls.issuerRef.name=le", "--set", "tls.issuerRef.kind=Vault"}, "/tls/issuerRef/kind"},
+		{[]string{"--set", "dns.zone=ok.example", "--set", "tls.acme.enabled=true"}, "/tls/acme/email"},
+		{[]string{"--set", "dns.zone=ok.example", "--set", "tls.issuerRef.name=le", "--set", "tls.renewBefore=soon"}, "/tls/renewBefore"},
 	} {
 		out, err := helm(t, append([]string{"template", "x", chart}, tt.args...)...)
 		if err == nil || !strings.Contains(out, tt.want) {
@@ -76,29 +80,17 @@ func TestChartInstallsAndConverges(t *testing.T) {
 	set := []string{"--set", "dns.zone=" + zone, "--set", "externalDNS.enabled=true",
 		"--set", "defaultProfile.shards[0].name=default", "--set", "defaultProfile.shards[0].publishing=NodePort"}
 
-	// Server-side dry-run of every rendered object.
-	out, err := helm(t, append([]string{"template", "shardgate", chart, "--namespace", "shardgate", "--include-crds"}, set...)...)
-	if err != nil {
-		t.Fatalf("helm template: %v\n%s", err, out)
-	}
+	// Server-side dry-run of every rendered object, the ACME ClusterIssuer and the profile's tls
+	// included (against cert-manager's CRDs; no cert-manager runs here, so the install below
+	// leaves TLS off).
+	must(t, framework.InstallCertManagerCRDs(seed))
 	must(t, seed.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shardgate"}}))
-	dec := yaml.NewYAMLOrJSONDecoder(strings.NewReader(out), 4096)
-	n := 0
-	for {
-		u := &unstructured.Unstructured{}
-		if err := dec.Decode(&u.Object); err != nil {
-			break
-		}
-		if len(u.Object) == 0 {
-			continue
-		}
-		n++
-		if err := seed.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner("dry-run"), client.ForceOwnership, client.DryRunAll); err != nil {
-			t.Errorf("server-side dry-run of %s %s: %v", u.GetKind(), u.GetName(), err)
-		}
-	}
-	if n < 10 {
-		t.Fatalf("only %d objects rendered", n)
+	tlsSet := []string{"--set", "tls.acme.enabled=true", "--set", "tls.acme.email=ops@" + zone, "--set", "tls.redirectHTTP=true", "--set", "tls.acme.waitInsteadOfSelfCheck=0s",
+		"--set", "tls.acme.dns01.rfc2136.nameserver=" + env.DNS.Addr, "--set", "tls.acme.dns01.rfc2136.tsigKeyName=acme",
+		"--set", "tls.acme.dns01.rfc2136.tsigSecretSecretRef.name=acme-tsig"}
+	kinds := dryRunChart(ctx, t, seed, append(slices.Clone(set), tlsSet...))
+	if len(kinds) < 10 || !slices.Contains(kinds, "ClusterIssuer/shardgate-acme") {
+		t.Fatalf("rendered: %v", kinds)
 	}
 
 	kc := filepath.Join(t.TempDir(), "kubeconfig")
@@ -139,6 +131,32 @@ func TestChartInstallsAndConverges(t *testing.T) {
 	if p.Spec.DNS.Zone != zone {
 		t.Fatalf("chart's profile zone %q", p.Spec.DNS.Zone)
 	}
+}
+
+// dryRunChart renders the chart with set and server-side dry-runs every object against cp; it
+// returns kind/name of each.
+func dryRunChart(ctx context.Context, t *testing.T, cp *framework.ControlPlane, set []string) []string {
+	t.Helper()
+	out, err := helm(t, append([]string{"template", "shardgate", chart, "--namespace", "shardgate", "--include-crds"}, set...)...)
+	if err != nil {
+		t.Fatalf("helm template: %v\n%s", err, out)
+	}
+	dec := yaml.NewYAMLOrJSONDecoder(strings.NewReader(out), 4096)
+	var kinds []string
+	for {
+		u := &unstructured.Unstructured{}
+		if err := dec.Decode(&u.Object); err != nil {
+			break
+		}
+		if len(u.Object) == 0 {
+			continue
+		}
+		kinds = append(kinds, u.GetKind()+"/"+u.GetName())
+		if err := cp.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner("dry-run"), client.ForceOwnership, client.DryRunAll); err != nil {
+			t.Errorf("server-side dry-run of %s %s: %v", u.GetKind(), u.GetName(), err)
+		}
+	}
+	return kinds
 }
 
 func mustKubeconfig(t *testing.T, cp *framework.ControlPlane) []byte {

@@ -51,7 +51,9 @@ func buildImages() ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	dir, err := componentDir(run, "images")
+	// One directory per test binary: go test runs packages' binaries at once, and one must never
+	// rewrite a tar another is importing.
+	dir, err := os.MkdirTemp(run, "images-")
 	if err != nil {
 		return nil, err
 	}

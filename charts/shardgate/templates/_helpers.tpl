@@ -41,3 +41,25 @@ app.kubernetes.io/component: seed-controller
 - --leader-election-namespace={{ .Release.Namespace }}
 - --zap-log-level={{ .Values.logLevel }}
 {{- end -}}
+
+{{- define "shardgate.acmeIssuerName" -}}
+{{- .Values.tls.acme.name | default (printf "%s-acme" (include "shardgate.fullname" .) | trunc 63 | trimSuffix "-") -}}
+{{- end -}}
+
+{{/* The profile's tls block: the named issuer, else the chart's ACME ClusterIssuer, else none. */}}
+{{- define "shardgate.profileTLS" -}}
+{{- $ref := .Values.tls.issuerRef -}}
+{{- if and (not $ref.name) .Values.tls.acme.enabled -}}
+{{- $ref = dict "name" (include "shardgate.acmeIssuerName" .) "kind" "ClusterIssuer" -}}
+{{- end -}}
+{{- if $ref.name }}
+issuerRef: {{- toYaml $ref | nindent 2 }}
+{{- with .Values.tls.duration }}
+duration: {{ . }}
+{{- end }}
+{{- with .Values.tls.renewBefore }}
+renewBefore: {{ . }}
+{{- end }}
+redirectHTTP: {{ .Values.tls.redirectHTTP }}
+{{- end }}
+{{- end -}}
