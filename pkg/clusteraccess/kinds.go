@@ -48,15 +48,6 @@ func ManagedKinds(caps Capabilities) []client.Object {
 	return kinds
 }
 
-// CachedNamespace is the only namespace the user-cluster cache holds a managed kind in, or ""
-// for all: lists of that kind must name it.
-func CachedNamespace(kind client.Object) string {
-	if _, secret := kind.(*corev1.Secret); secret {
-		return names.Namespace
-	}
-	return ""
-}
-
 // RouteKinds are cached whole: every Ingress is a route to allocate, namespaces carry the labels
 // shard namespaceSelectors match, and every IngressClass counts for which class is the
 // cluster's default (there are only a few).
@@ -73,10 +64,11 @@ func cacheByObject(caps Capabilities) map[client.Object]cache.ByObject {
 	for _, k := range ManagedKinds(caps) {
 		by := cache.ByObject{Label: managedSelector()}
 		if _, secret := k.(*corev1.Secret); secret {
-			// The one Secret Shardgate owns (the routers' certificate), by name: its role lets
-			// it read no other Secret.
-			by.Field = fields.OneTermEqualSelector("metadata.name", names.TLSSecretName)
-			by.Namespaces = map[string]cache.Config{CachedNamespace(k): {}}
+			// The one Secret Shardgate owns (the routers' certificate), by name and namespace: its
+			// role lets it read no other Secret. (A field selector, not a per-kind namespace: the
+			// cache's per-namespace mode needs REST mappings for list kinds.)
+			by.Field = fields.AndSelectors(fields.OneTermEqualSelector("metadata.name", names.TLSSecretName),
+				fields.OneTermEqualSelector("metadata.namespace", names.Namespace))
 		}
 		m[k] = by
 	}

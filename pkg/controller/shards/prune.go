@@ -15,8 +15,6 @@ import (
 type prunable struct {
 	kind string
 	list client.ObjectList
-	// namespace the cache holds this kind in ("" for all).
-	namespace string
 }
 
 // prunableKinds are every kind the user-cluster cache watches for Shardgate's label, except pods
@@ -38,7 +36,7 @@ func prunableKinds(scheme *runtime.Scheme, caps clusteraccess.Capabilities) ([]p
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, prunable{kind: gvk.Kind, list: l.(client.ObjectList), namespace: clusteraccess.CachedNamespace(o)})
+		out = append(out, prunable{kind: gvk.Kind, list: l.(client.ObjectList)})
 	}
 	return out, nil
 }

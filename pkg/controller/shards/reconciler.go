@@ -162,7 +162,7 @@ func (r *Reconciler) prune(ctx context.Context, cluster clusteraccess.Cluster, d
 	}
 	for _, kind := range kinds {
 		list := kind.list.DeepCopyObject().(client.ObjectList)
-		if err := cluster.Reader().List(ctx, list, client.InNamespace(kind.namespace), client.MatchingLabels{v1alpha1.ManagedByLabel: v1alpha1.ManagedByValue}); err != nil {
+		if err := cluster.Reader().List(ctx, list, client.MatchingLabels{v1alpha1.ManagedByLabel: v1alpha1.ManagedByValue}); err != nil {
 			return clusteraccess.DescribeError("list "+kind.kind, err)
 		}
 		items, err := meta.ExtractList(list)
