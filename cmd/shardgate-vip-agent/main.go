@@ -1,0 +1,41 @@
+// Command shardgate-vip-agent runs keepalived for a VIP shard's router pod (see pkg/vip/agent).
+package main
+
+import (
+	"context"
+	"flag"
+	"log"
+	"net/netip"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/shardgate/shardgate/pkg/vip/agent"
+)
+
+func main() {
+	var o agent.Options
+	var nodeIP string
+	flag.StringVar(&o.Keepalived, "keepalived", "/usr/sbin/keepalived", "keepalived binary")
+	flag.StringVar(&o.Config, "config", "/etc/shardgate/keepalived/keepalived.conf", "configuration rendered by Shardgate")
+	flag.StringVar(&o.NodeName, "node-name", "", "this node's name (keepalived's config id)")
+	flag.StringVar(&nodeIP, "node-ip", "", "this node's address (VRRP source)")
+	flag.StringVar(&o.HealthFile, "health-file", "/run/keepalived/router-health", "file keepalived tracks")
+	flag.StringVar(&o.RunDir, "run-dir", "/run/keepalived", "keepalived's entry configuration and pid files")
+	flag.StringVar(&o.RouterURL, "router-url", "http://127.0.0.1:9000/ping", "answers 200 while the local router serves")
+	flag.DurationVar(&o.ProbeInterval, "probe-interval", 200*time.Millisecond, "router probe interval and timeout")
+	flag.DurationVar(&o.ReloadCheck, "reload-check", time.Second, "how often the configuration is compared")
+	flag.Parse()
+	log.SetFlags(log.LstdFlags | log.Lmicroseconds)
+	addr, err := netip.ParseAddr(nodeIP)
+	if err != nil || o.NodeName == "" {
+		log.Fatalf("--node-name and --node-ip are required")
+	}
+	o.NodeIP = addr
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	if err := agent.Run(ctx, o); err != nil {
+		log.Fatal(err)
+	}
+}

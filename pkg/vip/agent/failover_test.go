@@ -1,0 +1,305 @@
+package agent_test
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/shardgate/shardgate/pkg/vip"
+	"github.com/shardgate/shardgate/test/framework"
+)
+
+// lan is two or more hosts on one L2 segment, each running the router stand-in (the harness'
+// backend answering "hello from <host>") and the VIP agent with real keepalived, all reading one
+// rendered configuration, as a VIP shard's router pods do.
+type lan struct {
+	t       testing.TB
+	fabric  *framework.Fabric
+	hosts   []*framework.Host
+	routers map[string]*framework.Process
+	agents  map[string]*framework.Process
+	config  string
+	bins    map[string]string
+	dir     string
+	vips    []vip.Instance
+}
+
+const keepalivedBin = "/usr/sbin/keepalived"
+
+func startLAN(t testing.TB, names []string, vips []vip.Instance) *lan {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root (network namespaces)")
+	}
+	if _, err := os.Stat(keepalivedBin); err != nil {
+		t.Skipf("keepalived not installed (hack/install-deps.sh installs it): %v", err)
+	}
+	l := &lan{t: t, fabric: framework.StartFabric(t), routers: map[string]*framework.Process{}, agents: map[string]*framework.Process{},
+		dir: t.TempDir(), vips: vips, bins: map[string]string{}}
+	root, err := framework.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, pkg := range map[string]string{"agent": "./cmd/shardgate-vip-agent", "backend": "./test/images/backend"} {
+		bin := filepath.Join(l.dir, name)
+		cmd := exec.Command("go", "build", "-o", bin, pkg)
+		cmd.Dir = root
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("build %s: %v\n%s", pkg, err, out)
+		}
+		l.bins[name] = bin
+	}
+	for i, n := range names {
+		h, err := l.fabric.AddHost(n, fmt.Sprintf("10.123.0.%d", 21+i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		l.hosts = append(l.hosts, h)
+	}
+	l.config = filepath.Join(l.dir, "keepalived.conf")
+	l.render(l.hosts)
+	for _, h := range l.hosts {
+		l.startRouter(h)
+		l.startAgent(h)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			for _, h := range l.hosts {
+				if a := l.agents[h.Name]; a != nil {
+					t.Logf("--- %s agent (tail) ---\n%s", h.Name, a.Tail(4000))
+				}
+			}
+		}
+	})
+	return l
+}
+
+// render writes the shard's configuration for the given hosts, as Shardgate would.
+func (l *lan) render(hosts []*framework.Host) {
+	var nodes []vip.Node
+	for _, h := range hosts {
+		nodes = append(nodes, vip.Node{Name: h.Name, Address: netip.MustParseAddr(h.IP)})
+	}
+	cfg, err := vip.KeepalivedConfig(vip.KeepalivedInput{Shard: "edge", Instances: l.vips, Nodes: nodes,
+		AdvertInterval: 100 * time.Millisecond, HealthFile: "/run/keepalived/router-health"})
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	// Written whole and renamed, as the kubelet swaps a ConfigMap volume.
+	tmp := l.config + ".tmp"
+	if err := os.WriteFile(tmp, []byte(cfg), 0o644); err != nil {
+		l.t.Fatal(err)
+	}
+	if err := os.Rename(tmp, l.config); err != nil {
+		l.t.Fatal(err)
+	}
+}
+
+func (l *lan) startRouter(h *framework.Host) {
+	p, err := h.Start(framework.ProcessSpec{Name: "router", Path: l.bins["backend"], Env: []string{"NAME=" + h.Name, "PORT=80"}})
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	l.routers[h.Name] = p
+}
+
+func (l *lan) stopRouter(h *framework.Host) {
+	if err := l.routers[h.Name].Stop(); err != nil {
+		l.t.Logf("stop router on %s: %v", h.Name, err)
+	}
+}
+
+func (l *lan) startAgent(h *framework.Host) {
+	run := filepath.Join(l.dir, "run-"+h.Name)
+	if err := os.MkdirAll(run, 0o755); err != nil {
+		l.t.Fatal(err)
+	}
+	// The health file path is in the shared configuration: each host's agent and keepalived see
+	// their own /run/keepalived (a mount namespace per host, as a pod has its own volume).
+	p, err := h.Start(framework.ProcessSpec{Name: "agent", Path: "/usr/bin/unshare", Args: []string{"--mount", "--propagation", "private", "--",
+		"sh", "-c", `mkdir -p /run/keepalived && mount --bind "$0" /run/keepalived && exec "$@"`, run,
+		l.bins["agent"], "--keepalived", keepalivedBin, "--config", l.config, "--node-name", h.Name, "--node-ip", h.IP,
+		"--router-url", "http://127.0.0.1:80/healthz", "--probe-interval", "100ms"}})
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	l.agents[h.Name] = p
+}
+
+// holder is the host whose router answers on addr (the VIP), or "".
+func (l *lan) holder(ctx context.Context, addr string) string {
+	body, err := l.fabric.GetQuick(ctx, addr+":80", 300*time.Millisecond)
+	if err != nil {
+		return ""
+	}
+	name, _, _ := strings.Cut(strings.TrimPrefix(body, "hello from "), " ")
+	return name
+}
+
+func (l *lan) waitHolder(ctx context.Context, addr string, ok func(string) bool, within time.Duration) string {
+	l.t.Helper()
+	start := time.Now()
+	for time.Since(start) < within {
+		if h := l.holder(ctx, addr); h != "" && ok(h) {
+			return h
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	l.t.Fatalf("%s: no holder as wanted within %s", addr, within)
+	return ""
+}
+
+// loop sends requests to addr every 20 ms until stop; it counts requests and failures.
+func (l *lan) loop(ctx context.Context, addr string) func() (int, int) {
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	var n, failed int
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for ctx.Err() == nil {
+			n++
+			if l.holder(ctx, addr) == "" && ctx.Err() == nil {
+				failed++
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}()
+	return func() (int, int) { cancel(); wg.Wait(); return n, failed }
+}
+
+func is(name string) func(string) bool { return func(h string) bool { return h == name } }
+
+// TestKeepalivedFailover runs real keepalived through the agent with Shardgate's rendered
+// configuration on two hosts: two VIPs are mastered on different hosts; a router that stops
+// answering (its node still up) and a host whose link goes down each lose their VIP to the other
+// host; a configuration change (a third host joining the peers) reloads keepalived without
+// moving a VIP or failing a request.
+func TestKeepalivedFailover(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts keepalived in network namespaces")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	vips := []vip.Instance{{VIP: netip.MustParseAddr("10.123.0.100"), RouterID: 51}, {VIP: netip.MustParseAddr("10.123.0.101"), RouterID: 52}}
+	l := startLAN(t, []string{"n1", "n2"}, vips)
+	v0, v1 := vips[0].VIP.String(), vips[1].VIP.String()
+
+	h0 := l.waitHolder(ctx, v0, is("n1"), 30*time.Second)
+	h1 := l.waitHolder(ctx, v1, is("n2"), 30*time.Second)
+	t.Logf("masters spread: %s on %s, %s on %s", v0, h0, v1, h1)
+
+	t.Run("a router that stops answering loses its VIP", func(t *testing.T) {
+		stop := l.loop(ctx, v0)
+		start := time.Now()
+		l.stopRouter(l.hosts[0])
+		l.waitHolder(ctx, v0, is("n2"), 10*time.Second)
+		took := time.Since(start)
+		time.Sleep(200 * time.Millisecond)
+		n, failed := stop()
+		t.Logf("router stopped on n1: %s answered by n2 after %s; client: %d requests, %d failed", v0, took.Round(time.Millisecond), n, failed)
+		if addrs, _ := l.hosts[0].Addresses(); slices.Contains(addrs, v0) {
+			t.Errorf("n1 still holds %s with its router stopped: %v", v0, addrs)
+		}
+		// The router comes back: n1 is the VIP's home and takes it back.
+		l.startRouter(l.hosts[0])
+		l.waitHolder(ctx, v0, is("n1"), 10*time.Second)
+	})
+
+	t.Run("a host whose link goes down loses its VIP", func(t *testing.T) {
+		start := time.Now()
+		if err := l.hosts[1].SetLink(false); err != nil {
+			t.Fatal(err)
+		}
+		l.waitHolder(ctx, v1, is("n1"), 10*time.Second)
+		took := time.Since(start)
+		t.Logf("link down on n2: %s answered by n1 after %s", v1, took.Round(time.Millisecond))
+		if err := l.hosts[1].SetLink(true); err != nil {
+			t.Fatal(err)
+		}
+		l.waitHolder(ctx, v1, is("n2"), 15*time.Second)
+	})
+
+	t.Run("a peer change reloads keepalived without moving a VIP", func(t *testing.T) {
+		stop0, stop1 := l.loop(ctx, v0), l.loop(ctx, v1)
+		n3, err := l.fabric.AddHost("n3", "10.123.0.23")
+		if err != nil {
+			t.Fatal(err)
+		}
+		l.render(append(slices.Clone(l.hosts), n3))
+		deadline := time.Now().Add(10 * time.Second)
+		for _, h := range l.hosts {
+			for !strings.Contains(l.agents[h.Name].Tail(4000), "keepalived reloaded") {
+				if time.Now().After(deadline) {
+					t.Fatalf("%s: keepalived not reloaded", h.Name)
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+		}
+		time.Sleep(time.Second)
+		n0, f0 := stop0()
+		n1, f1 := stop1()
+		t.Logf("reload: %d+%d requests, %d+%d failed", n0, n1, f0, f1)
+		if f0+f1 > 0 {
+			t.Errorf("requests failed across a reload: %d of %d, %d of %d", f0, n0, f1, n1)
+		}
+		if a, b := l.holder(ctx, v0), l.holder(ctx, v1); a != "n1" || b != "n2" {
+			t.Errorf("VIPs moved on reload: %s on %q, %s on %q", v0, a, v1, b)
+		}
+	})
+}
+
+// BenchmarkKeepalivedFailover prints the failover time of a VIP (the moment its holder fails to
+// the first answer from the other host, seen by a client on the segment) over 10 router stops and
+// 10 link failures, and the requests a client looping every 20 ms saw fail meanwhile.
+func BenchmarkKeepalivedFailover(b *testing.B) {
+	const rounds = 10
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	for range b.N {
+		vips := []vip.Instance{{VIP: netip.MustParseAddr("10.123.0.100"), RouterID: 51}}
+		l := startLAN(b, []string{"n1", "n2"}, vips)
+		v := vips[0].VIP.String()
+		l.waitHolder(ctx, v, is("n1"), 30*time.Second)
+		for _, mode := range []string{"router stopped", "link down"} {
+			var took []time.Duration
+			var sent, failed int
+			for range rounds {
+				// n1 is the VIP's home: it holds it again after each round.
+				l.waitHolder(ctx, v, is("n1"), 15*time.Second)
+				time.Sleep(500 * time.Millisecond)
+				stop := l.loop(ctx, v)
+				start := time.Now()
+				if mode == "router stopped" {
+					l.stopRouter(l.hosts[0])
+				} else if err := l.hosts[0].SetLink(false); err != nil {
+					b.Fatal(err)
+				}
+				l.waitHolder(ctx, v, is("n2"), 10*time.Second)
+				took = append(took, time.Since(start))
+				n, f := stop()
+				sent, failed = sent+n, failed+f
+				if mode == "router stopped" {
+					l.startRouter(l.hosts[0])
+				} else if err := l.hosts[0].SetLink(true); err != nil {
+					b.Fatal(err)
+				}
+			}
+			slices.Sort(took)
+			p50, p99 := took[len(took)/2], took[len(took)-1]
+			metric := strings.ReplaceAll(mode, " ", "-")
+			b.ReportMetric(p50.Seconds()*1000, metric+"-p50-ms")
+			b.ReportMetric(p99.Seconds()*1000, metric+"-p99-ms")
+			fmt.Printf("keepalived failover (%s): p50 %s p99 %s over %d failovers; looping client: %d of %d requests failed\n",
+				mode, p50.Round(time.Millisecond), p99.Round(time.Millisecond), rounds, failed, sent)
+		}
+	}
+}
