@@ -34,7 +34,7 @@ left=()
 for p in /proc/[0-9]*; do
   pid=${p#/proc/}
   [[ $pid == "$$" ]] && continue
-  cmd=$(tr '\0' ' ' <"$p/cmdline" 2>/dev/null) || continue
+  { cmd=$(tr '\0' ' ' <"$p/cmdline"); } 2>/dev/null || continue
   [[ ($cmd == *"$dir"* || $cmd == *"/run/shardgate/"*) && $cmd != *reap.sh* ]] || continue
   left+=("$pid")
   echo "reap: leftover process $pid: ${cmd:0:200}" >&2

@@ -100,7 +100,12 @@ tool_containerd() {
   build containerd-shim-runc-v2 "$CONTAINERD_VERSION" -- containerd_build github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2 "$common no_grpc"
 }
 # cert-manager's controllers (our main over its pkg/controller registry) and Pebble.
-tool_cert-manager() { build cert-manager-controller "$CERT_MANAGER_VERSION" -- go_build_in "$here/cert-manager" . ; }
+# The cache key includes our main's source: a change to it is a new build.
+tool_cert-manager() {
+  local src
+  src=$(cat "$here"/cert-manager/main.go "$here"/cert-manager/go.mod "$here"/cert-manager/go.sum | sha256sum | cut -c1-12)
+  build cert-manager-controller "$CERT_MANAGER_VERSION-$src" -- go_build_in "$here/cert-manager" .
+}
 tool_pebble() { build pebble "$PEBBLE_VERSION" -- go_build_in "$here/pebble" github.com/letsencrypt/pebble/v2/cmd/pebble; }
 tool_helm() { build helm "$HELM_VERSION" -- go_build_in "$here/helm" helm.sh/helm/v3/cmd/helm "-X helm.sh/helm/v3/internal/version.version=$HELM_VERSION"; }
 

@@ -42,6 +42,10 @@ import (
 
 // enabled are the controllers this binary runs (cert-manager's default set without the shims,
 // Vault, Venafi and metrics).
+// workers per controller: cert-manager's default (--concurrent-workers 5). A DNS-01 self check
+// holds a challenge worker for the 60 s it waits after seeing the record.
+const workers = 5
+
 var enabled = []string{
 	"issuers", "clusterissuers", "orders", "challenges",
 	"certificaterequests-approver", "certificaterequests-issuer-acme",
@@ -109,7 +113,7 @@ func run(ctx context.Context, kubeconfig, clusterNS, nameservers string, retry t
 		if err != nil {
 			return fmt.Errorf("controller %s: %w", name, err)
 		}
-		g.Go(func() error { return c.Run(2, ctx) })
+		g.Go(func() error { return c.Run(workers, ctx) })
 	}
 	base.SharedInformerFactory.Start(ctx.Done())
 	base.KubeSharedInformerFactory.Start(ctx.Done())
