@@ -84,7 +84,7 @@ func Run(ctx context.Context, o Options) error {
 			if ctx.Err() != nil {
 				return nil
 			}
-			return fmt.Errorf("keepalived exited: %v", err)
+			return fmt.Errorf("keepalived exited: %w", err)
 		case <-probe.C:
 			if h := answers(ctx, client, o.RouterURL); h != healthy {
 				if err := writeHealth(o.HealthFile, h); err != nil {
