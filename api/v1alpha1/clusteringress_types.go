@@ -62,6 +62,9 @@ type ClusterIngressSpec struct {
 	// tls are the profile's TLS settings.
 	// +optional
 	TLS TLSSettings `json:"tls,omitempty"`
+	// vip: the cluster's VIP pool and L2 domain, from its source's annotations.
+	// +optional
+	VIP ClusterVIPSettings `json:"vip,omitempty"`
 }
 
 // ClusterIngressStatus is observed state.
@@ -104,11 +107,16 @@ type ClusterIngressStatus struct {
 	// certificate is the cluster's certificate (when the profile's TLS is on).
 	// +optional
 	Certificate *CertificateStatus `json:"certificate,omitempty"`
+	// vips allocated to the cluster's VIP shards, and who holds them.
+	// +optional
+	// +listType=map
+	// +listMapKey=shard
+	VIPs []ShardVIPs `json:"vips,omitempty"`
 	// observedGeneration is the generation last reconciled successfully.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 	// conditions: SourceAvailable, ClusterReachable, ShardsAvailable, RoutesProtected,
-	// DNSPublished, CertificateReady (when TLS is on), Ready.
+	// DNSPublished, CertificateReady (when TLS is on), VIPsAvailable (with VIP shards), Ready.
 	// +optional
 	// +listType=map
 	// +listMapKey=type

@@ -16,9 +16,11 @@ package v1alpha1
 //	allocation  pkg/controller/allocation routes, rejectedRoutes; finalizer allocation-cleanup
 //	certificates pkg/controller/certificates CertificateReady; certificate (and the cert-manager
 //	                                      Certificate it owns in the seed)
+//	vips        pkg/controller/vips       VIPsAvailable; vips (addresses and router IDs per VIP
+//	                                      shard, allocated per L2 domain; holders observed)
 //
 // Ready summarises SourceAvailable, ClusterReachable, ShardsAvailable, DNSPublished and, when
-// TLS is on, CertificateReady. The
+// TLS is on, CertificateReady, and with VIP shards, VIPsAvailable. The
 // profile controller (pkg/controller/profile) writes IngressProfile status: Valid,
 // matchingClusters, observedGeneration.
 
@@ -42,6 +44,9 @@ const (
 	// ConditionCertificateReady: the cluster's certificate is issued, valid now, covers every
 	// name of the cluster and its shards, and has been handed to the routers.
 	ConditionCertificateReady = "CertificateReady"
+	// ConditionVIPsAvailable: every VIP shard has all its VIPs allocated and each is observed
+	// held by a node.
+	ConditionVIPsAvailable = "VIPsAvailable"
 	// ConditionReady summarises the others.
 	ConditionReady = "Ready"
 )
@@ -102,6 +107,14 @@ const (
 	ReasonCertificateMismatched = "NamesNotCovered"
 	ReasonCertificateInvalid    = "InvalidKeyPair"
 	ReasonCertManagerMissing    = "CertManagerNotInstalled"
+	// VIPsAvailable reasons.
+	ReasonVIPsHeld      = "VIPsHeld"
+	ReasonVIPsNotHeld   = "VIPsNotHeld"
+	ReasonPoolExhausted = "PoolExhausted"
+	ReasonPoolInvalid   = "InvalidPool"
+	ReasonPoolOverlap   = "PoolOverlap"
+	ReasonAddressInUse  = "AddressInUse"
+	ReasonNoPool        = "NoPool"
 )
 
 // Allocation outcomes (annotation values and Event reasons in user clusters).

@@ -19,7 +19,7 @@ const (
 )
 
 // Publishing says how a shard's routers are reached and so which addresses DNS publishes.
-// +kubebuilder:validation:Enum=HostNetwork;NodePort;LoadBalancer
+// +kubebuilder:validation:Enum=HostNetwork;NodePort;LoadBalancer;VIP
 type Publishing string
 
 // Publishing strategies.
@@ -32,6 +32,9 @@ const (
 	PublishNodePort Publishing = "NodePort"
 	// PublishLoadBalancer: a LoadBalancer Service; DNS points at its load-balancer addresses.
 	PublishLoadBalancer Publishing = "LoadBalancer"
+	// PublishVIP: routers bind the node's ports as with HostNetwork, keepalived beside them holds
+	// VIPs allocated from a pool; DNS points at the VIPs.
+	PublishVIP Publishing = "VIP"
 )
 
 // ShardSpec describes one ingress-controller shard deployed into every selected user cluster.
@@ -63,6 +66,9 @@ type ShardSpec struct {
 	// +optional
 	// +kubebuilder:default=HostNetwork
 	Publishing Publishing `json:"publishing,omitempty"`
+	// vip settings, for publishing VIP.
+	// +optional
+	VIP *VIPSettings `json:"vip,omitempty"`
 	// nodeSelector for the router pods.
 	// +optional
 	NodeSelector map[string]string `json:"nodeSelector,omitempty"`

@@ -107,6 +107,7 @@ func DecideLifecycle(in LifecycleInput) LifecycleDecision {
 func withSource(spec v1alpha1.ClusterIngressSpec, src *Source) v1alpha1.ClusterIngressSpec {
 	spec.ClusterRef = v1alpha1.ClusterReference{Kind: src.Kind, Name: src.Name}
 	spec.ClusterID = src.ClusterID
+	spec.VIP = src.VIP
 	return spec
 }
 

@@ -21,6 +21,9 @@ type Source struct {
 	Labels    map[string]string
 	// ClusterID requested: the shardgate.io/cluster-id annotation, else the name.
 	ClusterID string
+	// VIP: the cluster's VIP pool and L2 domain (annotations shardgate.io/vip-pool and
+	// shardgate.io/l2-domain), as given: the VIP controller parses and reports them.
+	VIP v1alpha1.ClusterVIPSettings
 	// KubeconfigSecret is the name of the Secret holding the kubeconfig.
 	KubeconfigSecret string
 	// Initialized is false while a Cluster's control plane cannot take requests yet.
@@ -33,6 +36,7 @@ func FromCluster(c *clusterv1.Cluster) Source {
 	return Source{
 		Kind: v1alpha1.SourceKindCluster, Namespace: c.Namespace, Name: c.Name, Labels: c.Labels,
 		ClusterID:        clusterID(c.Name, c.Annotations),
+		VIP:              vipSettings(c.Annotations),
 		KubeconfigSecret: c.Name + "-kubeconfig",
 		Initialized:      controlPlaneInitialized(c),
 		Deleting:         c.DeletionTimestamp != nil,
@@ -44,6 +48,7 @@ func FromSecret(s *corev1.Secret) Source {
 	return Source{
 		Kind: v1alpha1.SourceKindSecret, Namespace: s.Namespace, Name: s.Name, Labels: s.Labels,
 		ClusterID:        clusterID(s.Name, s.Annotations),
+		VIP:              vipSettings(s.Annotations),
 		KubeconfigSecret: s.Name,
 		Initialized:      true,
 		Deleting:         s.DeletionTimestamp != nil,
@@ -55,6 +60,17 @@ func clusterID(name string, annotations map[string]string) string {
 		return strings.TrimSpace(id)
 	}
 	return name
+}
+
+func vipSettings(annotations map[string]string) v1alpha1.ClusterVIPSettings {
+	var v v1alpha1.ClusterVIPSettings
+	for _, e := range strings.Split(annotations[v1alpha1.VIPPoolAnnotation], ",") {
+		if e = strings.TrimSpace(e); e != "" {
+			v.Pool = append(v.Pool, e)
+		}
+	}
+	v.L2Domain = strings.TrimSpace(annotations[v1alpha1.L2DomainAnnotation])
+	return v
 }
 
 func controlPlaneInitialized(c *clusterv1.Cluster) bool {

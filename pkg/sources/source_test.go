@@ -1,6 +1,7 @@
 package sources
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -77,5 +78,11 @@ func TestSources(t *testing.T) {
 	sec := FromSecret(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "edge"}})
 	if sec.ClusterID != "edge" || sec.KubeconfigSecret != "edge" || !sec.Initialized {
 		t.Fatalf("secret source: %+v", sec)
+	}
+	// VIP pool and L2 domain come from annotations, trimmed, empty entries dropped.
+	sec = FromSecret(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "edge", Annotations: map[string]string{
+		v1alpha1.VIPPoolAnnotation: " 192.0.2.0/28, ,192.0.2.40-192.0.2.49 ", v1alpha1.L2DomainAnnotation: " rack-7 "}}})
+	if !slices.Equal(sec.VIP.Pool, []string{"192.0.2.0/28", "192.0.2.40-192.0.2.49"}) || sec.VIP.L2Domain != "rack-7" {
+		t.Fatalf("VIP settings from annotations: %+v", sec.VIP)
 	}
 }

@@ -1,11 +1,13 @@
 package validation
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
@@ -91,3 +93,31 @@ func TestValidateTLS(t *testing.T) {
 }
 
 var metav1LabelSelectorBad = metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "k", Operator: "In"}}}
+
+func TestValidateVIP(t *testing.T) {
+	ms := func(d time.Duration) *metav1.Duration { return &metav1.Duration{Duration: d} }
+	for _, tt := range []struct {
+		name  string
+		shard v1alpha1.ShardSpec
+		want  []string // fields in error
+	}{
+		{"VIP shard taking the cluster's pool", v1alpha1.ShardSpec{Name: "a", Publishing: v1alpha1.PublishVIP}, nil},
+		{"full settings", v1alpha1.ShardSpec{Name: "a", Publishing: v1alpha1.PublishVIP, VIP: &v1alpha1.VIPSettings{
+			Pool: []string{"192.0.2.0/28", "192.0.2.20-192.0.2.29"}, Count: 2, VRRP: v1alpha1.VRRPMulticast, AdvertInterval: ms(100 * time.Millisecond)}}, nil},
+		{"vip on a HostNetwork shard", v1alpha1.ShardSpec{Name: "a", Publishing: v1alpha1.PublishHostNetwork, VIP: &v1alpha1.VIPSettings{}}, []string{"s[0].vip"}},
+		{"bad pool, count, vrrp, interval", v1alpha1.ShardSpec{Name: "a", Publishing: v1alpha1.PublishVIP, VIP: &v1alpha1.VIPSettings{
+			Pool: []string{"192.0.2.1/28"}, Count: 17, VRRP: "Broadcast", AdvertInterval: ms(15 * time.Millisecond)}},
+			[]string{"s[0].vip.pool", "s[0].vip.count", "s[0].vip.vrrp", "s[0].vip.advertInterval"}},
+		{"interval too long", v1alpha1.ShardSpec{Name: "a", Publishing: v1alpha1.PublishVIP, VIP: &v1alpha1.VIPSettings{AdvertInterval: ms(time.Minute)}}, []string{"s[0].vip.advertInterval"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var got []string
+			for _, e := range Shards([]v1alpha1.ShardSpec{tt.shard}, field.NewPath("s")) {
+				got = append(got, e.Field)
+			}
+			if !slices.Equal(got, tt.want) {
+				t.Fatalf("errors in %v, want %v", got, tt.want)
+			}
+		})
+	}
+}

@@ -12,6 +12,7 @@ const MaxRouterID = 255
 // Claims are given oldest first: on a contested address or ID the earlier claim keeps it.
 type Claim struct {
 	Key   string // "<namespace>/<cluster>/<shard>", for messages
+	Pool  Pool
 	Count int
 	// Held addresses and their router IDs, index for index (from the last recorded status).
 	Held    []netip.Addr
@@ -30,12 +31,12 @@ type Grant struct {
 	Displaced []netip.Addr
 }
 
-// Allocate grants every claim its addresses from pool, sticky: a claim keeps what it holds while
+// Allocate grants every claim its addresses from its pool, sticky: a claim keeps what it holds while
 // the address is in the pool, not in use by anything else (inUse: address → who, observed) and
 // not held by an earlier claim; new addresses are the lowest free ones, never one another claim
 // holds. Router IDs follow the same rules within 1..MaxRouterID. A claim that cannot get all it
 // asks for keeps what it has and is told why; no other claim is disturbed.
-func Allocate(pool Pool, claims []Claim, inUse map[netip.Addr]string) []Grant {
+func Allocate(claims []Claim, inUse map[netip.Addr]string) []Grant {
 	grants := make([]Grant, len(claims))
 	takenAddr := map[netip.Addr]bool{}
 	takenID := map[int]bool{}
@@ -47,7 +48,7 @@ func Allocate(pool Pool, claims []Claim, inUse map[netip.Addr]string) []Grant {
 			if j < len(c.HeldIDs) {
 				id = c.HeldIDs[j]
 			}
-			if len(g.Addresses) >= c.Count || !pool.Contains(a) || takenAddr[a] || inUse[a] != "" {
+			if len(g.Addresses) >= c.Count || !c.Pool.Contains(a) || takenAddr[a] || inUse[a] != "" {
 				g.Displaced = append(g.Displaced, a)
 				continue
 			}
@@ -80,7 +81,7 @@ func Allocate(pool Pool, claims []Claim, inUse map[netip.Addr]string) []Grant {
 		g.Addresses, g.RouterIDs = addrs, ids
 		for g.Exhausted == nil && len(g.Addresses) < c.Count {
 			var next netip.Addr
-			pool.each(func(a netip.Addr) bool {
+			c.Pool.each(func(a netip.Addr) bool {
 				if takenAddr[a] || inUse[a] != "" {
 					return true
 				}

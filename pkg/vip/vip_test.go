@@ -136,7 +136,11 @@ func TestAllocate(t *testing.T) {
 		},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			got := Allocate(pool, tt.claims, tt.inUse)
+			claims := slices.Clone(tt.claims)
+			for i := range claims {
+				claims[i].Pool = pool
+			}
+			got := Allocate(claims, tt.inUse)
 			for i, w := range tt.want {
 				g := got[i]
 				if s := fmt.Sprint(g.Addresses); s != fmt.Sprint(addrs(w.addrs...)) {
@@ -164,7 +168,7 @@ func TestAllocateNeverGivesAnAddressTwice(t *testing.T) {
 	for seed := range 200 {
 		var claims []Claim
 		for i := range 5 {
-			c := Claim{Key: fmt.Sprint(i), Count: 1 + (seed+i)%3}
+			c := Claim{Key: fmt.Sprint(i), Pool: pool, Count: 1 + (seed+i)%3}
 			for j := range (seed * (i + 1)) % 3 {
 				c.Held = append(c.Held, all[(seed+i+j)%len(all)])
 				c.HeldIDs = append(c.HeldIDs, 1+(seed+j)%4)
@@ -172,7 +176,7 @@ func TestAllocateNeverGivesAnAddressTwice(t *testing.T) {
 			claims = append(claims, c)
 		}
 		seenA, seenID := map[netip.Addr]string{}, map[int]string{}
-		for i, g := range Allocate(pool, claims, nil) {
+		for i, g := range Allocate(claims, nil) {
 			if len(g.Addresses) != len(g.RouterIDs) {
 				t.Fatalf("seed %d: %d addresses, %d IDs", seed, len(g.Addresses), len(g.RouterIDs))
 			}

@@ -1,0 +1,90 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Source annotations for VIP shards (on a Cluster or kubeconfig Secret).
+const (
+	// VIPPoolAnnotation: the cluster's own VIP pool, comma-separated CIDRs or ranges
+	// ("192.0.2.16/28,192.0.2.40-192.0.2.49"). Used by VIP shards without a pool of their own.
+	VIPPoolAnnotation = "shardgate.io/vip-pool"
+	// L2DomainAnnotation: the L2 domain the cluster's nodes are in. VIPs and VRRP router IDs are
+	// unique within a domain; clusters in different domains may reuse them. Unset: the seed's
+	// one shared domain.
+	L2DomainAnnotation = "shardgate.io/l2-domain"
+)
+
+// VRRPMode is how keepalived instances find each other.
+// +kubebuilder:validation:Enum=Unicast;Multicast
+type VRRPMode string
+
+// VRRP modes.
+const (
+	// VRRPUnicast: adverts go to the other nodes running the shard's routers (Shardgate renders
+	// the peers as router pods move). Works where multicast does not.
+	VRRPUnicast VRRPMode = "Unicast"
+	// VRRPMulticast: adverts go to 224.0.0.18.
+	VRRPMulticast VRRPMode = "Multicast"
+)
+
+// VIPSettings of a shard with publishing VIP: its routers run on the host network of nodes in
+// one L2 domain, keepalived beside them holds virtual IPs from a pool, and DNS answers the VIPs.
+type VIPSettings struct {
+	// pool the shard's VIPs come from: CIDRs or ranges ("192.0.2.16/28",
+	// "192.0.2.40-192.0.2.49"). Empty: the cluster's pool (annotation shardgate.io/vip-pool on
+	// its Cluster or kubeconfig Secret).
+	// +optional
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:MaxLength=100
+	Pool []string `json:"pool,omitempty"`
+	// count of VIPs. More than one: each is mastered on a different node where possible and DNS
+	// answers all of them (active/active).
+	// +optional
+	// +kubebuilder:default=1
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=16
+	Count int32 `json:"count,omitempty"`
+	// vrrp: Unicast (default) or Multicast.
+	// +optional
+	// +kubebuilder:default=Unicast
+	VRRP VRRPMode `json:"vrrp,omitempty"`
+	// advertInterval between VRRP adverts (10ms to 25s); a backup takes over after about three
+	// missed ones. Default 200ms.
+	// +optional
+	AdvertInterval *metav1.Duration `json:"advertInterval,omitempty"`
+	// image of the keepalived container (keepalived and shardgate-vip-agent).
+	// +optional
+	Image string `json:"image,omitempty"`
+}
+
+// ClusterVIPSettings come from the cluster's source.
+type ClusterVIPSettings struct {
+	// pool from the source's shardgate.io/vip-pool annotation.
+	// +optional
+	Pool []string `json:"pool,omitempty"`
+	// l2Domain from the source's shardgate.io/l2-domain annotation ("" = the shared domain).
+	// +optional
+	L2Domain string `json:"l2Domain,omitempty"`
+}
+
+// VIPAddress is one VIP of a shard.
+type VIPAddress struct {
+	// address of the VIP.
+	Address string `json:"address"`
+	// routerID is its VRRP virtual router ID (1-255, unique in the L2 domain).
+	RouterID int32 `json:"routerID"`
+	// holder is the node observed holding the VIP (its keepalived reports it through a Lease
+	// in shardgate-system); empty while none is observed.
+	// +optional
+	Holder string `json:"holder,omitempty"`
+}
+
+// ShardVIPs are the VIPs allocated to one shard.
+type ShardVIPs struct {
+	Shard string `json:"shard"`
+	// pool the VIPs came from, as given.
+	Pool string `json:"pool,omitempty"`
+	// +optional
+	Addresses []VIPAddress `json:"addresses,omitempty"`
+}
