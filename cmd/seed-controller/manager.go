@@ -18,6 +18,7 @@ import (
 	"github.com/shardgate/shardgate/pkg/controller/lifecycle"
 	"github.com/shardgate/shardgate/pkg/controller/profile"
 	"github.com/shardgate/shardgate/pkg/controller/shards"
+	"github.com/shardgate/shardgate/pkg/controller/vips"
 	"github.com/shardgate/shardgate/pkg/dnsrecords"
 	"github.com/shardgate/shardgate/pkg/sources"
 
@@ -124,6 +125,9 @@ func addControllers(mgr ctrl.Manager, o options) error {
 	}
 	if err := certificates.Add(mgr, certificates.Config{CertManager: certs.NewCertManagerAPI(dc, ctrl.Log.WithName("cert-manager")),
 		Concurrency: o.concurrency}); err != nil {
+		return err
+	}
+	if err := vips.Add(mgr, engager); err != nil {
 		return err
 	}
 	return profile.Add(mgr, o.dnsZone)

@@ -3,6 +3,7 @@ package clusteraccess
 import (
 	"maps"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -23,6 +24,9 @@ const (
 	ChangeManaged
 	// ChangeRoutes is any change to an Ingress, a Namespace or an IngressClass.
 	ChangeRoutes
+	// ChangeVIPReports is a VIP agent's Lease written (who holds a VIP; renewed every few
+	// seconds, so only the VIP controller listens).
+	ChangeVIPReports
 	// changePhase is an engagement, sync, reachability or block change: every subscriber hears it.
 	changePhase
 )
@@ -77,6 +81,8 @@ func changeOf(obj client.Object) Change {
 		return ChangeRoutes | ChangeManaged
 	case *networkingv1.Ingress, *corev1.Namespace:
 		return ChangeRoutes
+	case *coordinationv1.Lease:
+		return ChangeVIPReports
 	}
 	return ChangeManaged
 }

@@ -4,6 +4,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -40,7 +41,9 @@ func ManagedKinds(caps Capabilities) []client.Object {
 	kinds := []client.Object{
 		&corev1.ServiceAccount{}, &corev1.Service{}, &corev1.ConfigMap{}, &corev1.Secret{}, &corev1.Pod{},
 		&appsv1.Deployment{}, &policyv1.PodDisruptionBudget{},
-		&rbacv1.ClusterRole{}, &rbacv1.ClusterRoleBinding{},
+		&rbacv1.ClusterRole{}, &rbacv1.ClusterRoleBinding{}, &rbacv1.RoleBinding{},
+		// The VIP agents' reports of who holds a VIP (written by router pods, not applied).
+		&coordinationv1.Lease{},
 	}
 	if caps.AdmissionPolicy {
 		kinds = append(kinds, &admissionregistrationv1.ValidatingAdmissionPolicy{}, &admissionregistrationv1.ValidatingAdmissionPolicyBinding{})

@@ -64,6 +64,23 @@ func LoadBalancerTargets(svc *corev1.Service) (ips, hostnames []string) {
 	return slices.Compact(ips), slices.Compact(hostnames)
 }
 
+// VIPTargets are a VIP shard's allocated VIPs (sorted): its records answer exactly them.
+func VIPTargets(shard string, vips []v1alpha1.ShardVIPs) []string {
+	var out []string
+	for _, v := range vips {
+		if v.Shard != shard {
+			continue
+		}
+		for _, a := range v.Addresses {
+			if ip, err := netip.ParseAddr(a.Address); err == nil {
+				out = append(out, ip.Unmap().String())
+			}
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
 func podReady(p *corev1.Pod) bool {
 	for _, c := range p.Status.Conditions {
 		if c.Type == corev1.PodReady {

@@ -95,3 +95,8 @@ func IsDefaultHostLabelOf(label, namespace, name string) bool {
 func RouterSelector(shard string) map[string]string {
 	return map[string]string{v1alpha1.ShardLabel: shard, v1alpha1.ManagedByLabel: v1alpha1.ManagedByValue}
 }
+
+// VIPLeaseName is the Lease in which a VIP shard's agent reports the node holding address.
+func VIPLeaseName(shard, address string) string {
+	return "vip-" + shard + "-" + strings.NewReplacer(".", "-", ":", "-").Replace(address)
+}

@@ -29,6 +29,8 @@ type DesiredInput struct {
 	AdmissionPolicy bool
 	// TLS, when set, gives every router the cluster's certificate.
 	TLS *TLSInput
+	// VIP per VIP shard name.
+	VIP map[string]*VIPInput
 }
 
 // DesiredObjects renders the shared objects, every shard's objects, the users' info ConfigMap,
@@ -50,7 +52,7 @@ func DesiredObjects(in DesiredInput) ([]*unstructured.Unstructured, error) {
 			out = append(out, shared...)
 			sharedDone[s.Flavour] = true
 		}
-		objs, err := f.Render(RenderInput{Domain: names.ShardDomain(s.Name, in.ClusterDomain), Shard: s, DNSTTL: in.TTL, TLS: in.TLS})
+		objs, err := f.Render(RenderInput{Domain: names.ShardDomain(s.Name, in.ClusterDomain), Shard: s, DNSTTL: in.TTL, TLS: in.TLS, VIP: in.VIP[s.Name]})
 		if err != nil {
 			return nil, fmt.Errorf("shard %s: %w", s.Name, err)
 		}

@@ -31,6 +31,8 @@ type RenderInput struct {
 	// TLS, when set, makes the router serve HTTPS with the cluster's certificate (TLSObjects).
 	// Only RedirectHTTP shapes the router: a renewed key pair reaches it without a rollout.
 	TLS *TLSInput
+	// VIP: a VIP shard's allocated VIPs and its routers' nodes (keepalived's configuration).
+	VIP *VIPInput
 }
 
 var flavours = map[v1alpha1.Flavour]Flavour{

@@ -47,7 +47,7 @@ func (t Traefik) Render(in RenderInput) ([]*unstructured.Unstructured, error) {
 	name := names.RouterName(s.Name)
 	labels := managedLabels(s.Name)
 	http, https := int32(podHTTP), int32(podHTTPS)
-	if s.Publishing == v1alpha1.PublishHostNetwork {
+	if onHostNetwork(s) {
 		http, https = hostHTTP, hostHTTPS
 	}
 	objs := []typed{
@@ -65,6 +65,13 @@ func (t Traefik) Render(in RenderInput) ([]*unstructured.Unstructured, error) {
 	}
 	if pdb := disruptionBudget(s, name, labels); pdb != nil {
 		objs = append(objs, typed{policyv1.SchemeGroupVersion.WithKind("PodDisruptionBudget"), pdb})
+	}
+	if s.Publishing == v1alpha1.PublishVIP {
+		v, err := vipObjects(s, in.VIP, labels)
+		if err != nil {
+			return nil, err
+		}
+		objs = append(objs, v...)
 	}
 	return toUnstructured(objs...)
 }
@@ -96,7 +103,7 @@ func (Traefik) deployment(in RenderInput, name string, labels map[string]string,
 	if image == "" {
 		image = TraefikImage
 	}
-	hostNet := s.Publishing == v1alpha1.PublishHostNetwork
+	hostNet := onHostNetwork(s)
 	// The router keeps serving while DNS drops its node: one TTL plus Shardgate's and
 	// external-dns' reaction time.
 	preStop := in.DNSTTL + 15
@@ -137,6 +144,10 @@ func (Traefik) deployment(in RenderInput, name string, labels map[string]string,
 		pod.Volumes = []corev1.Volume{{Name: tlsVolume, VolumeSource: tlsVolumeSource()}}
 		pod.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: tlsVolume, MountPath: tlsMountPath, ReadOnly: true}}
 		pod.SecurityContext = &corev1.PodSecurityContext{FSGroup: ptr.To[int64](routerGroup)}
+	}
+	if s.Publishing == v1alpha1.PublishVIP {
+		pod.Containers = append(pod.Containers, keepalivedContainer(s))
+		pod.Volumes = append(pod.Volumes, keepalivedVolumes(s)...)
 	}
 	strategy := appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType,
 		// Surge first so capacity never drops; host ports cannot surge onto the same node, so
@@ -188,6 +199,12 @@ func routerSecurityContext(hostNet bool) *corev1.SecurityContext {
 		sc.Capabilities.Add = []corev1.Capability{"NET_BIND_SERVICE"}
 	}
 	return sc
+}
+
+// onHostNetwork: HostNetwork and VIP routers bind the node's ports (a VIP lands on the node's
+// interface, so the router must listen there).
+func onHostNetwork(s v1alpha1.ShardSpec) bool {
+	return s.Publishing == v1alpha1.PublishHostNetwork || s.Publishing == v1alpha1.PublishVIP
 }
 
 func service(s v1alpha1.ShardSpec, name string, labels map[string]string, http, https int32) *corev1.Service {

@@ -22,6 +22,7 @@ import (
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
 	"github.com/shardgate/shardgate/pkg/clusteraccess"
+	"github.com/shardgate/shardgate/pkg/controller/predicates"
 	"github.com/shardgate/shardgate/pkg/dnsrecords"
 )
 
@@ -114,7 +115,10 @@ var notOwnStatus = predicate.Funcs{
 		if !ok1 || !ok2 || o.Generation != n.Generation || o.DeletionTimestamp != n.DeletionTimestamp || len(o.Finalizers) != len(n.Finalizers) {
 			return true
 		}
-		for _, typ := range []string{v1alpha1.ConditionSourceAvailable, v1alpha1.ConditionShardsAvailable, v1alpha1.ConditionCertificateReady} {
+		if predicates.VIPKey(o) != predicates.VIPKey(n) {
+			return true // a VIP shard's records are its VIPs
+		}
+		for _, typ := range []string{v1alpha1.ConditionSourceAvailable, v1alpha1.ConditionShardsAvailable, v1alpha1.ConditionCertificateReady, v1alpha1.ConditionVIPsAvailable} {
 			a, b := meta.FindStatusCondition(o.Status.Conditions, typ), meta.FindStatusCondition(n.Status.Conditions, typ)
 			if (a == nil) != (b == nil) || (a != nil && (a.Status != b.Status || a.Reason != b.Reason)) {
 				return true

@@ -15,8 +15,9 @@ import (
 
 // shardInputs gathers, from the user-cluster cache, what dnsrecords.Desired needs per shard: target nodes
 // (HostNetwork: nodes with a ready router pod; NodePort: nodes matching the selector) or the
-// LoadBalancer Service's addresses; and each router Deployment's ready replicas for status.
-func shardInputs(ctx context.Context, rd client.Reader, domain string, shards []v1alpha1.ShardSpec, nodes []corev1.Node) ([]dnsrecords.ShardInput, map[string]int32, error) {
+// LoadBalancer Service's addresses, or a VIP shard's allocated VIPs; and each router Deployment's
+// ready replicas for status.
+func shardInputs(ctx context.Context, rd client.Reader, domain string, shards []v1alpha1.ShardSpec, nodes []corev1.Node, vips []v1alpha1.ShardVIPs) ([]dnsrecords.ShardInput, map[string]int32, error) {
 	pods := &corev1.PodList{}
 	if err := rd.List(ctx, pods, client.InNamespace(names.Namespace), client.MatchingLabels{v1alpha1.ManagedByLabel: v1alpha1.ManagedByValue}); err != nil {
 		return nil, nil, err
@@ -32,7 +33,12 @@ func shardInputs(ctx context.Context, rd client.Reader, domain string, shards []
 		} else if !apierrors.IsNotFound(err) {
 			return nil, nil, err
 		}
-		if s.Publishing == v1alpha1.PublishLoadBalancer {
+		switch s.Publishing {
+		case v1alpha1.PublishVIP:
+			// Addresses that do not depend on nodes: published as a load balancer's are.
+			in.LoadBalancer = true
+			in.LoadBalancerIPs = dnsrecords.VIPTargets(s.Name, vips)
+		case v1alpha1.PublishLoadBalancer:
 			in.LoadBalancer = true
 			svc := &corev1.Service{}
 			if err := rd.Get(ctx, key, svc); err == nil {
@@ -40,7 +46,7 @@ func shardInputs(ctx context.Context, rd client.Reader, domain string, shards []
 			} else if !apierrors.IsNotFound(err) {
 				return nil, nil, err
 			}
-		} else {
+		default:
 			in.Nodes = dnsrecords.TargetNodes(s, nodes, pods.Items)
 		}
 		out = append(out, in)

@@ -59,6 +59,8 @@ func Ready(conds []metav1.Condition) metav1.Condition {
 		find(v1alpha1.ConditionShardsAvailable), find(v1alpha1.ConditionDNSPublished)
 	// Present only while TLS is on (the certificates controller removes it otherwise).
 	cert := find(v1alpha1.ConditionCertificateReady)
+	// Present only with VIP shards (the VIP controller removes it otherwise).
+	vips := find(v1alpha1.ConditionVIPsAvailable)
 	switch {
 	case source != nil && source.Status != metav1.ConditionTrue:
 		return notReady("SourceAvailable", source)
@@ -70,6 +72,8 @@ func Ready(conds []metav1.Condition) metav1.Condition {
 		return notReady("DNSPublished (for ready nodes)", pub)
 	case cert != nil && cert.Status != metav1.ConditionTrue:
 		return notReady("CertificateReady", cert)
+	case vips != nil && vips.Status != metav1.ConditionTrue:
+		return notReady("VIPsAvailable", vips)
 	}
 	return ready
 }

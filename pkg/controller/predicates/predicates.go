@@ -3,13 +3,15 @@
 package predicates
 
 import (
+	"fmt"
 	"maps"
 	"slices"
-
-	"github.com/shardgate/shardgate/api/v1alpha1"
+	"strings"
 
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	"github.com/shardgate/shardgate/api/v1alpha1"
 )
 
 // MetadataOrSpecChanged passes updates that change the spec (generation), deletion, finalizers
@@ -55,4 +57,27 @@ func certificateKey(ci *v1alpha1.ClusterIngress) string {
 		key += "/" + c.NotAfter.UTC().String()
 	}
 	return key
+}
+
+// VIPsChanged passes ClusterIngress updates that change a VIP shard's addresses or router IDs
+// (what routers and DNS are rendered from; holders are not).
+var VIPsChanged = predicate.Funcs{
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		o, ok1 := e.ObjectOld.(*v1alpha1.ClusterIngress)
+		n, ok2 := e.ObjectNew.(*v1alpha1.ClusterIngress)
+		return !ok1 || !ok2 || VIPKey(o) != VIPKey(n)
+	},
+}
+
+// VIPKey is the VIP shards' addresses and router IDs in one string.
+func VIPKey(ci *v1alpha1.ClusterIngress) string {
+	var b strings.Builder
+	for _, s := range ci.Status.VIPs {
+		b.WriteString(s.Shard + "=")
+		for _, a := range s.Addresses {
+			fmt.Fprintf(&b, "%s#%d,", a.Address, a.RouterID)
+		}
+		b.WriteString(";")
+	}
+	return b.String()
 }

@@ -1,6 +1,7 @@
 package shards
 
 import (
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -18,15 +19,16 @@ type prunable struct {
 }
 
 // prunableKinds are every kind the user-cluster cache watches for Shardgate's label, except pods
-// (their Deployments own them), plus the shared namespace and IngressClass (cached whole, listed
+// (their Deployments own them) and Leases (the VIP agents' reports), plus the shared namespace and IngressClass (cached whole, listed
 // by label). One list serves pruning removed shards and removing everything on cleanup, and it
 // is the engager's own list, so a rendered kind cannot be forgotten here (TestRenderedKindsArePrunable).
 func prunableKinds(scheme *runtime.Scheme, caps clusteraccess.Capabilities) ([]prunable, error) {
 	objs := append(clusteraccess.ManagedKinds(caps), &corev1.Namespace{}, &networkingv1.IngressClass{})
 	var out []prunable
 	for _, o := range objs {
-		if _, isPod := o.(*corev1.Pod); isPod {
-			continue
+		switch o.(type) {
+		case *corev1.Pod, *coordinationv1.Lease:
+			continue // owned by their Deployments; written by the VIP agents (gone with the namespace)
 		}
 		gvk, err := apiutil.GVKForObject(o, scheme)
 		if err != nil {

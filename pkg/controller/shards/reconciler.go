@@ -98,8 +98,13 @@ func (r *Reconciler) reconcileShards(ctx context.Context, ci *v1alpha1.ClusterIn
 	if err != nil {
 		return available(metav1.ConditionUnknown, v1alpha1.ReasonConnecting, err.Error()), err
 	}
+	vips, err := vipInputs(ctx, cluster.Reader(), ci, shards)
+	if err != nil {
+		err = clusteraccess.DescribeError("read the user cluster's cache", err)
+		return available(metav1.ConditionUnknown, v1alpha1.ReasonConnecting, err.Error()), err
+	}
 	desired, err := render.DesiredObjects(render.DesiredInput{ClusterDomain: domain, TTL: ci.Spec.DNS.TTL, Shards: shards,
-		ShardgateUser: user, AdmissionPolicy: caps.AdmissionPolicy, TLS: tls})
+		ShardgateUser: user, AdmissionPolicy: caps.AdmissionPolicy, TLS: tls, VIP: vips})
 	if err != nil {
 		return available(metav1.ConditionFalse, v1alpha1.ReasonShardsInvalid, err.Error()), nil
 	}

@@ -1,0 +1,33 @@
+// Package vips is the VIP controller: it allocates the VIPs and VRRP router IDs of every VIP
+// shard, per L2 domain (pkg/vip plans), records them in status.vips, observes which node holds
+// each (the VIP agents' Leases in the user cluster) and reports VIPsAvailable. The shard
+// controller renders keepalived from status.vips; the DNS controller publishes them.
+package vips
+
+import (
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	"github.com/shardgate/shardgate/api/v1alpha1"
+	"github.com/shardgate/shardgate/pkg/clusteraccess"
+	"github.com/shardgate/shardgate/pkg/controller/predicates"
+)
+
+// +kubebuilder:rbac:groups=shardgate.io,resources=clusteringresses,verbs=get;list;watch
+// +kubebuilder:rbac:groups=shardgate.io,resources=clusteringresses/status,verbs=get;update;patch
+
+// Add registers the VIP controller. One worker: a domain's allocation is decided by one
+// reconcile at a time, so two clusters are never given the same free address at once.
+func Add(mgr ctrl.Manager, access clusteraccess.Access) error {
+	r := &Reconciler{Client: mgr.GetClient(), Access: access, Clock: clock.RealClock{}}
+	return ctrl.NewControllerManagedBy(mgr).Named("vips").
+		WithOptions(controller.Options{MaxConcurrentReconciles: 1}).
+		For(&v1alpha1.ClusterIngress{}, builder.WithPredicates(predicates.MetadataOrSpecChanged)).
+		// Node addresses (never given as VIPs) and the agents' reports of who holds a VIP.
+		WatchesRawSource(source.Channel(access.Subscribe(clusteraccess.ChangeNodes|clusteraccess.ChangeVIPReports), &handler.EnqueueRequestForObject{})).
+		Complete(r)
+}

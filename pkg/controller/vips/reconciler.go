@@ -1,0 +1,179 @@
+package vips
+
+import (
+	"context"
+	"net/netip"
+	"slices"
+	"strings"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/shardgate/shardgate/api/v1alpha1"
+	"github.com/shardgate/shardgate/pkg/clusteraccess"
+	"github.com/shardgate/shardgate/pkg/names"
+	"github.com/shardgate/shardgate/pkg/vip"
+)
+
+// Reconciler allocates a cluster's VIPs within its L2 domain and reports who holds them.
+type Reconciler struct {
+	Client client.Client
+	Access clusteraccess.Access
+	Clock  clock.PassiveClock
+}
+
+// Reconcile gathers the domain (every ClusterIngress in it, oldest first, and the addresses of
+// its clusters' nodes), plans (pkg/vip), fills in holders from the cluster's Leases, and patches
+// this cluster's status when it changed. A holder is re-checked when its Lease would expire.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	ci := &v1alpha1.ClusterIngress{}
+	if err := r.Client.Get(ctx, req.NamespacedName, ci); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	before := ci.Status.DeepCopy()
+	if len(vipShards(ci)) == 0 {
+		ci.Status.VIPs = nil
+		meta.RemoveStatusCondition(&ci.Status.Conditions, v1alpha1.ConditionVIPsAvailable)
+		return ctrl.Result{}, r.patch(ctx, ci, before)
+	}
+	all := &v1alpha1.ClusterIngressList{}
+	if err := r.Client.List(ctx, all); err != nil {
+		return ctrl.Result{}, err
+	}
+	domain := ci.Spec.VIP.L2Domain
+	var members []v1alpha1.ClusterIngress
+	for _, o := range all.Items {
+		if o.Spec.VIP.L2Domain == domain && (len(vipShards(&o)) > 0 || len(o.Status.VIPs) > 0) {
+			members = append(members, o)
+		}
+	}
+	slices.SortFunc(members, func(a, b v1alpha1.ClusterIngress) int {
+		if c := a.CreationTimestamp.Compare(b.CreationTimestamp.Time); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name)
+	})
+	requests := make([]vip.ClusterRequest, len(members))
+	self := -1
+	for i := range members {
+		requests[i] = Request(&members[i])
+		if members[i].Namespace == ci.Namespace && members[i].Name == ci.Name {
+			self = i
+		}
+	}
+	plan := vip.Plan(requests, r.nodeAddresses(ctx, members))[self]
+	recheck := r.fillHolders(ctx, ci, plan.VIPs)
+	ci.Status.VIPs = plan.VIPs
+	c := vip.Available(plan.VIPs, plan.Problems)
+	c.ObservedGeneration = ci.Generation
+	meta.SetStatusCondition(&ci.Status.Conditions, c)
+	return ctrl.Result{RequeueAfter: recheck}, r.patch(ctx, ci, before)
+}
+
+// Request is what a cluster asks of its L2 domain: each VIP shard with its pool (the shard's
+// own, else the cluster's) and count, and what its status holds. A cluster being deleted asks
+// for nothing new and keeps what it holds until it is gone (its routers may still hold them).
+func Request(ci *v1alpha1.ClusterIngress) vip.ClusterRequest {
+	r := vip.ClusterRequest{Key: ci.Namespace + "/" + ci.Name, Held: ci.Status.VIPs}
+	for _, s := range vipShards(ci) {
+		sr := vip.ShardRequest{Shard: s.Name, Count: 1}
+		if s.VIP != nil {
+			sr.Pool = s.VIP.Pool
+			if s.VIP.Count > 0 {
+				sr.Count = int(s.VIP.Count)
+			}
+		}
+		if len(sr.Pool) == 0 {
+			sr.Pool, sr.FromCluster = ci.Spec.VIP.Pool, true
+		}
+		if ci.DeletionTimestamp != nil {
+			sr.Count = 0
+			for _, h := range ci.Status.VIPs {
+				if h.Shard == s.Name {
+					sr.Count = len(h.Addresses)
+				}
+			}
+		}
+		r.Shards = append(r.Shards, sr)
+	}
+	return r
+}
+
+func vipShards(ci *v1alpha1.ClusterIngress) []v1alpha1.ShardSpec {
+	var out []v1alpha1.ShardSpec
+	for _, s := range ci.Spec.Shards {
+		if s.Publishing == v1alpha1.PublishVIP {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// nodeAddresses are the addresses of the domain's clusters' nodes (from the clusters observable
+// now): a VIP must never be one of them.
+func (r *Reconciler) nodeAddresses(ctx context.Context, members []v1alpha1.ClusterIngress) map[netip.Addr]string {
+	out := map[netip.Addr]string{}
+	for _, m := range members {
+		cluster, ok := r.Access.Get(client.ObjectKeyFromObject(&m))
+		if !ok || !cluster.Observable() {
+			continue
+		}
+		nodes, err := cluster.Nodes(ctx)
+		if err != nil {
+			continue
+		}
+		for _, n := range nodes {
+			for _, a := range n.Status.Addresses {
+				if ip, err := netip.ParseAddr(a.Address); err == nil {
+					out[ip.Unmap()] = "node " + n.Name + " of " + m.Namespace + "/" + m.Name
+				}
+			}
+		}
+	}
+	return out
+}
+
+// fillHolders sets each VIP's holder from the agents' Leases (holder while the Lease is fresh)
+// and returns when the first fresh Lease would expire (0: none), to look again then.
+func (r *Reconciler) fillHolders(ctx context.Context, ci *v1alpha1.ClusterIngress, vips []v1alpha1.ShardVIPs) time.Duration {
+	cluster, ok := r.Access.Get(client.ObjectKeyFromObject(ci))
+	if !ok || !cluster.Observable() {
+		return 0
+	}
+	now := r.Clock.Now()
+	var recheck time.Duration
+	for i := range vips {
+		for j := range vips[i].Addresses {
+			a := &vips[i].Addresses[j]
+			l := &coordinationv1.Lease{}
+			err := cluster.Reader().Get(ctx, client.ObjectKey{Namespace: names.Namespace, Name: names.VIPLeaseName(vips[i].Shard, a.Address)}, l)
+			if err != nil {
+				if !apierrors.IsNotFound(err) {
+					recheck = 5 * time.Second
+				}
+				continue
+			}
+			holder, left := vip.LeaseHolder(l, now)
+			a.Holder = holder
+			if left > 0 && (recheck == 0 || left < recheck) {
+				recheck = left
+			}
+		}
+	}
+	return recheck
+}
+
+func (r *Reconciler) patch(ctx context.Context, ci *v1alpha1.ClusterIngress, before *v1alpha1.ClusterIngressStatus) error {
+	if equality.Semantic.DeepEqual(before, &ci.Status) {
+		return nil
+	}
+	old := ci.DeepCopy()
+	old.Status = *before
+	return r.Client.Status().Patch(ctx, ci, client.MergeFromWithOptions(old, client.MergeFromWithOptimisticLock{}), client.FieldOwner(v1alpha1.FieldOwner))
+}

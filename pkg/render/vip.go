@@ -1,0 +1,149 @@
+package render
+
+import (
+	"fmt"
+	"net/netip"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/shardgate/shardgate/api/v1alpha1"
+	"github.com/shardgate/shardgate/pkg/names"
+	"github.com/shardgate/shardgate/pkg/vip"
+)
+
+// VIPAgentImage is the default keepalived container image: Debian's keepalived and
+// shardgate-vip-agent (Dockerfile.vip-agent).
+const VIPAgentImage = "ghcr.io/shardgate/vip-agent:0.1.0"
+
+// vipClusterRole lets VIP routers report which node holds a VIP (Leases in shardgate-system,
+// granted there only by a RoleBinding).
+const vipClusterRole = "shardgate-router-vip"
+
+// Paths inside the keepalived container.
+const (
+	vipConfigDir     = "/etc/shardgate/vip"
+	vipRunDir        = "/run/keepalived"
+	vipConfigVolume  = "vip-config"
+	vipRunVolume     = "vip-run"
+	vipAgentBinary   = "/usr/local/bin/shardgate-vip-agent"
+	defaultAdvertInt = 200 * time.Millisecond
+)
+
+// VIPInput is a VIP shard's allocated VIPs (from status) and the nodes its routers run on now.
+type VIPInput struct {
+	Instances []vip.Instance
+	Nodes     []vip.Node
+}
+
+// VIPConfigName is the ConfigMap holding a VIP shard's keepalived configuration and VIP list.
+func VIPConfigName(shard string) string { return names.RouterName(shard) + "-vip" }
+
+// vipObjects are a VIP shard's ConfigMap (keepalived.conf for every node of the shard, and the
+// VIPs the agent reports on) and the RoleBinding that lets its routers write Leases in
+// shardgate-system. Until VIPs are allocated and a router runs, the configuration says so and
+// the agent waits.
+func vipObjects(s v1alpha1.ShardSpec, in *VIPInput, labels map[string]string) ([]typed, error) {
+	conf := "# waiting for VIPs to be allocated and a router to run\n"
+	var list strings.Builder
+	if in != nil && len(in.Instances) > 0 && len(in.Nodes) > 0 {
+		var err error
+		conf, err = vip.KeepalivedConfig(vip.KeepalivedInput{Shard: s.Name, Instances: in.Instances, Nodes: in.Nodes,
+			Multicast: s.VIP != nil && s.VIP.VRRP == v1alpha1.VRRPMulticast, AdvertInterval: advertInterval(s),
+			HealthFile: vipRunDir + "/router-health"})
+		if err != nil {
+			return nil, err
+		}
+		for _, i := range in.Instances {
+			fmt.Fprintf(&list, "%s %d\n", i.VIP, i.RouterID)
+		}
+	}
+	name := names.RouterName(s.Name)
+	return []typed{
+		{corev1.SchemeGroupVersion.WithKind("ConfigMap"), &corev1.ConfigMap{ObjectMeta: objectMeta(VIPConfigName(s.Name), names.Namespace, labels),
+			Data: map[string]string{"keepalived.conf": conf, "vips": list.String()}}},
+		{rbacv1.SchemeGroupVersion.WithKind("ClusterRole"), vipRole()},
+		{rbacv1.SchemeGroupVersion.WithKind("RoleBinding"), &rbacv1.RoleBinding{
+			ObjectMeta: objectMeta(name+"-vip", names.Namespace, labels),
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: vipClusterRole},
+			Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: name, Namespace: names.Namespace}},
+		}},
+	}, nil
+}
+
+func advertInterval(s v1alpha1.ShardSpec) time.Duration {
+	if s.VIP != nil && s.VIP.AdvertInterval != nil {
+		return s.VIP.AdvertInterval.Duration
+	}
+	return defaultAdvertInt
+}
+
+func vipRole() *rbacv1.ClusterRole {
+	return &rbacv1.ClusterRole{
+		ObjectMeta: objectMeta(vipClusterRole, "", managedLabels("")),
+		Rules: []rbacv1.PolicyRule{
+			{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get", "create", "update"}},
+		},
+	}
+}
+
+// keepalivedContainer runs shardgate-vip-agent, which runs keepalived. keepalived adds and
+// removes the VIPs on the node's interface and sends VRRP adverts and gratuitous ARP: NET_ADMIN
+// and NET_RAW, as root (a non-root process never gets an added capability on a real kubelet),
+// with every other capability dropped, no privilege escalation and a read-only root file system.
+func keepalivedContainer(s v1alpha1.ShardSpec) corev1.Container {
+	image := VIPAgentImage
+	if s.VIP != nil && s.VIP.Image != "" {
+		image = s.VIP.Image
+	}
+	env := func(name, path string) corev1.EnvVar {
+		return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: path}}}
+	}
+	return corev1.Container{
+		Name: "keepalived", Image: image, ImagePullPolicy: s.ImagePullPolicy,
+		Command: []string{vipAgentBinary},
+		Args: []string{"--shard=" + s.Name, "--node-name=$(NODE_NAME)", "--node-ip=$(NODE_IP)", "--namespace=$(POD_NAMESPACE)",
+			"--config=" + vipConfigDir + "/keepalived.conf", "--vips=" + vipConfigDir + "/vips", "--run-dir=" + vipRunDir,
+			fmt.Sprintf("--router-url=http://127.0.0.1:%d/ping", traefikAdminPort)},
+		Env: []corev1.EnvVar{env("NODE_NAME", "spec.nodeName"), env("NODE_IP", "status.hostIP"), env("POD_NAMESPACE", "metadata.namespace")},
+		VolumeMounts: []corev1.VolumeMount{
+			{Name: vipConfigVolume, MountPath: vipConfigDir, ReadOnly: true},
+			{Name: vipRunVolume, MountPath: vipRunDir},
+		},
+		Resources: corev1.ResourceRequirements{},
+		SecurityContext: &corev1.SecurityContext{
+			AllowPrivilegeEscalation: ptr.To(false), ReadOnlyRootFilesystem: ptr.To(true),
+			RunAsNonRoot: ptr.To(false), RunAsUser: ptr.To[int64](0), RunAsGroup: ptr.To[int64](0),
+			Capabilities:   &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}, Add: []corev1.Capability{"NET_ADMIN", "NET_RAW"}},
+			SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+		},
+	}
+}
+
+func keepalivedVolumes(s v1alpha1.ShardSpec) []corev1.Volume {
+	return []corev1.Volume{
+		{Name: vipConfigVolume, VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+			LocalObjectReference: corev1.LocalObjectReference{Name: VIPConfigName(s.Name)}}}},
+		{Name: vipRunVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory}}},
+	}
+}
+
+// VIPInputFor turns a shard's allocated VIPs and its routers' nodes into a VIPInput (entries that
+// do not parse are left out: status is Shardgate's own, so none should).
+func VIPInputFor(vips []v1alpha1.VIPAddress, nodes map[string]string) *VIPInput {
+	in := &VIPInput{}
+	for _, a := range vips {
+		if addr, err := netip.ParseAddr(a.Address); err == nil {
+			in.Instances = append(in.Instances, vip.Instance{VIP: addr, RouterID: int(a.RouterID)})
+		}
+	}
+	for n, ip := range nodes {
+		if addr, err := netip.ParseAddr(ip); err == nil {
+			in.Nodes = append(in.Nodes, vip.Node{Name: n, Address: addr})
+		}
+	}
+	return in
+}
