@@ -11,6 +11,9 @@ import (
 	"syscall"
 	"time"
 
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
 	"github.com/shardgate/shardgate/pkg/vip/agent"
 )
 
@@ -26,6 +29,9 @@ func main() {
 	flag.StringVar(&o.RouterURL, "router-url", "http://127.0.0.1:9000/ping", "answers 200 while the local router serves")
 	flag.DurationVar(&o.ProbeInterval, "probe-interval", 200*time.Millisecond, "router probe interval and timeout")
 	flag.DurationVar(&o.ReloadCheck, "reload-check", time.Second, "how often the configuration is compared")
+	flag.StringVar(&o.VIPs, "vips", "/etc/shardgate/vip/vips", "the VIP list rendered by Shardgate")
+	shard := flag.String("shard", "", "the shard (names the holder Leases)")
+	namespace := flag.String("namespace", "shardgate-system", "namespace of the holder Leases")
 	flag.Parse()
 	log.SetFlags(log.LstdFlags | log.Lmicroseconds)
 	addr, err := netip.ParseAddr(nodeIP)
@@ -33,6 +39,19 @@ func main() {
 		log.Fatalf("--node-name and --node-ip are required")
 	}
 	o.NodeIP = addr
+	// In a pod, report held VIPs through Leases (the ServiceAccount may write them there only).
+	if os.Getenv("KUBERNETES_SERVICE_HOST") != "" && *shard != "" {
+		cfg, err := rest.InClusterConfig()
+		if err != nil {
+			log.Fatalf("in-cluster config: %v", err)
+		}
+		cfg.Timeout = 5 * time.Second
+		cs, err := kubernetes.NewForConfig(cfg)
+		if err != nil {
+			log.Fatal(err)
+		}
+		o.Reporter = &agent.Reporter{Client: cs, Namespace: *namespace, Shard: *shard, Node: o.NodeName}
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	if err := agent.Run(ctx, o); err != nil {

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"syscall"
 	"testing"
 	"time"
 
@@ -40,3 +41,7 @@ func waitAnswer(ctx context.Context, t *testing.T, s *framework.DNSServer, name 
 	}
 	t.Logf("%s: %s after %s", name, a, time.Since(start).Round(10*time.Millisecond))
 }
+
+// syscallStop and syscallCont freeze and resume a process (a router that hangs without exiting).
+func syscallStop(pid int) error { return syscall.Kill(pid, syscall.SIGSTOP) }
+func syscallCont(pid int) error { return syscall.Kill(pid, syscall.SIGCONT) }

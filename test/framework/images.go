@@ -26,7 +26,8 @@ const (
 	// (/usr/local/bin/traefik), built from the pinned tool.
 	TraefikImage = "localhost/shardgate/traefik:v3.7.12"
 	// KeepalivedImage is Debian's keepalived (the version install-deps.sh installs) with the
-	// shared libraries it links, entrypoint /usr/sbin/keepalived.
+	// shared libraries it links, and shardgate-vip-agent: what a VIP shard's keepalived
+	// container runs (render.VIPAgentImage's contents).
 	KeepalivedImage = "localhost/shardgate/keepalived:2.2.7"
 )
 
@@ -82,6 +83,11 @@ func buildImages() ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	agent, err := goBinary("./cmd/shardgate-vip-agent")
+	if err != nil {
+		return nil, err
+	}
+	keepalived = append(keepalived, ImageFile{Src: agent, Dst: "/usr/local/bin/shardgate-vip-agent"})
 	var tars []string
 	for _, img := range []struct {
 		name, entry, tar string

@@ -404,3 +404,21 @@ func (n *RealNode) WaitPodsGone(ctx context.Context) error {
 		return len(pods.Items) == 0, nil
 	})
 }
+
+// SetLink takes the node's eth0 (its link to the fabric) down or up: a NIC or cable failure.
+// The node keeps its path to the API server (the harness forwards it inside the namespace).
+func (n *RealNode) SetLink(up bool) error {
+	state := "down"
+	if up {
+		state = "up"
+	}
+	return ip("-n", filepath.Base(n.Netns), "link", "set", "eth0", state)
+}
+
+// Runs reports whether process pid lives in the node's network namespace (a host-network
+// container of one of its pods, or its kubelet).
+func (n *RealNode) Runs(pid int) bool {
+	want, err1 := os.Stat(n.Netns)
+	got, err2 := os.Stat(fmt.Sprintf("/proc/%d/ns/net", pid))
+	return err1 == nil && err2 == nil && os.SameFile(want, got)
+}

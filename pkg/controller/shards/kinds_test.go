@@ -1,6 +1,7 @@
 package shards
 
 import (
+	"strings"
 	"testing"
 
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -18,8 +19,8 @@ import (
 func TestRenderedKindsAreWatchedAndPrunable(t *testing.T) {
 	caps := clusteraccess.Capabilities{AdmissionPolicy: true}
 	var shards []v1alpha1.ShardSpec
-	for _, p := range []v1alpha1.Publishing{v1alpha1.PublishHostNetwork, v1alpha1.PublishNodePort, v1alpha1.PublishLoadBalancer} {
-		shards = append(shards, v1alpha1.ShardSpec{Name: string(p[:4]) + "x", Publishing: p, Replicas: ptr.To[int32](3)})
+	for _, p := range []v1alpha1.Publishing{v1alpha1.PublishHostNetwork, v1alpha1.PublishNodePort, v1alpha1.PublishLoadBalancer, v1alpha1.PublishVIP} {
+		shards = append(shards, v1alpha1.ShardSpec{Name: strings.ToLower(string(p)), Publishing: p, Replicas: ptr.To[int32](3)})
 	}
 	objs, err := render.DesiredObjects(render.DesiredInput{ClusterDomain: "c1.z", TTL: 60, Shards: v1alpha1.ResolveShards(shards), ShardgateUser: "u", AdmissionPolicy: true,
 		TLS: &render.TLSInput{Cert: []byte("c"), Key: []byte("k")}})
@@ -53,7 +54,7 @@ func TestRenderedKindsAreWatchedAndPrunable(t *testing.T) {
 			t.Errorf("%s is rendered but not prunable: it would be left behind", k)
 		}
 	}
-	for _, k := range []string{"Deployment", "Service", "PodDisruptionBudget", "ValidatingAdmissionPolicy", "IngressClass", "Namespace", "ConfigMap", "Secret"} {
+	for _, k := range []string{"Deployment", "Service", "PodDisruptionBudget", "ValidatingAdmissionPolicy", "IngressClass", "Namespace", "ConfigMap", "Secret", "RoleBinding"} {
 		if !seen[k] {
 			t.Errorf("the render covered no %s: the test would miss it", k)
 		}

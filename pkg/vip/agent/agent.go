@@ -36,6 +36,10 @@ type Options struct {
 	ProbeInterval time.Duration
 	// ReloadCheck: how often the configuration is compared with the one loaded.
 	ReloadCheck time.Duration
+	// VIPs is the rendered VIP list; with Reporter set, the VIPs on the interface are reported
+	// as held by this node.
+	VIPs     string
+	Reporter *Reporter
 }
 
 // Run starts keepalived and keeps it fed until ctx ends or keepalived exits.
@@ -54,11 +58,14 @@ func Run(ctx context.Context, o Options) error {
 	if err := writeHealth(o.HealthFile, false); err != nil {
 		return err
 	}
-	loaded, err := digest(o.Config)
+	// Start only once Shardgate has rendered this node among the peers: a node no other node
+	// sends adverts to would take every VIP (a pod is often scheduled before its node is in
+	// the configuration; the kubelet brings the new one within about a minute).
+	loaded, err := waitForSelf(ctx, o.Config, o.NodeName, o.ReloadCheck)
 	if err != nil {
-		return fmt.Errorf("read configuration: %w", err)
+		return err
 	}
-	cmd := exec.CommandContext(ctx, o.Keepalived, "--dont-fork", "--log-console", "--log-detail",
+	cmd := exec.CommandContext(ctx, o.Keepalived, "--vrrp", "--dont-fork", "--log-console", "--log-detail",
 		"--use-file", entry, "--config-id", o.NodeName,
 		"--pid", filepath.Join(o.RunDir, "keepalived.pid"), "--vrrp_pid", filepath.Join(o.RunDir, "vrrp.pid"),
 		"--checkers_pid", filepath.Join(o.RunDir, "checkers.pid"))
@@ -76,6 +83,8 @@ func Run(ctx context.Context, o Options) error {
 	defer probe.Stop()
 	reload := time.NewTicker(o.ReloadCheck)
 	defer reload.Stop()
+	report := time.NewTicker(leaseSeconds * time.Second / 3)
+	defer report.Stop()
 	client := &http.Client{Timeout: o.ProbeInterval}
 	healthy := false
 	for {
@@ -94,6 +103,18 @@ func Run(ctx context.Context, o Options) error {
 				healthy = h
 				log.Printf("router answers: %v", h)
 			}
+		case <-report.C:
+			if o.Reporter == nil {
+				continue
+			}
+			vips, err := ReadVIPs(o.VIPs)
+			if err != nil {
+				log.Printf("%v", err)
+				continue
+			}
+			if err := o.Reporter.Report(ctx, heldOn(iface, vips)); err != nil && ctx.Err() == nil {
+				log.Printf("%v", err)
+			}
 		case <-reload.C:
 			d, err := digest(o.Config)
 			if err != nil || bytes.Equal(d, loaded) {
@@ -107,6 +128,40 @@ func Run(ctx context.Context, o Options) error {
 			log.Printf("configuration changed: keepalived reloaded")
 		}
 	}
+}
+
+// waitForSelf waits until the configuration has lines for node, and returns its digest.
+func waitForSelf(ctx context.Context, path, node string, every time.Duration) ([]byte, error) {
+	for {
+		b, err := os.ReadFile(path)
+		if err == nil && bytes.Contains(b, []byte("\n@"+node+" ")) {
+			return digest(path)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(every):
+		}
+	}
+}
+
+// interfaceAddrs are the addresses on the named interface.
+func interfaceAddrs(name string) (map[netip.Addr]bool, error) {
+	i, err := net.InterfaceByName(name)
+	if err != nil {
+		return nil, err
+	}
+	addrs, err := i.Addrs()
+	if err != nil {
+		return nil, err
+	}
+	out := map[netip.Addr]bool{}
+	for _, a := range addrs {
+		if p, err := netip.ParsePrefix(a.String()); err == nil {
+			out[p.Addr().Unmap()] = true
+		}
+	}
+	return out, nil
 }
 
 // InterfaceOf names the interface holding addr.

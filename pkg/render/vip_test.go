@@ -1,0 +1,92 @@
+package render
+
+import (
+	"net/netip"
+	"slices"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+
+	"github.com/shardgate/shardgate/api/v1alpha1"
+	"github.com/shardgate/shardgate/pkg/names"
+	"github.com/shardgate/shardgate/pkg/vip"
+)
+
+func TestTraefikVIPShard(t *testing.T) {
+	s := v1alpha1.ResolveShards([]v1alpha1.ShardSpec{{Name: "edge", Publishing: v1alpha1.PublishVIP,
+		VIP: &v1alpha1.VIPSettings{Pool: []string{"192.0.2.0/28"}, Count: 2, Image: "example/vip:1"}}})[0]
+	in := &VIPInput{
+		Instances: []vip.Instance{{VIP: netip.MustParseAddr("192.0.2.1"), RouterID: 3}, {VIP: netip.MustParseAddr("192.0.2.2"), RouterID: 4}},
+		Nodes:     []vip.Node{{Name: "n2", Address: netip.MustParseAddr("10.0.0.2")}, {Name: "n1", Address: netip.MustParseAddr("10.0.0.1")}},
+	}
+	objs, err := Traefik{}.Render(RenderInput{Domain: "edge.c1.example.test", Shard: s, DNSTTL: 60, VIP: in})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := map[string]map[string]bool{}
+	byKind := map[string][]int{}
+	for i, o := range objs {
+		if m[o.GetKind()] == nil {
+			m[o.GetKind()] = map[string]bool{}
+		}
+		m[o.GetKind()][o.GetName()] = true
+		byKind[o.GetKind()] = append(byKind[o.GetKind()], i)
+	}
+	if m["Service"] != nil {
+		t.Error("a VIP shard needs no Service")
+	}
+	d := as[appsv1.Deployment](t, objs[byKind["Deployment"][0]])
+	pod := d.Spec.Template.Spec
+	if !pod.HostNetwork || len(pod.Containers) != 2 || !slices.Contains(pod.Containers[0].Args, "--entryPoints.web.address=:80") {
+		t.Fatalf("VIP routers must bind the node's ports with keepalived beside them: %+v", pod)
+	}
+	k := pod.Containers[1]
+	sc := k.SecurityContext
+	if k.Image != "example/vip:1" || *sc.AllowPrivilegeEscalation || !*sc.ReadOnlyRootFilesystem ||
+		!slices.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) || !slices.Equal(sc.Capabilities.Add, []corev1.Capability{"NET_ADMIN", "NET_RAW"}) {
+		t.Errorf("keepalived container: %+v %+v", k, sc)
+	}
+	for _, want := range []string{"--shard=edge", "--node-name=$(NODE_NAME)", "--node-ip=$(NODE_IP)", "--router-url=http://127.0.0.1:9000/ping"} {
+		if !slices.Contains(k.Args, want) {
+			t.Errorf("keepalived args lack %s: %v", want, k.Args)
+		}
+	}
+	var cm *corev1.ConfigMap
+	for _, i := range byKind["ConfigMap"] {
+		if objs[i].GetName() == VIPConfigName("edge") {
+			cm = as[corev1.ConfigMap](t, objs[i])
+		}
+	}
+	if cm == nil {
+		t.Fatal("no keepalived ConfigMap")
+	}
+	conf := cm.Data["keepalived.conf"]
+	for _, want := range []string{"virtual_router_id 3", "192.0.2.1/32", "192.0.2.2/32", "@n1  unicast_src_ip 10.0.0.1", "@n2  priority 200", "advert_int 0.2"} {
+		if !strings.Contains(conf, want) {
+			t.Errorf("keepalived.conf lacks %q:\n%s", want, conf)
+		}
+	}
+	if cm.Data["vips"] != "192.0.2.1 3\n192.0.2.2 4\n" {
+		t.Errorf("vips: %q", cm.Data["vips"])
+	}
+	rb := as[rbacv1.RoleBinding](t, objs[byKind["RoleBinding"][0]])
+	if rb.Namespace != names.Namespace || rb.RoleRef.Name != vipClusterRole || rb.Subjects[0].Name != "router-edge" {
+		t.Errorf("lease binding: %+v", rb)
+	}
+
+	// Before VIPs are allocated or a router runs, the agent is told to wait.
+	objs, err = Traefik{}.Render(RenderInput{Domain: "edge.c1.example.test", Shard: s, DNSTTL: 60})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range objs {
+		if o.GetKind() == "ConfigMap" && o.GetName() == VIPConfigName("edge") {
+			if c := as[corev1.ConfigMap](t, o); strings.Contains(c.Data["keepalived.conf"], "vrrp_instance") {
+				t.Errorf("configuration without VIPs: %s", c.Data["keepalived.conf"])
+			}
+		}
+	}
+}
