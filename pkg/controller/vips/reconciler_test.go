@@ -1,0 +1,138 @@
+package vips
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/shardgate/shardgate/api/v1alpha1"
+	"github.com/shardgate/shardgate/pkg/clusteraccess"
+	"github.com/shardgate/shardgate/pkg/controller/controllertest"
+	"github.com/shardgate/shardgate/pkg/names"
+	"github.com/shardgate/shardgate/test/framework"
+)
+
+func TestMain(m *testing.M) { framework.Main(m) }
+
+func vipCI(t *testing.T, c client.Client, ns, name string, count int32) types.NamespacedName {
+	t.Helper()
+	ci := &v1alpha1.ClusterIngress{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: v1alpha1.ClusterIngressSpec{
+		ClusterRef: v1alpha1.ClusterReference{Kind: v1alpha1.SourceKindSecret, Name: name}, Profile: "p", ClusterID: name,
+		DNS: v1alpha1.ResolveDNS(v1alpha1.DNSSettings{Zone: "z.test"}, ""),
+		// The test's own L2 domain: other tests' clusters in the shared seed are not its business.
+		VIP: v1alpha1.ClusterVIPSettings{L2Domain: ns},
+		Shards: v1alpha1.ResolveShards([]v1alpha1.ShardSpec{{Name: "edge", Publishing: v1alpha1.PublishVIP,
+			VIP: &v1alpha1.VIPSettings{Pool: []string{"10.9.0.0/29"}, Count: count}}})}}
+	if err := c.Create(context.Background(), ci); err != nil {
+		t.Fatal(err)
+	}
+	return client.ObjectKeyFromObject(ci)
+}
+
+func vipsOf(t *testing.T, c client.Client, key types.NamespacedName) (string, *metav1.Condition) {
+	t.Helper()
+	ci := &v1alpha1.ClusterIngress{}
+	if err := c.Get(context.Background(), key, ci); err != nil {
+		t.Fatal(err)
+	}
+	var parts []string
+	for _, s := range ci.Status.VIPs {
+		for _, a := range s.Addresses {
+			parts = append(parts, fmt.Sprintf("%s#%d@%s", a.Address, a.RouterID, a.Holder))
+		}
+	}
+	return strings.Join(parts, " "), meta.FindStatusCondition(ci.Status.Conditions, v1alpha1.ConditionVIPsAvailable)
+}
+
+func lease(shard, addr, holder string, renewed time.Time) *coordinationv1.Lease {
+	return &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: names.Namespace, Name: names.VIPLeaseName(shard, addr)},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To(holder), LeaseDurationSeconds: ptr.To[int32](6), RenewTime: &metav1.MicroTime{Time: renewed}}}
+}
+
+func TestVIPsAllocatedObservedAndReleased(t *testing.T) {
+	seed := controllertest.Seed(t)
+	ns := controllertest.Namespace(t, seed.Client)
+	access := clusteraccess.NewFake()
+	now := time.Now()
+	clock := clocktesting.NewFakePassiveClock(now)
+	r := &Reconciler{Client: seed.Client, Access: access, Clock: clock}
+	a := vipCI(t, seed.Client, ns, "a", 2)
+	time.Sleep(1100 * time.Millisecond) // creation timestamps have one-second resolution: a is older
+	b := vipCI(t, seed.Client, ns, "b", 1)
+	ua := controllertest.UserCluster(access, a)
+	ub := controllertest.UserCluster(access, b)
+
+	// The newer cluster reconciled first still leaves the older one the lowest addresses.
+	controllertest.Reconcile(t, r, b, 1)
+	controllertest.Reconcile(t, r, a, 1)
+	if got, c := vipsOf(t, seed.Client, a); got != "10.9.0.1#1@ 10.9.0.2#2@" || c.Reason != v1alpha1.ReasonVIPsNotHeld {
+		t.Fatalf("a: %s %+v", got, c)
+	}
+	if got, _ := vipsOf(t, seed.Client, b); got != "10.9.0.3#3@" {
+		t.Fatalf("b: %s", got)
+	}
+
+	// Holders come from fresh Leases; a stale one is no holder.
+	must(t, ua.Client.Create(context.Background(), lease("edge", "10.9.0.1", "n1", now)))
+	must(t, ua.Client.Create(context.Background(), lease("edge", "10.9.0.2", "n2", now.Add(-time.Minute))))
+	res := controllertest.Reconcile(t, r, a, 1)
+	if got, c := vipsOf(t, seed.Client, a); got != "10.9.0.1#1@n1 10.9.0.2#2@" || c.Status != metav1.ConditionFalse {
+		t.Fatalf("a with one fresh Lease: %s %+v", got, c)
+	}
+	if res.RequeueAfter <= 0 || res.RequeueAfter > 6*time.Second {
+		t.Errorf("a fresh holder is looked at again when its Lease would expire: %s", res.RequeueAfter)
+	}
+	l := &coordinationv1.Lease{}
+	must(t, ua.Client.Get(context.Background(), client.ObjectKey{Namespace: names.Namespace, Name: names.VIPLeaseName("edge", "10.9.0.2")}, l))
+	l.Spec.RenewTime = &metav1.MicroTime{Time: now}
+	must(t, ua.Client.Update(context.Background(), l))
+	controllertest.Reconcile(t, r, a, 1)
+	if got, c := vipsOf(t, seed.Client, a); got != "10.9.0.1#1@n1 10.9.0.2#2@n2" || c.Status != metav1.ConditionTrue || c.Message != "10.9.0.1 on n1, 10.9.0.2 on n2" {
+		t.Fatalf("a held: %s %+v", got, c)
+	}
+	clock.SetTime(now.Add(10 * time.Second))
+	controllertest.Reconcile(t, r, a, 1)
+	if got, _ := vipsOf(t, seed.Client, a); got != "10.9.0.1#1@ 10.9.0.2#2@" {
+		t.Fatalf("holders after the Leases expired: %s", got)
+	}
+
+	// A node of the domain that turns out to have b's VIP: b gives it up, is told, and moves.
+	must(t, ub.Client.Create(context.Background(), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n9"},
+		Status: corev1.NodeStatus{Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "10.9.0.3"}}}}))
+	controllertest.Reconcile(t, r, b, 1)
+	got, c := vipsOf(t, seed.Client, b)
+	if got != "10.9.0.4#3@" || c.Reason != v1alpha1.ReasonAddressInUse || !strings.Contains(c.Message, "10.9.0.3") || !strings.Contains(c.Message, "node n9") {
+		t.Fatalf("b after its VIP showed up on a node: %s %+v", got, c)
+	}
+	if got, _ := vipsOf(t, seed.Client, a); got != "10.9.0.1#1@ 10.9.0.2#2@" {
+		t.Fatalf("a disturbed: %s", got)
+	}
+
+	// The VIP shard removed: its VIPs are released and the condition goes.
+	ci := &v1alpha1.ClusterIngress{}
+	must(t, seed.Client.Get(context.Background(), a, ci))
+	ci.Spec.Shards = v1alpha1.ResolveShards([]v1alpha1.ShardSpec{{Name: "edge"}})
+	must(t, seed.Client.Update(context.Background(), ci))
+	controllertest.Reconcile(t, r, a, 1)
+	if got, c := vipsOf(t, seed.Client, a); got != "" || c != nil {
+		t.Fatalf("a without VIP shards: %q %+v", got, c)
+	}
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
