@@ -102,6 +102,8 @@ VERSION ?= $(shell git describe --tags --always 2>/dev/null || echo dev)
 release:
 	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 $(GO) build -trimpath -ldflags "-s -w" -o dist/seed-controller-linux-amd64 ./cmd/seed-controller
 	CGO_ENABLED=0 GOOS=linux GOARCH=arm64 $(GO) build -trimpath -ldflags "-s -w" -o dist/seed-controller-linux-arm64 ./cmd/seed-controller
+	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 $(GO) build -trimpath -ldflags "-s -w" -o dist/shardgate-vip-agent-linux-amd64 ./cmd/shardgate-vip-agent
+	CGO_ENABLED=0 GOOS=linux GOARCH=arm64 $(GO) build -trimpath -ldflags "-s -w" -o dist/shardgate-vip-agent-linux-arm64 ./cmd/shardgate-vip-agent
 	@echo "built dist/ for $(VERSION)"
 
 clean:

@@ -37,7 +37,8 @@ func VIPSpec(ctx context.Context, t *testing.T, inputGetter func() VIPSpecInput)
 	edge := realRouter(v1alpha1.ShardSpec{Name: "edge", Replicas: ptr.To[int32](2), Publishing: v1alpha1.PublishVIP,
 		VIP: &v1alpha1.VIPSettings{Pool: []string{"10.123.0.100-10.123.0.109"}, Count: 2, Image: framework.KeepalivedImage,
 			AdvertInterval: &metav1.Duration{Duration: 100 * time.Millisecond}}})
-	createProfile(ctx, t, seed, "vip", sel, v1alpha1.DNSSettings{TTL: 5}, realRouter(v1alpha1.ShardSpec{Name: v1alpha1.DefaultShardName}), edge)
+	// The default shard behind a NodePort Service: two host-network shards cannot share two nodes' ports.
+	createProfile(ctx, t, seed, "vip", sel, v1alpha1.DNSSettings{TTL: 5}, realRouter(v1alpha1.ShardSpec{Name: v1alpha1.DefaultShardName, Publishing: v1alpha1.PublishNodePort}), edge)
 	must(t, framework.DeployBackend(ctx, u, "default", "web", 1))
 	host := "app.edge.v1." + zone
 	must(t, u.Client.Create(ctx, shardIngress("web", host)))
@@ -60,16 +61,35 @@ func VIPSpec(ctx context.Context, t *testing.T, inputGetter func() VIPSpecInput)
 		return out
 	}
 	var vips []string
+	// waitHeld waits until every VIP is observed held (the first time: allocation, the routers'
+	// pods, and the kubelet bringing keepalived its rendered configuration, about a minute).
+	waitHeld := func(t *testing.T, within time.Duration) {
+		t.Helper()
+		eventually(ctx, t, within, func() (bool, string) {
+			c := condition(ctx, t, seed, k, v1alpha1.ConditionVIPsAvailable)
+			if c == nil {
+				return false, "no VIPsAvailable"
+			}
+			return c.Status == metav1.ConditionTrue, fmt.Sprintf("VIPsAvailable %s/%s: %s", c.Status, c.Reason, c.Message)
+		})
+	}
 	if !t.Run("two VIPs allocated, mastered on different nodes, answered by DNS and HTTP", func(t *testing.T) {
-		waitCondition(ctx, t, seed, k, v1alpha1.ConditionVIPsAvailable, metav1.ConditionTrue, v1alpha1.ReasonVIPsHeld)
-		h := holders()
-		for a := range h {
-			vips = append(vips, a)
-		}
-		slices.Sort(vips)
-		if len(vips) != 2 || h[vips[0]] == h[vips[1]] {
-			t.Fatalf("VIPs and holders %v: want two VIPs on different nodes", h)
-		}
+		start := time.Now()
+		waitHeld(t, 4*time.Minute)
+		t.Logf("registered → every VIP held in %s", time.Since(start).Round(100*time.Millisecond))
+		// The first router's node holds both until the second is among the peers (the kubelet
+		// brings each the re-rendered configuration); then the second VIP's home takes it.
+		var h map[string]string
+		eventually(ctx, t, 3*time.Minute, func() (bool, string) {
+			h = holders()
+			vips = vips[:0]
+			for a := range h {
+				vips = append(vips, a)
+			}
+			slices.Sort(vips)
+			return len(vips) == 2 && h[vips[0]] != "" && h[vips[1]] != "" && h[vips[0]] != h[vips[1]], fmt.Sprintf("VIPs and holders %v: want two VIPs on different nodes", h)
+		})
+		t.Logf("registered → VIPs mastered on different nodes in %s", time.Since(start).Round(100*time.Millisecond))
 		t.Logf("VIPs: %s on %s, %s on %s", vips[0], h[vips[0]], vips[1], h[vips[1]])
 		waitAnswer(ctx, t, in.DNS, host, framework.AnswerIs(vips...))
 		waitAnswer(ctx, t, in.DNS, "edge.v1."+zone, framework.AnswerIs(vips...))
@@ -91,6 +111,18 @@ func VIPSpec(ctx context.Context, t *testing.T, inputGetter func() VIPSpecInput)
 		}
 	}) {
 		return
+	}
+	// answered waits until v answers 200 again, probing every 20 ms with a 300 ms timeout (a hung
+	// router must count as no answer quickly).
+	answered := func(t *testing.T, v string, start time.Time) {
+		t.Helper()
+		for time.Since(start) < 20*time.Second {
+			if body, err := in.Fabric.GetQuick(ctx, v+":80", host, 300*time.Millisecond); err == nil && strings.Contains(body, "hello from web") {
+				return
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		t.Fatalf("%s does not answer 20 s after its holder failed", v)
 	}
 	nodeByName := func(name string) *framework.RealNode {
 		for _, n := range in.Nodes {
@@ -120,10 +152,7 @@ func VIPSpec(ctx context.Context, t *testing.T, inputGetter func() VIPSpecInput)
 		if stopped != 1 {
 			t.Fatalf("%d router processes on %s", stopped, from.Name)
 		}
-		eventually(ctx, t, 20*time.Second, func() (bool, string) {
-			code, body := fabricGet(ctx, in.Fabric, v, host)
-			return code == 200, fmt.Sprintf("http://%s: %d %q", v, code, body)
-		})
+		answered(t, v, start)
 		t.Logf("router hung on %s: %s answered again after %s", from.Name, v, time.Since(start).Round(10*time.Millisecond))
 		eventually(ctx, t, 20*time.Second, func() (bool, string) {
 			h := holders()[v]
@@ -132,17 +161,14 @@ func VIPSpec(ctx context.Context, t *testing.T, inputGetter func() VIPSpecInput)
 	})
 
 	t.Run("a node whose link goes down loses its VIP to the other node", func(t *testing.T) {
-		// Wait for the hung router's return (it was resumed) and VIPs to settle.
-		waitCondition(ctx, t, seed, k, v1alpha1.ConditionVIPsAvailable, metav1.ConditionTrue, v1alpha1.ReasonVIPsHeld)
+		// The hung router was resumed: its node takes its VIP back (it is the VIP's home).
+		waitHeld(t, time.Minute)
 		v := vips[1]
 		from := nodeByName(holders()[v])
 		start := time.Now()
 		must(t, from.SetLink(false))
 		defer func() { _ = from.SetLink(true) }()
-		eventually(ctx, t, 20*time.Second, func() (bool, string) {
-			code, body := fabricGet(ctx, in.Fabric, v, host)
-			return code == 200, fmt.Sprintf("http://%s: %d %q", v, code, body)
-		})
+		answered(t, v, start)
 		t.Logf("link down on %s: %s answered again after %s", from.Name, v, time.Since(start).Round(10*time.Millisecond))
 		must(t, from.SetLink(true))
 	})

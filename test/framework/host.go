@@ -72,9 +72,10 @@ func (h *Host) Addresses() ([]string, error) {
 	return out, err
 }
 
-// GetQuick sends GET http://addr/ from the client namespace with a short timeout and returns the
-// body: the probe of a looping client during failover.
-func (f *Fabric) GetQuick(ctx context.Context, addr string, timeout time.Duration) (string, error) {
+// GetQuick sends GET http://addr/ (with Host host, or addr when empty) from the client namespace
+// with a short timeout and returns the body of a 200: the probe of a looping client during
+// failover, where a hung server must count as a failure within the timeout.
+func (f *Fabric) GetQuick(ctx context.Context, addr, host string, timeout time.Duration) (string, error) {
 	client := &http.Client{Timeout: timeout, Transport: &http.Transport{
 		DisableKeepAlives: true,
 		DialContext: func(ctx context.Context, network, a string) (net.Conn, error) {
@@ -84,6 +85,9 @@ func (f *Fabric) GetQuick(ctx context.Context, addr string, timeout time.Duratio
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/", nil)
 	if err != nil {
 		return "", err
+	}
+	if host != "" {
+		req.Host = host
 	}
 	resp, err := client.Do(req)
 	if err != nil {

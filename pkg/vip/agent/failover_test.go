@@ -30,11 +30,13 @@ type lan struct {
 	bins    map[string]string
 	dir     string
 	vips    []vip.Instance
+	// multicast VRRP instead of unicast peers.
+	multicast bool
 }
 
 const keepalivedBin = "/usr/sbin/keepalived"
 
-func startLAN(t testing.TB, names []string, vips []vip.Instance) *lan {
+func startLAN(t testing.TB, names []string, vips []vip.Instance, multicast bool) *lan {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("needs root (network namespaces)")
@@ -43,7 +45,7 @@ func startLAN(t testing.TB, names []string, vips []vip.Instance) *lan {
 		t.Skipf("keepalived not installed (hack/install-deps.sh installs it): %v", err)
 	}
 	l := &lan{t: t, fabric: framework.StartFabric(t), routers: map[string]*framework.Process{}, agents: map[string]*framework.Process{},
-		dir: t.TempDir(), vips: vips, bins: map[string]string{}}
+		dir: t.TempDir(), vips: vips, bins: map[string]string{}, multicast: multicast}
 	root, err := framework.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
@@ -88,7 +90,7 @@ func (l *lan) render(hosts []*framework.Host) {
 	for _, h := range hosts {
 		nodes = append(nodes, vip.Node{Name: h.Name, Address: netip.MustParseAddr(h.IP)})
 	}
-	cfg, err := vip.KeepalivedConfig(vip.KeepalivedInput{Shard: "edge", Instances: l.vips, Nodes: nodes,
+	cfg, err := vip.KeepalivedConfig(vip.KeepalivedInput{Shard: "edge", Instances: l.vips, Nodes: nodes, Multicast: l.multicast,
 		AdvertInterval: 100 * time.Millisecond, HealthFile: "/run/keepalived/router-health"})
 	if err != nil {
 		l.t.Fatal(err)
@@ -136,7 +138,7 @@ func (l *lan) startAgent(h *framework.Host) {
 
 // holder is the host whose router answers on addr (the VIP), or "".
 func (l *lan) holder(ctx context.Context, addr string) string {
-	body, err := l.fabric.GetQuick(ctx, addr+":80", 300*time.Millisecond)
+	body, err := l.fabric.GetQuick(ctx, addr+":80", "", 300*time.Millisecond)
 	if err != nil {
 		return ""
 	}
@@ -190,7 +192,7 @@ func TestKeepalivedFailover(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	vips := []vip.Instance{{VIP: netip.MustParseAddr("10.123.0.100"), RouterID: 51}, {VIP: netip.MustParseAddr("10.123.0.101"), RouterID: 52}}
-	l := startLAN(t, []string{"n1", "n2"}, vips)
+	l := startLAN(t, []string{"n1", "n2"}, vips, false)
 	v0, v1 := vips[0].VIP.String(), vips[1].VIP.String()
 
 	h0 := l.waitHolder(ctx, v0, is("n1"), 30*time.Second)
@@ -266,7 +268,7 @@ func BenchmarkKeepalivedFailover(b *testing.B) {
 	defer cancel()
 	for range b.N {
 		vips := []vip.Instance{{VIP: netip.MustParseAddr("10.123.0.100"), RouterID: 51}}
-		l := startLAN(b, []string{"n1", "n2"}, vips)
+		l := startLAN(b, []string{"n1", "n2"}, vips, false)
 		v := vips[0].VIP.String()
 		l.waitHolder(ctx, v, is("n1"), 30*time.Second)
 		for _, mode := range []string{"router stopped", "link down"} {
@@ -302,4 +304,25 @@ func BenchmarkKeepalivedFailover(b *testing.B) {
 				mode, p50.Round(time.Millisecond), p99.Round(time.Millisecond), rounds, failed, sent)
 		}
 	}
+}
+
+// TestKeepalivedMulticast: with vrrp Multicast the same configuration (no peers) elects one
+// holder on the segment and fails over when its router stops answering.
+func TestKeepalivedMulticast(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts keepalived in network namespaces")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	vips := []vip.Instance{{VIP: netip.MustParseAddr("10.123.0.110"), RouterID: 61}}
+	l := startLAN(t, []string{"m1", "m2"}, vips, true)
+	v := vips[0].VIP.String()
+	l.waitHolder(ctx, v, is("m1"), 30*time.Second)
+	if cfg, _ := os.ReadFile(l.config); strings.Contains(string(cfg), "unicast_peer") {
+		t.Fatal("multicast configuration lists unicast peers")
+	}
+	start := time.Now()
+	l.stopRouter(l.hosts[0])
+	l.waitHolder(ctx, v, is("m2"), 10*time.Second)
+	t.Logf("multicast: %s moved to m2 %s after its router on m1 stopped", v, time.Since(start).Round(time.Millisecond))
 }
