@@ -19,6 +19,10 @@ type Node struct {
 type Instance struct {
 	VIP      netip.Addr
 	RouterID int
+	// Holder is the node observed holding the VIP now ("" when none): it stays the VIP's home
+	// while that keeps the VIPs spread, so re-rendering for a changed set of nodes moves nothing
+	// that need not move.
+	Holder string
 }
 
 // KeepalivedInput is everything one shard's keepalived configuration is made of.
@@ -46,10 +50,10 @@ const InterfaceVariable = "$SHARDGATE_INTERFACE"
 
 // KeepalivedConfig renders one configuration for every node of the shard. Lines only one node
 // applies start with "@<node>" (keepalived --config-id <node>): its source address and, per VIP,
-// its priority. Priorities spread masters: VIP i is homed on node (i mod n) of the nodes sorted
-// by name, the others follow in that order, so two VIPs on two nodes are mastered on different
-// nodes and each has a defined successor. The check lowers a failing node below every healthy
-// one (through the health file); VRRP version 3 allows sub-second adverts.
+// its priority. Each VIP has a home node (Homes: spread, sticky to the current holder) with
+// priority 200; the other nodes follow at 199, 198, ... in name order, which decides who takes
+// over. The check lowers a failing node below every healthy one (through the health file); VRRP
+// version 3 allows sub-second adverts.
 func KeepalivedConfig(in KeepalivedInput) (string, error) {
 	if len(in.Instances) == 0 {
 		return "", fmt.Errorf("no VIPs")
@@ -87,6 +91,11 @@ func KeepalivedConfig(in KeepalivedInput) (string, error) {
 	w("  weight -%d", checkWeight)
 	w("  init_file 1 overwrite")
 	w("}")
+	nodeNames := make([]string, len(nodes))
+	for i, n := range nodes {
+		nodeNames[i] = n.Name
+	}
+	homes := Homes(in.Instances, nodeNames)
 	for i, inst := range in.Instances {
 		if !inst.VIP.IsValid() || inst.RouterID < 1 || inst.RouterID > MaxRouterID {
 			return "", fmt.Errorf("VIP %d: invalid address or router ID", i)
@@ -101,8 +110,13 @@ func KeepalivedConfig(in KeepalivedInput) (string, error) {
 		w("  virtual_router_id %d", inst.RouterID)
 		w("  advert_int %s", seconds(advert))
 		w("  priority 100")
-		for rank, n := range nodes {
-			w("@%s  priority %d", n.Name, priority(rank, i, len(nodes)))
+		next := 199
+		for _, n := range nodes {
+			p := 200
+			if n.Name != homes[i] {
+				p, next = next, next-1
+			}
+			w("@%s  priority %d", n.Name, p)
 		}
 		if !in.Multicast {
 			for _, n := range nodes {
@@ -129,10 +143,37 @@ func KeepalivedConfig(in KeepalivedInput) (string, error) {
 // the spread of healthy priorities, so any healthy node outbids it.
 const checkWeight = 100
 
-// priority of the node at rank for VIP i among n nodes: 200 for the VIP's home node, then 199,
-// 198, ... in rank order after it (all above 100 + the spread, so a failing check always loses).
-func priority(rank, i, n int) int {
-	return 200 - ((rank-i)%n+n)%n
+// Homes picks each VIP's home among nodes (sorted names): its current holder while that node
+// has fewer than its share (⌈VIPs/nodes⌉) of homes, else the node with the fewest homes (then
+// by name). So VIPs start spread, a node joining or leaving moves only the VIPs it must, and
+// after a failover the VIPs spread again once the failed node is back.
+func Homes(instances []Instance, nodes []string) []string {
+	homes := make([]string, len(instances))
+	if len(nodes) == 0 {
+		return homes
+	}
+	share := (len(instances) + len(nodes) - 1) / len(nodes)
+	count := map[string]int{}
+	for i, inst := range instances {
+		if slices.Contains(nodes, inst.Holder) && count[inst.Holder] < share {
+			homes[i] = inst.Holder
+			count[inst.Holder]++
+		}
+	}
+	for i := range instances {
+		if homes[i] != "" {
+			continue
+		}
+		best := nodes[0]
+		for _, n := range nodes[1:] {
+			if count[n] < count[best] {
+				best = n
+			}
+		}
+		homes[i] = best
+		count[best]++
+	}
+	return homes
 }
 
 func seconds(d time.Duration) string {

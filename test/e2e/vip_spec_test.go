@@ -8,14 +8,18 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
+	"github.com/shardgate/shardgate/pkg/names"
+	"github.com/shardgate/shardgate/pkg/render"
 	"github.com/shardgate/shardgate/test/framework"
 )
 
-// VIPSpecInput: a seed with BIND and external-dns, one user cluster with two real nodes on one
+// VIPSpecInput: a seed with BIND and external-dns, one user cluster with three real nodes on one
 // L2 segment (the fabric), and the controller.
 type VIPSpecInput struct {
 	Seed   *framework.ControlPlane
@@ -172,15 +176,95 @@ func VIPSpec(ctx context.Context, t *testing.T, inputGetter func() VIPSpecInput)
 		t.Logf("link down on %s: %s answered again after %s", from.Name, v, time.Since(start).Round(10*time.Millisecond))
 		must(t, from.SetLink(true))
 	})
+	t.Run("a router moving to another node changes the peers without moving the other VIP", func(t *testing.T) {
+		// Settled after the failovers: both VIPs back home on different nodes, steady for 2 s.
+		var h map[string]string
+		var since time.Time
+		eventually(ctx, t, 2*time.Minute, func() (bool, string) {
+			now := holders()
+			spread := now[vips[0]] != "" && now[vips[1]] != "" && now[vips[0]] != now[vips[1]]
+			if !spread || fmt.Sprint(now) != fmt.Sprint(h) {
+				h, since = now, time.Now()
+				return false, fmt.Sprintf("holders %v", now)
+			}
+			return time.Since(since) > 2*time.Second, fmt.Sprintf("holders %v", now)
+		})
+		stay, moving := vips[0], vips[1]
+		keeper, leaver := h[stay], h[moving]
+		pods := &corev1.PodList{}
+		must(t, u.Client.List(ctx, pods, client.InNamespace(names.Namespace), client.MatchingLabels(names.RouterSelector("edge"))))
+		var victim *corev1.Pod
+		for i := range pods.Items {
+			if pods.Items[i].Spec.NodeName == leaver {
+				victim = &pods.Items[i]
+			}
+		}
+		if victim == nil {
+			t.Fatalf("no edge router on %s", leaver)
+		}
+		stop := loopHTTP(ctx, in.Fabric, stay, host)
+		// Cordon the leaver and delete its router: the Deployment brings one up on the third node.
+		node := &corev1.Node{}
+		must(t, u.Client.Get(ctx, client.ObjectKey{Name: leaver}, node))
+		node.Spec.Unschedulable = true
+		must(t, u.Client.Update(ctx, node))
+		defer func() {
+			n := &corev1.Node{}
+			if u.Client.Get(ctx, client.ObjectKey{Name: leaver}, n) == nil {
+				n.Spec.Unschedulable = false
+				_ = u.Client.Update(ctx, n)
+			}
+		}()
+		must(t, u.Client.Delete(ctx, victim, client.GracePeriodSeconds(1)))
+		var newNode string
+		eventually(ctx, t, 3*time.Minute, func() (bool, string) {
+			h := holders()
+			for _, n := range in.Nodes {
+				if n.Name != keeper && n.Name != leaver && h[moving] == n.Name {
+					newNode = n.Name
+				}
+			}
+			return newNode != "" && h[stay] == keeper, fmt.Sprintf("holders %v: want %s on %s and %s on the third node", h, stay, keeper, moving)
+		})
+		n, failed := stop()
+		t.Logf("router moved %s → %s; %s stayed on %s: %d requests, %d failed", leaver, newNode, stay, keeper, n, failed)
+		if failed > 0 || n < 20 {
+			t.Errorf("the VIP that stayed failed %d of %d requests while the peers changed", failed, n)
+		}
+		cm := &corev1.ConfigMap{}
+		must(t, u.Client.Get(ctx, client.ObjectKey{Namespace: names.Namespace, Name: render.VIPConfigName("edge")}, cm))
+		if conf := cm.Data["keepalived.conf"]; !strings.Contains(conf, "@"+newNode+" ") || strings.Contains(conf, "@"+leaver+" ") {
+			t.Errorf("peers not re-rendered (want %s, not %s):\n%s", newNode, leaver, conf)
+		}
+	})
 }
 
 func TestVIP(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	env := framework.StartEnvironment(t, framework.EnvironmentOptions{UserClusters: 1, DNS: true,
-		RealNodes: [][]framework.RealNodeSpec{{{Name: "n1"}, {Name: "n2"}}}})
+		RealNodes: [][]framework.RealNodeSpec{{{Name: "n1"}, {Name: "n2"}, {Name: "n3"}}}})
 	framework.StartController(t, env.Seed, "--dns-zone="+env.DNS.Zone)
 	VIPSpec(ctx, t, func() VIPSpecInput {
 		return VIPSpecInput{Seed: env.Seed, User: env.Users[0], DNS: env.DNS, Fabric: env.Fabrics[0], Nodes: env.Nodes[0]}
 	})
+}
+
+// loopHTTP sends GET http://addr/ with Host host from the client namespace every 50 ms (300 ms
+// timeout) until stop, which reports how many were sent and how many failed.
+func loopHTTP(ctx context.Context, f *framework.Fabric, addr, host string) func() (int, int) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan [2]int)
+	go func() {
+		var n, failed int
+		for ctx.Err() == nil {
+			n++
+			if body, err := f.GetQuick(ctx, addr+":80", host, 300*time.Millisecond); (err != nil || !strings.Contains(body, "hello from web")) && ctx.Err() == nil {
+				failed++
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		done <- [2]int{n, failed}
+	}()
+	return func() (int, int) { cancel(); r := <-done; return r[0], r[1] }
 }
