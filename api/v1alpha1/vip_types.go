@@ -74,6 +74,10 @@ type VIPAddress struct {
 	Address string `json:"address"`
 	// routerID is its VRRP virtual router ID (1-255, unique in the L2 domain).
 	RouterID int32 `json:"routerID"`
+	// home is the node whose keepalived bids highest for the VIP: sticky while that node runs a
+	// router of the shard, chosen to spread the VIPs. After a failover the VIP returns there.
+	// +optional
+	Home string `json:"home,omitempty"`
 	// holder is the node observed holding the VIP (its keepalived reports it through a Lease
 	// in shardgate-system); empty while none is observed.
 	// +optional

@@ -137,7 +137,7 @@ func VIPInputFor(vips []v1alpha1.VIPAddress, nodes map[string]string) *VIPInput 
 	in := &VIPInput{}
 	for _, a := range vips {
 		if addr, err := netip.ParseAddr(a.Address); err == nil {
-			in.Instances = append(in.Instances, vip.Instance{VIP: addr, RouterID: int(a.RouterID), Holder: a.Holder})
+			in.Instances = append(in.Instances, vip.Instance{VIP: addr, RouterID: int(a.RouterID), Home: a.Home})
 		}
 	}
 	for n, ip := range nodes {

@@ -19,10 +19,9 @@ type Node struct {
 type Instance struct {
 	VIP      netip.Addr
 	RouterID int
-	// Holder is the node observed holding the VIP now ("" when none): it stays the VIP's home
-	// while that keeps the VIPs spread, so re-rendering for a changed set of nodes moves nothing
-	// that need not move.
-	Holder string
+	// Home is the node recorded as the VIP's home (status): kept while it is among the nodes and
+	// the VIPs stay spread, so a changed set of nodes moves nothing that need not move.
+	Home string
 }
 
 // KeepalivedInput is everything one shard's keepalived configuration is made of.
@@ -50,7 +49,7 @@ const InterfaceVariable = "$SHARDGATE_INTERFACE"
 
 // KeepalivedConfig renders one configuration for every node of the shard. Lines only one node
 // applies start with "@<node>" (keepalived --config-id <node>): its source address and, per VIP,
-// its priority. Each VIP has a home node (Homes: spread, sticky to the current holder) with
+// its priority. Each VIP has a home node (Homes: spread, sticky to the recorded home) with
 // priority 200; the other nodes follow at 199, 198, ... in name order, which decides who takes
 // over. The check lowers a failing node below every healthy one (through the health file); VRRP
 // version 3 allows sub-second adverts.
@@ -143,10 +142,9 @@ func KeepalivedConfig(in KeepalivedInput) (string, error) {
 // the spread of healthy priorities, so any healthy node outbids it.
 const checkWeight = 100
 
-// Homes picks each VIP's home among nodes (sorted names): its current holder while that node
+// Homes picks each VIP's home among nodes (sorted names): its recorded home while that node
 // has fewer than its share (⌈VIPs/nodes⌉) of homes, else the node with the fewest homes (then
-// by name). So VIPs start spread, a node joining or leaving moves only the VIPs it must, and
-// after a failover the VIPs spread again once the failed node is back.
+// by name). So VIPs start spread, and a node joining or leaving moves only the VIPs it must.
 func Homes(instances []Instance, nodes []string) []string {
 	homes := make([]string, len(instances))
 	if len(nodes) == 0 {
@@ -155,9 +153,9 @@ func Homes(instances []Instance, nodes []string) []string {
 	share := (len(instances) + len(nodes) - 1) / len(nodes)
 	count := map[string]int{}
 	for i, inst := range instances {
-		if slices.Contains(nodes, inst.Holder) && count[inst.Holder] < share {
-			homes[i] = inst.Holder
-			count[inst.Holder]++
+		if slices.Contains(nodes, inst.Home) && count[inst.Home] < share {
+			homes[i] = inst.Home
+			count[inst.Home]++
 		}
 	}
 	for i := range instances {

@@ -197,7 +197,7 @@ func TestHomes(t *testing.T) {
 	inst := func(holders ...string) []Instance {
 		out := make([]Instance, len(holders))
 		for i, h := range holders {
-			out[i] = Instance{Holder: h}
+			out[i] = Instance{Home: h}
 		}
 		return out
 	}
@@ -208,10 +208,10 @@ func TestHomes(t *testing.T) {
 		want    []string
 	}{
 		{"new VIPs spread by name", []string{"", ""}, []string{"n1", "n2"}, []string{"n1", "n2"}},
-		{"holders stay home", []string{"n2", "n1"}, []string{"n1", "n2"}, []string{"n2", "n1"}},
-		{"one node took both while alone: the second gets one", []string{"n1", "n1"}, []string{"n1", "n2"}, []string{"n1", "n2"}},
+		{"recorded homes stay", []string{"n2", "n1"}, []string{"n1", "n2"}, []string{"n2", "n1"}},
+		{"one node was home of both while alone: the second gets one", []string{"n1", "n1"}, []string{"n1", "n2"}, []string{"n1", "n2"}},
 		{"a node leaves, one joins: the VIP that stayed keeps its home", []string{"n2", "n2"}, []string{"n1", "n2"}, []string{"n2", "n1"}},
-		{"the holder is gone: fewest homes", []string{"n9", "n2"}, []string{"n2", "n3"}, []string{"n3", "n2"}},
+		{"the home is gone: fewest homes", []string{"n9", "n2"}, []string{"n2", "n3"}, []string{"n3", "n2"}},
 		{"three VIPs on two nodes", []string{"", "", ""}, []string{"a", "b"}, []string{"a", "b", "a"}},
 		{"no nodes", []string{"n1"}, nil, []string{""}},
 	} {

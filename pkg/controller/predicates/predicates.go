@@ -59,8 +59,8 @@ func certificateKey(ci *v1alpha1.ClusterIngress) string {
 	return key
 }
 
-// VIPsChanged passes ClusterIngress updates that change a VIP shard's addresses or router IDs
-// (what routers and DNS are rendered from; holders are not).
+// VIPsChanged passes ClusterIngress updates that change a VIP shard's addresses, router IDs or
+// homes (what routers and DNS are rendered from; observed holders are not).
 var VIPsChanged = predicate.Funcs{
 	UpdateFunc: func(e event.UpdateEvent) bool {
 		o, ok1 := e.ObjectOld.(*v1alpha1.ClusterIngress)
@@ -69,13 +69,13 @@ var VIPsChanged = predicate.Funcs{
 	},
 }
 
-// VIPKey is the VIP shards' addresses and router IDs in one string.
+// VIPKey is the VIP shards' addresses, router IDs and homes in one string.
 func VIPKey(ci *v1alpha1.ClusterIngress) string {
 	var b strings.Builder
 	for _, s := range ci.Status.VIPs {
 		b.WriteString(s.Shard + "=")
 		for _, a := range s.Addresses {
-			fmt.Fprintf(&b, "%s#%d,", a.Address, a.RouterID)
+			fmt.Fprintf(&b, "%s#%d@%s,", a.Address, a.RouterID, a.Home)
 		}
 		b.WriteString(";")
 	}

@@ -27,7 +27,8 @@ func Add(mgr ctrl.Manager, access clusteraccess.Access) error {
 	return ctrl.NewControllerManagedBy(mgr).Named("vips").
 		WithOptions(controller.Options{MaxConcurrentReconciles: 1}).
 		For(&v1alpha1.ClusterIngress{}, builder.WithPredicates(predicates.MetadataOrSpecChanged)).
-		// Node addresses (never given as VIPs) and the agents' reports of who holds a VIP.
-		WatchesRawSource(source.Channel(access.Subscribe(clusteraccess.ChangeNodes|clusteraccess.ChangeVIPReports), &handler.EnqueueRequestForObject{})).
+		// Node addresses (never given as VIPs), router pods (homes follow the nodes they run on)
+		// and the agents' reports of who holds a VIP.
+		WatchesRawSource(source.Channel(access.Subscribe(clusteraccess.ChangeNodes|clusteraccess.ChangeManaged|clusteraccess.ChangeVIPReports), &handler.EnqueueRequestForObject{})).
 		Complete(r)
 }

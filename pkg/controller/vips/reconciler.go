@@ -8,6 +8,7 @@ import (
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -68,6 +69,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 	}
 	plan := vip.Plan(requests, r.nodeAddresses(ctx, members))[self]
+	if err := r.setHomes(ctx, ci, before.VIPs, plan.VIPs); err != nil {
+		return ctrl.Result{}, err
+	}
 	recheck := r.fillHolders(ctx, ci, plan.VIPs)
 	ci.Status.VIPs = plan.VIPs
 	c := vip.Available(plan.VIPs, plan.Problems)
@@ -137,6 +141,47 @@ func (r *Reconciler) nodeAddresses(ctx context.Context, members []v1alpha1.Clust
 		}
 	}
 	return out
+}
+
+// setHomes records each VIP's home among the nodes running the shard's routers now (vip.Homes:
+// sticky to the recorded home, spread). While the cluster cannot be observed, homes stay.
+func (r *Reconciler) setHomes(ctx context.Context, ci *v1alpha1.ClusterIngress, before, vips []v1alpha1.ShardVIPs) error {
+	recorded := map[string]string{}
+	for _, s := range before {
+		for _, a := range s.Addresses {
+			recorded[s.Shard+"/"+a.Address] = a.Home
+		}
+	}
+	cluster, ok := r.Access.Get(client.ObjectKeyFromObject(ci))
+	observable := ok && cluster.Observable()
+	for i := range vips {
+		s := &vips[i]
+		instances := make([]vip.Instance, len(s.Addresses))
+		for j, a := range s.Addresses {
+			instances[j] = vip.Instance{Home: recorded[s.Shard+"/"+a.Address]}
+		}
+		if !observable {
+			for j := range s.Addresses {
+				s.Addresses[j].Home = instances[j].Home
+			}
+			continue
+		}
+		pods := &corev1.PodList{}
+		if err := cluster.Reader().List(ctx, pods, client.InNamespace(names.Namespace), client.MatchingLabels(names.RouterSelector(s.Shard))); err != nil {
+			return clusteraccess.DescribeError("read the user cluster's cache", err)
+		}
+		var nodes []string
+		for _, p := range pods.Items {
+			if p.DeletionTimestamp == nil && p.Spec.NodeName != "" && p.Status.HostIP != "" && !slices.Contains(nodes, p.Spec.NodeName) {
+				nodes = append(nodes, p.Spec.NodeName)
+			}
+		}
+		slices.Sort(nodes)
+		for j, h := range vip.Homes(instances, nodes) {
+			s.Addresses[j].Home = h
+		}
+	}
+	return nil
 }
 
 // fillHolders sets each VIP's holder from the agents' Leases (holder while the Lease is fresh)

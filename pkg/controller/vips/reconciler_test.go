@@ -107,6 +107,38 @@ func TestVIPsAllocatedObservedAndReleased(t *testing.T) {
 		t.Fatalf("holders after the Leases expired: %s", got)
 	}
 
+	// Homes spread over the nodes running the shard's routers and stay while their node does.
+	router := func(name, node, ip string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: names.Namespace, Name: name, Labels: names.RouterSelector("edge")},
+			Spec: corev1.PodSpec{NodeName: node}, Status: corev1.PodStatus{HostIP: ip}}
+	}
+	homes := func() string {
+		ci := &v1alpha1.ClusterIngress{}
+		must(t, seed.Client.Get(context.Background(), a, ci))
+		var out []string
+		for _, addr := range ci.Status.VIPs[0].Addresses {
+			out = append(out, addr.Home)
+		}
+		return strings.Join(out, ",")
+	}
+	must(t, ua.Client.Create(context.Background(), router("r1", "n1", "10.0.9.1")))
+	controllertest.Reconcile(t, r, a, 1)
+	if h := homes(); h != "n1,n1" {
+		t.Fatalf("homes with one router: %s", h)
+	}
+	must(t, ua.Client.Create(context.Background(), router("r3", "n3", "10.0.9.3")))
+	controllertest.Reconcile(t, r, a, 1)
+	if h := homes(); h != "n1,n3" {
+		t.Fatalf("homes with two routers: %s", h)
+	}
+	// n3's router moves to n2: the VIP homed on n1 stays, the other follows the router.
+	must(t, ua.Client.Delete(context.Background(), router("r3", "n3", "")))
+	must(t, ua.Client.Create(context.Background(), router("r2", "n2", "10.0.9.2")))
+	controllertest.Reconcile(t, r, a, 1)
+	if h := homes(); h != "n1,n2" {
+		t.Fatalf("homes after a router moved: %s", h)
+	}
+
 	// A node of the domain that turns out to have b's VIP: b gives it up, is told, and moves.
 	must(t, ub.Client.Create(context.Background(), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n9"},
 		Status: corev1.NodeStatus{Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "10.9.0.3"}}}}))
