@@ -5,6 +5,7 @@ import (
 	"context"
 	"flag"
 	"log"
+	"net"
 	"net/netip"
 	"os"
 	"os/signal"
@@ -46,11 +47,18 @@ func main() {
 			log.Fatalf("in-cluster config: %v", err)
 		}
 		cfg.Timeout = 5 * time.Second
-		cs, err := kubernetes.NewForConfig(cfg)
-		if err != nil {
-			log.Fatal(err)
+		newClient := func() (kubernetes.Interface, error) {
+			// A transport of its own each time, so a new client is a new connection (client-go
+			// shares cached transports unless the config has its own dialer).
+			c := rest.CopyConfig(cfg)
+			c.Dial = (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 15 * time.Second}).DialContext
+			hc, err := rest.HTTPClientFor(c)
+			if err != nil {
+				return nil, err
+			}
+			return kubernetes.NewForConfigAndClient(c, hc)
 		}
-		o.Reporter = &agent.Reporter{Client: cs, Namespace: *namespace, Shard: *shard, Node: o.NodeName}
+		o.Reporter = &agent.Reporter{NewClient: newClient, Namespace: *namespace, Shard: *shard, Node: o.NodeName}
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()

@@ -116,12 +116,19 @@ func VIPSpec(ctx context.Context, t *testing.T, inputGetter func() VIPSpecInput)
 	}) {
 		return
 	}
-	// answered waits until v answers 200 again, probing every 20 ms with a 300 ms timeout (a hung
-	// router must count as no answer quickly).
-	answered := func(t *testing.T, v string, start time.Time) {
+	// answered waits until a router answers on v again, probing every 20 ms with a 300 ms
+	// timeout (a hung router must count as no answer quickly). With wantApp, the sample app must
+	// answer through it; without, the router's own 404 for a host it has no route for counts (the
+	// app's one pod may sit behind the failed node's link, where the router would wait for it).
+	answered := func(t *testing.T, v string, start time.Time, wantApp bool) {
 		t.Helper()
+		probeHost := host
+		if !wantApp {
+			probeHost = "no-route.example"
+		}
 		for time.Since(start) < 20*time.Second {
-			if body, err := in.Fabric.GetQuick(ctx, v+":80", host, 300*time.Millisecond); err == nil && strings.Contains(body, "hello from web") {
+			code, body, err := in.Fabric.GetQuick(ctx, v+":80", probeHost, 300*time.Millisecond)
+			if err == nil && (wantApp && code == 200 && strings.Contains(body, "hello from web") || !wantApp && code == 404) {
 				return
 			}
 			time.Sleep(20 * time.Millisecond)
@@ -156,7 +163,7 @@ func VIPSpec(ctx context.Context, t *testing.T, inputGetter func() VIPSpecInput)
 		if stopped != 1 {
 			t.Fatalf("%d router processes on %s", stopped, from.Name)
 		}
-		answered(t, v, start)
+		answered(t, v, start, true)
 		t.Logf("router hung on %s: %s answered again after %s", from.Name, v, time.Since(start).Round(10*time.Millisecond))
 		eventually(ctx, t, 20*time.Second, func() (bool, string) {
 			h := holders()[v]
@@ -164,18 +171,6 @@ func VIPSpec(ctx context.Context, t *testing.T, inputGetter func() VIPSpecInput)
 		})
 	})
 
-	t.Run("a node whose link goes down loses its VIP to the other node", func(t *testing.T) {
-		// The hung router was resumed: its node takes its VIP back (it is the VIP's home).
-		waitHeld(t, time.Minute)
-		v := vips[1]
-		from := nodeByName(holders()[v])
-		start := time.Now()
-		must(t, from.SetLink(false))
-		defer func() { _ = from.SetLink(true) }()
-		answered(t, v, start)
-		t.Logf("link down on %s: %s answered again after %s", from.Name, v, time.Since(start).Round(10*time.Millisecond))
-		must(t, from.SetLink(true))
-	})
 	t.Run("a router moving to another node changes the peers without moving the other VIP", func(t *testing.T) {
 		// Settled after the failovers: both VIPs back home on different nodes, steady for 2 s.
 		var h map[string]string
@@ -237,6 +232,26 @@ func VIPSpec(ctx context.Context, t *testing.T, inputGetter func() VIPSpecInput)
 			t.Errorf("peers not re-rendered (want %s, not %s):\n%s", newNode, leaver, conf)
 		}
 	})
+	// Last: after its link comes back, the harness' forwarded path from that node to the API
+	// server stays broken (a harness artifact: the API server is reached through a forwarder in
+	// the node's namespace), so that node's agent cannot report again.
+	t.Run("a node whose link goes down loses its VIP to the other node", func(t *testing.T) {
+		// The hung router was resumed: its node takes its VIP back (it is the VIP's home).
+		waitHeld(t, time.Minute)
+		v := vips[1]
+		from := nodeByName(holders()[v])
+		start := time.Now()
+		must(t, from.SetLink(false))
+		defer func() { _ = from.SetLink(true) }()
+		// The other node's router answers on the VIP; status names it the holder.
+		answered(t, v, start, false)
+		t.Logf("link down on %s: %s answered again after %s", from.Name, v, time.Since(start).Round(10*time.Millisecond))
+		eventually(ctx, t, 20*time.Second, func() (bool, string) {
+			h := holders()[v]
+			return h != "" && h != from.Name, fmt.Sprintf("status holder of %s: %q", v, h)
+		})
+		must(t, from.SetLink(true))
+	})
 }
 
 func TestVIP(t *testing.T) {
@@ -259,7 +274,7 @@ func loopHTTP(ctx context.Context, f *framework.Fabric, addr, host string) func(
 		var n, failed int
 		for ctx.Err() == nil {
 			n++
-			if body, err := f.GetQuick(ctx, addr+":80", host, 300*time.Millisecond); (err != nil || !strings.Contains(body, "hello from web")) && ctx.Err() == nil {
+			if code, body, err := f.GetQuick(ctx, addr+":80", host, 300*time.Millisecond); (err != nil || code != 200 || !strings.Contains(body, "hello from web")) && ctx.Err() == nil {
 				failed++
 			}
 			time.Sleep(50 * time.Millisecond)

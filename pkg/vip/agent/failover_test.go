@@ -138,8 +138,8 @@ func (l *lan) startAgent(h *framework.Host) {
 
 // holder is the host whose router answers on addr (the VIP), or "".
 func (l *lan) holder(ctx context.Context, addr string) string {
-	body, err := l.fabric.GetQuick(ctx, addr+":80", "", 300*time.Millisecond)
-	if err != nil {
+	code, body, err := l.fabric.GetQuick(ctx, addr+":80", "", 300*time.Millisecond)
+	if err != nil || code != 200 {
 		return ""
 	}
 	name, _, _ := strings.Cut(strings.TrimPrefix(body, "hello from "), " ")

@@ -25,10 +25,14 @@ const leaseSeconds = 6
 // Reporter writes, for every VIP on this node's interface, the Lease naming this node as its
 // holder: what Shardgate reports as observed (the address is on the interface), not assumed.
 type Reporter struct {
-	Client    kubernetes.Interface
+	// NewClient builds the API client. A report that fails drops it and the next builds a new one
+	// on a new connection: after the node's link flaps, a kept connection can stay dead for minutes.
+	NewClient func() (kubernetes.Interface, error)
 	Namespace string
 	Shard     string
 	Node      string
+
+	client kubernetes.Interface
 }
 
 // ReadVIPs parses the VIP list Shardgate renders ("<address> <routerID>" per line).
@@ -57,6 +61,16 @@ func ReadVIPs(path string) ([]netip.Addr, error) {
 
 // Report renews the Lease of each held VIP.
 func (r *Reporter) Report(ctx context.Context, held []netip.Addr) error {
+	if len(held) == 0 {
+		return nil
+	}
+	if r.client == nil {
+		c, err := r.NewClient()
+		if err != nil {
+			return fmt.Errorf("report VIP holders: %w", err)
+		}
+		r.client = c
+	}
 	var errs []string
 	for _, a := range held {
 		if err := r.renew(ctx, a); err != nil {
@@ -64,13 +78,14 @@ func (r *Reporter) Report(ctx context.Context, held []netip.Addr) error {
 		}
 	}
 	if len(errs) > 0 {
+		r.client = nil
 		return fmt.Errorf("report VIP holders: %s", strings.Join(errs, "; "))
 	}
 	return nil
 }
 
 func (r *Reporter) renew(ctx context.Context, a netip.Addr) error {
-	leases := r.Client.CoordinationV1().Leases(r.Namespace)
+	leases := r.client.CoordinationV1().Leases(r.Namespace)
 	name := names.VIPLeaseName(r.Shard, a.String())
 	now := metav1.NewMicroTime(time.Now())
 	l, err := leases.Get(ctx, name, metav1.GetOptions{})
