@@ -113,7 +113,6 @@ func keepalivedContainer(s v1alpha1.ShardSpec) corev1.Container {
 			{Name: vipConfigVolume, MountPath: vipConfigDir, ReadOnly: true},
 			{Name: vipRunVolume, MountPath: vipRunDir},
 		},
-		Resources: corev1.ResourceRequirements{},
 		SecurityContext: &corev1.SecurityContext{
 			AllowPrivilegeEscalation: ptr.To(false), ReadOnlyRootFilesystem: ptr.To(true),
 			RunAsNonRoot: ptr.To(false), RunAsUser: ptr.To[int64](0), RunAsGroup: ptr.To[int64](0),
