@@ -3,6 +3,7 @@ package vip
 import (
 	"fmt"
 	"net/netip"
+	"strings"
 )
 
 // MaxRouterID is the highest VRRP virtual router ID; IDs are 1..255 per L2 domain.
@@ -89,7 +90,7 @@ func Allocate(claims []Claim, inUse map[netip.Addr]string) []Grant {
 				return false
 			})
 			if !next.IsValid() {
-				g.Exhausted = fmt.Errorf("pool exhausted: %s wants %d VIPs, got %d", c.Key, c.Count, len(g.Addresses))
+				g.Exhausted = fmt.Errorf("pool exhausted: %s wants %d VIPs, got %d%s", c.Key, c.Count, len(g.Addresses), inUseIn(c.Pool, inUse))
 				break
 			}
 			id := freeID(takenID)
@@ -113,4 +114,19 @@ func freeID(taken map[int]bool) int {
 		}
 	}
 	return 0
+}
+
+// inUseIn says which of the pool's addresses something else has (the why of an exhaustion).
+func inUseIn(p Pool, inUse map[netip.Addr]string) string {
+	var parts []string
+	p.each(func(a netip.Addr) bool {
+		if who := inUse[a]; who != "" {
+			parts = append(parts, a.String()+" by "+who)
+		}
+		return len(parts) < 8
+	})
+	if len(parts) == 0 {
+		return ""
+	}
+	return " (in use: " + strings.Join(parts, ", ") + ")"
 }

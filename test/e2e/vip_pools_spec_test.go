@@ -18,8 +18,8 @@ import (
 
 // TestVIPPoolConditions: clusters register with their own VIP pools (source annotation) and the
 // seed allocates across them: an overlapping pool, an exhausted pool and an address that turns
-// out to be a node's each give a clear VIPsAvailable reason, and the other clusters' VIPs stay as
-// they were. (Simulated nodes: no keepalived runs, so allocated VIPs are reported not held.)
+// out to be a node's each give a clear VIPsAvailable reason and message, and the other clusters'
+// VIPs stay as they were. (Simulated nodes: no keepalived runs, so allocated VIPs are reported not held.)
 func TestVIPPoolConditions(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -58,7 +58,16 @@ func TestVIPPoolConditions(t *testing.T) {
 		t.Helper()
 		eventually(ctx, t, time.Minute, func() (bool, string) {
 			v, r, m := vipsOf(name)
-			return v == vips && r == reason && strings.Contains(m, inMessage), fmt.Sprintf("%s: VIPs %q, %s: %s", name, v, r, m)
+			var nodes []string
+			for _, u := range env.Users {
+				l := &corev1.NodeList{}
+				if u.Client.List(ctx, l) == nil {
+					for _, n := range l.Items {
+						nodes = append(nodes, fmt.Sprintf("%s/%s=%v", u.Name, n.Name, n.Status.Addresses))
+					}
+				}
+			}
+			return v == vips && r == reason && strings.Contains(m, inMessage), fmt.Sprintf("%s: VIPs %q, %s: %s (nodes %v)", name, v, r, m, nodes)
 		})
 	}
 
@@ -70,11 +79,12 @@ func TestVIPPoolConditions(t *testing.T) {
 
 	addNodes(ctx, t, env.Users[2], nodeSpec("c1", "10.78.0.1"))
 	register("c", env.Users[2], "10.78.0.0/31")
-	want("c", "10.78.0.0", v1alpha1.ReasonPoolExhausted, "wants 2 VIPs, got 1")
+	want("c", "10.78.0.0", v1alpha1.ReasonPoolExhausted, "wants 2 VIPs, got 1 (in use: 10.78.0.1 by node c1 of default/c)")
 
-	// c's VIP turns out to be the address of a node that joins: given up, said why.
+	// c's VIP turns out to be the address of a node that joins: given up (AddressInUse when it
+	// happens), and from then on the pool is exhausted, saying which nodes have its addresses.
 	addNodes(ctx, t, env.Users[2], nodeSpec("c2", "10.78.0.0"))
-	want("c", "", v1alpha1.ReasonAddressInUse, "10.78.0.0 given up: in use by node c2 of default/c")
+	want("c", "", v1alpha1.ReasonPoolExhausted, "10.78.0.0 by node c2 of default/c, 10.78.0.1 by node c1 of default/c")
 
 	// Nothing of that disturbed a.
 	if v, r, _ := vipsOf("a"); v != "10.77.0.1,10.77.0.2" || r != v1alpha1.ReasonVIPsNotHeld {
