@@ -125,8 +125,11 @@ func (l *lan) startAgent(h *framework.Host) {
 		l.t.Fatal(err)
 	}
 	// The health file path is in the shared configuration: each host's agent and keepalived see
-	// their own /run/keepalived (a mount namespace per host, as a pod has its own volume).
-	p, err := h.Start(framework.ProcessSpec{Name: "agent", Path: "/usr/bin/unshare", Args: []string{"--mount", "--propagation", "private", "--",
+	// their own /run/keepalived (a mount namespace per host, as a pod has its own volume). A PID
+	// namespace per host too, as a container has: when the harness stops unshare, the kernel
+	// kills everything in it (keepalived outlived a stopped agent otherwise).
+	p, err := h.Start(framework.ProcessSpec{Name: "agent", Path: "/usr/bin/unshare", Args: []string{"--mount", "--propagation", "private",
+		"--pid", "--fork", "--kill-child", "--mount-proc", "--",
 		"sh", "-c", `mkdir -p /run/keepalived && mount --bind "$0" /run/keepalived && exec "$@"`, run,
 		l.bins["agent"], "--keepalived", keepalivedBin, "--config", l.config, "--node-name", h.Name, "--node-ip", h.IP,
 		"--router-url", "http://127.0.0.1:80/healthz", "--probe-interval", "100ms"}})
