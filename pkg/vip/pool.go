@@ -20,12 +20,19 @@ type addrRange struct{ first, last netip.Addr }
 // allocation walk millions of addresses.
 const maxPoolSize = 1 << 16
 
+// maxPoolEntries bounds a pool's CIDRs and ranges (as the CRD does for vip.pool).
+const maxPoolEntries = 16
+
 // ParsePool parses entries like "192.0.2.0/28" or "192.0.2.10-192.0.2.20". In a CIDR of more
 // than two addresses the network and broadcast addresses (IPv4) are left out. Entries must not
 // overlap, and the pool must not offer more than 65536 addresses.
 func ParsePool(entries []string) (Pool, error) {
 	if len(entries) == 0 {
 		return Pool{}, fmt.Errorf("no addresses: give CIDRs or ranges")
+	}
+	// Annotations are not bounded by the CRD's schema: keep the overlap check small.
+	if len(entries) > maxPoolEntries {
+		return Pool{}, fmt.Errorf("%d entries: at most %d", len(entries), maxPoolEntries)
 	}
 	var p Pool
 	var size uint64

@@ -34,6 +34,7 @@ func TestParsePool(t *testing.T) {
 		{entries: []string{"10.0.0.0/8"}, err: "more than 65536"},
 		{entries: []string{"10.0.0.0-10.255.0.0"}, err: "more than 65536"},
 		{entries: []string{"banana"}, err: "banana"},
+		{entries: strings.Split(strings.Repeat("192.0.2.1/32,", 17), ",")[:17], err: "at most 16"},
 	} {
 		t.Run(strings.Join(tt.entries, ","), func(t *testing.T) {
 			p, err := ParsePool(tt.entries)

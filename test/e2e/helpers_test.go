@@ -45,3 +45,30 @@ func waitAnswer(ctx context.Context, t *testing.T, s *framework.DNSServer, name 
 // syscallStop and syscallCont freeze and resume a process (a router that hangs without exiting).
 func syscallStop(pid int) error { return syscall.Kill(pid, syscall.SIGSTOP) }
 func syscallCont(pid int) error { return syscall.Kill(pid, syscall.SIGCONT) }
+
+// loop calls try every interval until the returned stop is called, which reports how many
+// requests were sent and how many failed. try says whether it sent one (a client that could not
+// resolve the name sends none) and whether it failed; failures after stop are not counted.
+func loop(ctx context.Context, every time.Duration, try func(ctx context.Context, i int) (sent, failed bool)) func() (int, int) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan [2]int)
+	go func() {
+		var n, failed int
+		for i := 0; ctx.Err() == nil; i++ {
+			sent, bad := try(ctx, i)
+			if sent {
+				n++
+				if bad && ctx.Err() == nil {
+					failed++
+				}
+			}
+			time.Sleep(every)
+		}
+		done <- [2]int{n, failed}
+	}()
+	return func() (int, int) {
+		cancel()
+		r := <-done
+		return r[0], r[1]
+	}
+}

@@ -332,27 +332,14 @@ func TestShards(t *testing.T) {
 // whose cache has expired would) and using the first answer, every 100 ms until the returned stop
 // is called, which reports how many requests were sent and how many failed.
 func loopClient(ctx context.Context, dnsSrv *framework.DNSServer, f *framework.Fabric, host string) func() (int, int) {
-	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan [2]int)
-	go func() {
-		var n, failed int
-		for i := 0; ctx.Err() == nil; i++ {
-			a, err := dnsSrv.Lookup(ctx, host, dns.TypeA)
-			if err == nil && len(a.Values) > 0 {
-				n++
-				if code, _ := fabricGet(ctx, f, a.Values[i%len(a.Values)], host); code != 200 && ctx.Err() == nil {
-					failed++
-				}
-			}
-			time.Sleep(100 * time.Millisecond)
+	return loop(ctx, 100*time.Millisecond, func(ctx context.Context, i int) (bool, bool) {
+		a, err := dnsSrv.Lookup(ctx, host, dns.TypeA)
+		if err != nil || len(a.Values) == 0 {
+			return false, false
 		}
-		done <- [2]int{n, failed}
-	}()
-	return func() (int, int) {
-		cancel()
-		r := <-done
-		return r[0], r[1]
-	}
+		code, _ := fabricGet(ctx, f, a.Values[i%len(a.Values)], host)
+		return true, code != 200
+	})
 }
 
 func updateShards(ctx context.Context, t *testing.T, seed *framework.ControlPlane, profile string, shards []v1alpha1.ShardSpec) {

@@ -247,25 +247,12 @@ func renew(ctx context.Context, t *testing.T, seed *framework.ControlPlane, k cl
 // loopTLSClient sends verified HTTPS requests for host (resolved through BIND each time) every
 // 100 ms until stop, which reports how many were sent and how many failed.
 func loopTLSClient(ctx context.Context, dnsSrv *framework.DNSServer, f *framework.Fabric, host string, roots *x509.CertPool) func() (int, int) {
-	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan [2]int)
-	go func() {
-		var n, failed int
-		for ctx.Err() == nil {
-			a, err := dnsSrv.Lookup(ctx, host, dns.TypeA)
-			if err == nil && len(a.Values) > 0 {
-				n++
-				if code, _, _, err := f.GetTLS(ctx, a.Values[0]+":443", host, roots); (err != nil || code != 200) && ctx.Err() == nil {
-					failed++
-				}
-			}
-			time.Sleep(100 * time.Millisecond)
+	return loop(ctx, 100*time.Millisecond, func(ctx context.Context, _ int) (bool, bool) {
+		a, err := dnsSrv.Lookup(ctx, host, dns.TypeA)
+		if err != nil || len(a.Values) == 0 {
+			return false, false
 		}
-		done <- [2]int{n, failed}
-	}()
-	return func() (int, int) {
-		cancel()
-		r := <-done
-		return r[0], r[1]
-	}
+		code, _, _, err := f.GetTLS(ctx, a.Values[0]+":443", host, roots)
+		return true, err != nil || code != 200
+	})
 }

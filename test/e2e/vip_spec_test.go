@@ -268,18 +268,8 @@ func TestVIP(t *testing.T) {
 // loopHTTP sends GET http://addr/ with Host host from the client namespace every 50 ms (300 ms
 // timeout) until stop, which reports how many were sent and how many failed.
 func loopHTTP(ctx context.Context, f *framework.Fabric, addr, host string) func() (int, int) {
-	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan [2]int)
-	go func() {
-		var n, failed int
-		for ctx.Err() == nil {
-			n++
-			if code, body, err := f.GetQuick(ctx, addr+":80", host, 300*time.Millisecond); (err != nil || code != 200 || !strings.Contains(body, "hello from web")) && ctx.Err() == nil {
-				failed++
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-		done <- [2]int{n, failed}
-	}()
-	return func() (int, int) { cancel(); r := <-done; return r[0], r[1] }
+	return loop(ctx, 50*time.Millisecond, func(ctx context.Context, _ int) (bool, bool) {
+		code, body, err := f.GetQuick(ctx, addr+":80", host, 300*time.Millisecond)
+		return true, err != nil || code != 200 || !strings.Contains(body, "hello from web")
+	})
 }

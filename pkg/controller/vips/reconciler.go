@@ -184,12 +184,21 @@ func (r *Reconciler) setHomes(ctx context.Context, ci *v1alpha1.ClusterIngress, 
 	return nil
 }
 
-// fillHolders sets each VIP's holder from the agents' Leases (holder while the Lease is fresh)
-// and returns when the first fresh Lease would expire (0: none), to look again then.
+// fillHolders sets each VIP's holder from the agents' Leases (holder while the Lease is fresh,
+// and only a node of the cluster: a Lease is writable in the user cluster, its text is not to be
+// repeated) and returns when the first fresh Lease would expire (0: none), to look again then.
 func (r *Reconciler) fillHolders(ctx context.Context, ci *v1alpha1.ClusterIngress, vips []v1alpha1.ShardVIPs) time.Duration {
 	cluster, ok := r.Access.Get(client.ObjectKeyFromObject(ci))
 	if !ok || !cluster.Observable() {
 		return 0
+	}
+	nodes, err := cluster.Nodes(ctx)
+	if err != nil {
+		return 5 * time.Second
+	}
+	isNode := map[string]bool{}
+	for _, n := range nodes {
+		isNode[n.Name] = true
 	}
 	now := r.Clock.Now()
 	var recheck time.Duration
@@ -205,6 +214,9 @@ func (r *Reconciler) fillHolders(ctx context.Context, ci *v1alpha1.ClusterIngres
 				continue
 			}
 			holder, left := vip.LeaseHolder(l, now)
+			if !isNode[holder] {
+				holder, left = "", 0
+			}
 			a.Holder = holder
 			if left > 0 && (recheck == 0 || left < recheck) {
 				recheck = left

@@ -83,7 +83,16 @@ func TestVIPsAllocatedObservedAndReleased(t *testing.T) {
 		t.Fatalf("b: %s", got)
 	}
 
-	// Holders come from fresh Leases; a stale one is no holder.
+	// Holders come from fresh Leases naming a node of the cluster; a stale one is no holder.
+	for _, n := range []string{"n1", "n2"} {
+		must(t, ua.Client.Create(context.Background(), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n}}))
+	}
+	must(t, ua.Client.Create(context.Background(), lease("edge", "10.9.0.1", "not a node\n<script>", now)))
+	controllertest.Reconcile(t, r, a, 1)
+	if got, _ := vipsOf(t, seed.Client, a); got != "10.9.0.1#1@ 10.9.0.2#2@" {
+		t.Fatalf("a Lease naming no node of the cluster made a holder: %s", got)
+	}
+	must(t, ua.Client.Delete(context.Background(), lease("edge", "10.9.0.1", "", now)))
 	must(t, ua.Client.Create(context.Background(), lease("edge", "10.9.0.1", "n1", now)))
 	must(t, ua.Client.Create(context.Background(), lease("edge", "10.9.0.2", "n2", now.Add(-time.Minute))))
 	res := controllertest.Reconcile(t, r, a, 1)
