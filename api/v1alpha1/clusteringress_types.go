@@ -112,11 +112,18 @@ type ClusterIngressStatus struct {
 	// +listType=map
 	// +listMapKey=shard
 	VIPs []ShardVIPs `json:"vips,omitempty"`
+	// routedIPs of the cluster (its RoutedIP shards' and its owners' RoutedIPs): the seed's
+	// record of which node holds each, written by the routedips controller.
+	// +optional
+	// +listType=map
+	// +listMapKey=address
+	RoutedIPs []RoutedIPRecord `json:"routedIPs,omitempty"`
 	// observedGeneration is the generation last reconciled successfully.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 	// conditions: SourceAvailable, ClusterReachable, ShardsAvailable, RoutesProtected,
-	// DNSPublished, CertificateReady (when TLS is on), VIPsAvailable (with VIP shards), Ready.
+	// DNSPublished, CertificateReady (when TLS is on), VIPsAvailable (with VIP shards),
+	// RoutedIPsAssigned (with routed IPs), Ready.
 	// +optional
 	// +listType=map
 	// +listMapKey=type

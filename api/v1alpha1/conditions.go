@@ -18,6 +18,10 @@ package v1alpha1
 //	                                      Certificate it owns in the seed)
 //	vips        pkg/controller/vips       VIPsAvailable; vips (addresses and router IDs per VIP
 //	                                      shard, allocated per L2 domain; holders observed)
+//	routedips   pkg/controller/routedips  RoutedIPsAssigned; routedIPs (the record of which node
+//	                                      holds each routed IP); the user cluster's RoutedIPs
+//	                                      (shards' ones, every status), holder taints; the
+//	                                      classes' status and Jobs in the seed
 //
 // Ready summarises SourceAvailable, ClusterReachable, ShardsAvailable, DNSPublished and, when
 // TLS is on, CertificateReady, and with VIP shards, VIPsAvailable. The
@@ -47,6 +51,8 @@ const (
 	// ConditionVIPsAvailable: every VIP shard has all its VIPs allocated and each is observed
 	// held by a node.
 	ConditionVIPsAvailable = "VIPsAvailable"
+	// ConditionRoutedIPsAssigned: every routed IP of the cluster is held by an elected node.
+	ConditionRoutedIPsAssigned = "RoutedIPsAssigned"
 	// ConditionReady summarises the others.
 	ConditionReady = "Ready"
 )
@@ -115,6 +121,21 @@ const (
 	ReasonPoolOverlap   = "PoolOverlap"
 	ReasonAddressInUse  = "AddressInUse"
 	ReasonNoPool        = "NoPool"
+	// RoutedIPsAssigned and RoutedIP Assigned reasons.
+	ReasonRoutedIPsAssigned   = "Assigned"
+	ReasonRoutedIPMoving      = "Moving"
+	ReasonNoEligibleNode      = "NoEligibleNode"
+	ReasonMoveFailed          = "MoveFailed"
+	ReasonClassNotFound       = "ClassNotFound"
+	ReasonClassInvalid        = "ClassInvalid"
+	ReasonAddressNotInClass   = "AddressNotInClass"
+	ReasonServiceNotAllowed   = "ServiceNotAllowed"
+	ReasonRoutedIPsNotAllowed = "RoutedIPsNotAllowed"
+	// ClusterRoutedIPClass FirewallApplied reasons (and Valid).
+	ConditionFirewallApplied = "FirewallApplied"
+	ReasonFirewallApplied    = "Applied"
+	ReasonFirewallUpdating   = "Updating"
+	ReasonFirewallFailed     = "UpdateFailed"
 )
 
 // Allocation outcomes (annotation values and Event reasons in user clusters).

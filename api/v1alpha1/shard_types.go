@@ -19,7 +19,7 @@ const (
 )
 
 // Publishing says how a shard's routers are reached and so which addresses DNS publishes.
-// +kubebuilder:validation:Enum=HostNetwork;NodePort;LoadBalancer;VIP
+// +kubebuilder:validation:Enum=HostNetwork;NodePort;LoadBalancer;VIP;RoutedIP
 type Publishing string
 
 // Publishing strategies.
@@ -35,6 +35,10 @@ const (
 	// PublishVIP: routers bind the node's ports as with HostNetwork, keepalived beside them holds
 	// VIPs allocated from a pool; DNS points at the VIPs.
 	PublishVIP Publishing = "VIP"
+	// PublishRoutedIP: routers bind the node's ports as with HostNetwork, a cloud's routed
+	// (floating) IPs are moved to healthy router nodes through a ClusterRoutedIPClass; DNS points
+	// at the routed IPs.
+	PublishRoutedIP Publishing = "RoutedIP"
 )
 
 // ShardSpec describes one ingress-controller shard deployed into every selected user cluster.
@@ -69,6 +73,9 @@ type ShardSpec struct {
 	// vip settings, for publishing VIP.
 	// +optional
 	VIP *VIPSettings `json:"vip,omitempty"`
+	// routedIP settings, for publishing RoutedIP.
+	// +optional
+	RoutedIP *RoutedIPSettings `json:"routedIP,omitempty"`
 	// nodeSelector for the router pods.
 	// +optional
 	NodeSelector map[string]string `json:"nodeSelector,omitempty"`

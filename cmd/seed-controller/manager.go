@@ -3,7 +3,9 @@ package main
 import (
 	"fmt"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -17,6 +19,7 @@ import (
 	"github.com/shardgate/shardgate/pkg/controller/engagement"
 	"github.com/shardgate/shardgate/pkg/controller/lifecycle"
 	"github.com/shardgate/shardgate/pkg/controller/profile"
+	"github.com/shardgate/shardgate/pkg/controller/routedips"
 	"github.com/shardgate/shardgate/pkg/controller/shards"
 	"github.com/shardgate/shardgate/pkg/controller/vips"
 	"github.com/shardgate/shardgate/pkg/dnsrecords"
@@ -53,7 +56,11 @@ func newManager(cfg *rest.Config, o options) (ctrl.Manager, error) {
 			DefaultTransform: cache.TransformStripManagedFields(),
 			// Only kubeconfig Secrets, only in the namespaces the operator listed: the seed's
 			// other Secrets are none of Shardgate's business.
-			ByObject: map[client.Object]cache.ByObject{&corev1.Secret{}: lifecycle.KubeconfigSecretCache(o.secretNamespaces)},
+			ByObject: map[client.Object]cache.ByObject{
+				&corev1.Secret{}: lifecycle.KubeconfigSecretCache(o.secretNamespaces),
+				// Only the routed-IP classes' Jobs.
+				&batchv1.Job{}: {Label: labels.SelectorFromSet(labels.Set{v1alpha1.ManagedByLabel: v1alpha1.ManagedByValue}), Namespaces: jobNamespaces(o)},
+			},
 		},
 		Metrics:                 metricsserver.Options{BindAddress: o.metricsAddr},
 		HealthProbeBindAddress:  o.healthAddr,
@@ -130,5 +137,20 @@ func addControllers(mgr ctrl.Manager, o options) error {
 	if err := vips.Add(mgr, engager); err != nil {
 		return err
 	}
+	if o.routedIPJobNamespace == "" {
+		ctrl.Log.WithName("setup").Info("no --routed-ip-job-namespace and no namespace of its own: routed IPs are off")
+	} else if err := routedips.Add(mgr, routedips.Config{Access: engager, JobNamespace: o.routedIPJobNamespace}); err != nil {
+		return err
+	}
 	return profile.Add(mgr, o.dnsZone)
+}
+
+// jobNamespaces: the routed-IP Job namespace, or a namespace no Job can be in when routed IPs are
+// off (an empty map would mean every namespace).
+func jobNamespaces(o options) map[string]cache.Config {
+	ns := o.routedIPJobNamespace
+	if ns == "" {
+		ns = "shardgate-routed-ips-off"
+	}
+	return map[string]cache.Config{ns: {}}
 }

@@ -27,6 +27,7 @@ type options struct {
 	removalGrace            time.Duration
 	kubeconfigResync        time.Duration
 	concurrency             int
+	routedIPJobNamespace    string
 }
 
 // stringList is a comma-separated flag value.
@@ -62,6 +63,7 @@ func (o *options) bind(fs *flag.FlagSet) {
 	fs.DurationVar(&o.removalGrace, "source-removal-grace", 5*time.Minute, "how long a cluster's records and objects outlive its deleted source, so a Secret deleted and recreated (GitOps rotation) loses nothing")
 	fs.DurationVar(&o.kubeconfigResync, "kubeconfig-resync-period", 2*time.Minute, "how often Cluster API kubeconfig Secrets are read again (they are read by name, never watched); a refused credential re-reads at once")
 	fs.IntVar(&o.concurrency, "concurrency", 8, "user clusters each controller reconciles at once")
+	fs.StringVar(&o.routedIPJobNamespace, "routed-ip-job-namespace", "", "seed namespace where ClusterRoutedIPClass Jobs run and their fromSecretsRef Secrets live (default: the controller's own namespace; none: routed IPs are off)")
 }
 
 func (o *options) validate() error {
@@ -75,6 +77,9 @@ func (o *options) validate() error {
 		if ns := ownNamespace(); ns != "" {
 			o.secretNamespaces = stringList{ns}
 		}
+	}
+	if o.routedIPJobNamespace == "" {
+		o.routedIPJobNamespace = ownNamespace()
 	}
 	if len(o.servedZones) == 0 && o.dnsZone != "" {
 		o.servedZones = stringList{o.dnsZone}

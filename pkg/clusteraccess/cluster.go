@@ -120,7 +120,7 @@ func (c *engaged) run() {
 }
 
 // discover asks the server, within ConnectTimeout, for its version and whether it serves the
-// admission policy API.
+// admission policy API, and installs the RoutedIP CRD.
 func (c *engaged) discover() (Capabilities, error) {
 	dc, err := discovery.NewDiscoveryClientForConfig(withTimeout(c.cfg, c.e.opts.ConnectTimeout))
 	if err != nil {
@@ -153,7 +153,8 @@ func (c *engaged) discover() (Capabilities, error) {
 		}
 		caps.AdmissionPolicy = slices.Contains(names, "validatingadmissionpolicies") && slices.Contains(names, "validatingadmissionpolicybindings")
 	}
-	return caps, nil
+	caps.RoutedIPs, err = c.installRoutedIPCRD()
+	return caps, err
 }
 
 // startCache builds the cache with the informers the controllers read (each handler wired
@@ -185,7 +186,7 @@ func (c *engaged) startCache() error {
 	if _, err := inf.AddEventHandler(c.e.nodeHandler(c)); err != nil {
 		return err
 	}
-	for _, kind := range append(ManagedKinds(caps), RouteKinds()...) {
+	for _, kind := range append(append(ManagedKinds(caps), RouteKinds()...), RoutedIPKinds(caps)...) {
 		inf, err := ca.GetInformer(c.ctx, kind, cache.BlockUntilSynced(false))
 		if err != nil {
 			return fmt.Errorf("informer for %T: %w", kind, err)

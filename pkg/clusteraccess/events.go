@@ -5,12 +5,15 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
+
+	"github.com/shardgate/shardgate/api/v1alpha1"
 )
 
 // Change says what changed in a user cluster, so that each controller is woken only by what it
@@ -27,6 +30,8 @@ const (
 	// ChangeVIPReports is a VIP agent's Lease written (who holds a VIP; renewed every few
 	// seconds, so only the VIP controller listens).
 	ChangeVIPReports
+	// ChangeRoutedIPs is a RoutedIP or an EndpointSlice changed (where routed IPs may go).
+	ChangeRoutedIPs
 	// changePhase is an engagement, sync, reachability or block change: every subscriber hears it.
 	changePhase
 )
@@ -83,6 +88,8 @@ func changeOf(obj client.Object) Change {
 		return ChangeRoutes
 	case *coordinationv1.Lease:
 		return ChangeVIPReports
+	case *v1alpha1.RoutedIP, *discoveryv1.EndpointSlice:
+		return ChangeRoutedIPs
 	}
 	return ChangeManaged
 }
@@ -103,14 +110,16 @@ func (e *Engager) nodeHandler(c *engaged) toolscache.ResourceEventHandler {
 }
 
 // changeHandler notifies subscribers of any change to an object of its kind once synced, except
-// route updates that touch only status: allocation decides from spec, labels and annotations,
-// and the routers' address writes must not start another pass over every Ingress of the cluster.
+// route and RoutedIP updates that touch only status: allocation decides from spec, labels and
+// annotations, and the routers' address writes must not start another pass over every Ingress of
+// the cluster; the routed-IP controller writes RoutedIP status itself and decides from the seed's
+// record.
 func (e *Engager) changeHandler(c *engaged, what Change) toolscache.ResourceEventHandler {
 	changed := func() { e.changed(c, what) }
 	return toolscache.ResourceEventHandlerFuncs{
 		AddFunc: func(any) { changed() },
 		UpdateFunc: func(oldObj, newObj any) {
-			if what == ChangeRoutes && statusOnly(oldObj, newObj) {
+			if (what == ChangeRoutes || what == ChangeRoutedIPs) && statusOnly(oldObj, newObj) {
 				return
 			}
 			changed()

@@ -6,14 +6,18 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
@@ -30,6 +34,9 @@ type Capabilities struct {
 	AdmissionPolicy bool
 	// Version is the server's major.minor ("v1.37"), parsed, never the server's own text.
 	Version string
+	// RoutedIPs: Shardgate's RoutedIP CRD is installed and established (Shardgate installs it at
+	// first contact; false when its role may not).
+	RoutedIPs bool
 }
 
 // ManagedKinds are the kinds of objects Shardgate owns in a user cluster (router pods included).
@@ -58,6 +65,26 @@ func RouteKinds() []client.Object {
 	return []client.Object{&networkingv1.Ingress{}, &corev1.Namespace{}, &networkingv1.IngressClass{}}
 }
 
+// RoutedIPKinds are cached whole where the RoutedIP CRD is installed: every RoutedIP is a
+// request to place, and EndpointSlices (trimmed to where their endpoints run, TrimEndpointSlice)
+// say which nodes serve each RoutedIP's Service.
+func RoutedIPKinds(caps Capabilities) []client.Object {
+	if !caps.RoutedIPs {
+		return nil
+	}
+	return []client.Object{&v1alpha1.RoutedIP{}, &discoveryv1.EndpointSlice{}}
+}
+
+// UserClusterScheme knows the kinds Shardgate reads and writes in user clusters: client-go's,
+// its RoutedIP, and CustomResourceDefinitions (to install RoutedIP's).
+func UserClusterScheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(s))
+	utilruntime.Must(apiextensionsv1.AddToScheme(s))
+	utilruntime.Must(v1alpha1.AddToScheme(s))
+	return s
+}
+
 func managedSelector() labels.Selector {
 	return labels.SelectorFromSet(labels.Set{v1alpha1.ManagedByLabel: v1alpha1.ManagedByValue})
 }
@@ -78,6 +105,13 @@ func cacheByObject(caps Capabilities) map[client.Object]cache.ByObject {
 	for _, k := range RouteKinds() {
 		m[k] = cache.ByObject{} // all of them
 	}
+	for _, k := range RoutedIPKinds(caps) {
+		by := cache.ByObject{}
+		if _, slice := k.(*discoveryv1.EndpointSlice); slice {
+			by.Transform = TrimEndpointSlice
+		}
+		m[k] = by
+	}
 	return m
 }
 
@@ -85,6 +119,7 @@ func cacheByObject(caps Capabilities) map[client.Object]cache.ByObject {
 var clusterScoped = map[string]bool{
 	"Node": true, "Namespace": true, "ClusterRole": true, "ClusterRoleBinding": true, "IngressClass": true,
 	"ValidatingAdmissionPolicy": true, "ValidatingAdmissionPolicyBinding": true, "SelfSubjectReview": true,
+	"CustomResourceDefinition": true,
 }
 
 // staticRESTMapper maps exactly the kinds Shardgate uses in user clusters. It needs no discovery,
@@ -92,7 +127,8 @@ var clusterScoped = map[string]bool{
 // accepts connections and never answers would otherwise hold the caller).
 func staticRESTMapper(scheme *runtime.Scheme) (meta.RESTMapper, error) {
 	objs := append(ManagedKinds(Capabilities{AdmissionPolicy: true}), RouteKinds()...)
-	objs = append(objs, &corev1.Node{}, &corev1.Event{}, &authenticationv1.SelfSubjectReview{})
+	objs = append(objs, RoutedIPKinds(Capabilities{RoutedIPs: true})...)
+	objs = append(objs, &corev1.Node{}, &corev1.Event{}, &authenticationv1.SelfSubjectReview{}, &apiextensionsv1.CustomResourceDefinition{})
 	var gvs []schema.GroupVersion
 	var gvks []schema.GroupVersionKind
 	for _, o := range objs {

@@ -4,11 +4,12 @@ import (
 	"unique"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // TrimNode is the cache transform for user-cluster Nodes: it keeps only what Shardgate decides
-// from (name, labels, taints, unschedulable, the Ready condition's status, addresses, deletion)
+// from (name, creation time, labels, taints, unschedulable, provider ID, the Ready condition's status, addresses, deletion)
 // and drops the rest (images, other conditions, heartbeat times, managedFields, annotations,
 // host names).
 // A realistic node shrinks from ~15 KiB to well under 1 KiB (see BenchmarkNodeCacheMemory).
@@ -21,10 +22,11 @@ func TrimNode(obj any) (any, error) {
 		ObjectMeta: metav1.ObjectMeta{
 			Name:              n.Name,
 			ResourceVersion:   n.ResourceVersion,
+			CreationTimestamp: n.CreationTimestamp,
 			Labels:            internLabels(n.Labels),
 			DeletionTimestamp: n.DeletionTimestamp,
 		},
-		Spec: corev1.NodeSpec{Unschedulable: n.Spec.Unschedulable, Taints: n.Spec.Taints},
+		Spec: corev1.NodeSpec{Unschedulable: n.Spec.Unschedulable, Taints: n.Spec.Taints, ProviderID: n.Spec.ProviderID},
 	}
 	for _, c := range n.Status.Conditions {
 		if c.Type == corev1.NodeReady {
@@ -86,4 +88,24 @@ func readyStatus(n *corev1.Node) corev1.ConditionStatus {
 		}
 	}
 	return ""
+}
+
+// TrimEndpointSlice is the cache transform for user-cluster EndpointSlices: the Service they
+// belong to, their ports, and per endpoint only the node and the ready condition (what the
+// routed-IP election reads); addresses, hints, zones and targets are dropped.
+func TrimEndpointSlice(obj any) (any, error) {
+	s, ok := obj.(*discoveryv1.EndpointSlice)
+	if !ok {
+		return obj, nil
+	}
+	out := &discoveryv1.EndpointSlice{
+		ObjectMeta: metav1.ObjectMeta{Name: s.Name, Namespace: s.Namespace, ResourceVersion: s.ResourceVersion,
+			Labels: map[string]string{discoveryv1.LabelServiceName: s.Labels[discoveryv1.LabelServiceName]}},
+		AddressType: s.AddressType,
+		Ports:       s.Ports,
+	}
+	for _, e := range s.Endpoints {
+		out.Endpoints = append(out.Endpoints, discoveryv1.Endpoint{NodeName: e.NodeName, Conditions: discoveryv1.EndpointConditions{Ready: e.Conditions.Ready}})
+	}
+	return out, nil
 }

@@ -9,7 +9,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/utils/clock"
 )
 
@@ -28,7 +27,7 @@ type Options struct {
 	WriteTimeout time.Duration
 	// Kubeconfig is what the operator allows in kubeconfigs.
 	Kubeconfig KubeconfigPolicy
-	// Scheme for the user-cluster caches (default: client-go's).
+	// Scheme for the user-cluster caches (default: UserClusterScheme()).
 	Scheme *runtime.Scheme
 	// Clock for state times (default: the real clock).
 	Clock clock.WithTicker
@@ -63,7 +62,7 @@ func NewEngager(opts Options) (*Engager, error) {
 	def(&opts.MaxConnectBackoff, 2*time.Minute)
 	def(&opts.WriteTimeout, 30*time.Second)
 	if opts.Scheme == nil {
-		opts.Scheme = clientgoscheme.Scheme
+		opts.Scheme = UserClusterScheme()
 	}
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}

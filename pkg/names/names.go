@@ -100,3 +100,8 @@ func RouterSelector(shard string) map[string]string {
 func VIPLeaseName(shard, address string) string {
 	return "vip-" + shard + "-" + strings.NewReplacer(".", "-", ":", "-").Replace(address)
 }
+
+// RoutedIPName is the RoutedIP Shardgate creates in Namespace for one address of a RoutedIP shard.
+func RoutedIPName(shard, address string) string {
+	return "router-" + shard + "-" + strings.NewReplacer(".", "-", ":", "-").Replace(address)
+}

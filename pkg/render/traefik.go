@@ -2,6 +2,7 @@ package render
 
 import (
 	"fmt"
+	"slices"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -133,7 +134,7 @@ func (Traefik) deployment(in RenderInput, name string, labels map[string]string,
 		ServiceAccountName:            name,
 		HostNetwork:                   hostNet,
 		NodeSelector:                  s.NodeSelector,
-		Tolerations:                   s.Tolerations,
+		Tolerations:                   tolerations(s),
 		TerminationGracePeriodSeconds: ptr.To(preStop + 30),
 		Containers:                    []corev1.Container{container},
 	}
@@ -201,10 +202,19 @@ func routerSecurityContext(hostNet bool) *corev1.SecurityContext {
 	return sc
 }
 
-// onHostNetwork: HostNetwork and VIP routers bind the node's ports (a VIP lands on the node's
-// interface, so the router must listen there).
+// onHostNetwork: HostNetwork, VIP and RoutedIP routers bind the node's ports (a VIP or routed IP
+// lands on the node, so the router must listen there).
 func onHostNetwork(s v1alpha1.ShardSpec) bool {
-	return s.Publishing == v1alpha1.PublishHostNetwork || s.Publishing == v1alpha1.PublishVIP
+	return s.Publishing == v1alpha1.PublishHostNetwork || s.Publishing == v1alpha1.PublishVIP || s.Publishing == v1alpha1.PublishRoutedIP
+}
+
+// tolerations are the shard's, and for RoutedIP shards the holder taint: the node that holds a
+// routed IP must keep taking the routers that serve it.
+func tolerations(s v1alpha1.ShardSpec) []corev1.Toleration {
+	if s.Publishing != v1alpha1.PublishRoutedIP {
+		return s.Tolerations
+	}
+	return append(slices.Clone(s.Tolerations), corev1.Toleration{Key: v1alpha1.RoutedIPTaintKey, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectPreferNoSchedule})
 }
 
 func service(s v1alpha1.ShardSpec, name string, labels map[string]string, http, https int32) *corev1.Service {
@@ -214,8 +224,23 @@ func service(s v1alpha1.ShardSpec, name string, labels map[string]string, http, 
 		typ = corev1.ServiceTypeNodePort
 	case v1alpha1.PublishLoadBalancer:
 		typ = corev1.ServiceTypeLoadBalancer
+	case v1alpha1.PublishRoutedIP:
+		// The Service the shard's RoutedIPs name: its endpoints say which nodes run a ready router.
+		typ = corev1.ServiceTypeClusterIP
 	default:
 		return nil
+	}
+	if typ == corev1.ServiceTypeClusterIP {
+		return &corev1.Service{
+			ObjectMeta: objectMeta(name, names.Namespace, labels),
+			Spec: corev1.ServiceSpec{
+				Type: typ, Selector: names.RouterSelector(s.Name),
+				Ports: []corev1.ServicePort{
+					{Name: "web", Port: http, TargetPort: intstr.FromInt32(http), Protocol: corev1.ProtocolTCP},
+					{Name: "websecure", Port: https, TargetPort: intstr.FromInt32(https), Protocol: corev1.ProtocolTCP},
+				},
+			},
+		}
 	}
 	return &corev1.Service{
 		ObjectMeta: objectMeta(name, names.Namespace, labels),

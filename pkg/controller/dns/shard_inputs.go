@@ -2,6 +2,7 @@ package dns
 
 import (
 	"context"
+	"slices"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -38,6 +39,12 @@ func shardInputs(ctx context.Context, rd client.Reader, domain string, shards []
 			// Addresses that do not depend on nodes: published as a load balancer's are.
 			in.LoadBalancer = true
 			in.LoadBalancerIPs = dnsrecords.VIPTargets(s.Name, vips)
+		case v1alpha1.PublishRoutedIP:
+			// The cloud routes the addresses to whichever node holds them: stable targets.
+			in.LoadBalancer = true
+			if s.RoutedIP != nil {
+				in.LoadBalancerIPs = slices.Sorted(slices.Values(s.RoutedIP.Addresses))
+			}
 		case v1alpha1.PublishLoadBalancer:
 			in.LoadBalancer = true
 			svc := &corev1.Service{}

@@ -1,0 +1,141 @@
+package routedips
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/shardgate/shardgate/api/v1alpha1"
+	"github.com/shardgate/shardgate/pkg/routedip"
+)
+
+// FirewallReconciler keeps one class's cloud firewall equal to the map of every cluster's
+// records of the class, one updateFirewall Job at a time.
+type FirewallReconciler struct {
+	Client       client.Client
+	JobNamespace string
+	Clock        clock.PassiveClock
+	Recorder     record.EventRecorder
+}
+
+// Reconcile reads the last Job's outcome (success: the map it carried is the applied one;
+// failure: an Event and a backoff), then starts a Job for the desired map if it differs from the
+// applied one.
+func (f *FirewallReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	class := &v1alpha1.ClusterRoutedIPClass{}
+	if err := f.Client.Get(ctx, req.NamespacedName, class); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	before := class.Status.DeepCopy()
+	now := f.Clock.Now()
+	jobs := &batchv1.JobList{}
+	if err := f.Client.List(ctx, jobs, client.InNamespace(f.JobNamespace),
+		client.MatchingLabels{routedip.JobKindLabel: "firewall", routedip.JobClassLabel: class.Name}); err != nil {
+		return ctrl.Result{}, err
+	}
+	for i := range jobs.Items {
+		j := &jobs.Items[i]
+		if j.DeletionTimestamp != nil {
+			continue
+		}
+		o := routedip.Observe(j)
+		if !o.Done {
+			setFirewall(class, metav1.ConditionFalse, v1alpha1.ReasonFirewallUpdating, "Job "+j.Name+" is applying the map")
+			return ctrl.Result{}, f.patch(ctx, class, before)
+		}
+		if class.Status.LastJob == nil || class.Status.LastJob.Name != j.Name { // not read before
+			finished := metav1.NewTime(o.Finished)
+			class.Status.LastJob = &v1alpha1.RoutedIPJobOutcome{Name: j.Name, Kind: routedip.KindUpdateFirewall, Succeeded: o.Succeeded, Message: o.Message, FinishedTime: &finished}
+			if o.Succeeded {
+				rules, err := rulesOf(j)
+				if err != nil {
+					return ctrl.Result{}, err
+				}
+				class.Status.Firewall, class.Status.FirewallHash = rules, j.Annotations[routedip.JobFirewallHashAnnotation]
+				class.Status.Failures, class.Status.RetryAfter = 0, nil
+			} else {
+				class.Status.Failures++
+				retry := metav1.NewTime(now.Add(routedip.Backoff(class.Status.Failures)))
+				class.Status.RetryAfter = &retry
+				firewallFailures.WithLabelValues(class.Name).Inc()
+				f.Recorder.Eventf(class, "Warning", v1alpha1.ReasonFirewallFailed, "Job %s failed (%d in a row; next try after %s): %s",
+					j.Name, class.Status.Failures, routedip.Backoff(class.Status.Failures), o.Message)
+			}
+		}
+		if err := f.Client.Delete(ctx, j, client.PropagationPolicy(metav1.DeletePropagationBackground)); client.IgnoreNotFound(err) != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	all := &v1alpha1.ClusterIngressList{}
+	if err := f.Client.List(ctx, all); err != nil {
+		return ctrl.Result{}, err
+	}
+	var records []v1alpha1.RoutedIPRecord
+	for _, ci := range all.Items {
+		for _, r := range ci.Status.RoutedIPs {
+			if r.ClassName == class.Name {
+				records = append(records, r)
+			}
+		}
+	}
+	desired := routedip.DesiredFirewall(records, class.Spec.FirewallPostAllow)
+	var requeue time.Duration
+	switch {
+	case routedip.FirewallHash(desired) == class.Status.FirewallHash:
+		setFirewall(class, metav1.ConditionTrue, v1alpha1.ReasonFirewallApplied, fmt.Sprintf("%d rules", len(desired)))
+	case class.Status.RetryAfter != nil && now.Before(class.Status.RetryAfter.Time):
+		requeue = class.Status.RetryAfter.Sub(now)
+		msg := "waiting to retry"
+		if class.Status.LastJob != nil {
+			msg = fmt.Sprintf("%d updateFirewall Jobs in a row failed, the last: %s", class.Status.Failures, class.Status.LastJob.Message)
+		}
+		setFirewall(class, metav1.ConditionFalse, v1alpha1.ReasonFirewallFailed, msg)
+	default:
+		j := routedip.FirewallJob(class, f.JobNamespace, desired, class.Status.Failures)
+		if err := f.Client.Create(ctx, j); err != nil && !apierrors.IsAlreadyExists(err) {
+			return ctrl.Result{}, err
+		}
+		setFirewall(class, metav1.ConditionFalse, v1alpha1.ReasonFirewallUpdating, "Job "+j.Name+" is applying the map")
+	}
+	return ctrl.Result{RequeueAfter: requeue}, f.patch(ctx, class, before)
+}
+
+// rulesOf reads the map a firewall Job carried (the environment Shardgate gave it).
+func rulesOf(j *batchv1.Job) ([]v1alpha1.FirewallRule, error) {
+	for _, c := range j.Spec.Template.Spec.Containers {
+		for _, e := range c.Env {
+			if e.Name == v1alpha1.EnvFirewallRules {
+				var rules []v1alpha1.FirewallRule
+				if err := json.Unmarshal([]byte(e.Value), &rules); err != nil {
+					return nil, fmt.Errorf("firewall Job %s: %w", j.Name, err)
+				}
+				return rules, nil
+			}
+		}
+	}
+	return nil, fmt.Errorf("firewall Job %s carries no %s", j.Name, v1alpha1.EnvFirewallRules)
+}
+
+func setFirewall(c *v1alpha1.ClusterRoutedIPClass, s metav1.ConditionStatus, reason, msg string) {
+	meta.SetStatusCondition(&c.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionFirewallApplied, Status: s, Reason: reason, Message: msg, ObservedGeneration: c.Generation})
+}
+
+func (f *FirewallReconciler) patch(ctx context.Context, c *v1alpha1.ClusterRoutedIPClass, before *v1alpha1.ClusterRoutedIPClassStatus) error {
+	if equality.Semantic.DeepEqual(before, &c.Status) {
+		return nil
+	}
+	old := c.DeepCopy()
+	old.Status = *before
+	return f.Client.Status().Patch(ctx, c, client.MergeFromWithOptions(old, client.MergeFromWithOptimisticLock{}), client.FieldOwner(v1alpha1.FieldOwner))
+}

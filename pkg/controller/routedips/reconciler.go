@@ -1,0 +1,354 @@
+package routedips
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/shardgate/shardgate/api/v1alpha1"
+	"github.com/shardgate/shardgate/pkg/clusteraccess"
+	"github.com/shardgate/shardgate/pkg/routedip"
+)
+
+// Reconciler places one user cluster's routed IPs.
+type Reconciler struct {
+	Client       client.Client
+	Access       clusteraccess.Access
+	JobNamespace string
+	Clock        clock.PassiveClock
+	Recorder     record.EventRecorder
+}
+
+// Reconcile gathers (the cluster's RoutedIPs, nodes and endpoints from its cache; classes, the
+// other clusters' records and this cluster's Jobs from the seed), decides (Admit, Elect, Advance
+// per address) and applies: Jobs deleted, taints, Jobs created, the seed's record, the RoutedIPs'
+// status. Nothing changes while the cluster cannot be observed: a node that cannot be seen is
+// not a node that failed.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	ci := &v1alpha1.ClusterIngress{}
+	if err := r.Client.Get(ctx, req.NamespacedName, ci); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	before := ci.Status.DeepCopy()
+	cluster, ok := r.Access.Get(req.NamespacedName)
+	if !ok || !cluster.Observable() || ci.DeletionTimestamp != nil {
+		return ctrl.Result{}, nil
+	}
+	shardIPs := shardRequests(ci)
+	if !cluster.Capabilities().RoutedIPs {
+		if len(shardIPs) > 0 {
+			meta.SetStatusCondition(&ci.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionRoutedIPsAssigned, Status: metav1.ConditionFalse,
+				Reason: v1alpha1.ReasonRoutedIPsNotAllowed, ObservedGeneration: ci.Generation,
+				Message: "Shardgate could not install the RoutedIP CRD in the user cluster (its role lacks the routed-IP rules of config/user-cluster/rbac.yaml)"})
+		}
+		return ctrl.Result{}, r.patch(ctx, ci, before)
+	}
+	if err := ensureShardRoutedIPs(ctx, cluster, shardIPs); err != nil {
+		return ctrl.Result{}, err
+	}
+	g, err := r.gather(ctx, ci, cluster)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	now := r.Clock.Now()
+	verdicts := routedip.Admit(g.claims, g.classes, g.takenElsewhere)
+	records, outs := r.decide(ci, g, verdicts, now)
+
+	// Apply, in the seed document's order: read Jobs are deleted, new holders tainted before any
+	// Job can assign them an address, then the Jobs start; old holders lose the taint once no
+	// record names them.
+	var requeue time.Duration
+	for _, o := range outs {
+		if o.DeleteJob {
+			if err := r.Client.Delete(ctx, o.job, client.PropagationPolicy(metav1.DeletePropagationBackground)); client.IgnoreNotFound(err) != nil {
+				return ctrl.Result{}, err
+			}
+		}
+		if o.Requeue > 0 && (requeue == 0 || o.Requeue < requeue) {
+			requeue = o.Requeue
+		}
+	}
+	if err := syncTaints(ctx, cluster, g.nodes, records); err != nil {
+		return ctrl.Result{}, err
+	}
+	for _, o := range outs {
+		if o.CreateJob {
+			j := routedip.AssignJob(routedip.AssignJobInput{Class: g.classObjs[o.Record.ClassName], Namespace: r.JobNamespace,
+				ClusterNamespace: ci.Namespace, ClusterName: ci.Name, ClusterID: ci.Status.ClusterID, Record: o.Record})
+			if err := r.Client.Create(ctx, j); err != nil && !apierrors.IsAlreadyExists(err) {
+				return ctrl.Result{}, err
+			}
+		}
+		if o.Event != nil {
+			r.event(ctx, ci, cluster, g, o)
+		}
+		if o.Moved {
+			moves.WithLabelValues(o.Record.ClassName).Inc()
+			moveDuration.WithLabelValues(o.Record.ClassName).Observe(o.MoveDuration.Seconds())
+		}
+		if o.Event != nil && o.Event.Warning {
+			moveFailures.WithLabelValues(o.Record.ClassName).Inc()
+		}
+	}
+	ci.Status.RoutedIPs = records
+	setCondition(ci, records, len(shardIPs) > 0)
+	if err := r.patch(ctx, ci, before); err != nil {
+		return ctrl.Result{}, err
+	}
+	if err := writeRoutedIPStatus(ctx, cluster, g.routedIPs, verdicts, records); err != nil {
+		return ctrl.Result{}, err
+	}
+	return ctrl.Result{RequeueAfter: requeue}, nil
+}
+
+// gathered is what one reconcile decides from.
+type gathered struct {
+	routedIPs      []v1alpha1.RoutedIP
+	claims         []routedip.Claim
+	classes        map[string]routedip.Class
+	classObjs      map[string]*v1alpha1.ClusterRoutedIPClass
+	takenElsewhere map[string]string
+	nodes          []corev1.Node
+	slices         []discoveryv1.EndpointSlice
+	jobs           map[string]*batchv1.Job // by address
+}
+
+func (r *Reconciler) gather(ctx context.Context, ci *v1alpha1.ClusterIngress, cluster clusteraccess.Cluster) (*gathered, error) {
+	g := &gathered{classes: map[string]routedip.Class{}, classObjs: map[string]*v1alpha1.ClusterRoutedIPClass{}, takenElsewhere: map[string]string{}, jobs: map[string]*batchv1.Job{}}
+	rips := &v1alpha1.RoutedIPList{}
+	if err := cluster.Reader().List(ctx, rips); err != nil {
+		return nil, clusteraccess.DescribeError("read the user cluster's RoutedIPs", err)
+	}
+	g.routedIPs = rips.Items
+	for _, ri := range rips.Items {
+		if ri.DeletionTimestamp != nil {
+			continue
+		}
+		g.claims = append(g.claims, routedip.Claim{Key: ri.Namespace + "/" + ri.Name, Namespace: ri.Namespace, Address: ri.Spec.Address,
+			ClassName: ri.Spec.ClassName, ServiceName: ri.Spec.ServiceRef.Name, ServiceNamespace: ri.Spec.ServiceRef.Namespace,
+			Created: ri.CreationTimestamp.Time, Shard: isShardRoutedIP(&ri)})
+	}
+	var err error
+	if g.nodes, err = cluster.Nodes(ctx); err != nil {
+		return nil, clusteraccess.DescribeError("read the user cluster's nodes", err)
+	}
+	eps := &discoveryv1.EndpointSliceList{}
+	if err := cluster.Reader().List(ctx, eps); err != nil {
+		return nil, clusteraccess.DescribeError("read the user cluster's EndpointSlices", err)
+	}
+	g.slices = eps.Items
+	classes := &v1alpha1.ClusterRoutedIPClassList{}
+	if err := r.Client.List(ctx, classes); err != nil {
+		return nil, err
+	}
+	for i := range classes.Items {
+		c := &classes.Items[i]
+		g.classes[c.Name], g.classObjs[c.Name] = routedip.ClassOf(c), c
+	}
+	all := &v1alpha1.ClusterIngressList{}
+	if err := r.Client.List(ctx, all); err != nil {
+		return nil, err
+	}
+	for _, o := range all.Items {
+		if o.Namespace == ci.Namespace && o.Name == ci.Name {
+			continue
+		}
+		for _, rec := range o.Status.RoutedIPs {
+			g.takenElsewhere[rec.Address] = "cluster " + o.Namespace + "/" + o.Name
+		}
+	}
+	jobs := &batchv1.JobList{}
+	if err := r.Client.List(ctx, jobs, client.InNamespace(r.JobNamespace),
+		client.MatchingLabels{routedip.JobClusterLabel: routedip.ClusterHash(ci.Namespace, ci.Name)}); err != nil {
+		return nil, err
+	}
+	for i := range jobs.Items {
+		j := &jobs.Items[i]
+		if j.DeletionTimestamp != nil {
+			continue
+		}
+		a := j.Labels[routedip.JobAddressLabel]
+		if cur, ok := g.jobs[a]; !ok || j.CreationTimestamp.After(cur.CreationTimestamp.Time) {
+			g.jobs[a] = j
+		}
+	}
+	return g, nil
+}
+
+// advanced is one address' step and the Job it read.
+type advanced struct {
+	routedip.MoveOutput
+	job *batchv1.Job
+}
+
+// decide elects per class and advances every admitted address; records of addresses no longer
+// asked for are dropped (their holder keeps the address in the cloud: nothing tells the cloud to
+// take it away, and the taint goes with the record).
+func (r *Reconciler) decide(ci *v1alpha1.ClusterIngress, g *gathered, verdicts []routedip.Verdict, now time.Time) ([]v1alpha1.RoutedIPRecord, []advanced) {
+	old := map[string]v1alpha1.RoutedIPRecord{}
+	for _, rec := range ci.Status.RoutedIPs {
+		old[rec.Address] = rec
+	}
+	nodes := electionNodes(g.nodes)
+	providerID := map[string]string{}
+	for _, n := range nodes {
+		providerID[n.Name] = n.ProviderID
+	}
+	byClass := map[string][]routedip.Request{}
+	recs := map[string]v1alpha1.RoutedIPRecord{}
+	for _, v := range verdicts {
+		if !v.Admitted {
+			continue
+		}
+		class := g.classes[v.ClassName]
+		serving, ports := serviceEndpoints(g.slices, v.Namespace, v.ServiceName)
+		rec := old[v.Address]
+		if rec.ClassName != v.ClassName || rec.RoutedIP != v.Key {
+			// A record is an address given to one RoutedIP through one class; anything else is a
+			// new record (whoever held it before, the cloud will be told again).
+			rec = v1alpha1.RoutedIPRecord{Node: rec.Node, ProviderID: rec.ProviderID}
+		}
+		rec.Address, rec.ClassName, rec.RoutedIP = v.Address, v.ClassName, v.Key
+		rec.Ports = routedip.PortsOutside(ports, class.PortLo, class.PortHi)
+		recs[v.Address] = rec
+		byClass[v.ClassName] = append(byClass[v.ClassName], routedip.Request{Key: v.Address, Holder: rec.Node, MovingTo: rec.MovingTo, Serving: serving})
+	}
+	var records []v1alpha1.RoutedIPRecord
+	var outs []advanced
+	for className, reqs := range byClass {
+		class, obj := g.classes[className], g.classObjs[className]
+		for _, d := range routedip.Elect(nodes, reqs, class.PerNodeIPLimit) {
+			rec := recs[d.Key]
+			in := routedip.MoveInput{Record: rec, Target: d.Node, TargetProviderID: providerID[d.Node], Why: d.Why, Now: now,
+				FirewallOpen: class.PostAllow || d.Node == "" || routedip.Opens(obj.Status.Firewall, providerID[d.Node], rec.Ports)}
+			var job *batchv1.Job
+			if j := g.jobs[rec.Address]; j != nil {
+				job = j
+				o := routedip.Observe(j)
+				// A Job already read (its deletion not yet in the cache) is not read twice.
+				if rec.LastJob == nil || rec.LastJob.Name != j.Name {
+					in.Job = &o
+				}
+			}
+			out := routedip.Advance(in)
+			if job != nil && in.Job == nil {
+				out.DeleteJob = true
+			}
+			records = append(records, out.Record)
+			outs = append(outs, advanced{MoveOutput: out, job: job})
+		}
+	}
+	slices.SortFunc(records, func(a, b v1alpha1.RoutedIPRecord) int { return strings.Compare(a.Address, b.Address) })
+	return records, outs
+}
+
+// electionNodes reads the cached nodes.
+func electionNodes(nodes []corev1.Node) []routedip.Node {
+	out := make([]routedip.Node, 0, len(nodes))
+	for _, n := range nodes {
+		ready := false
+		for _, c := range n.Status.Conditions {
+			if c.Type == corev1.NodeReady {
+				ready = c.Status == corev1.ConditionTrue
+			}
+		}
+		out = append(out, routedip.Node{Name: n.Name, Created: n.CreationTimestamp.Time, Ready: ready, Schedulable: !n.Spec.Unschedulable,
+			Deleting: n.DeletionTimestamp != nil, ProviderID: n.Spec.ProviderID})
+	}
+	return out
+}
+
+// serviceEndpoints: the nodes running a ready endpoint of namespace/name, and the ports its
+// endpoints serve on (for host-network routers, the node's own ports).
+func serviceEndpoints(all []discoveryv1.EndpointSlice, namespace, name string) (map[string]bool, []v1alpha1.FirewallPort) {
+	serving := map[string]bool{}
+	var ports []v1alpha1.FirewallPort
+	for _, s := range all {
+		if s.Namespace != namespace || s.Labels[discoveryv1.LabelServiceName] != name {
+			continue
+		}
+		for _, e := range s.Endpoints {
+			if e.NodeName != nil && (e.Conditions.Ready == nil || *e.Conditions.Ready) {
+				serving[*e.NodeName] = true
+			}
+		}
+		for _, p := range s.Ports {
+			if p.Port != nil {
+				fp := v1alpha1.FirewallPort{Port: *p.Port, Protocol: corev1.ProtocolTCP}
+				if p.Protocol != nil {
+					fp.Protocol = *p.Protocol
+				}
+				ports = append(ports, fp)
+			}
+		}
+	}
+	return serving, ports
+}
+
+// setCondition: RoutedIPsAssigned True when every record is held by its elected node; False
+// with the first address' reason otherwise; absent for a cluster with no routed IPs at all.
+func setCondition(ci *v1alpha1.ClusterIngress, records []v1alpha1.RoutedIPRecord, shards bool) {
+	if len(records) == 0 && !shards {
+		meta.RemoveStatusCondition(&ci.Status.Conditions, v1alpha1.ConditionRoutedIPsAssigned)
+		return
+	}
+	c := metav1.Condition{Type: v1alpha1.ConditionRoutedIPsAssigned, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonRoutedIPsAssigned, ObservedGeneration: ci.Generation}
+	var held, not []string
+	for _, rec := range records {
+		if rec.Reason == v1alpha1.ReasonRoutedIPsAssigned {
+			held = append(held, rec.Address+" on "+rec.Node)
+			continue
+		}
+		if c.Status == metav1.ConditionTrue {
+			c.Status, c.Reason = metav1.ConditionFalse, rec.Reason
+		}
+		not = append(not, fmt.Sprintf("%s: %s", rec.Address, rec.Message))
+	}
+	switch {
+	case len(records) == 0:
+		c.Status, c.Reason, c.Message = metav1.ConditionFalse, v1alpha1.ReasonRoutedIPMoving, "no RoutedIP of the shards is admitted yet (see the RoutedIPs in the user cluster)"
+	case len(not) > 0:
+		c.Message = strings.Join(not, "; ")
+	default:
+		c.Message = strings.Join(held, ", ")
+	}
+	meta.SetStatusCondition(&ci.Status.Conditions, c)
+}
+
+// event records a move's Event on the ClusterIngress (seed) and on the RoutedIP (user cluster).
+func (r *Reconciler) event(ctx context.Context, ci *v1alpha1.ClusterIngress, cluster clusteraccess.Cluster, g *gathered, o advanced) {
+	typ := corev1.EventTypeNormal
+	if o.Event.Warning {
+		typ = corev1.EventTypeWarning
+	}
+	r.Recorder.Event(ci, typ, o.Event.Reason, o.Event.Message)
+	for i := range g.routedIPs {
+		ri := &g.routedIPs[i]
+		if ri.Namespace+"/"+ri.Name == o.Record.RoutedIP {
+			recordUserEvent(ctx, cluster.Writer(), ri, typ, o.Event.Reason, o.Event.Message)
+		}
+	}
+}
+
+func (r *Reconciler) patch(ctx context.Context, ci *v1alpha1.ClusterIngress, before *v1alpha1.ClusterIngressStatus) error {
+	if equality.Semantic.DeepEqual(before, &ci.Status) {
+		return nil
+	}
+	old := ci.DeepCopy()
+	old.Status = *before
+	return r.Client.Status().Patch(ctx, ci, client.MergeFromWithOptions(old, client.MergeFromWithOptimisticLock{}), client.FieldOwner(v1alpha1.FieldOwner))
+}

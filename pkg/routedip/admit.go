@@ -1,0 +1,106 @@
+package routedip
+
+import (
+	"cmp"
+	"fmt"
+	"net/netip"
+	"slices"
+	"time"
+
+	"github.com/shardgate/shardgate/api/v1alpha1"
+	"github.com/shardgate/shardgate/pkg/vip"
+)
+
+// Claim is one RoutedIP of a user cluster. Everything in it but Shard is tenant input.
+type Claim struct {
+	// Key is namespace/name.
+	Key, Namespace                string
+	Address, ClassName            string
+	ServiceName, ServiceNamespace string
+	Created                       time.Time
+	// Shard: Shardgate's own RoutedIP for a RoutedIP shard (it wins an address over a tenant's).
+	Shard bool
+}
+
+// Class is what admission and election need of a ClusterRoutedIPClass.
+type Class struct {
+	Name           string
+	Pool           vip.Pool
+	Invalid        string // why the class is unusable, if it is
+	PostAllow      bool
+	PerNodeIPLimit int
+	PortLo, PortHi int32
+}
+
+// ClassOf reads a class, saying what is wrong with it instead of failing.
+func ClassOf(c *v1alpha1.ClusterRoutedIPClass) Class {
+	out := Class{Name: c.Name, PostAllow: c.Spec.FirewallPostAllow, PerNodeIPLimit: max(int(c.Spec.PerNodeIPLimit), 1)}
+	var err error
+	if out.Pool, err = vip.ParsePool(c.Spec.Addresses); err != nil {
+		out.Invalid = "addresses: " + err.Error()
+	}
+	if out.PortLo, out.PortHi, err = ParseNodePortRange(c.Spec.NodePortRange); err != nil {
+		out.Invalid = err.Error()
+	}
+	if len(c.Spec.UpdateRoutedIP.Template.Spec.Containers) == 0 || len(c.Spec.UpdateFirewall.Template.Spec.Containers) == 0 {
+		out.Invalid = "updateRoutedIP and updateFirewall each need a pod template with a container"
+	}
+	return out
+}
+
+// Verdict is whether a claim is served, and why not.
+type Verdict struct {
+	Claim
+	Admitted bool
+	Reason   string
+	Message  string
+}
+
+// Admit decides which of a cluster's claims are served. A claim is refused when its class does
+// not exist or is unusable, its address is not an IPv4 address of the class, its Service is in
+// another namespace (a namespace's owner may not steer an address by another's Service), or its
+// address is taken: by another cluster's record (takenElsewhere: address → who), or by an
+// earlier claim in this cluster (Shardgate's shard claims first, then the oldest).
+func Admit(claims []Claim, classes map[string]Class, takenElsewhere map[string]string) []Verdict {
+	claims = slices.Clone(claims)
+	slices.SortFunc(claims, func(a, b Claim) int {
+		if a.Shard != b.Shard {
+			if a.Shard {
+				return -1
+			}
+			return 1
+		}
+		if c := a.Created.Compare(b.Created); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Key, b.Key)
+	})
+	owner := map[string]string{}
+	out := make([]Verdict, 0, len(claims))
+	for _, c := range claims {
+		v := Verdict{Claim: c}
+		class, found := classes[c.ClassName]
+		addr, err := netip.ParseAddr(c.Address)
+		switch {
+		case !found:
+			v.Reason, v.Message = v1alpha1.ReasonClassNotFound, fmt.Sprintf("no ClusterRoutedIPClass %q in the seed", c.ClassName)
+		case class.Invalid != "":
+			v.Reason, v.Message = v1alpha1.ReasonClassInvalid, fmt.Sprintf("ClusterRoutedIPClass %s is unusable: %s", c.ClassName, class.Invalid)
+		case err != nil || !addr.Is4():
+			v.Reason, v.Message = v1alpha1.ReasonAddressNotInClass, "address is not an IPv4 address"
+		case !class.Pool.Contains(addr):
+			v.Reason, v.Message = v1alpha1.ReasonAddressNotInClass, fmt.Sprintf("%s is not one of ClusterRoutedIPClass %s's addresses", c.Address, c.ClassName)
+		case c.ServiceNamespace != "" && c.ServiceNamespace != c.Namespace:
+			v.Reason, v.Message = v1alpha1.ReasonServiceNotAllowed, "serviceRef must name a Service in the RoutedIP's own namespace"
+		case takenElsewhere[c.Address] != "":
+			v.Reason, v.Message = v1alpha1.ReasonAddressInUse, fmt.Sprintf("%s is held for %s", c.Address, takenElsewhere[c.Address])
+		case owner[c.Address] != "":
+			v.Reason, v.Message = v1alpha1.ReasonAddressInUse, fmt.Sprintf("%s is already asked for by RoutedIP %s", c.Address, owner[c.Address])
+		default:
+			v.Admitted = true
+			owner[c.Address] = c.Key
+		}
+		out = append(out, v)
+	}
+	return out
+}
