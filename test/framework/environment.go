@@ -22,6 +22,8 @@ type Environment struct {
 	// Fabrics[i] and Nodes[i] are user cluster i's network and real nodes (nil without any).
 	Fabrics []*Fabric
 	Nodes   [][]*RealNode
+	// SeedNode is the seed's real node (on user cluster 1's fabric), with SeedNode set.
+	SeedNode *RealNode
 }
 
 // EnvironmentOptions configures StartEnvironment.
@@ -32,6 +34,10 @@ type EnvironmentOptions struct {
 	// RealNodes[i] are real nodes (kubelet + containerd) for user cluster i, on a fabric of its
 	// own; their pods really run. Such clusters also get kube-scheduler and the controllers.
 	RealNodes [][]RealNodeSpec
+	// SeedNode gives the seed kube-scheduler, the controllers and one real node on user cluster
+	// 1's fabric (which needs real nodes), so that Jobs Shardgate creates in the seed run as real
+	// pods.
+	SeedNode bool
 	// DNS starts BIND for Zone and external-dns against the seed.
 	DNS  bool
 	Zone string
@@ -44,7 +50,7 @@ func StartEnvironment(t testing.TB, opts EnvironmentOptions) *Environment {
 	if err != nil {
 		t.Fatal(err)
 	}
-	env := &Environment{Seed: StartControlPlane(t, "seed", ControlPlaneOptions{CRDDirs: crds})}
+	env := &Environment{Seed: StartControlPlane(t, "seed", ControlPlaneOptions{CRDDirs: crds, SimulatedNodes: opts.SeedNode, RealNodes: opts.SeedNode})}
 	for i := 1; i <= opts.UserClusters; i++ {
 		var real []RealNodeSpec
 		if i <= len(opts.RealNodes) {
@@ -67,6 +73,14 @@ func StartEnvironment(t testing.TB, opts EnvironmentOptions) *Environment {
 			nodes = append(nodes, n)
 		}
 		env.Fabrics, env.Nodes = append(env.Fabrics, f), append(env.Nodes, nodes)
+	}
+	if opts.SeedNode {
+		if len(env.Fabrics) == 0 || env.Fabrics[0] == nil {
+			t.Fatal("SeedNode needs real nodes in user cluster 1")
+		}
+		if env.SeedNode, err = env.Fabrics[0].AddRealNode(context.Background(), env.Seed, RealNodeSpec{Name: "seed1"}); err != nil {
+			t.Fatalf("seed node: %v", err)
+		}
 	}
 	if opts.DNS {
 		zone := opts.Zone

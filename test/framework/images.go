@@ -29,6 +29,9 @@ const (
 	// shared libraries it links, and shardgate-vip-agent: what a VIP shard's keepalived
 	// container runs (render.VIPAgentImage's contents).
 	KeepalivedImage = "localhost/shardgate/keepalived:2.2.7"
+	// CloudctlImage runs the harness' ClusterRoutedIPClass Jobs (test/images/cloudctl: calls
+	// the simulated cloud, SimCloud).
+	CloudctlImage = "localhost/shardgate/cloudctl:1"
 )
 
 var (
@@ -88,6 +91,10 @@ func buildImages() ([]string, error) {
 		return nil, err
 	}
 	keepalived = append(keepalived, ImageFile{Src: agent, Dst: "/usr/local/bin/shardgate-vip-agent"})
+	cloudctl, err := goBinary("./test/images/cloudctl")
+	if err != nil {
+		return nil, err
+	}
 	var tars []string
 	for _, img := range []struct {
 		name, entry, tar string
@@ -97,6 +104,7 @@ func buildImages() ([]string, error) {
 		{BackendImage, "/backend", "backend.tar", []ImageFile{{Src: backend, Dst: "/backend"}}},
 		{TraefikImage, "/usr/local/bin/traefik", "traefik.tar", []ImageFile{{Src: tools.Path(ToolTraefik), Dst: "/usr/local/bin/traefik"}}},
 		{KeepalivedImage, "/usr/sbin/keepalived", "keepalived.tar", keepalived},
+		{CloudctlImage, "/cloudctl", "cloudctl.tar", []ImageFile{{Src: cloudctl, Dst: "/cloudctl"}}},
 	} {
 		tar := filepath.Join(dir, img.tar)
 		if err := WriteOCIImage(img.name, img.files, img.entry, tar); err != nil {

@@ -274,7 +274,8 @@ imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
 evictionHard: {memory.available: "50Mi", nodefs.available: "1%%", imagefs.available: "1%%", nodefs.inodesFree: "1%%"}
 registerNode: true
-`, n.cgroup, n.socket(), n.IP, filepath.Join(n.dir, "pod-logs"))
+providerID: %q
+`, n.cgroup, n.socket(), n.IP, filepath.Join(n.dir, "pod-logs"), n.ProviderID())
 	if err := os.WriteFile(filepath.Join(n.dir, "kubelet.yaml"), []byte(cfg), 0o644); err != nil {
 		return err
 	}
@@ -292,6 +293,9 @@ registerNode: true
 		Env: []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "HOME=" + n.dir}})
 	return err
 }
+
+// ProviderID is the node's spec.providerID: the simulated cloud's instance ID (SimCloud).
+func (n *RealNode) ProviderID() string { return "sim://" + n.fabric.ID + "/" + n.Name }
 
 // Exec runs a command in the node's network namespace (as a host process would on the node).
 func (n *RealNode) Exec(ctx context.Context, name string, args ...string) ([]byte, error) {

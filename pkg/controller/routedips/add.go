@@ -45,7 +45,7 @@ type Config struct {
 // time (two clusters asking for the same address at once cannot both get it), and a class's
 // firewall is one map.
 func Add(mgr ctrl.Manager, cfg Config) error {
-	r := &Reconciler{Client: mgr.GetClient(), Access: cfg.Access, JobNamespace: cfg.JobNamespace, Clock: clock.RealClock{},
+	r := &Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Access: cfg.Access, JobNamespace: cfg.JobNamespace, Clock: clock.RealClock{},
 		Recorder: mgr.GetEventRecorderFor("shardgate-routedips")}
 	jobs := builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
 		return o.GetNamespace() == cfg.JobNamespace && o.GetLabels()[routedip.JobKindLabel] != ""
@@ -61,7 +61,7 @@ func Add(mgr ctrl.Manager, cfg Config) error {
 		Complete(r); err != nil {
 		return err
 	}
-	f := &FirewallReconciler{Client: mgr.GetClient(), JobNamespace: cfg.JobNamespace, Clock: clock.RealClock{},
+	f := &FirewallReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), JobNamespace: cfg.JobNamespace, Clock: clock.RealClock{},
 		Recorder: mgr.GetEventRecorderFor("shardgate-routedips")}
 	return ctrl.NewControllerManagedBy(mgr).Named("routedip-firewall").
 		WithOptions(controller.Options{MaxConcurrentReconciles: 1}).

@@ -24,6 +24,7 @@ import (
 // records of the class, one updateFirewall Job at a time.
 type FirewallReconciler struct {
 	Client       client.Client
+	APIReader    client.Reader
 	JobNamespace string
 	Clock        clock.PassiveClock
 	Recorder     record.EventRecorder
@@ -55,6 +56,7 @@ func (f *FirewallReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 			return ctrl.Result{}, f.patch(ctx, class, before)
 		}
 		if class.Status.LastJob == nil || class.Status.LastJob.Name != j.Name { // not read before
+			withPodMessage(ctx, f.APIReader, f.JobNamespace, &o)
 			finished := metav1.NewTime(o.Finished)
 			class.Status.LastJob = &v1alpha1.RoutedIPJobOutcome{Name: j.Name, Kind: routedip.KindUpdateFirewall, Succeeded: o.Succeeded, Message: o.Message, FinishedTime: &finished}
 			if o.Succeeded {

@@ -26,7 +26,9 @@ import (
 
 // Reconciler places one user cluster's routed IPs.
 type Reconciler struct {
-	Client       client.Client
+	Client client.Client
+	// APIReader reads the pods of a failed Job (uncached).
+	APIReader    client.Reader
 	Access       clusteraccess.Access
 	JobNamespace string
 	Clock        clock.PassiveClock
@@ -66,7 +68,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	now := r.Clock.Now()
 	verdicts := routedip.Admit(g.claims, g.classes, g.takenElsewhere)
-	records, outs := r.decide(ci, g, verdicts, now)
+	records, outs := r.decide(ctx, ci, g, verdicts, now)
 
 	// Apply, in the seed document's order: read Jobs are deleted, new holders tainted before any
 	// Job can assign them an address, then the Jobs start; old holders lose the taint once no
@@ -198,7 +200,7 @@ type advanced struct {
 // decide elects per class and advances every admitted address; records of addresses no longer
 // asked for are dropped (their holder keeps the address in the cloud: nothing tells the cloud to
 // take it away, and the taint goes with the record).
-func (r *Reconciler) decide(ci *v1alpha1.ClusterIngress, g *gathered, verdicts []routedip.Verdict, now time.Time) ([]v1alpha1.RoutedIPRecord, []advanced) {
+func (r *Reconciler) decide(ctx context.Context, ci *v1alpha1.ClusterIngress, g *gathered, verdicts []routedip.Verdict, now time.Time) ([]v1alpha1.RoutedIPRecord, []advanced) {
 	old := map[string]v1alpha1.RoutedIPRecord{}
 	for _, rec := range ci.Status.RoutedIPs {
 		old[rec.Address] = rec
@@ -241,6 +243,7 @@ func (r *Reconciler) decide(ci *v1alpha1.ClusterIngress, g *gathered, verdicts [
 				o := routedip.Observe(j)
 				// A Job already read (its deletion not yet in the cache) is not read twice.
 				if rec.LastJob == nil || rec.LastJob.Name != j.Name {
+					withPodMessage(ctx, r.APIReader, r.JobNamespace, &o)
 					in.Job = &o
 				}
 			}
