@@ -128,6 +128,7 @@ const (
 	ReasonMoveFailed          = "MoveFailed"
 	ReasonClassNotFound       = "ClassNotFound"
 	ReasonClassInvalid        = "ClassInvalid"
+	ReasonClassNotAllowed     = "ClassNotAllowed"
 	ReasonAddressNotInClass   = "AddressNotInClass"
 	ReasonServiceNotAllowed   = "ServiceNotAllowed"
 	ReasonRoutedIPsNotAllowed = "RoutedIPsNotAllowed"

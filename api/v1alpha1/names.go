@@ -18,6 +18,9 @@ const (
 	// AllocationCleanupFinalizer keeps a ClusterIngress (and its engagement) until the cluster's
 	// Ingresses no longer carry Shardgate's label, allocation annotations and addresses.
 	AllocationCleanupFinalizer = "shardgate.io/allocation-cleanup"
+	// RoutedIPCleanupFinalizer keeps a ClusterIngress with routed IPs (and its engagement) until
+	// the holder taints are off its nodes and its shards' RoutedIPs are gone.
+	RoutedIPCleanupFinalizer = "shardgate.io/routed-ip-cleanup"
 	// CleanupAnnotation (value CleanupBestEffort) on a ClusterIngress being deleted says the
 	// cluster itself is going away (its Cluster is being deleted, or its source is gone): the
 	// user-cluster cleanup runs if the cluster can be observed and is skipped if not, instead of

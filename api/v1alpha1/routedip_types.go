@@ -62,6 +62,15 @@ type ClusterRoutedIPClassSpec struct {
 	// +kubebuilder:validation:MaxItems=16
 	// +kubebuilder:validation:items:MaxLength=100
 	Addresses []string `json:"addresses"`
+	// profiles: the IngressProfiles whose clusters may use the class; empty: every profile.
+	// +optional
+	// +kubebuilder:validation:MaxItems=64
+	Profiles []string `json:"profiles,omitempty"`
+	// allowClusterOwners: cluster owners' own RoutedIPs may use the class (Shardgate's RoutedIP
+	// shards always may). Off by default: the class's addresses and credentials are the seed
+	// operator's, handed to tenants only on purpose.
+	// +optional
+	AllowClusterOwners bool `json:"allowClusterOwners,omitempty"`
 	// firewallPostAllow: open the firewall for a new holder only after the address is assigned
 	// (default: before, so the address never lands on a node whose ports are closed).
 	// +optional

@@ -292,6 +292,11 @@ func (in *ClusterRoutedIPClassSpec) DeepCopyInto(out *ClusterRoutedIPClassSpec) 
 		*out = make([]string, len(*in))
 		copy(*out, *in)
 	}
+	if in.Profiles != nil {
+		in, out := &in.Profiles, &out.Profiles
+		*out = make([]string, len(*in))
+		copy(*out, *in)
+	}
 	if in.FromSecretsRef != nil {
 		in, out := &in.FromSecretsRef, &out.FromSecretsRef
 		*out = make([]corev1.LocalObjectReference, len(*in))
@@ -325,6 +330,10 @@ func (in *ClusterRoutedIPClassStatus) DeepCopyInto(out *ClusterRoutedIPClassStat
 		in, out := &in.LastJob, &out.LastJob
 		*out = new(RoutedIPJobOutcome)
 		(*in).DeepCopyInto(*out)
+	}
+	if in.RetryAfter != nil {
+		in, out := &in.RetryAfter, &out.RetryAfter
+		*out = (*in).DeepCopy()
 	}
 	if in.Conditions != nil {
 		in, out := &in.Conditions, &out.Conditions

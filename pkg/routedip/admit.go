@@ -30,11 +30,15 @@ type Class struct {
 	PostAllow      bool
 	PerNodeIPLimit int
 	PortLo, PortHi int32
+	// Profiles the class serves (empty: all); AllowOwners: tenants' own RoutedIPs may use it.
+	Profiles    []string
+	AllowOwners bool
 }
 
 // ClassOf reads a class, saying what is wrong with it instead of failing.
 func ClassOf(c *v1alpha1.ClusterRoutedIPClass) Class {
-	out := Class{Name: c.Name, PostAllow: c.Spec.FirewallPostAllow, PerNodeIPLimit: max(int(c.Spec.PerNodeIPLimit), 1)}
+	out := Class{Name: c.Name, PostAllow: c.Spec.FirewallPostAllow, PerNodeIPLimit: max(int(c.Spec.PerNodeIPLimit), 1),
+		Profiles: c.Spec.Profiles, AllowOwners: c.Spec.AllowClusterOwners}
 	var err error
 	if out.Pool, err = vip.ParsePool(c.Spec.Addresses); err != nil {
 		out.Invalid = "addresses: " + err.Error()
@@ -56,12 +60,13 @@ type Verdict struct {
 	Message  string
 }
 
-// Admit decides which of a cluster's claims are served. A claim is refused when its class does
-// not exist or is unusable, its address is not an IPv4 address of the class, its Service is in
+// Admit decides which of the claims of a cluster of profile are served. A claim is refused when
+// its class does not exist, is unusable, does not serve the profile or (for a cluster owner's
+// claim) does not take owners' claims, its address is not an IPv4 address of the class, its Service is in
 // another namespace (a namespace's owner may not steer an address by another's Service), or its
 // address is taken: by another cluster's record (takenElsewhere: address → who), or by an
 // earlier claim in this cluster (Shardgate's shard claims first, then the oldest).
-func Admit(claims []Claim, classes map[string]Class, takenElsewhere map[string]string) []Verdict {
+func Admit(claims []Claim, profile string, classes map[string]Class, takenElsewhere map[string]string) []Verdict {
 	claims = slices.Clone(claims)
 	slices.SortFunc(claims, func(a, b Claim) int {
 		if a.Shard != b.Shard {
@@ -86,6 +91,10 @@ func Admit(claims []Claim, classes map[string]Class, takenElsewhere map[string]s
 			v.Reason, v.Message = v1alpha1.ReasonClassNotFound, fmt.Sprintf("no ClusterRoutedIPClass %q in the seed", c.ClassName)
 		case class.Invalid != "":
 			v.Reason, v.Message = v1alpha1.ReasonClassInvalid, fmt.Sprintf("ClusterRoutedIPClass %s is unusable: %s", c.ClassName, class.Invalid)
+		case len(class.Profiles) > 0 && !slices.Contains(class.Profiles, profile):
+			v.Reason, v.Message = v1alpha1.ReasonClassNotAllowed, fmt.Sprintf("ClusterRoutedIPClass %s does not serve clusters of IngressProfile %s", c.ClassName, profile)
+		case !c.Shard && !class.AllowOwners:
+			v.Reason, v.Message = v1alpha1.ReasonClassNotAllowed, fmt.Sprintf("ClusterRoutedIPClass %s takes only Shardgate's RoutedIP shards, not cluster owners' RoutedIPs (its allowClusterOwners is off)", c.ClassName)
 		case err != nil || !addr.Is4():
 			v.Reason, v.Message = v1alpha1.ReasonAddressNotInClass, "address is not an IPv4 address"
 		case !class.Pool.Contains(addr):

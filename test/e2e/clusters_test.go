@@ -86,7 +86,7 @@ func registerKubeconfigSecret(ctx context.Context, t testing.TB, seed *framework
 
 // putKubeconfigSecret creates or replaces a Secret labelled shardgate.io/kubeconfig holding kc,
 // asking for cluster ID id.
-func putKubeconfigSecret(ctx context.Context, t *testing.T, seed *framework.ControlPlane, ns, name, id string, kc []byte, labels map[string]string) {
+func putKubeconfigSecret(ctx context.Context, t testing.TB, seed *framework.ControlPlane, ns, name, id string, kc []byte, labels map[string]string) {
 	t.Helper()
 	l := map[string]string{v1alpha1.KubeconfigSecretLabel: "true"}
 	for k, v := range labels {
@@ -99,7 +99,7 @@ func putKubeconfigSecret(ctx context.Context, t *testing.T, seed *framework.Cont
 	})
 }
 
-func upsert(ctx context.Context, t *testing.T, c client.Client, obj client.Object, mutate func()) {
+func upsert(ctx context.Context, t testing.TB, c client.Client, obj client.Object, mutate func()) {
 	t.Helper()
 	err := c.Create(ctx, obj)
 	if err == nil {
@@ -114,7 +114,7 @@ func upsert(ctx context.Context, t *testing.T, c client.Client, obj client.Objec
 	}
 }
 
-func createProfile(ctx context.Context, t *testing.T, seed *framework.ControlPlane, name string, selector map[string]string, dns v1alpha1.DNSSettings, shards ...v1alpha1.ShardSpec) {
+func createProfile(ctx context.Context, t testing.TB, seed *framework.ControlPlane, name string, selector map[string]string, dns v1alpha1.DNSSettings, shards ...v1alpha1.ShardSpec) {
 	t.Helper()
 	p := &v1alpha1.IngressProfile{ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: v1alpha1.IngressProfileSpec{ClusterSelector: metav1.LabelSelector{MatchLabels: selector}, DNS: dns, Shards: shards}}
@@ -132,7 +132,7 @@ func addNodes(ctx context.Context, t *testing.T, cp *framework.ControlPlane, nod
 	}
 }
 
-func must(t *testing.T, err error) {
+func must(t testing.TB, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)

@@ -12,7 +12,7 @@ import (
 )
 
 // eventually polls cond until it holds or timeout passes, then fails t with cond's last message.
-func eventually(ctx context.Context, t *testing.T, timeout time.Duration, cond func() (bool, string)) {
+func eventually(ctx context.Context, t testing.TB, timeout time.Duration, cond func() (bool, string)) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	var msg string
@@ -30,7 +30,7 @@ func eventually(ctx context.Context, t *testing.T, timeout time.Duration, cond f
 }
 
 // waitAnswer waits up to 30 s (external-dns polls every second) for BIND's A answer for name.
-func waitAnswer(ctx context.Context, t *testing.T, s *framework.DNSServer, name string, want func(framework.Answer) bool) {
+func waitAnswer(ctx context.Context, t testing.TB, s *framework.DNSServer, name string, want func(framework.Answer) bool) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()

@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -34,44 +35,10 @@ const (
 func TestRoutedIP(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
 	defer cancel()
-	env := framework.StartEnvironment(t, framework.EnvironmentOptions{UserClusters: 1, DNS: true, SeedNode: true,
-		RealNodes: [][]framework.RealNodeSpec{{{Name: "n1"}, {Name: "n2"}, {Name: "n3"}}}})
-	cloud, err := framework.StartSimCloud(env.Fabrics[0], env.Nodes[0])
-	must(t, err)
-	defer func() { _ = cloud.Stop() }()
-	seed, u, zone, fab := env.Seed, env.Users[0], env.DNS.Zone, env.Fabrics[0]
-	createRoutedIPClass(ctx, t, seed, cloud)
-	framework.StartController(t, seed, "--dns-zone="+zone, "--routed-ip-job-namespace="+routedIPJobNamespace)
-
-	sel := map[string]string{"routedip": "yes"}
-	edge := realRouter(v1alpha1.ShardSpec{Name: "edge", Replicas: ptr.To[int32](2), Publishing: v1alpha1.PublishRoutedIP,
-		RoutedIP: &v1alpha1.RoutedIPSettings{ClassName: "sim", Addresses: []string{routedIP1}}})
-	createProfile(ctx, t, seed, "rip", sel, v1alpha1.DNSSettings{TTL: 5}, realRouter(v1alpha1.ShardSpec{Name: v1alpha1.DefaultShardName, Publishing: v1alpha1.PublishNodePort}), edge)
-	must(t, framework.DeployBackend(ctx, u, "default", "web", 1))
-	host := "app.edge.r1." + zone
-	must(t, u.Client.Create(ctx, shardIngress("web", host)))
-	kc, err := u.RestrictedKubeconfig(ctx, "shardgate-rip", "config/user-cluster/rbac.yaml")
-	must(t, err)
-	putKubeconfigSecret(ctx, t, seed, "default", "r1", "r1", kc, sel)
-	k := key("r1")
-	providerOf := map[string]string{}
-	for _, n := range env.Nodes[0] {
-		providerOf[n.Name] = n.ProviderID()
-	}
-	record := func(addr string) v1alpha1.RoutedIPRecord {
-		for _, r := range getCI(ctx, t, seed, k).Status.RoutedIPs {
-			if r.Address == addr {
-				return r
-			}
-		}
-		return v1alpha1.RoutedIPRecord{}
-	}
-	// servedBy reads where HTTP through the address lands: the cloud's holder must be the record's.
-	cloudHolder := func(addr string) string {
-		s, err := cloud.State(ctx)
-		must(t, err)
-		return s.RoutedIPs[addr]
-	}
+	e := startRoutedIP(ctx, t, false)
+	seed, u, k, host, fab, cloud, providerOf, record, cloudHolder := e.env.Seed, e.env.Users[0], e.key, e.host, e.fabric, e.cloud, e.providerOf, e.record, e.cloudHolder
+	env := e.env
+	zone := env.DNS.Zone
 	httpOK := func(t *testing.T, within time.Duration) {
 		t.Helper()
 		eventually(ctx, t, within, func() (bool, string) {
@@ -243,9 +210,67 @@ func TestRoutedIP(t *testing.T) {
 	})
 }
 
+// routedIPEnv is a running routed-IP set-up (see TestRoutedIP).
+type routedIPEnv struct {
+	env        *framework.Environment
+	cloud      *framework.SimCloud
+	controller *framework.Controller
+	fabric     *framework.Fabric
+	key        types.NamespacedName
+	host       string
+	providerOf map[string]string
+	tb         testing.TB
+	ctx        context.Context
+}
+
+// startRoutedIP starts TestRoutedIP's set-up (class firewallPostAllow as given); the shard "edge"
+// has two routers and the address routedIP1, the host app.edge.r1.<zone> routes to the sample app.
+func startRoutedIP(ctx context.Context, tb testing.TB, postAllow bool) *routedIPEnv {
+	env := framework.StartEnvironment(tb, framework.EnvironmentOptions{UserClusters: 1, DNS: true, SeedNode: true,
+		RealNodes: [][]framework.RealNodeSpec{{{Name: "n1"}, {Name: "n2"}, {Name: "n3"}}}})
+	cloud, err := framework.StartSimCloud(env.Fabrics[0], env.Nodes[0])
+	must(tb, err)
+	tb.Cleanup(func() { _ = cloud.Stop() })
+	seed, u, zone := env.Seed, env.Users[0], env.DNS.Zone
+	createRoutedIPClass(ctx, tb, seed, cloud, postAllow)
+	c := framework.StartController(tb, seed, "--dns-zone="+zone, "--routed-ip-job-namespace="+routedIPJobNamespace)
+	sel := map[string]string{"routedip": "yes"}
+	edge := realRouter(v1alpha1.ShardSpec{Name: "edge", Replicas: ptr.To[int32](2), Publishing: v1alpha1.PublishRoutedIP,
+		RoutedIP: &v1alpha1.RoutedIPSettings{ClassName: "sim", Addresses: []string{routedIP1}}})
+	createProfile(ctx, tb, seed, "rip", sel, v1alpha1.DNSSettings{TTL: 5}, realRouter(v1alpha1.ShardSpec{Name: v1alpha1.DefaultShardName, Publishing: v1alpha1.PublishNodePort}), edge)
+	must(tb, framework.DeployBackend(ctx, u, "default", "web", 1))
+	host := "app.edge.r1." + zone
+	must(tb, u.Client.Create(ctx, shardIngress("web", host)))
+	kc, err := u.RestrictedKubeconfig(ctx, "shardgate-rip", "config/user-cluster/rbac.yaml")
+	must(tb, err)
+	putKubeconfigSecret(ctx, tb, seed, "default", "r1", "r1", kc, sel)
+	e := &routedIPEnv{env: env, cloud: cloud, controller: c, fabric: env.Fabrics[0], key: key("r1"), host: host, providerOf: map[string]string{}, tb: tb, ctx: ctx}
+	for _, n := range env.Nodes[0] {
+		e.providerOf[n.Name] = n.ProviderID()
+	}
+	return e
+}
+
+// record is the seed's record of addr.
+func (e *routedIPEnv) record(addr string) v1alpha1.RoutedIPRecord {
+	for _, r := range getCI(e.ctx, e.tb, e.env.Seed, e.key).Status.RoutedIPs {
+		if r.Address == addr {
+			return r
+		}
+	}
+	return v1alpha1.RoutedIPRecord{}
+}
+
+// cloudHolder is the instance the cloud routes addr to.
+func (e *routedIPEnv) cloudHolder(addr string) string {
+	s, err := e.cloud.State(e.ctx)
+	must(e.tb, err)
+	return s.RoutedIPs[addr]
+}
+
 // createRoutedIPClass creates the Job namespace with the cloud's credentials and the class "sim"
 // whose Jobs run cloudctl against the simulated cloud.
-func createRoutedIPClass(ctx context.Context, t *testing.T, seed *framework.ControlPlane, cloud *framework.SimCloud) {
+func createRoutedIPClass(ctx context.Context, t testing.TB, seed *framework.ControlPlane, cloud *framework.SimCloud, postAllow bool) {
 	must(t, seed.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: routedIPJobNamespace}}))
 	must(t, seed.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: routedIPJobNamespace, Name: "simcloud"},
 		StringData: map[string]string{"CLOUD_URL": cloud.URL, "CLOUD_TOKEN": cloud.Token}}))
@@ -257,12 +282,12 @@ func createRoutedIPClass(ctx context.Context, t *testing.T, seed *framework.Cont
 		}}}
 	}
 	must(t, seed.Client.Create(ctx, &v1alpha1.ClusterRoutedIPClass{ObjectMeta: metav1.ObjectMeta{Name: "sim"},
-		Spec: v1alpha1.ClusterRoutedIPClassSpec{Addresses: []string{"10.125.0.10-10.125.0.19"}, PerNodeIPLimit: 1,
+		Spec: v1alpha1.ClusterRoutedIPClassSpec{Addresses: []string{"10.125.0.10-10.125.0.19"}, PerNodeIPLimit: 1, FirewallPostAllow: postAllow, AllowClusterOwners: true,
 			FromSecretsRef: []corev1.LocalObjectReference{{Name: "simcloud"}}, UpdateRoutedIP: job("assign"), UpdateFirewall: job("firewall")}}))
 }
 
 // servingNodes are the nodes with a ready endpoint of namespace/service.
-func servingNodes(ctx context.Context, t *testing.T, u *framework.ControlPlane, namespace, service string) map[string]bool {
+func servingNodes(ctx context.Context, t testing.TB, u *framework.ControlPlane, namespace, service string) map[string]bool {
 	t.Helper()
 	eps := &discoveryv1.EndpointSliceList{}
 	must(t, u.Client.List(ctx, eps, client.InNamespace(namespace), client.MatchingLabels{discoveryv1.LabelServiceName: service}))
@@ -278,7 +303,7 @@ func servingNodes(ctx context.Context, t *testing.T, u *framework.ControlPlane, 
 }
 
 // youngestServing is the newest node with a ready endpoint of the Service.
-func youngestServing(ctx context.Context, t *testing.T, u *framework.ControlPlane, namespace, service string) string {
+func youngestServing(ctx context.Context, t testing.TB, u *framework.ControlPlane, namespace, service string) string {
 	t.Helper()
 	nodes := &corev1.NodeList{}
 	must(t, u.Client.List(ctx, nodes))
@@ -298,7 +323,7 @@ func youngestServing(ctx context.Context, t *testing.T, u *framework.ControlPlan
 }
 
 // assertTaints: exactly holder carries the routed-IP taint (PreferNoSchedule).
-func assertTaints(ctx context.Context, t *testing.T, u *framework.ControlPlane, holder string) {
+func assertTaints(ctx context.Context, t testing.TB, u *framework.ControlPlane, holder string) {
 	t.Helper()
 	eventually(ctx, t, 30*time.Second, func() (bool, string) {
 		nodes := &corev1.NodeList{}
@@ -315,7 +340,7 @@ func assertTaints(ctx context.Context, t *testing.T, u *framework.ControlPlane, 
 	})
 }
 
-func setUnschedulable(ctx context.Context, t *testing.T, u *framework.ControlPlane, node string, v bool) {
+func setUnschedulable(ctx context.Context, t testing.TB, u *framework.ControlPlane, node string, v bool) {
 	t.Helper()
 	n := &corev1.Node{}
 	must(t, u.Client.Get(ctx, client.ObjectKey{Name: node}, n))

@@ -296,7 +296,7 @@ func TestTrust(t *testing.T) {
 }
 
 // condition returns the ClusterIngress' condition of type typ (nil when absent).
-func condition(ctx context.Context, t *testing.T, seed *framework.ControlPlane, k client.ObjectKey, typ string) *metav1.Condition {
+func condition(ctx context.Context, t testing.TB, seed *framework.ControlPlane, k client.ObjectKey, typ string) *metav1.Condition {
 	t.Helper()
 	ci := &v1alpha1.ClusterIngress{}
 	if err := seed.Client.Get(ctx, k, ci); err != nil {

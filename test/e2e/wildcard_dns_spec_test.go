@@ -181,7 +181,7 @@ func key(name string) types.NamespacedName {
 	return types.NamespacedName{Namespace: "default", Name: name}
 }
 
-func getCI(ctx context.Context, t *testing.T, seed *framework.ControlPlane, k types.NamespacedName) *v1alpha1.ClusterIngress {
+func getCI(ctx context.Context, t testing.TB, seed *framework.ControlPlane, k types.NamespacedName) *v1alpha1.ClusterIngress {
 	t.Helper()
 	ci := &v1alpha1.ClusterIngress{}
 	must(t, seed.Client.Get(ctx, k, ci))

@@ -17,12 +17,12 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/shardgate/shardgate/api/v1alpha1"
 	"github.com/shardgate/shardgate/pkg/clusteraccess"
 	"github.com/shardgate/shardgate/test/framework"
 )
@@ -67,14 +67,17 @@ func Namespace(t testing.TB, c client.Client) string {
 
 // UserCluster is a fake user cluster: a fake client holding objs, registered in a Fake under key.
 func UserCluster(access *clusteraccess.Fake, key types.NamespacedName, objs ...client.Object) *clusteraccess.FakeCluster {
-	c := &clusteraccess.FakeCluster{Client: fake.NewClientBuilder().WithScheme(clientgoscheme.Scheme).WithObjects(objs...).
+	c := &clusteraccess.FakeCluster{Client: fake.NewClientBuilder().WithScheme(userScheme).WithObjects(objs...).
 		WithStatusSubresource(statusKinds()...).Build()}
 	access.Add(key, c)
 	return c
 }
 
+// userScheme is what user clusters serve to Shardgate (client-go's kinds and RoutedIP).
+var userScheme = clusteraccess.UserClusterScheme()
+
 func statusKinds() []client.Object {
-	return []client.Object{&corev1.Node{}, &networkingv1.Ingress{}, &appsv1.Deployment{}}
+	return []client.Object{&corev1.Node{}, &networkingv1.Ingress{}, &appsv1.Deployment{}, &v1alpha1.RoutedIP{}}
 }
 
 // Request is the reconcile request for key.

@@ -55,7 +55,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	if ci.DeletionTimestamp != nil && !controllerutil.ContainsFinalizer(ci, v1alpha1.UserClusterCleanupFinalizer) &&
-		!controllerutil.ContainsFinalizer(ci, v1alpha1.AllocationCleanupFinalizer) {
+		!controllerutil.ContainsFinalizer(ci, v1alpha1.AllocationCleanupFinalizer) &&
+		!controllerutil.ContainsFinalizer(ci, v1alpha1.RoutedIPCleanupFinalizer) {
 		r.Registry.Disengage(req.NamespacedName)
 		return ctrl.Result{}, nil
 	}

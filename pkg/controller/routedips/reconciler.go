@@ -18,6 +18,7 @@ import (
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
 	"github.com/shardgate/shardgate/pkg/clusteraccess"
@@ -47,10 +48,20 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	before := ci.Status.DeepCopy()
 	cluster, ok := r.Access.Get(req.NamespacedName)
-	if !ok || !cluster.Observable() || ci.DeletionTimestamp != nil {
+	if ci.DeletionTimestamp != nil {
+		return r.reconcileDelete(ctx, ci, cluster, ok && cluster.Observable())
+	}
+	if !ok || !cluster.Observable() {
 		return ctrl.Result{}, nil
 	}
 	shardIPs := shardRequests(ci)
+	if (len(shardIPs) > 0 || len(ci.Status.RoutedIPs) > 0) && !controllerutil.ContainsFinalizer(ci, v1alpha1.RoutedIPCleanupFinalizer) {
+		patch := client.MergeFrom(ci.DeepCopy())
+		controllerutil.AddFinalizer(ci, v1alpha1.RoutedIPCleanupFinalizer)
+		if err := r.Client.Patch(ctx, ci, patch); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
 	if !cluster.Capabilities().RoutedIPs {
 		if len(shardIPs) > 0 {
 			meta.SetStatusCondition(&ci.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionRoutedIPsAssigned, Status: metav1.ConditionFalse,
@@ -67,7 +78,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	now := r.Clock.Now()
-	verdicts := routedip.Admit(g.claims, g.classes, g.takenElsewhere)
+	verdicts := routedip.Admit(g.claims, ci.Spec.Profile, g.classes, g.takenElsewhere)
 	records, outs := r.decide(ctx, ci, g, verdicts, now)
 
 	// Apply, in the seed document's order: read Jobs are deleted, new holders tainted before any
