@@ -37,7 +37,11 @@ func TestAdmit(t *testing.T) {
 		{"other profile", []Claim{claim("a", "prod", "203.0.113.10", 0, true)}, nil, []string{v1alpha1.ReasonClassNotAllowed}},
 		{"outside the class", []Claim{claim("a", "open", "198.51.100.1", 0, false)}, nil, []string{v1alpha1.ReasonAddressNotInClass}},
 		{"not an address", []Claim{claim("a", "open", "10.0.0.1.evil", 0, false)}, nil, []string{v1alpha1.ReasonAddressNotInClass}},
-		{"another namespace's Service", []Claim{func() Claim { c := claim("a", "open", "203.0.113.10", 0, false); c.ServiceNamespace = "kube-system"; return c }()}, nil, []string{v1alpha1.ReasonServiceNotAllowed}},
+		{"another namespace's Service", []Claim{func() Claim {
+			c := claim("a", "open", "203.0.113.10", 0, false)
+			c.ServiceNamespace = "kube-system"
+			return c
+		}()}, nil, []string{v1alpha1.ReasonServiceNotAllowed}},
 		{"held by another cluster", []Claim{claim("a", "open", "203.0.113.10", 0, true)}, map[string]string{"203.0.113.10": "cluster x/y"}, []string{v1alpha1.ReasonAddressInUse}},
 		{"oldest claim wins", []Claim{claim("young", "open", "203.0.113.10", 5, false), claim("old", "open", "203.0.113.10", 1, false)}, nil, []string{v1alpha1.ReasonAddressInUse, ""}},
 		{"a shard's claim wins over an older owner's", []Claim{claim("owner", "open", "203.0.113.10", 0, false), claim("shard", "open", "203.0.113.10", 9, true)}, nil, []string{v1alpha1.ReasonAddressInUse, ""}},

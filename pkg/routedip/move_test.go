@@ -21,13 +21,13 @@ func TestAdvance(t *testing.T) {
 		return r
 	}
 	cases := []struct {
-		name                     string
-		in                       MoveInput
-		wantNode, wantMoving     string
-		wantReason               string
-		wantCreate, wantDelete   bool
-		wantFailures             int32
-		wantEventWarning, moved  bool
+		name                    string
+		in                      MoveInput
+		wantNode, wantMoving    string
+		wantReason              string
+		wantCreate, wantDelete  bool
+		wantFailures            int32
+		wantEventWarning, moved bool
 	}{
 		{name: "first assignment starts a Job", in: MoveInput{Record: rec("", "", 0), Target: "b", TargetProviderID: "p://b", FirewallOpen: true},
 			wantMoving: "b", wantReason: v1alpha1.ReasonRoutedIPMoving, wantCreate: true},

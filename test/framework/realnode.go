@@ -294,6 +294,17 @@ providerID: %q
 	return err
 }
 
+// PauseKubelet freezes (SIGSTOP) or resumes (SIGCONT) the node's kubelet: the node stops
+// renewing its Lease and turns NotReady after the node-monitor grace period, while its pods keep
+// running, as with a kubelet that hangs.
+func (n *RealNode) PauseKubelet(pause bool) error {
+	sig := syscall.SIGCONT
+	if pause {
+		sig = syscall.SIGSTOP
+	}
+	return syscall.Kill(n.kubelet.PID(), sig)
+}
+
 // ProviderID is the node's spec.providerID: the simulated cloud's instance ID (SimCloud).
 func (n *RealNode) ProviderID() string { return "sim://" + n.fabric.ID + "/" + n.Name }
 
