@@ -2,13 +2,12 @@ package clusteraccess
 
 import (
 	"context"
+	"path/filepath"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
@@ -31,11 +30,15 @@ func TestCacheListsEveryManagedKind(t *testing.T) {
 	cp := framework.StartControlPlane(t, "user", framework.ControlPlaneOptions{})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+	scheme := UserClusterScheme()
+	root, err := framework.RepoRoot()
+	if err != nil {
 		t.Fatal(err)
 	}
-	caps := Capabilities{AdmissionPolicy: true}
+	if err := cp.InstallCRDs(filepath.Join(root, "pkg", "routedip", "crd")); err != nil {
+		t.Fatal(err)
+	}
+	caps := Capabilities{AdmissionPolicy: true, RoutedIPs: true}
 	mapper, err := staticRESTMapper(scheme)
 	if err != nil {
 		t.Fatal(err)
@@ -44,7 +47,7 @@ func TestCacheListsEveryManagedKind(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, kind := range append(ManagedKinds(caps), RouteKinds()...) {
+	for _, kind := range append(append(ManagedKinds(caps), RouteKinds()...), RoutedIPKinds(caps)...) {
 		if _, err := ca.GetInformer(ctx, kind, cache.BlockUntilSynced(false)); err != nil {
 			t.Fatalf("informer for %T: %v", kind, err)
 		}
@@ -63,7 +66,7 @@ func TestCacheListsEveryManagedKind(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for _, kind := range ManagedKinds(caps) {
+	for _, kind := range append(ManagedKinds(caps), RoutedIPKinds(caps)...) {
 		gvk, err := apiutil.GVKForObject(kind, scheme)
 		if err != nil {
 			t.Fatal(err)

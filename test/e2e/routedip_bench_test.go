@@ -25,15 +25,15 @@ type failure struct {
 	visible func(holder *framework.RealNode) bool
 }
 
-// BenchmarkRoutedIPFailover prints, per kind of holder failure and per firewall mode, the time
+// BenchmarkRoutedIPMove prints, per kind of holder failure and per firewall mode, the time
 // from the failure being visible in the user cluster's API to HTTP answering again through the
 // new holder (the cloud routing the address there and a request through it returning 200), and
 // how many of the requests sent every 50 ms meanwhile failed. Moves run through real Jobs on the
 // seed's real node calling the simulated cloud: with firewallPostAllow false (the default) a move
 // is an updateFirewall Job then an updateRoutedIP Job, with true the assignment alone.
-func BenchmarkRoutedIPFailover(b *testing.B) {
+func BenchmarkRoutedIPMove(b *testing.B) {
 	for _, postAllow := range []bool{false, true} {
-		b.Run(fmt.Sprintf("firewallPostAllow=%v", postAllow), func(b *testing.B) {
+		b.Run(map[bool]string{false: "pre", true: "post"}[postAllow], func(b *testing.B) {
 			for range b.N {
 				benchRoutedIPFailover(b, postAllow)
 			}

@@ -123,6 +123,15 @@ func TestRoutedIP(t *testing.T) {
 		s, err := cloud.State(ctx)
 		must(t, err)
 		t.Logf("moved %s → %s after %d assign calls; firewall %v", from, to, s.AssignCalls, s.Firewall)
+		// The metrics count both moves (first assignment, this one) and both failed Jobs.
+		m, err := e.controller.Metrics()
+		must(t, err)
+		for _, want := range []string{`shardgate_routed_ip_moves_total{class="sim"} 2`, `shardgate_routed_ip_move_failures_total{class="sim"} 2`,
+			`shardgate_routed_ip_move_duration_seconds_count{class="sim"} 2`} {
+			if !strings.Contains(m, want) {
+				t.Errorf("metrics lack %s", want)
+			}
+		}
 	})
 
 	t.Run("the holder's router stops answering: the address moves and HTTP follows", func(t *testing.T) {

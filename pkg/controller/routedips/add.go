@@ -46,7 +46,7 @@ type Config struct {
 // firewall is one map.
 func Add(mgr ctrl.Manager, cfg Config) error {
 	r := &Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Access: cfg.Access, JobNamespace: cfg.JobNamespace, Clock: clock.RealClock{},
-		Recorder: mgr.GetEventRecorderFor("shardgate-routedips")}
+		Recorder: mgr.GetEventRecorder("shardgate-routedips")}
 	jobs := builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
 		return o.GetNamespace() == cfg.JobNamespace && o.GetLabels()[routedip.JobKindLabel] != ""
 	}))
@@ -62,7 +62,7 @@ func Add(mgr ctrl.Manager, cfg Config) error {
 		return err
 	}
 	f := &FirewallReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), JobNamespace: cfg.JobNamespace, Clock: clock.RealClock{},
-		Recorder: mgr.GetEventRecorderFor("shardgate-routedips")}
+		Recorder: mgr.GetEventRecorder("shardgate-routedips")}
 	return ctrl.NewControllerManagedBy(mgr).Named("routedip-firewall").
 		WithOptions(controller.Options{MaxConcurrentReconciles: 1}).
 		For(&v1alpha1.ClusterRoutedIPClass{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).

@@ -11,7 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -27,7 +27,7 @@ type FirewallReconciler struct {
 	APIReader    client.Reader
 	JobNamespace string
 	Clock        clock.PassiveClock
-	Recorder     record.EventRecorder
+	Recorder     events.EventRecorder
 }
 
 // Reconcile reads the last Job's outcome (success: the map it carried is the applied one;
@@ -71,7 +71,7 @@ func (f *FirewallReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 				retry := metav1.NewTime(now.Add(routedip.Backoff(class.Status.Failures)))
 				class.Status.RetryAfter = &retry
 				firewallFailures.WithLabelValues(class.Name).Inc()
-				f.Recorder.Eventf(class, "Warning", v1alpha1.ReasonFirewallFailed, "Job %s failed (%d in a row; next try after %s): %s",
+				f.Recorder.Eventf(class, nil, "Warning", v1alpha1.ReasonFirewallFailed, "UpdateFirewall", "Job %s failed (%d in a row; next try after %s): %s",
 					j.Name, class.Status.Failures, routedip.Backoff(class.Status.Failures), o.Message)
 			}
 		}

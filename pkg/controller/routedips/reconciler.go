@@ -14,7 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -33,7 +33,7 @@ type Reconciler struct {
 	Access       clusteraccess.Access
 	JobNamespace string
 	Clock        clock.PassiveClock
-	Recorder     record.EventRecorder
+	Recorder     events.EventRecorder
 }
 
 // Reconcile gathers (the cluster's RoutedIPs, nodes and endpoints from its cache; classes, the
@@ -349,7 +349,7 @@ func (r *Reconciler) event(ctx context.Context, ci *v1alpha1.ClusterIngress, clu
 	if o.Event.Warning {
 		typ = corev1.EventTypeWarning
 	}
-	r.Recorder.Event(ci, typ, o.Event.Reason, o.Event.Message)
+	r.Recorder.Eventf(ci, nil, typ, o.Event.Reason, "Move", "%s", o.Event.Message)
 	for i := range g.routedIPs {
 		ri := &g.routedIPs[i]
 		if ri.Namespace+"/"+ri.Name == o.Record.RoutedIP {

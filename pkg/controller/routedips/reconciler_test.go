@@ -14,7 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/tools/events"
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -77,7 +77,7 @@ func TestMoveStartsWithTaintAndFirewallThenJob(t *testing.T) {
 	u := controllertest.UserCluster(access, key, node("old", now.Add(-time.Hour)), node("young", now.Add(-time.Minute)), node("idle", now),
 		routerSlice("old", "young"), owner)
 	u.Caps.RoutedIPs = true
-	r := &Reconciler{Client: seed.Client, APIReader: seed.Client, Access: access, JobNamespace: ns, Clock: clocktesting.NewFakePassiveClock(now), Recorder: record.NewFakeRecorder(100)}
+	r := &Reconciler{Client: seed.Client, APIReader: seed.Client, Access: access, JobNamespace: ns, Clock: clocktesting.NewFakePassiveClock(now), Recorder: events.NewFakeRecorder(100)}
 
 	controllertest.Reconcile(t, r, key, 2)
 	rec := recordOf(t, seed.Client, key)

@@ -11,6 +11,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -56,7 +58,11 @@ func ensureShardRoutedIPs(ctx context.Context, cluster clusteraccess.Cluster, wa
 		if i >= 0 && equality.Semantic.DeepEqual(have.Items[i].Spec, ri.Spec) && isShardRoutedIP(&have.Items[i]) {
 			continue
 		}
-		if err := w.Patch(ctx, ri, client.Apply, client.FieldOwner(v1alpha1.FieldOwner), client.ForceOwnership); err != nil {
+		u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(ri)
+		if err != nil {
+			return err
+		}
+		if err := w.Apply(ctx, client.ApplyConfigurationFromUnstructured(&unstructured.Unstructured{Object: u}), client.FieldOwner(v1alpha1.FieldOwner), client.ForceOwnership); err != nil {
 			return clusteraccess.DescribeError("apply RoutedIP "+ri.Name, err)
 		}
 	}
