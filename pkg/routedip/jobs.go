@@ -23,8 +23,11 @@ const (
 	JobClusterLabel = "shardgate.io/routed-ip-cluster"
 	// JobAddressLabel is the address an assign Job moves.
 	JobAddressLabel = "shardgate.io/routed-ip-address"
-	// JobTargetAnnotation is the node an assign Job gives the address to.
-	JobTargetAnnotation = "shardgate.io/routed-ip-target"
+	// JobTargetAnnotation is the node an assign Job gives the address to, and
+	// JobTargetProviderIDAnnotation its instance: a Job says what it does, so a record whose last
+	// write was lost (a conflict) is rebuilt from the Job.
+	JobTargetAnnotation           = "shardgate.io/routed-ip-target"
+	JobTargetProviderIDAnnotation = "shardgate.io/routed-ip-target-provider-id"
 	// JobFirewallHashAnnotation is the hash of the map a firewall Job applies.
 	JobFirewallHashAnnotation = "shardgate.io/firewall-hash"
 
@@ -65,6 +68,7 @@ func AssignJob(in AssignJobInput) *batchv1.Job {
 	j.Labels[JobClusterLabel] = ClusterHash(in.ClusterNamespace, in.ClusterName)
 	j.Labels[JobAddressLabel] = r.Address
 	j.Annotations[JobTargetAnnotation] = r.MovingTo
+	j.Annotations[JobTargetProviderIDAnnotation] = r.MovingProviderID
 	return j
 }
 
@@ -136,7 +140,8 @@ func job(class *v1alpha1.ClusterRoutedIPClass, namespace, name, kind string, spe
 
 // Observe reads a Job's outcome (Complete or Failed, with the failure's reason and message).
 func Observe(j *batchv1.Job) JobObservation {
-	o := JobObservation{Name: j.Name, Target: j.Annotations[JobTargetAnnotation]}
+	o := JobObservation{Name: j.Name, Target: j.Annotations[JobTargetAnnotation], TargetProviderID: j.Annotations[JobTargetProviderIDAnnotation],
+		Created: j.CreationTimestamp.Time}
 	for _, c := range j.Status.Conditions {
 		if c.Status != corev1.ConditionTrue {
 			continue

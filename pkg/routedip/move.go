@@ -18,12 +18,14 @@ const (
 // JobObservation is a class Job as the seed's cache shows it.
 type JobObservation struct {
 	Name string
-	// Target is the node an updateRoutedIP Job gives the address to.
-	Target    string
-	Done      bool
-	Succeeded bool
-	Message   string
-	Finished  time.Time
+	// Target is the node an updateRoutedIP Job gives the address to, TargetProviderID its
+	// instance.
+	Target, TargetProviderID string
+	Done                     bool
+	Succeeded                bool
+	Message                  string
+	// Created and Finished: when the Job was created and finished.
+	Created, Finished time.Time
 }
 
 // MoveInput is everything a move's next step depends on.
@@ -83,8 +85,12 @@ func Advance(in MoveInput) MoveOutput {
 	rec := in.Record
 	out := MoveOutput{}
 	if j := in.Job; j != nil {
+		// The Job is the truth of the move it makes (the record's last write may have been lost).
+		if rec.MovingTo != j.Target {
+			rec.MovingSince = nil
+		}
+		rec.MovingTo, rec.MovingProviderID = j.Target, j.TargetProviderID
 		if !j.Done {
-			rec.MovingTo = j.Target
 			out.Record = phase(rec, v1alpha1.RoutedIPMoving, v1alpha1.ReasonRoutedIPMoving, fmt.Sprintf("Job %s is assigning the address to %s", j.Name, j.Target))
 			return out
 		}
@@ -93,13 +99,12 @@ func Advance(in MoveInput) MoveOutput {
 		rec.LastJob = &v1alpha1.RoutedIPJobOutcome{Name: j.Name, Kind: KindUpdateRoutedIP, Succeeded: j.Succeeded, Message: j.Message, FinishedTime: &finished}
 		if j.Succeeded {
 			from := rec.Node
-			rec.Node, rec.ProviderID = j.Target, rec.MovingProviderID
-			if rec.MovingTo == j.Target {
-				if rec.MovingSince != nil {
-					out.Moved, out.MoveDuration = true, in.Now.Sub(rec.MovingSince.Time)
-				}
-				rec.MovingTo, rec.MovingProviderID, rec.MovingSince = "", "", nil
+			rec.Node, rec.ProviderID = j.Target, j.TargetProviderID
+			out.Moved, out.MoveDuration = true, in.Now.Sub(j.Created)
+			if rec.MovingSince != nil { // the move's start, when its record was kept
+				out.MoveDuration = in.Now.Sub(rec.MovingSince.Time)
 			}
+			rec.MovingTo, rec.MovingProviderID, rec.MovingSince = "", "", nil
 			rec.Failures, rec.RetryAfter = 0, nil
 			msg := fmt.Sprintf("%s assigned to %s", rec.Address, j.Target)
 			if from != "" && from != j.Target {

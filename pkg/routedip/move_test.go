@@ -37,7 +37,7 @@ func TestAdvance(t *testing.T) {
 			wantNode: "b", wantReason: v1alpha1.ReasonRoutedIPsAssigned},
 		{name: "a running Job is waited for", in: MoveInput{Record: rec("a", "b", 0), Target: "b", FirewallOpen: true, Job: &JobObservation{Name: "j", Target: "b"}},
 			wantNode: "a", wantMoving: "b", wantReason: v1alpha1.ReasonRoutedIPMoving},
-		{name: "a succeeded Job moves the holder", in: MoveInput{Record: rec("a", "b", 0), Target: "b", FirewallOpen: true, Job: &JobObservation{Name: "j", Target: "b", Done: true, Succeeded: true}},
+		{name: "a succeeded Job moves the holder", in: MoveInput{Record: rec("a", "b", 0), Target: "b", FirewallOpen: true, Job: &JobObservation{Name: "j", Target: "b", TargetProviderID: "p://b", Done: true, Succeeded: true}},
 			wantNode: "b", wantReason: v1alpha1.ReasonRoutedIPsAssigned, wantDelete: true, moved: true},
 		{name: "a failed Job keeps the old holder and backs off", in: MoveInput{Record: rec("a", "b", 0), Target: "b", FirewallOpen: true, Job: &JobObservation{Name: "j", Target: "b", Done: true, Message: "boom"}},
 			wantNode: "a", wantMoving: "b", wantReason: v1alpha1.ReasonMoveFailed, wantDelete: true, wantFailures: 1, wantEventWarning: true},
@@ -47,6 +47,9 @@ func TestAdvance(t *testing.T) {
 			wantNode: "a", wantMoving: "b", wantReason: v1alpha1.ReasonMoveFailed, wantCreate: true, wantFailures: 1},
 		{name: "a new target resets the failures", in: MoveInput{Record: rec("a", "b", 3), Target: "c", TargetProviderID: "p://c", FirewallOpen: true},
 			wantNode: "a", wantMoving: "c", wantReason: v1alpha1.ReasonRoutedIPMoving, wantCreate: true},
+		{name: "a record whose move was not written is rebuilt from the Job", in: MoveInput{Record: rec("a", "", 0), Target: "b", FirewallOpen: true,
+			Job: &JobObservation{Name: "j", Target: "b", TargetProviderID: "p://b", Done: true, Succeeded: true}},
+			wantNode: "b", wantReason: v1alpha1.ReasonRoutedIPsAssigned, wantDelete: true, moved: true},
 		{name: "no eligible node keeps the holder", in: MoveInput{Record: rec("a", "", 0), Why: "none"},
 			wantNode: "a", wantReason: v1alpha1.ReasonNoEligibleNode},
 	}
@@ -60,6 +63,9 @@ func TestAdvance(t *testing.T) {
 			}
 			if out.CreateJob != c.wantCreate || out.DeleteJob != c.wantDelete || out.Moved != c.moved {
 				t.Errorf("create %v delete %v moved %v; want %v %v %v", out.CreateJob, out.DeleteJob, out.Moved, c.wantCreate, c.wantDelete, c.moved)
+			}
+			if out.Moved && r.ProviderID != "p://"+r.Node {
+				t.Errorf("holder %s with provider ID %q", r.Node, r.ProviderID)
 			}
 			if c.wantEventWarning != (out.Event != nil && out.Event.Warning) {
 				t.Errorf("event %+v", out.Event)

@@ -120,6 +120,12 @@ func TestRoutedIP(t *testing.T) {
 		}
 		httpOK(t, 10*time.Second)
 		assertTaints(ctx, t, u, to)
+		// The old holder drops out of the firewall; the new one is in it.
+		eventually(ctx, t, time.Minute, func() (bool, string) {
+			s, err := cloud.State(ctx)
+			must(t, err)
+			return fmt.Sprint(s.Firewall) == fmt.Sprintf("[{80 TCP [%[1]s]} {443 TCP [%[1]s]}]", providerOf[to]), fmt.Sprintf("cloud firewall %v", s.Firewall)
+		})
 		s, err := cloud.State(ctx)
 		must(t, err)
 		t.Logf("moved %s → %s after %d assign calls; firewall %v", from, to, s.AssignCalls, s.Firewall)
@@ -247,7 +253,8 @@ func startRoutedIP(ctx context.Context, tb testing.TB, postAllow bool) *routedIP
 	edge := realRouter(v1alpha1.ShardSpec{Name: "edge", Replicas: ptr.To[int32](2), Publishing: v1alpha1.PublishRoutedIP,
 		RoutedIP: &v1alpha1.RoutedIPSettings{ClassName: "sim", Addresses: []string{routedIP1}}})
 	createProfile(ctx, tb, seed, "rip", sel, v1alpha1.DNSSettings{TTL: 5}, realRouter(v1alpha1.ShardSpec{Name: v1alpha1.DefaultShardName, Publishing: v1alpha1.PublishNodePort}), edge)
-	must(tb, framework.DeployBackend(ctx, u, "default", "web", 1))
+	// A backend on every node: a node failing takes no app down with it.
+	must(tb, framework.DeployBackend(ctx, u, "default", "web", 3))
 	host := "app.edge.r1." + zone
 	must(tb, u.Client.Create(ctx, shardIngress("web", host)))
 	kc, err := u.RestrictedKubeconfig(ctx, "shardgate-rip", "config/user-cluster/rbac.yaml")
@@ -260,9 +267,13 @@ func startRoutedIP(ctx context.Context, tb testing.TB, postAllow bool) *routedIP
 	return e
 }
 
-// record is the seed's record of addr.
+// record is the seed's record of addr (empty while there is none).
 func (e *routedIPEnv) record(addr string) v1alpha1.RoutedIPRecord {
-	for _, r := range getCI(e.ctx, e.tb, e.env.Seed, e.key).Status.RoutedIPs {
+	ci := &v1alpha1.ClusterIngress{}
+	if err := e.env.Seed.Client.Get(e.ctx, e.key, ci); err != nil {
+		must(e.tb, client.IgnoreNotFound(err)) // not created yet: no record
+	}
+	for _, r := range ci.Status.RoutedIPs {
 		if r.Address == addr {
 			return r
 		}

@@ -32,7 +32,7 @@ type FirewallReconciler struct {
 
 // Reconcile reads the last Job's outcome (success: the map it carried is the applied one;
 // failure: an Event and a backoff), then starts a Job for the desired map if it differs from the
-// applied one.
+// applied one. A read Job is deleted only after the status recorded it.
 func (f *FirewallReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	class := &v1alpha1.ClusterRoutedIPClass{}
 	if err := f.Client.Get(ctx, req.NamespacedName, class); err != nil {
@@ -45,6 +45,7 @@ func (f *FirewallReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 		client.MatchingLabels{routedip.JobKindLabel: "firewall", routedip.JobClassLabel: class.Name}); err != nil {
 		return ctrl.Result{}, err
 	}
+	var read []*batchv1.Job // done and recorded: deleted once the status says so
 	for i := range jobs.Items {
 		j := &jobs.Items[i]
 		if j.DeletionTimestamp != nil {
@@ -75,9 +76,7 @@ func (f *FirewallReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 					j.Name, class.Status.Failures, routedip.Backoff(class.Status.Failures), o.Message)
 			}
 		}
-		if err := f.Client.Delete(ctx, j, client.PropagationPolicy(metav1.DeletePropagationBackground)); client.IgnoreNotFound(err) != nil {
-			return ctrl.Result{}, err
-		}
+		read = append(read, j)
 	}
 	all := &v1alpha1.ClusterIngressList{}
 	if err := f.Client.List(ctx, all); err != nil {
@@ -110,7 +109,15 @@ func (f *FirewallReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 		}
 		setFirewall(class, metav1.ConditionFalse, v1alpha1.ReasonFirewallUpdating, "Job "+j.Name+" is applying the map")
 	}
-	return ctrl.Result{RequeueAfter: requeue}, f.patch(ctx, class, before)
+	if err := f.patch(ctx, class, before); err != nil {
+		return ctrl.Result{}, err
+	}
+	for _, j := range read {
+		if err := f.Client.Delete(ctx, j, client.PropagationPolicy(metav1.DeletePropagationBackground)); client.IgnoreNotFound(err) != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	return ctrl.Result{RequeueAfter: requeue}, nil
 }
 
 // rulesOf reads the map a firewall Job carried (the environment Shardgate gave it).

@@ -81,9 +81,18 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	verdicts := routedip.Admit(g.claims, ci.Spec.Profile, g.classes, g.takenElsewhere)
 	records, outs := r.decide(ctx, ci, g, verdicts, now)
 
-	// Apply, in the seed document's order: read Jobs are deleted, new holders tainted before any
-	// Job can assign them an address, then the Jobs start; old holders lose the taint once no
-	// record names them.
+	// Apply, in the seed document's order: new holders are tainted before any Job can assign them
+	// an address; the record is written before a Job it read is deleted or a new one starts (a
+	// Job's outcome is never lost to a failed status write, and a Job never runs ahead of the
+	// record that asked for it); old holders lose the taint once no record names them.
+	if err := syncTaints(ctx, cluster, g.nodes, records); err != nil {
+		return ctrl.Result{}, err
+	}
+	ci.Status.RoutedIPs = records
+	setCondition(ci, records, len(shardIPs) > 0)
+	if err := r.patch(ctx, ci, before); err != nil {
+		return ctrl.Result{}, err
+	}
 	var requeue time.Duration
 	for _, o := range outs {
 		if o.DeleteJob {
@@ -91,20 +100,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 				return ctrl.Result{}, err
 			}
 		}
-		if o.Requeue > 0 && (requeue == 0 || o.Requeue < requeue) {
-			requeue = o.Requeue
-		}
-	}
-	if err := syncTaints(ctx, cluster, g.nodes, records); err != nil {
-		return ctrl.Result{}, err
-	}
-	for _, o := range outs {
 		if o.CreateJob {
 			j := routedip.AssignJob(routedip.AssignJobInput{Class: g.classObjs[o.Record.ClassName], Namespace: r.JobNamespace,
 				ClusterNamespace: ci.Namespace, ClusterName: ci.Name, ClusterID: ci.Status.ClusterID, Record: o.Record})
 			if err := r.Client.Create(ctx, j); err != nil && !apierrors.IsAlreadyExists(err) {
 				return ctrl.Result{}, err
 			}
+		}
+		if o.Requeue > 0 && (requeue == 0 || o.Requeue < requeue) {
+			requeue = o.Requeue
 		}
 		if o.Event != nil {
 			r.event(ctx, ci, cluster, g, o)
@@ -116,11 +120,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if o.Event != nil && o.Event.Warning {
 			moveFailures.WithLabelValues(o.Record.ClassName).Inc()
 		}
-	}
-	ci.Status.RoutedIPs = records
-	setCondition(ci, records, len(shardIPs) > 0)
-	if err := r.patch(ctx, ci, before); err != nil {
-		return ctrl.Result{}, err
 	}
 	if err := writeRoutedIPStatus(ctx, cluster, g.routedIPs, verdicts, records); err != nil {
 		return ctrl.Result{}, err

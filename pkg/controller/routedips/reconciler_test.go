@@ -188,3 +188,41 @@ func must(t *testing.T, err error) {
 		t.Fatal(err)
 	}
 }
+
+// TestFirewallMapFromEveryClustersRecords: the class's firewall Job carries the ports of every
+// cluster's records of the class on their holders (and, unless post-allow, move targets).
+func TestFirewallMapFromEveryClustersRecords(t *testing.T) {
+	ctx := context.Background()
+	seed := controllertest.Seed(t)
+	ns := controllertest.Namespace(t, seed.Client)
+	job := batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "a", Image: "cloud"}}}}}
+	class := &v1alpha1.ClusterRoutedIPClass{ObjectMeta: metav1.ObjectMeta{Name: "fw-" + ns}, Spec: v1alpha1.ClusterRoutedIPClassSpec{
+		Addresses: []string{"203.0.113.0/28"}, FirewallPostAllow: true, UpdateRoutedIP: job, UpdateFirewall: job}}
+	must(t, seed.Client.Create(ctx, class))
+	t.Cleanup(func() { _ = seed.Client.Delete(ctx, class) })
+	web := []v1alpha1.FirewallPort{{Port: 80, Protocol: "TCP"}}
+	for i, recs := range [][]v1alpha1.RoutedIPRecord{
+		{{Address: "203.0.113.1", ClassName: class.Name, RoutedIP: "a/a", Node: "n1", ProviderID: "p://a-n1", MovingTo: "n2", MovingProviderID: "p://a-n2", Ports: web}},
+		{{Address: "203.0.113.2", ClassName: class.Name, RoutedIP: "b/b", Node: "n1", ProviderID: "p://b-n1", Ports: web},
+			{Address: "203.0.113.3", ClassName: "other", RoutedIP: "b/c", Node: "n2", ProviderID: "p://b-n2", Ports: web}},
+	} {
+		ci := &v1alpha1.ClusterIngress{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("c%d", i)}, Spec: v1alpha1.ClusterIngressSpec{
+			ClusterRef: v1alpha1.ClusterReference{Kind: v1alpha1.SourceKindSecret, Name: "x"}, Profile: "p", ClusterID: "x",
+			DNS: v1alpha1.ResolveDNS(v1alpha1.DNSSettings{Zone: "z.test"}, "")}}
+		must(t, seed.Client.Create(ctx, ci))
+		ci.Status.RoutedIPs = recs
+		must(t, seed.Client.Status().Update(ctx, ci))
+	}
+	f := &FirewallReconciler{Client: seed.Client, JobNamespace: ns, Clock: clocktesting.NewFakePassiveClock(time.Now()), Recorder: events.NewFakeRecorder(10)}
+	controllertest.Reconcile(t, f, types.NamespacedName{Name: class.Name}, 1)
+	js := jobs(t, seed.Client, ns)
+	if len(js) != 1 {
+		t.Fatalf("%d Jobs", len(js))
+	}
+	rules, err := rulesOf(&js[0])
+	must(t, err)
+	// Post-allow: holders only (not a/n2, the target of a move under way); class "other" is not this class's.
+	if got := fmt.Sprint(rules); got != "[{80 TCP [p://a-n1 p://b-n1]}]" {
+		t.Errorf("firewall map %s", got)
+	}
+}
