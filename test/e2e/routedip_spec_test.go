@@ -56,7 +56,7 @@ func TestRoutedIP(t *testing.T) {
 			}
 			return c.Status == metav1.ConditionTrue, fmt.Sprintf("RoutedIPsAssigned %s/%s: %s", c.Status, c.Reason, c.Message)
 		})
-		t.Logf("registered → routed IP assigned in %s", time.Since(start).Round(100*time.Millisecond))
+		t.Logf("class created → routed IP assigned in %s", time.Since(start).Round(100*time.Millisecond))
 		want := youngestServing(ctx, t, u, names.Namespace, names.RouterName("edge"))
 		rec := record(routedIP1)
 		if rec.Node != want || rec.ProviderID != providerOf[want] {
@@ -247,7 +247,6 @@ func startRoutedIP(ctx context.Context, tb testing.TB, postAllow bool) *routedIP
 	must(tb, err)
 	tb.Cleanup(func() { _ = cloud.Stop() })
 	seed, u, zone := env.Seed, env.Users[0], env.DNS.Zone
-	createRoutedIPClass(ctx, tb, seed, cloud, postAllow)
 	c := framework.StartController(tb, seed, "--dns-zone="+zone, "--routed-ip-job-namespace="+routedIPJobNamespace)
 	sel := map[string]string{"routedip": "yes"}
 	edge := realRouter(v1alpha1.ShardSpec{Name: "edge", Replicas: ptr.To[int32](2), Publishing: v1alpha1.PublishRoutedIP,
@@ -264,6 +263,16 @@ func startRoutedIP(ctx context.Context, tb testing.TB, postAllow bool) *routedIP
 	for _, n := range env.Nodes[0] {
 		e.providerOf[n.Name] = n.ProviderID()
 	}
+	// The class comes once both routers serve: until then the RoutedIP waits (ClassNotFound), so
+	// the first election sees both nodes and must pick the younger.
+	eventually(ctx, tb, 4*time.Minute, func() (bool, string) {
+		serving := servingNodes(ctx, tb, u, names.Namespace, names.RouterName("edge"))
+		return len(serving) == 2, fmt.Sprintf("nodes serving the edge shard: %v", serving)
+	})
+	if r := e.record(routedIP1); r.Node != "" {
+		tb.Fatalf("an address assigned without a class: %+v", r)
+	}
+	createRoutedIPClass(ctx, tb, seed, cloud, postAllow)
 	return e
 }
 
