@@ -35,8 +35,9 @@ generate: $(CONTROLLER_GEN)
 # CRDs (config/crd/bases) and RBAC (config/rbac) from the markers next to the code.
 manifests: $(CONTROLLER_GEN)
 	@if [ -d api ]; then $(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=config/crd/bases; fi
-	@# RoutedIP lives in user clusters: Shardgate installs it there from the copy it embeds.
-	mv config/crd/bases/shardgate.io_routedips.yaml pkg/routedip/crd/routedips.yaml
+	@# RoutedIP and IngressClaim live in user clusters: Shardgate installs them from the copies it embeds.
+	mv config/crd/bases/shardgate.io_routedips.yaml pkg/clusteraccess/crds/routedips.yaml
+	mv config/crd/bases/shardgate.io_ingressclaims.yaml pkg/clusteraccess/crds/ingressclaims.yaml
 	@if [ -d pkg ]; then $(CONTROLLER_GEN) rbac:roleName=shardgate-seed-controller paths=./pkg/... paths=./cmd/... output:rbac:artifacts:config=config/rbac; fi
 	@# The Helm chart ships the same CRDs and RBAC rules.
 	rm -f charts/shardgate/crds/*.yaml && cp config/crd/bases/*.yaml charts/shardgate/crds/

@@ -65,6 +65,9 @@ type ClusterIngressSpec struct {
 	// vip: the cluster's VIP pool and L2 domain, from its source's annotations.
 	// +optional
 	VIP ClusterVIPSettings `json:"vip,omitempty"`
+	// claims are the profile's claim settings with defaults applied.
+	// +optional
+	Claims ClaimSettings `json:"claims,omitempty"`
 }
 
 // ClusterIngressStatus is observed state.
@@ -118,6 +121,13 @@ type ClusterIngressStatus struct {
 	// +listType=map
 	// +listMapKey=address
 	RoutedIPs []RoutedIPRecord `json:"routedIPs,omitempty"`
+	// claims: the cluster's IngressClaims, each with the shard provisioned for it (the claims
+	// controller's record; every controller adds the claimed shards to the profile's).
+	// +optional
+	// +listType=map
+	// +listMapKey=namespace
+	// +listMapKey=name
+	Claims []ClaimRecord `json:"claims,omitempty"`
 	// observedGeneration is the generation last reconciled successfully.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`

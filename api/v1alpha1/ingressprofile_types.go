@@ -52,6 +52,11 @@ type IngressProfileSpec struct {
 	// tls gives every selected cluster HTTPS through one cert-manager certificate per cluster.
 	// +optional
 	TLS TLSSettings `json:"tls,omitempty"`
+
+	// claims says whether and what users of the clusters may claim as dedicated shards
+	// (IngressClaim).
+	// +optional
+	Claims ClaimSettings `json:"claims,omitempty"`
 }
 
 // EmptyTargetsPolicy says what happens to a cluster's records when it has no ready ingress node.

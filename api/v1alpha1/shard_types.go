@@ -93,6 +93,9 @@ type ShardSpec struct {
 	// resources of the router container.
 	// +optional
 	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
+	// Claim is the IngressClaim (namespace/name) a claimed shard serves; never part of a
+	// profile (ClaimedShard sets it in memory).
+	Claim string `json:"-"`
 }
 
 // ShardStatus is one shard as observed in the user cluster.

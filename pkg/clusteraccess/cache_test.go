@@ -35,10 +35,10 @@ func TestCacheListsEveryManagedKind(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := cp.InstallCRDs(filepath.Join(root, "pkg", "routedip", "crd")); err != nil {
+	if err := cp.InstallCRDs(filepath.Join(root, "pkg", "clusteraccess", "crds")); err != nil {
 		t.Fatal(err)
 	}
-	caps := Capabilities{AdmissionPolicy: true, RoutedIPs: true}
+	caps := Capabilities{AdmissionPolicy: true, CRDs: true}
 	mapper, err := staticRESTMapper(scheme)
 	if err != nil {
 		t.Fatal(err)

@@ -153,7 +153,7 @@ func (c *engaged) discover() (Capabilities, error) {
 		}
 		caps.AdmissionPolicy = slices.Contains(names, "validatingadmissionpolicies") && slices.Contains(names, "validatingadmissionpolicybindings")
 	}
-	caps.RoutedIPs, err = c.installRoutedIPCRD()
+	caps.CRDs, err = c.installCRDs()
 	return caps, err
 }
 

@@ -34,9 +34,9 @@ type Capabilities struct {
 	AdmissionPolicy bool
 	// Version is the server's major.minor ("v1.37"), parsed, never the server's own text.
 	Version string
-	// RoutedIPs: Shardgate's RoutedIP CRD is installed and established (Shardgate installs it at
-	// first contact; false when its role may not).
-	RoutedIPs bool
+	// CRDs: Shardgate's user-cluster CRDs (RoutedIP, IngressClaim) are installed and established
+	// (Shardgate installs them at first contact; false when its role may not).
+	CRDs bool
 }
 
 // ManagedKinds are the kinds of objects Shardgate owns in a user cluster (router pods included).
@@ -65,14 +65,14 @@ func RouteKinds() []client.Object {
 	return []client.Object{&networkingv1.Ingress{}, &corev1.Namespace{}, &networkingv1.IngressClass{}}
 }
 
-// RoutedIPKinds are cached whole where the RoutedIP CRD is installed: every RoutedIP is a
+// RoutedIPKinds are cached whole where Shardgate's CRDs are installed: every RoutedIP is a
 // request to place, and EndpointSlices (trimmed to where their endpoints run, TrimEndpointSlice)
-// say which nodes serve each RoutedIP's Service.
+// say which nodes serve each RoutedIP's Service; every IngressClaim asks for a dedicated shard.
 func RoutedIPKinds(caps Capabilities) []client.Object {
-	if !caps.RoutedIPs {
+	if !caps.CRDs {
 		return nil
 	}
-	return []client.Object{&v1alpha1.RoutedIP{}, &discoveryv1.EndpointSlice{}}
+	return []client.Object{&v1alpha1.RoutedIP{}, &discoveryv1.EndpointSlice{}, &v1alpha1.IngressClaim{}}
 }
 
 // UserClusterScheme knows the kinds Shardgate reads and writes in user clusters: client-go's,
@@ -127,7 +127,7 @@ var clusterScoped = map[string]bool{
 // accepts connections and never answers would otherwise hold the caller).
 func staticRESTMapper(scheme *runtime.Scheme) (meta.RESTMapper, error) {
 	objs := append(ManagedKinds(Capabilities{AdmissionPolicy: true}), RouteKinds()...)
-	objs = append(objs, RoutedIPKinds(Capabilities{RoutedIPs: true})...)
+	objs = append(objs, RoutedIPKinds(Capabilities{CRDs: true})...)
 	objs = append(objs, &corev1.Node{}, &corev1.Event{}, &authenticationv1.SelfSubjectReview{}, &apiextensionsv1.CustomResourceDefinition{})
 	var gvs []schema.GroupVersion
 	var gvks []schema.GroupVersionKind

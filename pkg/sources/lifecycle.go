@@ -100,6 +100,7 @@ func DecideLifecycle(in LifecycleInput) LifecycleDecision {
 		Allocation:   v1alpha1.ResolveAllocation(p.Spec.Allocation),
 		IngressClass: v1alpha1.ResolveIngressClass(p.Spec.IngressClass),
 		TLS:          v1alpha1.ResolveTLS(p.Spec.TLS),
+		Claims:       v1alpha1.ResolveClaims(p.Spec.Claims),
 	}
 	return LifecycleDecision{Action: LifecycleApply, Spec: withSource(spec, src)}
 }

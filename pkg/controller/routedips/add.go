@@ -101,7 +101,7 @@ func (r *Reconciler) clustersOfClass(ctx context.Context, _ client.Object) []rec
 	}
 	var out []reconcile.Request
 	for _, ci := range all.Items {
-		if c, ok := r.Access.Get(client.ObjectKeyFromObject(&ci)); len(ci.Status.RoutedIPs) > 0 || ok && c.Capabilities().RoutedIPs {
+		if c, ok := r.Access.Get(client.ObjectKeyFromObject(&ci)); len(ci.Status.RoutedIPs) > 0 || ok && c.Capabilities().CRDs {
 			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&ci)})
 		}
 	}

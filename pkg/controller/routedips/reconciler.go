@@ -62,7 +62,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			return ctrl.Result{}, err
 		}
 	}
-	if !cluster.Capabilities().RoutedIPs {
+	if !cluster.Capabilities().CRDs {
 		if len(shardIPs) > 0 {
 			meta.SetStatusCondition(&ci.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionRoutedIPsAssigned, Status: metav1.ConditionFalse,
 				Reason: v1alpha1.ReasonRoutedIPsNotAllowed, ObservedGeneration: ci.Generation,

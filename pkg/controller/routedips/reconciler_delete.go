@@ -28,7 +28,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, ci *v1alpha1.ClusterIn
 		log.FromContext(ctx).Info("the cluster is going away and cannot be observed: its routed-IP cleanup is skipped")
 	case !observable:
 		return ctrl.Result{RequeueAfter: 30 * time.Second}, nil
-	case cluster.Capabilities().RoutedIPs:
+	case cluster.Capabilities().CRDs:
 		if err := ensureShardRoutedIPs(ctx, cluster, nil); err != nil {
 			return ctrl.Result{}, err
 		}

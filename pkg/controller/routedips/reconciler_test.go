@@ -76,7 +76,7 @@ func TestMoveStartsWithTaintAndFirewallThenJob(t *testing.T) {
 		Spec: v1alpha1.RoutedIPSpec{ClassName: class.Name, Address: "198.51.100.7", ServiceRef: v1alpha1.ServiceReference{Name: "svc"}}}
 	u := controllertest.UserCluster(access, key, node("old", now.Add(-time.Hour)), node("young", now.Add(-time.Minute)), node("idle", now),
 		routerSlice("old", "young"), owner)
-	u.Caps.RoutedIPs = true
+	u.Caps.CRDs = true
 	r := &Reconciler{Client: seed.Client, APIReader: seed.Client, Access: access, JobNamespace: ns, Clock: clocktesting.NewFakePassiveClock(now), Recorder: events.NewFakeRecorder(100)}
 
 	controllertest.Reconcile(t, r, key, 2)

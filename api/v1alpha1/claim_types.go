@@ -1,0 +1,246 @@
+package v1alpha1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+)
+
+// Ingress claims: a user who wants routers of their own creates an IngressClaim in the user
+// cluster naming their Ingresses; Shardgate provisions a dedicated shard for them (a shard like
+// any other: renderer, HA rules, DNS under the cluster's domain, certificate names) and binds
+// exactly those Ingresses to it, the way a PersistentVolumeClaim is bound. What users may claim
+// is the operator's choice in the IngressProfile (claims). The seed's record of every claim is
+// the ClusterIngress' status.claims; the claim's own status mirrors it.
+
+// ReclaimPolicy says what happens to a claimed shard once every Ingress it names is gone.
+// +kubebuilder:validation:Enum=Retain;Recycle;Delete
+type ReclaimPolicy string
+
+// Reclaim policies.
+const (
+	// ReclaimRetain keeps the routers and the claim (Released); nothing binds to it again until
+	// the user edits the claim.
+	ReclaimRetain ReclaimPolicy = "Retain"
+	// ReclaimRecycle keeps the claim bound and its routers ready for the Ingresses it names.
+	ReclaimRecycle ReclaimPolicy = "Recycle"
+	// ReclaimDelete removes the routers, the DNS names and the claim.
+	ReclaimDelete ReclaimPolicy = "Delete"
+)
+
+// IngressClaim asks for a dedicated ingress shard serving the named Ingresses of its namespace.
+// Installed into user clusters by Shardgate.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
+// +kubebuilder:printcolumn:name="Shard",type=string,JSONPath=`.status.shard`
+// +kubebuilder:printcolumn:name="Domain",type=string,JSONPath=`.status.domain`
+// +kubebuilder:printcolumn:name="Ready",type=integer,JSONPath=`.status.readyReplicas`
+// +kubebuilder:printcolumn:name="Bound",type=integer,JSONPath=`.status.boundCount`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Bound")].reason`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type IngressClaim struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   IngressClaimSpec   `json:"spec"`
+	Status IngressClaimStatus `json:"status,omitempty"`
+}
+
+// IngressClaimSpec is the user's.
+type IngressClaimSpec struct {
+	// ingresses of the claim's namespace that the dedicated shard serves (and only they).
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=64
+	Ingresses []corev1.LocalObjectReference `json:"ingresses"`
+	// replicas of the dedicated router (at most the profile's maxReplicas).
+	// +optional
+	// +kubebuilder:default=1
+	// +kubebuilder:validation:Minimum=1
+	Replicas int32 `json:"replicas,omitempty"`
+	// resources of the router container (within the profile's maxResources).
+	// +optional
+	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
+	// reclaimPolicy once every Ingress it names is gone.
+	// +optional
+	// +kubebuilder:default=Retain
+	ReclaimPolicy ReclaimPolicy `json:"reclaimPolicy,omitempty"`
+}
+
+// ClaimPhase is where a claim stands.
+// +kubebuilder:validation:Enum=Pending;Bound;Released;Failed
+type ClaimPhase string
+
+// Claim phases.
+const (
+	// ClaimPending: admitted, its routers are not ready yet.
+	ClaimPending ClaimPhase = "Pending"
+	// ClaimBound: its routers are ready and serve the Ingresses it names.
+	ClaimBound ClaimPhase = "Bound"
+	// ClaimReleased: every Ingress it named is gone and its policy is Retain: the routers stay,
+	// nothing binds until the claim is edited.
+	ClaimReleased ClaimPhase = "Released"
+	// ClaimFailed: refused (see the Bound condition); nothing is provisioned for it.
+	ClaimFailed ClaimPhase = "Failed"
+)
+
+// IngressClaimStatus mirrors the seed's record.
+type IngressClaimStatus struct {
+	// +optional
+	Phase ClaimPhase `json:"phase,omitempty"`
+	// shard provisioned for the claim.
+	// +optional
+	Shard string `json:"shard,omitempty"`
+	// domain of the shard: *.<domain> resolves to its routers; CNAME custom hosts to <domain>.
+	// +optional
+	Domain string `json:"domain,omitempty"`
+	// readyReplicas of its routers.
+	// +optional
+	ReadyReplicas int32 `json:"readyReplicas,omitempty"`
+	// boundIngresses: the Ingresses it serves now.
+	// +optional
+	BoundIngresses []string `json:"boundIngresses,omitempty"`
+	// boundCount is len(boundIngresses), for printer columns.
+	// +optional
+	BoundCount int32 `json:"boundCount,omitempty"`
+	// conditions: Bound (reasons Bound, Provisioning, Released, ClaimsNotAllowed,
+	// OverLimits, NamesTooLong, EditRefused).
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// IngressClaimList is a list of IngressClaims.
+// +kubebuilder:object:root=true
+type IngressClaimList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []IngressClaim `json:"items"`
+}
+
+// ClaimSettings (IngressProfile claims) is what users of the profile's clusters may claim.
+type ClaimSettings struct {
+	// allowed: users may create IngressClaims. Turning it off refuses new claims and keeps the
+	// admitted ones running.
+	// +optional
+	Allowed bool `json:"allowed,omitempty"`
+	// publishing of claimed shards (HostNetwork, NodePort or LoadBalancer; default NodePort, so
+	// that claimed routers never compete for the nodes' ports).
+	// +optional
+	// +kubebuilder:default=NodePort
+	// +kubebuilder:validation:Enum=HostNetwork;NodePort;LoadBalancer
+	Publishing Publishing `json:"publishing,omitempty"`
+	// nodeSelector of claimed routers.
+	// +optional
+	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
+	// image and imagePullPolicy of claimed routers (empty: the flavour's default).
+	// +optional
+	Image string `json:"image,omitempty"`
+	// +optional
+	// +kubebuilder:validation:Enum=Always;IfNotPresent;Never
+	ImagePullPolicy corev1.PullPolicy `json:"imagePullPolicy,omitempty"`
+	// maxReplicas per claim.
+	// +optional
+	// +kubebuilder:default=2
+	// +kubebuilder:validation:Minimum=1
+	MaxReplicas int32 `json:"maxReplicas,omitempty"`
+	// maxResources: the most a claim's router container may request or limit, per resource
+	// (a claim without resources gets none set).
+	// +optional
+	MaxResources corev1.ResourceList `json:"maxResources,omitempty"`
+	// maxPerNamespace: claims admitted per namespace (oldest first).
+	// +optional
+	// +kubebuilder:default=1
+	// +kubebuilder:validation:Minimum=1
+	MaxPerNamespace int32 `json:"maxPerNamespace,omitempty"`
+}
+
+// ClaimRecord is the seed's record of one admitted or refused claim (ClusterIngress
+// status.claims): the shard it is provisioned as, with the settings that were admitted.
+type ClaimRecord struct {
+	// namespace and name of the IngressClaim.
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	// shard provisioned ("" when refused).
+	// +optional
+	Shard string `json:"shard,omitempty"`
+	// replicas and resources admitted (an edit over the limits keeps these).
+	// +optional
+	Replicas int32 `json:"replicas,omitempty"`
+	// +optional
+	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
+	// ingresses bound to the shard.
+	// +optional
+	Ingresses []string `json:"ingresses,omitempty"`
+	// +optional
+	Phase ClaimPhase `json:"phase,omitempty"`
+	// +optional
+	Reason string `json:"reason,omitempty"`
+	// +optional
+	Message string `json:"message,omitempty"`
+	// releasedGeneration: the claim's generation when it was Released; an edit (a newer
+	// generation) binds it again.
+	// +optional
+	ReleasedGeneration int64 `json:"releasedGeneration,omitempty"`
+	// everBound: some Ingress it names existed once (reclaim applies only after that).
+	// +optional
+	EverBound bool `json:"everBound,omitempty"`
+}
+
+// Claim reasons (the claim's Bound condition, status.claims[].reason).
+const (
+	ReasonClaimBound        = "Bound"
+	ReasonClaimProvisioning = "Provisioning"
+	ReasonClaimReleased     = "Released"
+	ReasonClaimsNotAllowed  = "ClaimsNotAllowed"
+	ReasonClaimOverLimits   = "OverLimits"
+	ReasonClaimNamesTooLong = "NamesTooLong"
+	ReasonClaimEditRefused  = "EditRefused"
+)
+
+func init() {
+	register(&IngressClaim{}, &IngressClaimList{})
+}
+
+// ResolveClaims fills in the claim settings' defaults.
+func ResolveClaims(c ClaimSettings) ClaimSettings {
+	c = *c.DeepCopy()
+	if c.Publishing == "" {
+		c.Publishing = PublishNodePort
+	}
+	if c.MaxReplicas < 1 {
+		c.MaxReplicas = 2
+	}
+	if c.MaxPerNamespace < 1 {
+		c.MaxPerNamespace = 1
+	}
+	return c
+}
+
+// ClaimedShard is the shard provisioned for an admitted claim: one replica set of the profile's
+// flavour with the claim's admitted replicas and resources and the profile's claim settings,
+// taking Ingresses from the claim's namespace only (and, in allocation, only those it names).
+func ClaimedShard(c ClaimRecord, s ClaimSettings) ShardSpec {
+	s = ResolveClaims(s)
+	return ShardSpec{Name: c.Shard, Flavour: FlavourTraefik, Image: s.Image, ImagePullPolicy: s.ImagePullPolicy,
+		Replicas: ptr.To(max(c.Replicas, 1)), Publishing: s.Publishing, NodeSelector: s.NodeSelector, Resources: *c.Resources.DeepCopy(),
+		NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: c.Namespace}},
+		Claim:             c.Namespace + "/" + c.Name}
+}
+
+// Shards are the shards in force for the cluster: the profile's, then one per admitted claim
+// (status.claims, written by the claims controller).
+func (ci *ClusterIngress) Shards() []ShardSpec {
+	out := ci.Spec.ShardsOrDefault()
+	if len(ci.Status.Claims) == 0 {
+		return out
+	}
+	out = append([]ShardSpec(nil), out...)
+	for _, c := range ci.Status.Claims {
+		if c.Shard != "" {
+			out = append(out, ClaimedShard(c, ci.Spec.Claims))
+		}
+	}
+	return out
+}
