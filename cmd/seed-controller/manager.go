@@ -15,6 +15,7 @@ import (
 	"github.com/shardgate/shardgate/pkg/clusteraccess"
 	"github.com/shardgate/shardgate/pkg/controller/allocation"
 	"github.com/shardgate/shardgate/pkg/controller/certificates"
+	"github.com/shardgate/shardgate/pkg/controller/claims"
 	"github.com/shardgate/shardgate/pkg/controller/dns"
 	"github.com/shardgate/shardgate/pkg/controller/engagement"
 	"github.com/shardgate/shardgate/pkg/controller/lifecycle"
@@ -135,6 +136,9 @@ func addControllers(mgr ctrl.Manager, o options) error {
 		return err
 	}
 	if err := vips.Add(mgr, engager); err != nil {
+		return err
+	}
+	if err := claims.Add(mgr, engager, o.concurrency); err != nil {
 		return err
 	}
 	if o.routedIPJobNamespace == "" {

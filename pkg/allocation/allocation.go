@@ -20,6 +20,9 @@ type Shard struct {
 	NamespaceSelector, RouteSelector labels.Selector
 	// Capacity is the shard's ready routers, for LeastLoaded.
 	Capacity int
+	// Claim is the IngressClaim (namespace/name) a claimed shard serves: it takes only the
+	// Ingresses pinned to it, never one the planner would choose.
+	Claim string
 }
 
 // Route is an Ingress as the planner sees it.
@@ -35,6 +38,8 @@ type Route struct {
 	// annotation, which only Shardgate can write): the claims it holds.
 	HeldHosts []string
 	Created   time.Time
+	// Pin is the claimed shard an IngressClaim binds the Ingress to ("" for none).
+	Pin string
 }
 
 // Config is the cluster-wide allocation policy.
@@ -66,6 +71,9 @@ type Allocation struct {
 }
 
 // PlanAllocations decides every Ingress' shard and hosts.
+//
+// An Ingress an IngressClaim binds (Pin) goes to the claim's shard, moving if it must; claimed
+// shards take no other Ingress, and an Ingress they no longer bind moves back to the others.
 //
 // Hosts belong to their first claimant: the hosts an allocated Ingress holds (HeldHosts) are
 // recorded before any decision, so an Ingress edited to another namespace's host is refused
@@ -207,19 +215,39 @@ func (p *planner) allocate(r Route) Allocation {
 		forced = s.Name
 	}
 	cur := p.byName[r.Shard]
+	if cur != nil && cur.Claim != "" && r.Pin != cur.Name {
+		cur = nil // a claimed shard keeps only what its claim binds
+	}
 	switch {
+	case r.Pin != "":
+		// Bound by a claim, the one exception to stickiness: the user asked for it.
+		pin := p.byName[r.Pin]
+		if pin == nil {
+			return reject("IngressClaim binds it to shard %s, which does not exist yet", r.Pin)
+		}
+		if forced != "" && forced != pin.Name {
+			return reject("IngressClaim %s binds it to shard %s, but its host is under shard %s's domain; use a host under %s or your own", pin.Claim, pin.Name, forced, pin.Domain)
+		}
+		a.Shard = pin.Name
+		if r.Shard != "" && r.Shard != pin.Name {
+			a.MovedFrom, a.MoveReason = r.Shard, fmt.Sprintf("IngressClaim %s binds it to its own shard", pin.Claim)
+		}
 	case cur != nil && (forced == "" || forced == cur.Name):
 		a.Shard = cur.Name // sticky
 	default:
 		if r.Shard != "" {
 			a.MovedFrom = r.Shard
 			a.MoveReason = fmt.Sprintf("shard %s was removed", r.Shard)
-			if cur != nil {
+			if old := p.byName[r.Shard]; old != nil && old.Claim != "" {
+				a.MoveReason = fmt.Sprintf("IngressClaim %s no longer binds it", old.Claim)
+			} else if cur != nil {
 				a.MoveReason = fmt.Sprintf("its host is under shard %s's domain, which DNS sends to that shard", forced)
 			}
 		}
 		cands := p.candidates(r, forced)
 		switch {
+		case len(cands) == 0 && forced != "" && p.byName[forced].Claim != "":
+			return reject("its host is under shard %s's domain, which IngressClaim %s holds for the Ingresses it names", forced, p.byName[forced].Claim)
 		case len(cands) == 0 && forced != "":
 			return reject("its host is under shard %s's domain, but that shard does not accept this namespace or route", forced)
 		case len(cands) == 0:
@@ -290,6 +318,9 @@ func (p *planner) checkShardName(h string, s *Shard, r Route) error {
 func (p *planner) candidates(r Route, forced string) []ShardLoad {
 	var cands []ShardLoad
 	for _, s := range p.shards {
+		if s.Claim != "" {
+			continue // claimed shards take only the Ingresses pinned to them
+		}
 		if s.NamespaceSelector != nil && !s.NamespaceSelector.Matches(labels.Set(r.NamespaceLabels)) {
 			continue
 		}

@@ -32,6 +32,8 @@ const (
 	ChangeVIPReports
 	// ChangeRoutedIPs is a RoutedIP or an EndpointSlice changed (where routed IPs may go).
 	ChangeRoutedIPs
+	// ChangeClaims is an IngressClaim changed.
+	ChangeClaims
 	// changePhase is an engagement, sync, reachability or block change: every subscriber hears it.
 	changePhase
 )
@@ -90,6 +92,8 @@ func changeOf(obj client.Object) Change {
 		return ChangeVIPReports
 	case *v1alpha1.RoutedIP, *discoveryv1.EndpointSlice:
 		return ChangeRoutedIPs
+	case *v1alpha1.IngressClaim:
+		return ChangeClaims
 	}
 	return ChangeManaged
 }
@@ -119,7 +123,7 @@ func (e *Engager) changeHandler(c *engaged, what Change) toolscache.ResourceEven
 	return toolscache.ResourceEventHandlerFuncs{
 		AddFunc: func(any) { changed() },
 		UpdateFunc: func(oldObj, newObj any) {
-			if (what == ChangeRoutes || what == ChangeRoutedIPs) && statusOnly(oldObj, newObj) {
+			if (what == ChangeRoutes || what == ChangeRoutedIPs || what == ChangeClaims) && statusOnly(oldObj, newObj) {
 				return
 			}
 			changed()

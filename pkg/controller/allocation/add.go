@@ -24,7 +24,7 @@ func Add(mgr ctrl.Manager, access clusteraccess.Access, concurrency int) error {
 	return ctrl.NewControllerManagedBy(mgr).Named("allocation").
 		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
 		// Its own status writes (route counts) do not wake it: spec, domain and deletion do.
-		For(&v1alpha1.ClusterIngress{}, builder.WithPredicates(predicate.Or(predicates.MetadataOrSpecChanged, predicates.DomainChanged))).
+		For(&v1alpha1.ClusterIngress{}, builder.WithPredicates(predicate.Or(predicates.MetadataOrSpecChanged, predicates.DomainChanged, predicates.ClaimsChanged))).
 		// Routes, and router Deployments (their readiness is LeastLoaded's capacity).
 		WatchesRawSource(source.Channel(access.Subscribe(clusteraccess.ChangeRoutes|clusteraccess.ChangeManaged), &handler.EnqueueRequestForObject{})).
 		Complete(&Reconciler{Client: mgr.GetClient(), Access: access})

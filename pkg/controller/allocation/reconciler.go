@@ -62,7 +62,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, nil //nolint:nilerr // the CRD's enum keeps this out; nothing to retry
 	}
-	specs := ci.Spec.ShardsOrDefault()
+	specs := ci.Shards()
 	if errs := validation.Shards(specs, field.NewPath("spec", "shards")); len(errs) > 0 {
 		return ctrl.Result{}, nil // nothing is decided from an invalid spec; ShardsAvailable says why
 	}
@@ -74,6 +74,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	ingresses, routes, released, err := collectRoutes(ctx, rd, v1alpha1.ResolveIngressClass(ci.Spec.IngressClass).Default)
 	if err != nil {
 		return ctrl.Result{}, clusteraccess.DescribeError("read the user cluster's cache", err)
+	}
+	pins := claimPins(ci)
+	for i := range routes {
+		routes[i].Pin = pins[routes[i].Namespace+"/"+routes[i].Name]
 	}
 	cfg := allocation.Config{ClusterDomain: ci.Status.Domain, Zone: zone, Strategy: strategy,
 		InterNamespace: ci.Spec.Allocation.NamespaceOwnership == v1alpha1.OwnershipInterNamespaceAllowed,
@@ -105,11 +109,26 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	return ctrl.Result{}, errors.Join(errs...)
 }
 
+// claimPins are the Ingresses (namespace/name) bound by claims that bind (Pending or Bound), with
+// their claimed shard.
+func claimPins(ci *v1alpha1.ClusterIngress) map[string]string {
+	pins := map[string]string{}
+	for _, c := range ci.Status.Claims {
+		if c.Shard == "" || c.Phase != v1alpha1.ClaimPending && c.Phase != v1alpha1.ClaimBound {
+			continue
+		}
+		for _, name := range c.Ingresses {
+			pins[c.Namespace+"/"+name] = c.Shard
+		}
+	}
+	return pins
+}
+
 // allocShards turns validated shard specs into planner shards with their ready routers.
 func allocShards(ctx context.Context, rd client.Reader, specs []v1alpha1.ShardSpec, clusterDomain string) ([]allocation.Shard, error) {
 	var out []allocation.Shard
 	for _, s := range specs {
-		as := allocation.Shard{Name: s.Name, Domain: names.ShardDomain(s.Name, clusterDomain)}
+		as := allocation.Shard{Name: s.Name, Domain: names.ShardDomain(s.Name, clusterDomain), Claim: s.Claim}
 		var err error
 		if s.NamespaceSelector != nil {
 			if as.NamespaceSelector, err = metav1.LabelSelectorAsSelector(s.NamespaceSelector); err != nil {

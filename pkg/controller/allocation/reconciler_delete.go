@@ -56,7 +56,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, ci *v1alpha1.ClusterIn
 func shardDomains(ci *v1alpha1.ClusterIngress) map[string]bool {
 	domains := map[string]bool{}
 	if ci.Status.Domain != "" {
-		for _, s := range ci.Spec.ShardsOrDefault() {
+		for _, s := range ci.Shards() {
 			domains[names.ShardDomain(s.Name, ci.Status.Domain)] = true
 		}
 	}

@@ -41,7 +41,7 @@ func Add(mgr ctrl.Manager, cfg Config) error {
 		WithOptions(controller.Options{MaxConcurrentReconciles: cfg.Concurrency}).
 		// Spec (TLS settings, shards), deletion and the domain decide the names; the others'
 		// status writes do not.
-		For(&v1alpha1.ClusterIngress{}, builder.WithPredicates(predicate.Or(predicates.MetadataOrSpecChanged, predicates.DomainChanged))).
+		For(&v1alpha1.ClusterIngress{}, builder.WithPredicates(predicate.Or(predicates.MetadataOrSpecChanged, predicates.DomainChanged, predicates.ClaimsChanged))).
 		Build(r)
 	if err != nil {
 		return err

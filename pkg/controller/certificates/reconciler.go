@@ -119,7 +119,7 @@ func (r *Reconciler) reconcileCertificate(ctx context.Context, ci *v1alpha1.Clus
 	if ci.Status.Domain == "" {
 		return notReady(v1alpha1.ReasonCertificateIssuing, "waiting for the cluster domain (see DNSPublished)"), 0, nil
 	}
-	names := certs.DNSNames(ci.Status.Domain, ci.Spec.ShardsOrDefault())
+	names := certs.DNSNames(ci.Status.Domain, ci.Shards())
 	cert, err := r.apply(ctx, ci, certs.Certificate(ci, names))
 	if err != nil {
 		return notReady(v1alpha1.ReasonIssuanceFailed, "writing the Certificate failed: "+apiErrorReason(err)), 0, err

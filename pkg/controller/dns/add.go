@@ -118,6 +118,9 @@ var notOwnStatus = predicate.Funcs{
 		if predicates.VIPKey(o) != predicates.VIPKey(n) {
 			return true // a VIP shard's records are its VIPs
 		}
+		if predicates.ClaimsKey(o) != predicates.ClaimsKey(n) {
+			return true // a claimed shard has records of its own
+		}
 		for _, typ := range []string{v1alpha1.ConditionSourceAvailable, v1alpha1.ConditionShardsAvailable, v1alpha1.ConditionCertificateReady, v1alpha1.ConditionVIPsAvailable} {
 			a, b := meta.FindStatusCondition(o.Status.Conditions, typ), meta.FindStatusCondition(n.Status.Conditions, typ)
 			if (a == nil) != (b == nil) || (a != nil && (a.Status != b.Status || a.Reason != b.Reason)) {

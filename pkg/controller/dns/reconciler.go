@@ -106,7 +106,7 @@ func (r *Reconciler) reconcileDNS(ctx context.Context, ci *v1alpha1.ClusterIngre
 		if err != nil {
 			return clusteraccess.DescribeError("read the user cluster's cache", err)
 		}
-		if in.Shards, in.Replicas, err = shardInputs(ctx, cluster.Reader(), domain, ci.Spec.ShardsOrDefault(), nodes, ci.Status.VIPs); err != nil {
+		if in.Shards, in.Replicas, err = shardInputs(ctx, cluster.Reader(), domain, ci.Shards(), nodes, ci.Status.VIPs); err != nil {
 			return clusteraccess.DescribeError("read the user cluster's cache", err)
 		}
 	}

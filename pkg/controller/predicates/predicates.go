@@ -81,3 +81,23 @@ func VIPKey(ci *v1alpha1.ClusterIngress) string {
 	}
 	return b.String()
 }
+
+// ClaimsChanged passes ClusterIngress updates that change the claimed shards or what they bind
+// (status.claims: shard, admitted replicas and resources, bound Ingresses, phase).
+var ClaimsChanged = predicate.Funcs{
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		o, ok1 := e.ObjectOld.(*v1alpha1.ClusterIngress)
+		n, ok2 := e.ObjectNew.(*v1alpha1.ClusterIngress)
+		return !ok1 || !ok2 || ClaimsKey(o) != ClaimsKey(n)
+	},
+}
+
+// ClaimsKey is status.claims' shards, settings, bindings and phases in one string (reasons and
+// messages left out).
+func ClaimsKey(ci *v1alpha1.ClusterIngress) string {
+	var b strings.Builder
+	for _, c := range ci.Status.Claims {
+		fmt.Fprintf(&b, "%s/%s=%s,%d,%s,%s,%v;", c.Namespace, c.Name, c.Shard, c.Replicas, c.Resources.String(), c.Phase, c.Ingresses)
+	}
+	return b.String()
+}

@@ -29,7 +29,7 @@ func Add(mgr ctrl.Manager, access clusteraccess.Access, concurrency int) error {
 		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
 		// Spec, deletion and the domain matter; the other controllers' status writes do not.
 		// A renewed certificate (status.certificate) is handed to the routers.
-		For(&v1alpha1.ClusterIngress{}, builder.WithPredicates(predicate.Or(predicates.MetadataOrSpecChanged, predicates.DomainChanged, predicates.CertificateChanged, predicates.VIPsChanged))).
+		For(&v1alpha1.ClusterIngress{}, builder.WithPredicates(predicate.Or(predicates.MetadataOrSpecChanged, predicates.DomainChanged, predicates.CertificateChanged, predicates.VIPsChanged, predicates.ClaimsChanged))).
 		// Drift of managed objects, and nodes (which shards can schedule).
 		WatchesRawSource(source.Channel(access.Subscribe(clusteraccess.ChangeManaged|clusteraccess.ChangeNodes), &handler.EnqueueRequestForObject{})).
 		Complete(&Reconciler{Client: mgr.GetClient(), Access: access, SecretReader: mgr.GetAPIReader(), Clock: clock.RealClock{}})

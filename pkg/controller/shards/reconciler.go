@@ -76,7 +76,7 @@ func (r *Reconciler) reconcileShards(ctx context.Context, ci *v1alpha1.ClusterIn
 	available := func(s metav1.ConditionStatus, reason, msg string) []metav1.Condition {
 		return []metav1.Condition{condition(v1alpha1.ConditionShardsAvailable, s, reason, msg)}
 	}
-	shards := ci.Spec.ShardsOrDefault()
+	shards := ci.Shards()
 	if errs := validation.Shards(shards, field.NewPath("spec", "shards")); len(errs) > 0 {
 		return available(metav1.ConditionFalse, v1alpha1.ReasonShardsInvalid, errs.ToAggregate().Error()), nil
 	}

@@ -1,0 +1,32 @@
+// Package claims is the IngressClaim controller: per user cluster it decides every IngressClaim
+// (pkg/claims.Decide), records the outcome in status.claims (from which every other controller
+// adds the claimed shards to the profile's: routers, DNS, certificate names, allocation pins),
+// mirrors it into each claim's status and deletes the claims whose reclaim policy says so.
+package claims
+
+import (
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	"github.com/shardgate/shardgate/api/v1alpha1"
+	"github.com/shardgate/shardgate/pkg/clusteraccess"
+	"github.com/shardgate/shardgate/pkg/controller/predicates"
+)
+
+// +kubebuilder:rbac:groups=shardgate.io,resources=clusteringresses,verbs=get;list;watch
+// +kubebuilder:rbac:groups=shardgate.io,resources=clusteringresses/status,verbs=get;update;patch
+
+// Add registers the claims controller.
+func Add(mgr ctrl.Manager, access clusteraccess.Access, concurrency int) error {
+	r := &Reconciler{Client: mgr.GetClient(), Access: access, Recorder: mgr.GetEventRecorder("shardgate-claims")}
+	return ctrl.NewControllerManagedBy(mgr).Named("claims").
+		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
+		For(&v1alpha1.ClusterIngress{}, builder.WithPredicates(predicate.Or(predicates.MetadataOrSpecChanged, predicates.DomainChanged))).
+		// Claims and Ingresses (what they bind), router Deployments (claimed shards' readiness).
+		WatchesRawSource(source.Channel(access.Subscribe(clusteraccess.ChangeClaims|clusteraccess.ChangeRoutes|clusteraccess.ChangeManaged), &handler.EnqueueRequestForObject{})).
+		Complete(r)
+}

@@ -1,0 +1,162 @@
+package claims
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/shardgate/shardgate/api/v1alpha1"
+	"github.com/shardgate/shardgate/pkg/claims"
+	"github.com/shardgate/shardgate/pkg/clusteraccess"
+	"github.com/shardgate/shardgate/pkg/names"
+)
+
+// Reconciler decides one user cluster's IngressClaims.
+type Reconciler struct {
+	Client   client.Client
+	Access   clusteraccess.Access
+	Recorder events.EventRecorder
+}
+
+// Reconcile gathers the cluster's claims, Ingresses and claimed routers' readiness, decides,
+// writes status.claims (the seed's record, first: the claimed shards follow from it), each
+// claim's status, and deletes the claims reclaimed with policy Delete. Nothing is decided while
+// the cluster cannot be observed or before it has a domain.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	ci := &v1alpha1.ClusterIngress{}
+	if err := r.Client.Get(ctx, req.NamespacedName, ci); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	cluster, ok := r.Access.Get(req.NamespacedName)
+	if ci.DeletionTimestamp != nil || !ok || !cluster.Observable() || !cluster.Capabilities().CRDs || ci.Status.Domain == "" {
+		return ctrl.Result{}, nil
+	}
+	rd := cluster.Reader()
+	list := &v1alpha1.IngressClaimList{}
+	if err := rd.List(ctx, list); err != nil {
+		return ctrl.Result{}, clusteraccess.DescribeError("read the user cluster's IngressClaims", err)
+	}
+	ings := &networkingv1.IngressList{}
+	if err := rd.List(ctx, ings, client.UnsafeDisableDeepCopy); err != nil {
+		return ctrl.Result{}, clusteraccess.DescribeError("read the user cluster's Ingresses", err)
+	}
+	in := claims.Input{Settings: ci.Spec.Claims, Records: ci.Status.Claims, ClusterDomain: ci.Status.Domain,
+		Ingresses: map[string]bool{}, Ready: map[string]int32{}}
+	for _, s := range ci.Spec.ShardsOrDefault() {
+		in.ProfileShards = append(in.ProfileShards, s.Name)
+	}
+	for _, c := range list.Items {
+		if c.DeletionTimestamp == nil {
+			in.Claims = append(in.Claims, claims.Claim{Namespace: c.Namespace, Name: c.Name, Generation: c.Generation, Created: c.CreationTimestamp.Time, Spec: c.Spec})
+		}
+	}
+	for _, i := range ings.Items {
+		if i.DeletionTimestamp == nil {
+			in.Ingresses[i.Namespace+"/"+i.Name] = true
+		}
+	}
+	for _, rec := range ci.Status.Claims {
+		if rec.Shard == "" {
+			continue
+		}
+		d := &appsv1.Deployment{}
+		if err := rd.Get(ctx, client.ObjectKey{Namespace: names.Namespace, Name: names.RouterName(rec.Shard)}, d); err == nil {
+			in.Ready[rec.Shard] = d.Status.ReadyReplicas
+		} else if !apierrors.IsNotFound(err) {
+			return ctrl.Result{}, clusteraccess.DescribeError("read the user cluster's cache", err)
+		}
+	}
+	out := claims.Decide(in)
+
+	before := ci.Status.DeepCopy()
+	ci.Status.Claims = out.Records
+	if !equality.Semantic.DeepEqual(before, &ci.Status) {
+		old := ci.DeepCopy()
+		old.Status = *before
+		if err := r.Client.Status().Patch(ctx, ci, client.MergeFromWithOptions(old, client.MergeFromWithOptimisticLock{}), client.FieldOwner(v1alpha1.FieldOwner)); err != nil {
+			return ctrl.Result{}, err
+		}
+		r.eventTransitions(ci, before.Claims, out.Records)
+	}
+	w := cluster.Writer()
+	for i := range list.Items {
+		c := &list.Items[i]
+		key := c.Namespace + "/" + c.Name
+		if slices.Contains(out.Delete, key) {
+			log.FromContext(ctx).Info("IngressClaim reclaimed with policy Delete", "claim", key)
+			if err := w.Delete(ctx, c); client.IgnoreNotFound(err) != nil {
+				return ctrl.Result{}, clusteraccess.DescribeError("delete IngressClaim "+key, err)
+			}
+			continue
+		}
+		i := slices.IndexFunc(out.Records, func(r v1alpha1.ClaimRecord) bool { return r.Namespace == c.Namespace && r.Name == c.Name })
+		if i < 0 {
+			continue
+		}
+		if err := writeStatus(ctx, w, c, out.Records[i], ci.Status.Domain, in.Ready); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	// Readiness of a new claimed shard shows in its Deployment; look again soon while any is
+	// provisioning (the Deployment's status changes wake this controller too).
+	for _, rec := range out.Records {
+		if rec.Phase == v1alpha1.ClaimPending {
+			return ctrl.Result{RequeueAfter: 5 * time.Second}, nil
+		}
+	}
+	return ctrl.Result{}, nil
+}
+
+// writeStatus mirrors the record into the claim's status.
+func writeStatus(ctx context.Context, w client.Client, c *v1alpha1.IngressClaim, rec v1alpha1.ClaimRecord, clusterDomain string, ready map[string]int32) error {
+	st := *c.Status.DeepCopy()
+	st.Phase, st.Shard, st.BoundIngresses, st.BoundCount, st.ReadyReplicas, st.Domain = rec.Phase, rec.Shard, rec.Ingresses, int32(len(rec.Ingresses)), ready[rec.Shard], ""
+	if rec.Shard != "" {
+		st.Domain = names.ShardDomain(rec.Shard, clusterDomain)
+	}
+	cond := metav1.Condition{Type: "Bound", Status: metav1.ConditionFalse, Reason: rec.Reason, Message: rec.Message, ObservedGeneration: c.Generation}
+	if rec.Phase == v1alpha1.ClaimBound {
+		cond.Status = metav1.ConditionTrue
+	}
+	meta.SetStatusCondition(&st.Conditions, cond)
+	if equality.Semantic.DeepEqual(st, c.Status) {
+		return nil
+	}
+	old := c.DeepCopy()
+	c.Status = st
+	if err := w.Status().Patch(ctx, c, client.MergeFrom(old)); err != nil && !apierrors.IsNotFound(err) {
+		return clusteraccess.DescribeError("write IngressClaim "+c.Namespace+"/"+c.Name+"'s status", err)
+	}
+	return nil
+}
+
+// eventTransitions records on the ClusterIngress each claim's phase change.
+func (r *Reconciler) eventTransitions(ci *v1alpha1.ClusterIngress, before, after []v1alpha1.ClaimRecord) {
+	was := map[string]v1alpha1.ClaimPhase{}
+	for _, c := range before {
+		was[c.Namespace+"/"+c.Name] = c.Phase
+	}
+	for _, c := range after {
+		key := c.Namespace + "/" + c.Name
+		if was[key] == c.Phase {
+			continue
+		}
+		typ := corev1.EventTypeNormal
+		if c.Phase == v1alpha1.ClaimFailed {
+			typ = corev1.EventTypeWarning
+		}
+		r.Recorder.Eventf(ci, nil, typ, "Claim"+string(c.Phase), "Claim", "IngressClaim %s: %s", key, c.Message)
+	}
+}
