@@ -1,0 +1,304 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/miekg/dns"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/shardgate/shardgate/api/v1alpha1"
+	"github.com/shardgate/shardgate/pkg/names"
+	"github.com/shardgate/shardgate/test/framework"
+)
+
+// TestIngressClaim proves IngressClaims end to end on two real nodes with real Traefik, BIND and
+// external-dns, the cluster registered with exactly config/user-cluster/rbac.yaml: a claim binds
+// two Ingresses to a dedicated router of their own (its names in DNS, 200 through them, 404 from
+// the shared shard, no other namespace's Ingress on it); limits and turning claims off refuse new
+// claims only; Retain, Recycle and Delete do what they say when the Ingresses go; deleting a
+// claim returns its Ingresses to the shared shards.
+func TestIngressClaim(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
+	defer cancel()
+	env := framework.StartEnvironment(t, framework.EnvironmentOptions{UserClusters: 1, DNS: true,
+		RealNodes: [][]framework.RealNodeSpec{{{Name: "n1"}, {Name: "n2"}}}})
+	seed, u, zone, fab := env.Seed, env.Users[0], env.DNS.Zone, env.Fabrics[0]
+	framework.StartController(t, seed, "--dns-zone="+zone)
+	sel := map[string]string{"claims": "yes"}
+	profile := &v1alpha1.IngressProfile{ObjectMeta: metav1.ObjectMeta{Name: "claims"}, Spec: v1alpha1.IngressProfileSpec{
+		ClusterSelector: metav1.LabelSelector{MatchLabels: sel}, DNS: v1alpha1.DNSSettings{TTL: 5},
+		Shards: []v1alpha1.ShardSpec{realRouter(v1alpha1.ShardSpec{Name: v1alpha1.DefaultShardName})},
+		Claims: v1alpha1.ClaimSettings{Allowed: true, Publishing: v1alpha1.PublishNodePort, Image: framework.TraefikImage, ImagePullPolicy: corev1.PullNever,
+			MaxReplicas: 1, MaxPerNamespace: 1, MaxResources: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("200m")}},
+	}}
+	must(t, seed.Client.Create(ctx, profile))
+	for _, ns := range []string{"team-a", "team-b", "team-c"} {
+		must(t, u.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
+		must(t, framework.DeployBackend(ctx, u, ns, "web", 1))
+	}
+	must(t, u.Client.Create(ctx, nsIngress("team-a", "web1", "")))
+	must(t, u.Client.Create(ctx, nsIngress("team-a", "web2", "shop.example.test")))
+	kc, err := u.RestrictedKubeconfig(ctx, "shardgate-claims", "config/user-cluster/rbac.yaml")
+	must(t, err)
+	putKubeconfigSecret(ctx, t, seed, "default", "k1", "k1", kc, sel)
+	k := key("k1")
+	domain := "k1." + zone
+	claimDomain := "mine-team-a." + domain
+	c := &claimsEnv{ctx: ctx, t: t, u: u}
+
+	// Both Ingresses start on the shared shard.
+	c.waitShard("team-a", "web1", v1alpha1.DefaultShardName)
+	mine := &v1alpha1.IngressClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "mine"}, Spec: v1alpha1.IngressClaimSpec{
+		Ingresses: []corev1.LocalObjectReference{{Name: "web1"}, {Name: "web2"}}, Replicas: 1, ReclaimPolicy: v1alpha1.ReclaimRetain}}
+	must(t, u.Client.Create(ctx, mine))
+
+	if !t.Run("a claim binds its Ingresses to a dedicated router of their own", func(t *testing.T) {
+		start := time.Now()
+		c.t = t
+		c.waitPhase("team-a", "mine", v1alpha1.ClaimBound)
+		t.Logf("claim created → Bound in %s", time.Since(start).Round(100*time.Millisecond))
+		c.waitShard("team-a", "web1", "mine-team-a")
+		c.waitShard("team-a", "web2", "mine-team-a")
+		ing := c.ingress("team-a", "web1")
+		host := ing.Spec.Rules[0].Host
+		if !strings.HasSuffix(host, "."+claimDomain) {
+			t.Fatalf("web1's default host %s is not under the claim's domain %s", host, claimDomain)
+		}
+		if got := ing.Annotations[v1alpha1.CNAMETargetAnnotation]; got != "" {
+			t.Errorf("web1 has a CNAME target %q", got)
+		}
+		if got := c.ingress("team-a", "web2").Annotations[v1alpha1.CNAMETargetAnnotation]; got != claimDomain {
+			t.Errorf("web2's CNAME target %q, want %s", got, claimDomain)
+		}
+		// BIND answers the claimed shard's names with the nodes; its router answers on its NodePort.
+		waitAnswer(ctx, t, env.DNS, host, func(a framework.Answer) bool { return a.Rcode == dns.RcodeSuccess && len(a.Values) == 2 })
+		a, err := env.DNS.Lookup(ctx, host, dns.TypeA)
+		must(t, err)
+		port := c.nodePort(names.RouterName("mine-team-a"))
+		for _, ip := range a.Values {
+			eventually(ctx, t, 30*time.Second, func() (bool, string) {
+				code, body, err := fab.Get(ctx, fmt.Sprintf("%s:%d", ip, port), host)
+				return err == nil && code == 200 && strings.Contains(body, "hello from web"), fmt.Sprintf("%s:%d %s: %d %v", ip, port, host, code, err)
+			})
+			code, _, err := fab.Get(ctx, fmt.Sprintf("%s:%d", ip, port), "shop.example.test")
+			if err != nil || code != 200 {
+				t.Errorf("the custom host through the claimed router on %s: %d %v", ip, code, err)
+			}
+		}
+		// The shared shard no longer serves them.
+		for _, n := range env.Nodes[0] {
+			if code, _ := fabricGet(ctx, fab, n.IP, host); code != 404 {
+				t.Errorf("the shared router on %s answers %d for %s, want 404", n.Name, code, host)
+			}
+		}
+		// Another namespace cannot put an Ingress on it.
+		must(t, u.Client.Create(ctx, nsIngress("team-b", "intruder", "x."+claimDomain)))
+		eventually(ctx, t, 30*time.Second, func() (bool, string) {
+			got := c.ingress("team-b", "intruder").Annotations[v1alpha1.AllocationAnnotation]
+			return strings.HasPrefix(got, "Rejected") && strings.Contains(got, "IngressClaim team-a/mine"), "intruder: " + got
+		})
+		// The seed shows the claim and its shard.
+		ci := getCI(ctx, t, seed, k)
+		if len(ci.Status.Claims) != 1 || ci.Status.Claims[0].Shard != "mine-team-a" || strings.Join(ci.Status.Claims[0].Ingresses, ",") != "web1,web2" {
+			t.Errorf("status.claims %+v", ci.Status.Claims)
+		}
+		if !slicesContainShard(ci.Status.Shards, "mine-team-a") {
+			t.Errorf("status.shards lacks the claimed shard: %+v", ci.Status.Shards)
+		}
+	}) {
+		return
+	}
+
+	t.Run("over the limits, or with claims turned off, a claim is refused and provisions nothing", func(t *testing.T) {
+		c.t = t
+		big := &v1alpha1.IngressClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "team-b", Name: "big"}, Spec: v1alpha1.IngressClaimSpec{
+			Ingresses: []corev1.LocalObjectReference{{Name: "web"}}, Replicas: 3,
+			Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}}}
+		must(t, u.Client.Create(ctx, big))
+		cond := c.waitPhase("team-b", "big", v1alpha1.ClaimFailed)
+		t.Logf("big: %s: %s", cond.Reason, cond.Message)
+		if cond.Reason != v1alpha1.ReasonClaimOverLimits || !strings.Contains(cond.Message, "replicas 3 > maxReplicas 1") || !strings.Contains(cond.Message, "cpu 1 exceeds maxResources (200m)") {
+			t.Errorf("big: %s %s", cond.Reason, cond.Message)
+		}
+		// Claims turned off: the admitted claim keeps serving, a new one is refused.
+		upsert(ctx, t, seed.Client, profile, func() { profile.Spec.Claims.Allowed = false })
+		late := &v1alpha1.IngressClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "team-c", Name: "late"}, Spec: v1alpha1.IngressClaimSpec{
+			Ingresses: []corev1.LocalObjectReference{{Name: "web"}}, Replicas: 1}}
+		must(t, u.Client.Create(ctx, late))
+		if cond := c.waitPhase("team-c", "late", v1alpha1.ClaimFailed); cond.Reason != v1alpha1.ReasonClaimsNotAllowed {
+			t.Errorf("late: %s %s", cond.Reason, cond.Message)
+		}
+		c.waitPhase("team-a", "mine", v1alpha1.ClaimBound)
+		for _, name := range []string{"big-team-b", "late-team-c"} {
+			if err := u.Client.Get(ctx, client.ObjectKey{Namespace: names.Namespace, Name: names.RouterName(name)}, &appsv1.Deployment{}); !apierrors.IsNotFound(err) {
+				t.Errorf("router %s of a refused claim: %v", name, err)
+			}
+		}
+		upsert(ctx, t, seed.Client, profile, func() { profile.Spec.Claims.Allowed = true })
+		must(t, u.Client.Delete(ctx, big))
+		must(t, u.Client.Delete(ctx, late))
+	})
+
+	t.Run("Retain: the Ingresses gone, the claim is Released, keeps its router and binds nothing until edited", func(t *testing.T) {
+		c.t = t
+		c.deleteIngress("team-a", "web1")
+		c.deleteIngress("team-a", "web2")
+		c.waitPhase("team-a", "mine", v1alpha1.ClaimReleased)
+		c.routerExists("mine-team-a", true)
+		must(t, u.Client.Create(ctx, nsIngress("team-a", "web1", "")))
+		c.waitShard("team-a", "web1", v1alpha1.DefaultShardName)
+		// Edited (here: to Recycle), it binds again.
+		c.editClaim("team-a", "mine", func(m *v1alpha1.IngressClaim) { m.Spec.ReclaimPolicy = v1alpha1.ReclaimRecycle })
+		c.waitPhase("team-a", "mine", v1alpha1.ClaimBound)
+		c.waitShard("team-a", "web1", "mine-team-a")
+	})
+
+	t.Run("Recycle: the Ingresses gone, the claim stays Bound and takes the next one it names", func(t *testing.T) {
+		c.t = t
+		c.deleteIngress("team-a", "web1")
+		eventually(ctx, t, time.Minute, func() (bool, string) {
+			m := c.claim("team-a", "mine")
+			return m.Status.BoundCount == 0 && m.Status.Phase == v1alpha1.ClaimBound, fmt.Sprintf("claim %s bound %v", m.Status.Phase, m.Status.BoundIngresses)
+		})
+		c.routerExists("mine-team-a", true)
+		must(t, u.Client.Create(ctx, nsIngress("team-a", "web2", "")))
+		c.waitShard("team-a", "web2", "mine-team-a")
+	})
+
+	t.Run("deleting a claim returns its Ingresses to the shared shards", func(t *testing.T) {
+		c.t = t
+		must(t, u.Client.Delete(ctx, c.claim("team-a", "mine")))
+		c.waitShard("team-a", "web2", v1alpha1.DefaultShardName)
+		c.routerExists("mine-team-a", false)
+		waitAnswer(ctx, t, env.DNS, "x."+claimDomain, framework.AnswerNXDomain)
+	})
+
+	t.Run("Delete: the Ingresses gone, the router, the names and the claim go", func(t *testing.T) {
+		c.t = t
+		again := &v1alpha1.IngressClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "again"}, Spec: v1alpha1.IngressClaimSpec{
+			Ingresses: []corev1.LocalObjectReference{{Name: "web2"}}, Replicas: 1, ReclaimPolicy: v1alpha1.ReclaimDelete}}
+		must(t, u.Client.Create(ctx, again))
+		c.waitPhase("team-a", "again", v1alpha1.ClaimBound)
+		c.waitShard("team-a", "web2", "again-team-a")
+		waitAnswer(ctx, t, env.DNS, "x.again-team-a."+domain, func(a framework.Answer) bool { return a.Rcode == dns.RcodeSuccess && len(a.Values) > 0 })
+		c.deleteIngress("team-a", "web2")
+		eventually(ctx, t, time.Minute, func() (bool, string) {
+			err := u.Client.Get(ctx, client.ObjectKey{Namespace: "team-a", Name: "again"}, &v1alpha1.IngressClaim{})
+			return apierrors.IsNotFound(err), fmt.Sprintf("claim: %v", err)
+		})
+		c.routerExists("again-team-a", false)
+		waitAnswer(ctx, t, env.DNS, "x.again-team-a."+domain, framework.AnswerNXDomain)
+		if ci := getCI(ctx, t, seed, k); len(ci.Status.Claims) != 0 {
+			t.Errorf("status.claims %+v", ci.Status.Claims)
+		}
+	})
+}
+
+// claimsEnv holds what TestIngressClaim's helpers share; t is the running subtest.
+type claimsEnv struct {
+	ctx context.Context
+	t   *testing.T
+	u   *framework.ControlPlane
+}
+
+func (c *claimsEnv) ingress(ns, name string) *networkingv1.Ingress {
+	c.t.Helper()
+	ing := &networkingv1.Ingress{}
+	must(c.t, c.u.Client.Get(c.ctx, client.ObjectKey{Namespace: ns, Name: name}, ing))
+	return ing
+}
+
+func (c *claimsEnv) claim(ns, name string) *v1alpha1.IngressClaim {
+	c.t.Helper()
+	m := &v1alpha1.IngressClaim{}
+	must(c.t, c.u.Client.Get(c.ctx, client.ObjectKey{Namespace: ns, Name: name}, m))
+	return m
+}
+
+// waitShard waits until ns/name is allocated to shard.
+func (c *claimsEnv) waitShard(ns, name, shard string) {
+	c.t.Helper()
+	eventually(c.ctx, c.t, 2*time.Minute, func() (bool, string) {
+		ing := c.ingress(ns, name)
+		return ing.Labels[v1alpha1.ShardLabel] == shard && ing.Annotations[v1alpha1.AllocationAnnotation] == v1alpha1.AllocationAllocated,
+			fmt.Sprintf("%s/%s on %q (%s), want %s", ns, name, ing.Labels[v1alpha1.ShardLabel], ing.Annotations[v1alpha1.AllocationAnnotation], shard)
+	})
+}
+
+// waitPhase waits for the claim's phase and returns its Bound condition.
+func (c *claimsEnv) waitPhase(ns, name string, phase v1alpha1.ClaimPhase) metav1.Condition {
+	c.t.Helper()
+	var cond metav1.Condition
+	eventually(c.ctx, c.t, 3*time.Minute, func() (bool, string) {
+		m := c.claim(ns, name)
+		if b := meta.FindStatusCondition(m.Status.Conditions, "Bound"); b != nil {
+			cond = *b
+		}
+		return m.Status.Phase == phase, fmt.Sprintf("claim %s/%s: %s (%s: %s), want %s", ns, name, m.Status.Phase, cond.Reason, cond.Message, phase)
+	})
+	return cond
+}
+
+func (c *claimsEnv) editClaim(ns, name string, edit func(*v1alpha1.IngressClaim)) {
+	c.t.Helper()
+	m := c.claim(ns, name)
+	edit(m)
+	must(c.t, c.u.Client.Update(c.ctx, m))
+}
+
+func (c *claimsEnv) deleteIngress(ns, name string) {
+	c.t.Helper()
+	must(c.t, c.u.Client.Delete(c.ctx, &networkingv1.Ingress{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}))
+}
+
+// routerExists waits until shard's router Deployment exists (or is gone).
+func (c *claimsEnv) routerExists(shard string, want bool) {
+	c.t.Helper()
+	eventually(c.ctx, c.t, time.Minute, func() (bool, string) {
+		err := c.u.Client.Get(c.ctx, client.ObjectKey{Namespace: names.Namespace, Name: names.RouterName(shard)}, &appsv1.Deployment{})
+		return (err == nil) == want, fmt.Sprintf("router of %s: %v", shard, err)
+	})
+}
+
+// nodePort is the web NodePort of a router Service.
+func (c *claimsEnv) nodePort(svc string) int32 {
+	c.t.Helper()
+	s := &corev1.Service{}
+	must(c.t, c.u.Client.Get(c.ctx, client.ObjectKey{Namespace: names.Namespace, Name: svc}, s))
+	for _, p := range s.Spec.Ports {
+		if p.Name == "web" {
+			return p.NodePort
+		}
+	}
+	c.t.Fatalf("service %s has no web port", svc)
+	return 0
+}
+
+func slicesContainShard(shards []v1alpha1.ShardStatus, name string) bool {
+	for _, s := range shards {
+		if s.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// nsIngress is an Ingress in ns for the Service web (host "" for a default host).
+func nsIngress(ns, name, host string) *networkingv1.Ingress {
+	ing := shardIngress(name, host)
+	ing.Namespace = ns
+	ing.Spec.IngressClassName = ptr.To(names.IngressClassName)
+	return ing
+}
