@@ -22,6 +22,8 @@ package v1alpha1
 //	                                      holds each routed IP); the user cluster's RoutedIPs
 //	                                      (shards' ones, every status), holder taints; the
 //	                                      classes' status and Jobs in the seed
+//	claims      pkg/controller/claims     claims (status.claims: the claimed shards); the user
+//	                                      cluster's IngressClaims' status
 //
 // Ready summarises SourceAvailable, ClusterReachable, ShardsAvailable, DNSPublished and, when
 // TLS is on, CertificateReady, and with VIP shards, VIPsAvailable. The

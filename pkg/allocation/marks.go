@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
+	"github.com/shardgate/shardgate/pkg/names"
 )
 
 // What Shardgate writes on an Ingress to tell its owner a decision (the shard label, the
@@ -64,9 +65,13 @@ func Tell(ing *networkingv1.Ingress, a Allocation) (*networkingv1.Ingress, bool)
 		} else {
 			delete(want.Annotations, v1alpha1.CNAMETargetAnnotation)
 		}
+		own, _ := names.DefaultHostLabel(ing.Namespace, ing.Name)
 		for i := range want.Spec.Rules {
-			if want.Spec.Rules[i].Host == "" && i < len(a.Hosts) {
-				want.Spec.Rules[i].Host = a.Hosts[i] // the default host
+			h := want.Spec.Rules[i].Host
+			if i < len(a.Hosts) && (h == "" || h != a.Hosts[i] && strings.HasPrefix(h, own+".")) {
+				// The default host, or the one given before the Ingress moved to another
+				// shard's domain (a claim bound it, its shard went, the zone changed).
+				want.Spec.Rules[i].Host = a.Hosts[i]
 			}
 		}
 		if len(want.Spec.Rules) == 0 && want.Spec.DefaultBackend != nil && len(a.Hosts) == 1 {

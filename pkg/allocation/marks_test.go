@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
+	"github.com/shardgate/shardgate/pkg/names"
 )
 
 // TestAlreadySays guards the fast path that skips writes: it may only skip an Ingress that shows
@@ -142,5 +143,19 @@ func TestUntell(t *testing.T) {
 	}
 	if CarriesAllocation(&networkingv1.Ingress{}) {
 		t.Error("a plain Ingress carries nothing")
+	}
+}
+
+// TestTellRewritesAMovedDefaultHost: an Ingress whose default host was given under one shard's
+// domain gets the new one when it moves (an IngressClaim bound it, or its claim went); a host the
+// user wrote is never touched.
+func TestTellRewritesAMovedDefaultHost(t *testing.T) {
+	label, _ := names.DefaultHostLabel("team", "web")
+	ing := &networkingv1.Ingress{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "web"}, Spec: networkingv1.IngressSpec{
+		Rules: []networkingv1.IngressRule{{Host: label + ".c1.z.test"}, {Host: "shop.example.org"}}}}
+	want, changed := Tell(ing, Allocation{Namespace: "team", Name: "web", Shard: "mine-team", Domain: "mine-team.c1.z.test",
+		Hosts: []string{label + ".mine-team.c1.z.test", "shop.example.org"}, CNAMETarget: "mine-team.c1.z.test"})
+	if !changed || want.Spec.Rules[0].Host != label+".mine-team.c1.z.test" || want.Spec.Rules[1].Host != "shop.example.org" {
+		t.Errorf("changed %v, hosts %s, %s", changed, want.Spec.Rules[0].Host, want.Spec.Rules[1].Host)
 	}
 }

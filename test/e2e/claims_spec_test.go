@@ -37,10 +37,13 @@ func TestIngressClaim(t *testing.T) {
 	seed, u, zone, fab := env.Seed, env.Users[0], env.DNS.Zone, env.Fabrics[0]
 	framework.StartController(t, seed, "--dns-zone="+zone)
 	sel := map[string]string{"claims": "yes"}
+	// Claimed routers on the host network (DNS answers the nodes they run on, HTTP goes to port 80
+	// there); the shared shard behind a NodePort Service, reached through its pods (the harness
+	// has no kube-proxy), so that both kinds of router can share the two nodes.
 	profile := &v1alpha1.IngressProfile{ObjectMeta: metav1.ObjectMeta{Name: "claims"}, Spec: v1alpha1.IngressProfileSpec{
 		ClusterSelector: metav1.LabelSelector{MatchLabels: sel}, DNS: v1alpha1.DNSSettings{TTL: 5},
-		Shards: []v1alpha1.ShardSpec{realRouter(v1alpha1.ShardSpec{Name: v1alpha1.DefaultShardName})},
-		Claims: v1alpha1.ClaimSettings{Allowed: true, Publishing: v1alpha1.PublishNodePort, Image: framework.TraefikImage, ImagePullPolicy: corev1.PullNever,
+		Shards: []v1alpha1.ShardSpec{realRouter(v1alpha1.ShardSpec{Name: v1alpha1.DefaultShardName, Publishing: v1alpha1.PublishNodePort})},
+		Claims: v1alpha1.ClaimSettings{Allowed: true, Publishing: v1alpha1.PublishHostNetwork, Image: framework.TraefikImage, ImagePullPolicy: corev1.PullNever,
 			MaxReplicas: 1, MaxPerNamespace: 1, MaxResources: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("200m")}},
 	}}
 	must(t, seed.Client.Create(ctx, profile))
@@ -71,37 +74,37 @@ func TestIngressClaim(t *testing.T) {
 		t.Logf("claim created → Bound in %s", time.Since(start).Round(100*time.Millisecond))
 		c.waitShard("team-a", "web1", "mine-team-a")
 		c.waitShard("team-a", "web2", "mine-team-a")
-		ing := c.ingress("team-a", "web1")
-		host := ing.Spec.Rules[0].Host
-		if !strings.HasSuffix(host, "."+claimDomain) {
-			t.Fatalf("web1's default host %s is not under the claim's domain %s", host, claimDomain)
-		}
+		var ing *networkingv1.Ingress
+		var host string
+		eventually(ctx, t, 30*time.Second, func() (bool, string) {
+			ing = c.ingress("team-a", "web1")
+			host = ing.Spec.Rules[0].Host
+			return strings.HasSuffix(host, "."+claimDomain), fmt.Sprintf("web1's default host %s is not under the claim's domain %s", host, claimDomain)
+		})
 		if got := ing.Annotations[v1alpha1.CNAMETargetAnnotation]; got != "" {
 			t.Errorf("web1 has a CNAME target %q", got)
 		}
 		if got := c.ingress("team-a", "web2").Annotations[v1alpha1.CNAMETargetAnnotation]; got != claimDomain {
 			t.Errorf("web2's CNAME target %q, want %s", got, claimDomain)
 		}
-		// BIND answers the claimed shard's names with the nodes; its router answers on its NodePort.
-		waitAnswer(ctx, t, env.DNS, host, func(a framework.Answer) bool { return a.Rcode == dns.RcodeSuccess && len(a.Values) == 2 })
+		// BIND answers the claimed shard's names with the node its router runs on, which serves
+		// both Ingresses.
+		waitAnswer(ctx, t, env.DNS, host, func(a framework.Answer) bool { return a.Rcode == dns.RcodeSuccess && len(a.Values) == 1 })
 		a, err := env.DNS.Lookup(ctx, host, dns.TypeA)
 		must(t, err)
-		port := c.nodePort(names.RouterName("mine-team-a"))
-		for _, ip := range a.Values {
+		ip := a.Values[0]
+		for _, h := range []string{host, "shop.example.test"} {
 			eventually(ctx, t, 30*time.Second, func() (bool, string) {
-				code, body, err := fab.Get(ctx, fmt.Sprintf("%s:%d", ip, port), host)
-				return err == nil && code == 200 && strings.Contains(body, "hello from web"), fmt.Sprintf("%s:%d %s: %d %v", ip, port, host, code, err)
+				code, body := fabricGet(ctx, fab, ip, h)
+				return code == 200 && strings.Contains(body, "hello from web"), fmt.Sprintf("%s (%s): %d %q", ip, h, code, body)
 			})
-			code, _, err := fab.Get(ctx, fmt.Sprintf("%s:%d", ip, port), "shop.example.test")
-			if err != nil || code != 200 {
-				t.Errorf("the custom host through the claimed router on %s: %d %v", ip, code, err)
-			}
 		}
-		// The shared shard no longer serves them.
-		for _, n := range env.Nodes[0] {
-			if code, _ := fabricGet(ctx, fab, n.IP, host); code != 404 {
-				t.Errorf("the shared router on %s answers %d for %s, want 404", n.Name, code, host)
-			}
+		// The shared shard's routers answer 404 for them.
+		for _, podIP := range c.routerPodIPs(v1alpha1.DefaultShardName) {
+			eventually(ctx, t, 30*time.Second, func() (bool, string) {
+				code, _, err := fab.Get(ctx, podIP+":8000", host)
+				return err == nil && code == 404, fmt.Sprintf("the shared router %s answers %d %v for %s, want 404", podIP, code, err, host)
+			})
 		}
 		// Another namespace cannot put an Ingress on it.
 		must(t, u.Client.Create(ctx, nsIngress("team-b", "intruder", "x."+claimDomain)))
@@ -179,10 +182,13 @@ func TestIngressClaim(t *testing.T) {
 
 	t.Run("deleting a claim returns its Ingresses to the shared shards", func(t *testing.T) {
 		c.t = t
+		// Its names answer its router's node until then.
+		waitAnswer(ctx, t, env.DNS, "x."+claimDomain, func(a framework.Answer) bool { return a.Rcode == dns.RcodeSuccess && len(a.Values) == 1 })
 		must(t, u.Client.Delete(ctx, c.claim("team-a", "mine")))
 		c.waitShard("team-a", "web2", v1alpha1.DefaultShardName)
 		c.routerExists("mine-team-a", false)
-		waitAnswer(ctx, t, env.DNS, "x."+claimDomain, framework.AnswerNXDomain)
+		// Its names are gone: the cluster's wildcard answers them again (the shared shard's nodes).
+		waitAnswer(ctx, t, env.DNS, "x."+claimDomain, framework.AnswerIs(c.answer(env.DNS, domain)...))
 	})
 
 	t.Run("Delete: the Ingresses gone, the router, the names and the claim go", func(t *testing.T) {
@@ -192,14 +198,14 @@ func TestIngressClaim(t *testing.T) {
 		must(t, u.Client.Create(ctx, again))
 		c.waitPhase("team-a", "again", v1alpha1.ClaimBound)
 		c.waitShard("team-a", "web2", "again-team-a")
-		waitAnswer(ctx, t, env.DNS, "x.again-team-a."+domain, func(a framework.Answer) bool { return a.Rcode == dns.RcodeSuccess && len(a.Values) > 0 })
+		waitAnswer(ctx, t, env.DNS, "x.again-team-a."+domain, func(a framework.Answer) bool { return a.Rcode == dns.RcodeSuccess && len(a.Values) == 1 })
 		c.deleteIngress("team-a", "web2")
 		eventually(ctx, t, time.Minute, func() (bool, string) {
 			err := u.Client.Get(ctx, client.ObjectKey{Namespace: "team-a", Name: "again"}, &v1alpha1.IngressClaim{})
 			return apierrors.IsNotFound(err), fmt.Sprintf("claim: %v", err)
 		})
 		c.routerExists("again-team-a", false)
-		waitAnswer(ctx, t, env.DNS, "x.again-team-a."+domain, framework.AnswerNXDomain)
+		waitAnswer(ctx, t, env.DNS, "x.again-team-a."+domain, framework.AnswerIs(c.answer(env.DNS, domain)...))
 		if ci := getCI(ctx, t, seed, k); len(ci.Status.Claims) != 0 {
 			t.Errorf("status.claims %+v", ci.Status.Claims)
 		}
@@ -272,18 +278,32 @@ func (c *claimsEnv) routerExists(shard string, want bool) {
 	})
 }
 
-// nodePort is the web NodePort of a router Service.
-func (c *claimsEnv) nodePort(svc string) int32 {
+// answer is BIND's A answer for name.
+func (c *claimsEnv) answer(s *framework.DNSServer, name string) []string {
 	c.t.Helper()
-	s := &corev1.Service{}
-	must(c.t, c.u.Client.Get(c.ctx, client.ObjectKey{Namespace: names.Namespace, Name: svc}, s))
-	for _, p := range s.Spec.Ports {
-		if p.Name == "web" {
-			return p.NodePort
+	a, err := s.Lookup(c.ctx, name, dns.TypeA)
+	must(c.t, err)
+	if len(a.Values) == 0 {
+		c.t.Fatalf("no answer for %s", name)
+	}
+	return a.Values
+}
+
+// routerPodIPs are the pod IPs of shard's running routers.
+func (c *claimsEnv) routerPodIPs(shard string) []string {
+	c.t.Helper()
+	pods := &corev1.PodList{}
+	must(c.t, c.u.Client.List(c.ctx, pods, client.InNamespace(names.Namespace), client.MatchingLabels(names.RouterSelector(shard))))
+	var ips []string
+	for _, p := range pods.Items {
+		if p.Status.PodIP != "" && p.DeletionTimestamp == nil {
+			ips = append(ips, p.Status.PodIP)
 		}
 	}
-	c.t.Fatalf("service %s has no web port", svc)
-	return 0
+	if len(ips) == 0 {
+		c.t.Fatalf("no running router of shard %s", shard)
+	}
+	return ips
 }
 
 func slicesContainShard(shards []v1alpha1.ShardStatus, name string) bool {
