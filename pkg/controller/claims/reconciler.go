@@ -20,6 +20,7 @@ import (
 	"github.com/shardgate/shardgate/api/v1alpha1"
 	"github.com/shardgate/shardgate/pkg/claims"
 	"github.com/shardgate/shardgate/pkg/clusteraccess"
+	"github.com/shardgate/shardgate/pkg/controller/cistatus"
 	"github.com/shardgate/shardgate/pkg/names"
 )
 
@@ -82,14 +83,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 
 	before := ci.Status.DeepCopy()
 	ci.Status.Claims = out.Records
-	if !equality.Semantic.DeepEqual(before, &ci.Status) {
-		old := ci.DeepCopy()
-		old.Status = *before
-		if err := r.Client.Status().Patch(ctx, ci, client.MergeFromWithOptions(old, client.MergeFromWithOptimisticLock{}), client.FieldOwner(v1alpha1.FieldOwner)); err != nil {
-			return ctrl.Result{}, err
-		}
-		r.eventTransitions(ci, before.Claims, out.Records)
+	if err := cistatus.Patch(ctx, r.Client, ci, before); err != nil {
+		return ctrl.Result{}, err
 	}
+	r.eventTransitions(ci, before.Claims, out.Records)
 	w := cluster.Writer()
 	for i := range list.Items {
 		c := &list.Items[i]

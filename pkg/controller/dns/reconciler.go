@@ -19,6 +19,7 @@ import (
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
 	"github.com/shardgate/shardgate/pkg/clusteraccess"
+	"github.com/shardgate/shardgate/pkg/controller/cistatus"
 	"github.com/shardgate/shardgate/pkg/dnsrecords"
 )
 
@@ -185,11 +186,7 @@ func (r *Reconciler) currentEndpoint(ctx context.Context, key types.NamespacedNa
 }
 
 func (r *Reconciler) patchStatus(ctx context.Context, ci *v1alpha1.ClusterIngress, before *v1alpha1.ClusterIngressStatus) error {
-	old := ci.DeepCopy()
-	old.Status = *before
-	// Optimistic lock: other controllers write other conditions of the same status; a merge
-	// patch replaces the whole list, so it must never be based on a stale read.
-	return r.Client.Status().Patch(ctx, ci, client.MergeFromWithOptions(old, client.MergeFromWithOptimisticLock{}), client.FieldOwner(v1alpha1.FieldOwner))
+	return cistatus.Patch(ctx, r.Client, ci, before)
 }
 
 func setTargets(ci *v1alpha1.ClusterIngress, t []string) {
