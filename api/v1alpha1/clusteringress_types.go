@@ -30,10 +30,11 @@ type ClusterIngress struct {
 
 // ClusterReference names the seed object a user cluster comes from.
 type ClusterReference struct {
-	// kind is Cluster (Cluster API) or Secret (kubeconfig Secret).
-	// +kubebuilder:validation:Enum=Cluster;Secret
+	// kind is Cluster (Cluster API), KubermaticCluster (Kubermatic; cluster-scoped, its
+	// namespace is the ClusterIngress') or Secret (kubeconfig Secret).
+	// +kubebuilder:validation:Enum=Cluster;Secret;KubermaticCluster
 	Kind string `json:"kind"`
-	// name of the object in the ClusterIngress' namespace.
+	// name of the object (in the ClusterIngress' namespace, for namespaced kinds).
 	Name string `json:"name"`
 }
 

@@ -52,4 +52,7 @@ var AllocationAnnotations = []string{AllocationAnnotation, ShardAnnotation, Host
 const (
 	SourceKindCluster = "Cluster" // Cluster API cluster.x-k8s.io Cluster
 	SourceKindSecret  = "Secret"  // a Secret labelled shardgate.io/kubeconfig
+	// SourceKindKubermatic is a Kubermatic kubermatic.k8c.io Cluster (cluster-scoped; its
+	// ClusterIngress lives in the cluster's seed namespace).
+	SourceKindKubermatic = "KubermaticCluster"
 )

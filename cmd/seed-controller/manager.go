@@ -43,6 +43,7 @@ func newScheme() *runtime.Scheme {
 	utilruntime.Must(clientgoscheme.AddToScheme(s))
 	utilruntime.Must(v1alpha1.AddToScheme(s))
 	utilruntime.Must(clusterv1.AddToScheme(s))
+	utilruntime.Must(sources.AddKubermaticToScheme(s))
 	utilruntime.Must(dnsrecords.AddToScheme(s))
 	utilruntime.Must(cmapi.AddToScheme(s))
 	utilruntime.Must(acmev1.AddToScheme(s))
@@ -114,11 +115,12 @@ func addControllers(mgr ctrl.Manager, o options) error {
 		ctrl.Log.WithName("setup").Info("no --kubeconfig-secret-namespaces and no namespace of its own: kubeconfig Secrets register no clusters")
 	}
 	capi := sources.NewClusterAPI(dc, ctrl.Log.WithName("cluster-api"))
-	if err := lifecycle.Add(mgr, lifecycle.Config{DefaultZone: o.dnsZone, ClusterAPI: capi, SecretNamespaces: o.secretNamespaces,
+	kkp := sources.NewKubermatic(dc, ctrl.Log.WithName("kubermatic"))
+	if err := lifecycle.Add(mgr, lifecycle.Config{DefaultZone: o.dnsZone, ClusterAPI: capi, Kubermatic: kkp, SecretNamespaces: o.secretNamespaces,
 		RemovalGrace: o.removalGrace, Concurrency: o.concurrency}); err != nil {
 		return err
 	}
-	if err := engagement.Add(mgr, engagement.Config{Registry: engager, ClusterAPI: capi, SecretNamespaces: o.secretNamespaces,
+	if err := engagement.Add(mgr, engagement.Config{Registry: engager, ClusterAPI: capi, Kubermatic: kkp, SecretNamespaces: o.secretNamespaces,
 		KubeconfigResync: o.kubeconfigResync, Concurrency: o.concurrency}); err != nil {
 		return err
 	}

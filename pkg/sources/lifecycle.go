@@ -82,6 +82,9 @@ func DecideLifecycle(in LifecycleInput) LifecycleDecision {
 	if src.Deleting {
 		return LifecycleDecision{Action: LifecycleDelete, BestEffortCleanup: true, Why: "the cluster source is being deleted"}
 	}
+	if src.Paused {
+		return LifecycleDecision{Why: "the cluster source is paused: nothing is created, changed or removed until it is not"}
+	}
 	if ci != nil && in.Invalid[ci.Spec.Profile] && profileExists(in.Profiles, ci.Spec.Profile) {
 		// Frozen on the last good settings until the profile is fixed; the source is here.
 		return LifecycleDecision{Action: LifecycleApply, Spec: withSource(*ci.Spec.DeepCopy(), src), Why: "profile invalid: last good settings kept"}

@@ -33,6 +33,8 @@ func TestDecideLifecycle(t *testing.T) {
 	deleting.Deleting = true
 	cluster := *secret
 	cluster.Kind = v1alpha1.SourceKindCluster
+	paused := *secret
+	paused.Paused = true
 
 	tests := []struct {
 		name   string
@@ -52,6 +54,8 @@ func TestDecideLifecycle(t *testing.T) {
 		{"source gone past grace: deleted", LifecycleInput{SourceKnown: true, Current: ci("good", missingSince(6*time.Minute)), Profiles: []v1alpha1.IngressProfile{good}}, LifecycleDelete, ""},
 		{"source back within grace: adopted", LifecycleInput{Source: secret, SourceKnown: true, Current: ci("good", missingSince(time.Minute)), Profiles: []v1alpha1.IngressProfile{good}}, LifecycleApply, "seed.zone"},
 		{"source unknowable (Cluster API not discovered): kept", LifecycleInput{SourceKnown: false, Current: ci("good")}, LifecycleKeep, ""},
+		{"paused: not created", LifecycleInput{Source: &paused, SourceKnown: true, Profiles: []v1alpha1.IngressProfile{good}}, LifecycleKeep, ""},
+		{"paused: not removed though deselected", LifecycleInput{Source: &paused, SourceKnown: true, Current: ci("other"), Profiles: []v1alpha1.IngressProfile{other}}, LifecycleKeep, ""},
 		{"a Secret and a Cluster of one name: the first keeps it", LifecycleInput{Source: &cluster, SourceKnown: true, Current: ci("good"), Profiles: []v1alpha1.IngressProfile{good}}, LifecycleKeep, ""},
 	}
 	for _, tt := range tests {

@@ -13,9 +13,10 @@ import (
 )
 
 // Source is a user cluster as the seed describes it: a Cluster API Cluster (with its
-// <name>-kubeconfig Secret) or a Secret labelled shardgate.io/kubeconfig.
+// <name>-kubeconfig Secret), a Kubermatic Cluster (with internal-admin-kubeconfig in its
+// namespace) or a Secret labelled shardgate.io/kubeconfig.
 type Source struct {
-	Kind      string // v1alpha1.SourceKindCluster or v1alpha1.SourceKindSecret
+	Kind      string // v1alpha1.SourceKindCluster, SourceKindKubermatic or SourceKindSecret
 	Namespace string
 	Name      string
 	Labels    map[string]string
@@ -29,6 +30,9 @@ type Source struct {
 	// Initialized is false while a Cluster's control plane cannot take requests yet.
 	Initialized bool
 	Deleting    bool
+	// Paused: the source asks that nothing be decided about the cluster (Kubermatic's
+	// spec.pause): its ClusterIngress is neither created, changed nor removed meanwhile.
+	Paused bool
 }
 
 // FromCluster describes a Cluster API Cluster.

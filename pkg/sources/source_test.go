@@ -79,6 +79,16 @@ func TestSources(t *testing.T) {
 	if sec.ClusterID != "edge" || sec.KubeconfigSecret != "edge" || !sec.Initialized {
 		t.Fatalf("secret source: %+v", sec)
 	}
+	k := &KubermaticCluster{ObjectMeta: metav1.ObjectMeta{Name: "kkp1", Labels: map[string]string{"a": "b"}},
+		Status: KubermaticClusterStatus{NamespaceName: "cluster-kkp1", ExtendedHealth: KubermaticClusterHealth{Apiserver: "HealthStatusProvisioning"}}}
+	if ks := FromKubermatic(k); ks.Kind != v1alpha1.SourceKindKubermatic || ks.Namespace != "cluster-kkp1" || ks.ClusterID != "kkp1" ||
+		ks.KubeconfigSecret != "internal-admin-kubeconfig" || ks.Initialized || ks.Paused {
+		t.Fatalf("kubermatic source: %+v", ks)
+	}
+	k.Status.ExtendedHealth.Apiserver, k.Spec.Pause = KubermaticHealthUp, true
+	if ks := FromKubermatic(k); !ks.Initialized || !ks.Paused {
+		t.Fatalf("healthy paused kubermatic source: %+v", ks)
+	}
 	// VIP pool and L2 domain come from annotations, trimmed, empty entries dropped.
 	sec = FromSecret(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "edge", Annotations: map[string]string{
 		v1alpha1.VIPPoolAnnotation: " 192.0.2.0/28, ,192.0.2.40-192.0.2.49 ", v1alpha1.L2DomainAnnotation: " rack-7 "}}})

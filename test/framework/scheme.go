@@ -11,10 +11,11 @@ import (
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
 	"github.com/shardgate/shardgate/pkg/dnsrecords"
+	"github.com/shardgate/shardgate/pkg/sources"
 )
 
-// Scheme knows the built-in types, CRDs, Cluster API's Cluster (v1beta2), Shardgate's API and
-// external-dns' DNSEndpoint.
+// Scheme knows the built-in types, CRDs, Cluster API's Cluster (v1beta2), the part of
+// Kubermatic's Cluster Shardgate reads, Shardgate's API and external-dns' DNSEndpoint.
 func Scheme() *runtime.Scheme {
 	s := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(s))
@@ -24,5 +25,6 @@ func Scheme() *runtime.Scheme {
 	utilruntime.Must(dnsrecords.AddToScheme(s))
 	utilruntime.Must(cmapi.AddToScheme(s))
 	utilruntime.Must(cmacme.AddToScheme(s))
+	utilruntime.Must(sources.AddKubermaticToScheme(s))
 	return s
 }

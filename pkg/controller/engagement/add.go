@@ -22,8 +22,8 @@ import (
 
 // Config wires the engagement controller.
 type Config struct {
-	Registry   clusteraccess.Registry
-	ClusterAPI *apidiscovery.API
+	Registry               clusteraccess.Registry
+	ClusterAPI, Kubermatic *apidiscovery.API
 	// SecretNamespaces are the namespaces kubeconfig Secrets may register clusters from.
 	SecretNamespaces []string
 	// KubeconfigResync: how often Cluster API kubeconfigs are read again.
@@ -38,7 +38,7 @@ func Add(mgr ctrl.Manager, cfg Config) error {
 		nss[ns] = true
 	}
 	r := &Reconciler{Client: mgr.GetClient(), KubeconfigSecrets: mgr.GetClient(), ClusterAPISecrets: mgr.GetAPIReader(),
-		ClusterAPI: cfg.ClusterAPI, SecretNamespaces: nss, Resync: cfg.KubeconfigResync, Registry: cfg.Registry}
+		ClusterAPI: cfg.ClusterAPI, Kubermatic: cfg.Kubermatic, SecretNamespaces: nss, Resync: cfg.KubeconfigResync, Registry: cfg.Registry}
 	b := ctrl.NewControllerManagedBy(mgr).Named("engagement").
 		// Clusters are independent: one slow cluster must not queue the others behind it.
 		WithOptions(controller.Options{MaxConcurrentReconciles: cfg.Concurrency}).
@@ -53,5 +53,6 @@ func Add(mgr ctrl.Manager, cfg Config) error {
 		return fmt.Errorf("engagement controller: %w", err)
 	}
 	lifecycle.WatchClustersWhenFound(mgr, cfg.ClusterAPI, c)
+	lifecycle.WatchKubermaticWhenFound(mgr, cfg.Kubermatic, c)
 	return nil
 }

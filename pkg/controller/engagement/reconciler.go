@@ -35,7 +35,8 @@ type Reconciler struct {
 	// controller never lists or caches the Secrets Cluster API keeps beside it (CA, etcd and
 	// service-account keys, bootstrap data).
 	ClusterAPISecrets client.Reader
-	ClusterAPI        *apidiscovery.API
+	// Kubermatic's internal-admin-kubeconfig is read the same way (ClusterAPISecrets).
+	ClusterAPI, Kubermatic *apidiscovery.API
 	// SecretNamespaces are the namespaces kubeconfig Secrets may register clusters from.
 	SecretNamespaces map[string]bool
 	// Resync is how often a Cluster API kubeconfig is read again, since it is not watched
@@ -61,7 +62,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, nil
 	}
 	result := ctrl.Result{}
-	if ci.Spec.ClusterRef.Kind == v1alpha1.SourceKindCluster {
+	if ci.Spec.ClusterRef.Kind == v1alpha1.SourceKindCluster || ci.Spec.ClusterRef.Kind == v1alpha1.SourceKindKubermatic {
 		result.RequeueAfter = r.Resync
 	}
 	secret, reason, err := r.kubeconfigSecret(ctx, ci)
@@ -108,6 +109,25 @@ func (r *Reconciler) kubeconfigSecret(ctx context.Context, ci *v1alpha1.ClusterI
 		src := sources.FromCluster(c)
 		if !src.Initialized {
 			return nil, v1alpha1.ReasonControlPlaneNotReady, fmt.Errorf("cluster API Cluster %s/%s: control plane not initialized yet", ns, c.Name)
+		}
+		return getSecret(ctx, r.ClusterAPISecrets, ns, src.KubeconfigSecret)
+	case v1alpha1.SourceKindKubermatic:
+		if !r.Kubermatic.Available() {
+			return nil, v1alpha1.ReasonKubeconfigMissing, fmt.Errorf("cluster %s is a Kubermatic Cluster, but Kubermatic has not been found in the seed (yet)", ci.Spec.ClusterRef.Name)
+		}
+		c := &sources.KubermaticCluster{}
+		if err := r.Client.Get(ctx, types.NamespacedName{Name: ci.Spec.ClusterRef.Name}, c); err != nil {
+			if apierrors.IsNotFound(err) {
+				return nil, v1alpha1.ReasonKubeconfigMissing, fmt.Errorf("kubermatic Cluster %s not found", ci.Spec.ClusterRef.Name)
+			}
+			return nil, "", err
+		}
+		src := sources.FromKubermatic(c)
+		if src.Namespace != ns {
+			return nil, v1alpha1.ReasonKubeconfigMissing, fmt.Errorf("kubermatic Cluster %s lives in namespace %q, not %s", c.Name, src.Namespace, ns)
+		}
+		if !src.Initialized {
+			return nil, v1alpha1.ReasonControlPlaneNotReady, fmt.Errorf("kubermatic Cluster %s: its API server is not healthy yet", c.Name)
 		}
 		return getSecret(ctx, r.ClusterAPISecrets, ns, src.KubeconfigSecret)
 	case v1alpha1.SourceKindSecret:

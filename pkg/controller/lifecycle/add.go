@@ -27,13 +27,15 @@ import (
 	"github.com/shardgate/shardgate/api/v1alpha1"
 	"github.com/shardgate/shardgate/pkg/apidiscovery"
 	"github.com/shardgate/shardgate/pkg/controller/predicates"
+	"github.com/shardgate/shardgate/pkg/sources"
 )
 
 // Config wires the lifecycle controller.
 type Config struct {
 	DefaultZone string
-	// ClusterAPI discovers the seed's Cluster API (Add adds it to the manager).
-	ClusterAPI *apidiscovery.API
+	// ClusterAPI discovers the seed's Cluster API, Kubermatic Kubermatic's (Add adds them to
+	// the manager).
+	ClusterAPI, Kubermatic *apidiscovery.API
 	// SecretNamespaces are the namespaces kubeconfig Secrets may register clusters from.
 	SecretNamespaces []string
 	// RemovalGrace: how long a cluster's ClusterIngress outlives its source.
@@ -58,6 +60,7 @@ func KubeconfigSecretCache(namespaces []string) cache.ByObject {
 // +kubebuilder:rbac:groups=shardgate.io,resources=clusteringresses/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=shardgate.io,resources=ingressprofiles,verbs=get;list;watch
 // +kubebuilder:rbac:groups=cluster.x-k8s.io,resources=clusters,verbs=get;list;watch
+// +kubebuilder:rbac:groups=kubermatic.k8c.io,resources=clusters,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get
 
 // Add registers the lifecycle controller and the Cluster API discovery.
@@ -66,12 +69,12 @@ func Add(mgr ctrl.Manager, cfg Config) error {
 	for _, ns := range cfg.SecretNamespaces {
 		nss[ns] = true
 	}
-	r := &Reconciler{Client: mgr.GetClient(), DefaultZone: cfg.DefaultZone, ClusterAPI: cfg.ClusterAPI,
+	r := &Reconciler{Client: mgr.GetClient(), DefaultZone: cfg.DefaultZone, ClusterAPI: cfg.ClusterAPI, Kubermatic: cfg.Kubermatic,
 		SecretNamespaces: nss, RemovalGrace: cfg.RemovalGrace, Clock: clock.RealClock{}}
 	b := ctrl.NewControllerManagedBy(mgr).Named("clusteringress").
 		WithOptions(controller.Options{MaxConcurrentReconciles: cfg.Concurrency}).
 		For(&v1alpha1.ClusterIngress{}, builder.WithPredicates(predicates.MetadataOrSpecChanged)).
-		Watches(&v1alpha1.IngressProfile{}, handler.EnqueueRequestsFromMapFunc(allSources(mgr.GetClient(), cfg.ClusterAPI, len(nss) > 0)))
+		Watches(&v1alpha1.IngressProfile{}, handler.EnqueueRequestsFromMapFunc(allSources(mgr.GetClient(), cfg.ClusterAPI, cfg.Kubermatic, len(nss) > 0)))
 	if len(nss) > 0 { // no namespaces listed: no Secret is ever watched (an empty list would mean all)
 		b = b.Watches(&corev1.Secret{}, &handler.EnqueueRequestForObject{}, builder.WithPredicates(HasLabel(v1alpha1.KubeconfigSecretLabel)))
 	}
@@ -81,7 +84,29 @@ func Add(mgr ctrl.Manager, cfg Config) error {
 	}
 	// Cluster API may be installed after start-up: its Clusters are watched once it is found.
 	WatchClustersWhenFound(mgr, cfg.ClusterAPI, c)
+	WatchKubermaticWhenFound(mgr, cfg.Kubermatic, c)
+	if err := mgr.Add(cfg.Kubermatic); err != nil {
+		return err
+	}
 	return mgr.Add(cfg.ClusterAPI)
+}
+
+// WatchKubermaticWhenFound adds a watch of Kubermatic Clusters to c once Kubermatic is found,
+// each mapped to its ClusterIngress' key (the cluster's seed namespace and its name; none before
+// Kubermatic has given it a namespace).
+func WatchKubermaticWhenFound(mgr ctrl.Manager, kkp *apidiscovery.API, c controller.Controller) {
+	kkp.OnFound(func() {
+		toKey := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+			kc, ok := o.(*sources.KubermaticCluster)
+			if !ok || kc.Status.NamespaceName == "" {
+				return nil
+			}
+			return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: kc.Status.NamespaceName, Name: kc.Name}}}
+		})
+		if err := c.Watch(source.Kind(mgr.GetCache(), client.Object(&sources.KubermaticCluster{}), toKey)); err != nil {
+			mgr.GetLogger().Error(err, "cannot watch Kubermatic Clusters")
+		}
+	})
 }
 
 // WatchClustersWhenFound adds a watch of Cluster API Clusters to c once Cluster API is found.
@@ -103,7 +128,7 @@ func HasLabel(key string) predicate.Predicate {
 
 // allSources maps a profile change to every cluster source and ClusterIngress, since selection
 // is global.
-func allSources(c client.Client, capi *apidiscovery.API, secrets bool) handler.MapFunc {
+func allSources(c client.Client, capi, kkp *apidiscovery.API, secrets bool) handler.MapFunc {
 	return func(ctx context.Context, _ client.Object) []reconcile.Request {
 		var reqs []reconcile.Request
 		add := func(ns, name string) {
@@ -114,6 +139,16 @@ func allSources(c client.Client, capi *apidiscovery.API, secrets bool) handler.M
 			if err := c.List(ctx, cl); err == nil {
 				for _, x := range cl.Items {
 					add(x.Namespace, x.Name)
+				}
+			}
+		}
+		if kkp.Available() {
+			kl := &sources.KubermaticClusterList{}
+			if err := c.List(ctx, kl); err == nil {
+				for _, x := range kl.Items {
+					if x.Status.NamespaceName != "" {
+						add(x.Status.NamespaceName, x.Name)
+					}
 				}
 			}
 		}

@@ -35,8 +35,9 @@ type Reconciler struct {
 	Client client.Client
 	// DefaultZone is the controller's --dns-zone.
 	DefaultZone string
-	// ClusterAPI says whether the seed's Cluster API has been discovered.
-	ClusterAPI *apidiscovery.API
+	// ClusterAPI and Kubermatic say whether the seed's Cluster API and Kubermatic have been
+	// discovered.
+	ClusterAPI, Kubermatic *apidiscovery.API
 	// SecretNamespaces are the namespaces kubeconfig Secrets may register clusters from.
 	SecretNamespaces map[string]bool
 	// RemovalGrace: see LifecycleInput.Grace.
@@ -113,6 +114,18 @@ func (r *Reconciler) source(ctx context.Context, key types.NamespacedName, ci *v
 			return nil, false, err // never read as "gone"
 		}
 	}
+	kkp := r.Kubermatic.Available()
+	if kkp {
+		c := &sources.KubermaticCluster{}
+		err := r.Client.Get(ctx, types.NamespacedName{Name: key.Name}, c)
+		switch {
+		case err == nil && c.Status.NamespaceName == key.Namespace:
+			s := sources.FromKubermatic(c)
+			return &s, true, nil
+		case err != nil && !apierrors.IsNotFound(err):
+			return nil, false, err
+		}
+	}
 	if r.SecretNamespaces[key.Namespace] {
 		s := &corev1.Secret{}
 		err := r.Client.Get(ctx, key, s)
@@ -126,7 +139,8 @@ func (r *Reconciler) source(ctx context.Context, key types.NamespacedName, ci *v
 			return nil, false, err
 		}
 	}
-	known := capi || ci == nil || ci.Spec.ClusterRef.Kind != v1alpha1.SourceKindCluster
+	known := ci == nil || ci.Spec.ClusterRef.Kind == v1alpha1.SourceKindSecret ||
+		ci.Spec.ClusterRef.Kind == v1alpha1.SourceKindCluster && capi || ci.Spec.ClusterRef.Kind == v1alpha1.SourceKindKubermatic && kkp
 	return nil, known, nil
 }
 
@@ -178,8 +192,11 @@ func (r *Reconciler) setSourceCondition(ctx context.Context, ci *v1alpha1.Cluste
 }
 
 func sourceDescription(kind string) string {
-	if kind == v1alpha1.SourceKindCluster {
+	switch kind {
+	case v1alpha1.SourceKindCluster:
 		return "Cluster API Cluster"
+	case v1alpha1.SourceKindKubermatic:
+		return "Kubermatic Cluster"
 	}
 	return "kubeconfig Secret"
 }
