@@ -136,7 +136,16 @@ func TestIngressClaim(t *testing.T) {
 			t.Errorf("big: %s %s", cond.Reason, cond.Message)
 		}
 		// Claims turned off: the admitted claim keeps serving, a new one is refused.
-		upsert(ctx, t, seed.Client, profile, func() { profile.Spec.Claims.Allowed = false })
+		setAllowed := func(allowed bool) {
+			upsert(ctx, t, seed.Client, profile, func() { profile.Spec.Claims.Allowed = allowed })
+			// The profile reaches the cluster's settings first (claims made before then are judged
+			// by the old ones).
+			eventually(ctx, t, 30*time.Second, func() (bool, string) {
+				return getCI(ctx, t, seed, k).Spec.Claims.Allowed == allowed, "claims.allowed not in the cluster's settings yet"
+			})
+		}
+		setAllowed(false)
+		defer setAllowed(true)
 		late := &v1alpha1.IngressClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "team-c", Name: "late"}, Spec: v1alpha1.IngressClaimSpec{
 			Ingresses: []corev1.LocalObjectReference{{Name: "web"}}, Replicas: 1}}
 		must(t, u.Client.Create(ctx, late))
@@ -149,7 +158,6 @@ func TestIngressClaim(t *testing.T) {
 				t.Errorf("router %s of a refused claim: %v", name, err)
 			}
 		}
-		upsert(ctx, t, seed.Client, profile, func() { profile.Spec.Claims.Allowed = true })
 		must(t, u.Client.Delete(ctx, big))
 		must(t, u.Client.Delete(ctx, late))
 	})
