@@ -87,6 +87,9 @@ const (
 	ReasonCleanupPending         = "CleanupPending"
 	ReasonProfileInvalid         = "ProfileInvalid"
 	ReasonPublished              = "Published"
+	// ReasonPropagating: the DNSEndpoint is written, the zone's authoritative servers do not
+	// answer its targets yet (only with --dns-verify-servers).
+	ReasonPropagating = "Propagating"
 	ReasonKeptLastTargets        = "NoReadyNodesKeptLastTargets"
 	ReasonNoReadyNodes           = "NoReadyNodes"
 	ReasonStaleRecordsKept       = "ClusterUnreachableRecordsKept"

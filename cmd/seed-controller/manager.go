@@ -124,7 +124,11 @@ func addControllers(mgr ctrl.Manager, o options) error {
 		KubeconfigResync: o.kubeconfigResync, Concurrency: o.concurrency}); err != nil {
 		return err
 	}
-	if err := dns.Add(mgr, dns.Config{Access: engager, ServedZones: o.servedZones, Concurrency: o.concurrency}); err != nil {
+	var verifier *dns.Verifier
+	if len(o.dnsVerifyServers) > 0 {
+		verifier = dns.NewVerifier(o.dnsVerifyServers, o.dnsVerifyQPS, o.dnsVerifyInterval)
+	}
+	if err := dns.Add(mgr, dns.Config{Access: engager, ServedZones: o.servedZones, Concurrency: o.concurrency, Verifier: verifier}); err != nil {
 		return err
 	}
 	if err := shards.Add(mgr, engager, o.concurrency); err != nil {

@@ -3,6 +3,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"net"
 	"os"
 	"strings"
 	"time"
@@ -28,6 +29,9 @@ type options struct {
 	kubeconfigResync        time.Duration
 	concurrency             int
 	routedIPJobNamespace    string
+	dnsVerifyServers        stringList
+	dnsVerifyQPS            float64
+	dnsVerifyInterval       time.Duration
 }
 
 // stringList is a comma-separated flag value.
@@ -63,12 +67,23 @@ func (o *options) bind(fs *flag.FlagSet) {
 	fs.DurationVar(&o.removalGrace, "source-removal-grace", 5*time.Minute, "how long a cluster's records and objects outlive its deleted source, so a Secret deleted and recreated (GitOps rotation) loses nothing")
 	fs.DurationVar(&o.kubeconfigResync, "kubeconfig-resync-period", 2*time.Minute, "how often Cluster API kubeconfig Secrets are read again (they are read by name, never watched); a refused credential re-reads at once")
 	fs.IntVar(&o.concurrency, "concurrency", 8, "user clusters each controller reconciles at once")
+	fs.Var(&o.dnsVerifyServers, "dns-verify-servers", "comma-separated authoritative servers of the zones (host:port): DNSPublished then means they answer exactly the desired targets (Propagating until they do); default none: it means the DNSEndpoint is written")
+	fs.Float64Var(&o.dnsVerifyQPS, "dns-verify-qps", 20, "DNS queries per second all verifications together may send")
+	fs.DurationVar(&o.dnsVerifyInterval, "dns-verify-interval", 30*time.Second, "how often a verified cluster's answers are checked again")
 	fs.StringVar(&o.routedIPJobNamespace, "routed-ip-job-namespace", "", "seed namespace where ClusterRoutedIPClass Jobs run and their fromSecretsRef Secrets live (default: the controller's own namespace; none: routed IPs are off)")
 }
 
 func (o *options) validate() error {
 	if o.leaderElect && o.renewDeadline >= o.leaseDuration {
 		return fmt.Errorf("--leader-elect-renew-deadline (%s) must be shorter than --leader-elect-lease-duration (%s)", o.renewDeadline, o.leaseDuration)
+	}
+	if o.dnsVerifyQPS <= 0 || o.dnsVerifyInterval <= 0 {
+		return fmt.Errorf("--dns-verify-qps and --dns-verify-interval must be positive")
+	}
+	for _, s := range o.dnsVerifyServers {
+		if _, _, err := net.SplitHostPort(s); err != nil {
+			return fmt.Errorf("--dns-verify-servers: %q is not host:port", s)
+		}
 	}
 	if o.concurrency < 1 {
 		return fmt.Errorf("--concurrency must be at least 1")

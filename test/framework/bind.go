@@ -228,3 +228,30 @@ func AnswerIs(values ...string) func(Answer) bool {
 
 // AnswerNXDomain matches a name that does not exist.
 func AnswerNXDomain(a Answer) bool { return a.NXDomain() }
+
+// Replace sets name's records of type qtype to values in the zone behind everyone's back (a
+// dynamic update signed with the zone's key, as an operator with nsupdate would): for tests of
+// what Shardgate and external-dns do about a record someone edited.
+func (s *DNSServer) Replace(ctx context.Context, name string, qtype uint16, values ...string) error {
+	fqdn := dns.Fqdn(name)
+	m := new(dns.Msg)
+	m.SetUpdate(dns.Fqdn(s.Zone))
+	m.RemoveRRset([]dns.RR{&dns.ANY{Hdr: dns.RR_Header{Name: fqdn, Rrtype: qtype, Class: dns.ClassANY}}})
+	for _, v := range values {
+		rr, err := dns.NewRR(fmt.Sprintf("%s 5 IN %s %s", fqdn, dns.TypeToString[qtype], v))
+		if err != nil {
+			return err
+		}
+		m.Insert([]dns.RR{rr})
+	}
+	m.SetTsig(s.TSIGName, dns.HmacSHA256, 300, time.Now().Unix())
+	c := &dns.Client{Timeout: 2 * time.Second, TsigSecret: map[string]string{s.TSIGName: s.TSIGSecret}}
+	r, _, err := c.ExchangeContext(ctx, m, s.Addr)
+	if err != nil {
+		return err
+	}
+	if r.Rcode != dns.RcodeSuccess {
+		return fmt.Errorf("update of %s: %s", name, dns.RcodeToString[r.Rcode])
+	}
+	return nil
+}

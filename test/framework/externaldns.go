@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -112,3 +113,13 @@ func (e *ExternalDNS) healthy(ctx context.Context) bool {
 
 // Process gives access to the running external-dns (its log, its PID).
 func (e *ExternalDNS) Process() *Process { return e.proc }
+
+// Pause freezes (SIGSTOP) or resumes (SIGCONT) external-dns: records stay as they are in DNS
+// meanwhile, whatever the DNSEndpoints say (a slow or stuck external-dns).
+func (e *ExternalDNS) Pause(pause bool) error {
+	sig := syscall.SIGCONT
+	if pause {
+		sig = syscall.SIGSTOP
+	}
+	return syscall.Kill(e.proc.PID(), sig)
+}

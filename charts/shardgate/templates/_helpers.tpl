@@ -32,6 +32,11 @@ app.kubernetes.io/component: seed-controller
 - --dns-zone={{ include "shardgate.zone" . }}
 - --served-zones={{ if .Values.dns.servedZones }}{{ join "," .Values.dns.servedZones }}{{ else }}{{ include "shardgate.zone" . }}{{ end }}
 - --kubeconfig-secret-namespaces={{ include "shardgate.secretNamespaces" . }}
+{{- with .Values.dns.verify.servers }}
+- --dns-verify-servers={{ join "," . }}
+- --dns-verify-qps={{ $.Values.dns.verify.qps }}
+- --dns-verify-interval={{ $.Values.dns.verify.interval }}
+{{- end }}
 - --source-removal-grace={{ .Values.sources.removalGrace }}
 - --kubeconfig-resync-period={{ .Values.sources.kubeconfigResyncPeriod }}
 - --allow-insecure-kubeconfigs={{ .Values.sources.allowInsecureKubeconfigs }}

@@ -38,6 +38,8 @@ type Config struct {
 	ServedZones []string
 	// Concurrency is how many clusters are reconciled at once.
 	Concurrency int
+	// Verifier checks the published answers at the zone's authoritative servers (nil: off).
+	Verifier *Verifier
 }
 
 // Add registers the DNS controller.
@@ -45,7 +47,7 @@ func Add(mgr ctrl.Manager, cfg Config) error {
 	if err := AddIndexes(context.Background(), mgr.GetFieldIndexer()); err != nil {
 		return err
 	}
-	r := &Reconciler{Client: mgr.GetClient(), Access: cfg.Access, ServedZones: cfg.ServedZones, Clock: clock.RealClock{}}
+	r := &Reconciler{Client: mgr.GetClient(), Access: cfg.Access, ServedZones: cfg.ServedZones, Clock: clock.RealClock{}, Verifier: cfg.Verifier}
 	return ctrl.NewControllerManagedBy(mgr).Named("dns").
 		// Clusters are independent: one slow cluster must not queue the others behind it.
 		WithOptions(controller.Options{MaxConcurrentReconciles: cfg.Concurrency}).

@@ -14,6 +14,11 @@ var (
 		Name: "shardgate_dnsendpoint_writes_total",
 		Help: "Writes of DNSEndpoints to the seed, by operation (create, update, delete).",
 	}, []string{"operation"})
+	verification = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "shardgate_dns_verification_seconds",
+		Help:    "Time from a DNSEndpoint write to the zone's authoritative servers answering exactly its targets (with --dns-verify-servers).",
+		Buckets: []float64{0.25, 0.5, 1, 2, 5, 10, 30, 60, 120, 300},
+	})
 	convergence = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name:    "shardgate_dns_convergence_seconds",
 		Help:    "Time from a user-cluster node change being observed to the DNSEndpoint being written.",
@@ -21,4 +26,4 @@ var (
 	})
 )
 
-func init() { metrics.Registry.MustRegister(readyIngressNodes, dnsWrites, convergence) }
+func init() { metrics.Registry.MustRegister(readyIngressNodes, dnsWrites, convergence, verification) }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -32,6 +33,9 @@ type Reconciler struct {
 	// ServedZones are the zones the seed's external-dns publishes (empty: any).
 	ServedZones []string
 	Clock       clock.PassiveClock
+	// Verifier, when set, makes DNSPublished mean the zone's authoritative servers answer
+	// exactly the desired targets (reason Propagating until they do).
+	Verifier *Verifier
 }
 
 // Reconcile fetches, decides, writes the DNSEndpoint only on change, and patches status once.
@@ -51,7 +55,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 	}
 	before := ci.Status.DeepCopy()
-	err := r.reconcileDNS(ctx, ci)
+	requeue, err := r.reconcileDNS(ctx, ci)
 	setCondition(ci, Ready(ci.Status.Conditions))
 	if err == nil {
 		ci.Status.ObservedGeneration = ci.Generation
@@ -61,13 +65,57 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			return ctrl.Result{}, errors.Join(err, perr)
 		}
 	}
-	return ctrl.Result{}, err
+	return ctrl.Result{RequeueAfter: requeue}, err
 }
 
 // reconcileDNS gathers what Decide needs, applies its decision to the DNSEndpoint and fills
-// ci.Status. Bad configuration ends in a condition and a nil error (nothing to retry until the
-// input changes); none of it touches the records.
-func (r *Reconciler) reconcileDNS(ctx context.Context, ci *v1alpha1.ClusterIngress) error {
+// ci.Status; with a Verifier, it then checks the answers and says when to look again. Bad
+// configuration ends in a condition and a nil error (nothing to retry until the input changes);
+// none of it touches the records.
+func (r *Reconciler) reconcileDNS(ctx context.Context, ci *v1alpha1.ClusterIngress) (time.Duration, error) {
+	var prev *metav1.Condition
+	if c := meta.FindStatusCondition(ci.Status.Conditions, v1alpha1.ConditionDNSPublished); c != nil {
+		prev = c.DeepCopy()
+	}
+	records, err := r.publish(ctx, ci)
+	if err != nil || r.Verifier == nil {
+		return 0, err
+	}
+	return r.verify(ctx, ci, prev, records), nil
+}
+
+// verify checks published records at the zone's authoritative servers: DNSPublished stays
+// Published only while they answer exactly the desired targets, else it is Propagating, saying
+// since when and what differs. It returns when to check again: every second while propagating,
+// every Verifier.Interval after (a record edited behind Shardgate's back shows within that).
+func (r *Reconciler) verify(ctx context.Context, ci *v1alpha1.ClusterIngress, prev *metav1.Condition, records []dnsrecords.Endpoint) time.Duration {
+	c := meta.FindStatusCondition(ci.Status.Conditions, v1alpha1.ConditionDNSPublished)
+	if c == nil || c.Status != metav1.ConditionTrue || c.Reason != v1alpha1.ReasonPublished || len(records) == 0 {
+		return 0
+	}
+	now := r.Clock.Now()
+	wasPropagating := prev != nil && prev.Reason == v1alpha1.ReasonPropagating
+	mismatch := r.Verifier.Check(ctx, records)
+	if mismatch == "" {
+		c.Message = fmt.Sprintf("%s; the authoritative servers (%s) answer it", c.Message, strings.Join(r.Verifier.Servers, ", "))
+		if wasPropagating && ci.Status.LastPublishedTime != nil {
+			verification.Observe(now.Sub(ci.Status.LastPublishedTime.Time).Seconds())
+		}
+		return r.Verifier.Interval
+	}
+	since := now
+	if wasPropagating {
+		since = prev.LastTransitionTime.Time
+	}
+	setCondition(ci, metav1.Condition{Type: v1alpha1.ConditionDNSPublished, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonPropagating,
+		LastTransitionTime: metav1.NewTime(since),
+		Message:            fmt.Sprintf("the DNSEndpoint is written; waiting %s for the authoritative servers: %s", now.Sub(since).Round(time.Second), mismatch)})
+	return time.Second
+}
+
+// publish is reconcileDNS without verification; it returns the records the DNSEndpoint holds
+// for a cluster that holds its domain.
+func (r *Reconciler) publish(ctx context.Context, ci *v1alpha1.ClusterIngress) ([]dnsrecords.Endpoint, error) {
 	key := client.ObjectKeyFromObject(ci)
 	cluster, engaged := r.Access.Get(key)
 	var blocked *clusteraccess.State
@@ -83,15 +131,15 @@ func (r *Reconciler) reconcileDNS(ctx context.Context, ci *v1alpha1.ClusterIngre
 	domain, problem := RequestedDomain(ci.Spec, r.ServedZones)
 	if problem != nil {
 		setCondition(ci, *problem)
-		return nil
+		return nil, nil
 	}
 	holder, err := r.domainHolder(ctx, ci, domain)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	current, err := r.currentEndpoint(ctx, key)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	in := Input{Self: key, Holder: holder, Domain: domain, Spec: ci.Spec, Engaged: engaged, CurrentExists: current != nil,
 		Observed: engaged && cluster.Synced() && state.Phase == clusteraccess.PhaseReachable}
@@ -105,16 +153,16 @@ func (r *Reconciler) reconcileDNS(ctx context.Context, ci *v1alpha1.ClusterIngre
 	if in.Observed {
 		nodes, err := cluster.Nodes(ctx)
 		if err != nil {
-			return clusteraccess.DescribeError("read the user cluster's cache", err)
+			return nil, clusteraccess.DescribeError("read the user cluster's cache", err)
 		}
 		if in.Shards, in.Replicas, err = shardInputs(ctx, cluster.Reader(), domain, ci.Shards(), nodes, ci.Status.VIPs); err != nil {
-			return clusteraccess.DescribeError("read the user cluster's cache", err)
+			return nil, clusteraccess.DescribeError("read the user cluster's cache", err)
 		}
 	}
 	d := Decide(in)
 	setCondition(ci, d.Published)
 	if !d.Hold {
-		return nil
+		return nil, nil
 	}
 	ci.Status.ClusterID, ci.Status.Domain = ci.Spec.ClusterID, domain
 	r.recordPlan(ci, key, d.Plan, in.Replicas)
@@ -122,7 +170,7 @@ func (r *Reconciler) reconcileDNS(ctx context.Context, ci *v1alpha1.ClusterIngre
 	if d.Write {
 		if err := r.write(ctx, ci, current, d.Endpoints); err != nil {
 			setCondition(ci, *published(metav1.ConditionFalse, v1alpha1.ReasonDNSWriteFailed, err.Error()))
-			return err
+			return nil, err
 		}
 		log.FromContext(ctx).Info("DNSEndpoint written", "domain", domain, "targets", d.Plan.Targets, "keptLast", d.Plan.KeptLast)
 		now := r.Clock.Now()
@@ -135,7 +183,10 @@ func (r *Reconciler) reconcileDNS(ctx context.Context, ci *v1alpha1.ClusterIngre
 		ci.Status.DNSEndpointRef = ci.Name
 	}
 	setTargets(ci, d.Plan.Targets)
-	return nil
+	if !d.Write && current != nil {
+		return current.Spec.Endpoints, nil
+	}
+	return d.Endpoints, nil
 }
 
 // recordPlan puts the per-shard outcome on status.
