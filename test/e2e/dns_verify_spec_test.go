@@ -75,7 +75,13 @@ func TestDNSVerification(t *testing.T) {
 		m, err := ctl.Metrics()
 		must(t, err)
 		if !strings.Contains(m, "shardgate_dns_verification_seconds_count 1") {
-			t.Errorf("verification latency not observed once")
+			var lines []string
+			for _, l := range strings.Split(m, "\n") {
+				if strings.Contains(l, "verification") {
+					lines = append(lines, l)
+				}
+			}
+			t.Errorf("verification latency not observed once:\n%s", strings.Join(lines, "\n"))
 		}
 	})
 

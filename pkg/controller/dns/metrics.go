@@ -16,7 +16,7 @@ var (
 	}, []string{"operation"})
 	verification = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name:    "shardgate_dns_verification_seconds",
-		Help:    "Time from a DNSEndpoint write to the zone's authoritative servers answering exactly its targets (with --dns-verify-servers).",
+		Help:    "Time from a DNSEndpoint write the zone's authoritative servers did not answer yet (DNSPublished turning Propagating) to their answering exactly its targets (with --dns-verify-servers).",
 		Buckets: []float64{0.25, 0.5, 1, 2, 5, 10, 30, 60, 120, 300},
 	})
 	convergence = prometheus.NewHistogram(prometheus.HistogramOpts{

@@ -98,8 +98,9 @@ func (r *Reconciler) verify(ctx context.Context, ci *v1alpha1.ClusterIngress, pr
 	mismatch := r.Verifier.Check(ctx, records)
 	if mismatch == "" {
 		c.Message = fmt.Sprintf("%s; the authoritative servers (%s) answer it", c.Message, strings.Join(r.Verifier.Servers, ", "))
-		if wasPropagating && ci.Status.LastPublishedTime != nil {
-			verification.Observe(now.Sub(ci.Status.LastPublishedTime.Time).Seconds())
+		if wasPropagating {
+			// From the write the servers did not answer yet (when Propagating began) to now.
+			verification.Observe(now.Sub(prev.LastTransitionTime.Time).Seconds())
 		}
 		return r.Verifier.Interval
 	}
@@ -181,6 +182,12 @@ func (r *Reconciler) publish(ctx context.Context, ci *v1alpha1.ClusterIngress) (
 	}
 	if current != nil || d.Write {
 		ci.Status.DNSEndpointRef = ci.Name
+	}
+	if ci.Status.LastPublishedTime == nil && current != nil {
+		// The status write that recorded the first write was lost (a conflict): the DNSEndpoint's
+		// creation is when it was first published.
+		t := current.CreationTimestamp
+		ci.Status.LastPublishedTime = &t
 	}
 	setTargets(ci, d.Plan.Targets)
 	if !d.Write && current != nil {
