@@ -86,7 +86,7 @@ func Run(ctx context.Context, o Options) error {
 	report := time.NewTicker(leaseSeconds * time.Second / 3)
 	defer report.Stop()
 	client := &http.Client{Timeout: o.ProbeInterval}
-	healthy := false
+	healthy, written := false, time.Now()
 	for {
 		select {
 		case err := <-exited:
@@ -95,14 +95,22 @@ func Run(ctx context.Context, o Options) error {
 			}
 			return fmt.Errorf("keepalived exited: %w", err)
 		case <-probe.C:
-			if h := answers(ctx, client, o.RouterURL); h != healthy {
-				if err := writeHealth(o.HealthFile, h); err != nil {
-					log.Printf("health file: %v", err)
-					continue
-				}
-				healthy = h
+			// A change is written at once; the same health again every second, because keepalived
+			// watches the file through inotify and a write that falls between its first read and
+			// its watch while it starts is otherwise never seen (its node stayed "unhealthy").
+			h := answers(ctx, client, o.RouterURL)
+			if h == healthy && time.Since(written) < time.Second {
+				continue
+			}
+			if err := writeHealth(o.HealthFile, h); err != nil {
+				log.Printf("health file: %v", err)
+				continue
+			}
+			written = time.Now()
+			if h != healthy {
 				log.Printf("router answers: %v", h)
 			}
+			healthy = h
 		case <-report.C:
 			if o.Reporter == nil {
 				continue
