@@ -38,8 +38,8 @@ type Reconciler struct {
 
 // Reconcile gathers (the cluster's RoutedIPs, nodes and endpoints from its cache; classes, the
 // other clusters' records and this cluster's Jobs from the seed), decides (Admit, Elect, Advance
-// per address) and applies: Jobs deleted, taints, Jobs created, the seed's record, the RoutedIPs'
-// status. Nothing changes while the cluster cannot be observed: a node that cannot be seen is
+// per address) and applies: taints, the seed's record, read Jobs deleted and new ones created,
+// the RoutedIPs' status. Nothing changes while the cluster cannot be observed: a node that cannot be seen is
 // not a node that failed.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	ci := &v1alpha1.ClusterIngress{}
