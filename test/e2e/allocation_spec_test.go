@@ -91,9 +91,15 @@ func AllocationSpec(ctx context.Context, t *testing.T, inputGetter func() Alloca
 		t.Helper()
 		wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		defer cancel()
-		a, err := in.DNS.WaitForAnswer(wctx, via, dns.TypeA, func(a framework.Answer) bool { return len(a.Values) > 0 })
+		_, err := in.DNS.WaitForAnswer(wctx, via, dns.TypeA, func(a framework.Answer) bool { return len(a.Values) > 0 })
 		must(t, err)
+		// Resolved again on every try: until a new shard's records are in BIND, its names fall
+		// under the cluster's wildcard and answer another shard's nodes.
 		eventually(ctx, t, 20*time.Second, func() (bool, string) {
+			a, err := in.DNS.Lookup(ctx, via, dns.TypeA)
+			if err != nil || len(a.Values) == 0 {
+				return false, fmt.Sprintf("%s: no answer (%v)", via, err)
+			}
 			code, body := get(a.Values[0], host)
 			return code == 200 && strings.Contains(body, "hello from web"), fmt.Sprintf("%s via %s: %d %q", host, a.Values[0], code, body)
 		})
