@@ -108,6 +108,10 @@ type ClusterIngressStatus struct {
 	// lastPublishedTime is when the DNSEndpoint was last written.
 	// +optional
 	LastPublishedTime *metav1.Time `json:"lastPublishedTime,omitempty"`
+	// dnsVerifiedBy are the authoritative servers that answered exactly the published targets at
+	// the last check; empty while they do not, or when the controller does not verify DNS.
+	// +optional
+	DNSVerifiedBy []string `json:"dnsVerifiedBy,omitempty"`
 	// certificate is the cluster's certificate (when the profile's TLS is on).
 	// +optional
 	Certificate *CertificateStatus `json:"certificate,omitempty"`

@@ -223,6 +223,11 @@ func (in *ClusterIngressStatus) DeepCopyInto(out *ClusterIngressStatus) {
 		in, out := &in.LastPublishedTime, &out.LastPublishedTime
 		*out = (*in).DeepCopy()
 	}
+	if in.DNSVerifiedBy != nil {
+		in, out := &in.DNSVerifiedBy, &out.DNSVerifiedBy
+		*out = make([]string, len(*in))
+		copy(*out, *in)
+	}
 	if in.Certificate != nil {
 		in, out := &in.Certificate, &out.Certificate
 		*out = new(CertificateStatus)

@@ -25,12 +25,14 @@ import (
 	"github.com/shardgate/shardgate/pkg/controller/vips"
 	"github.com/shardgate/shardgate/pkg/dnsrecords"
 	"github.com/shardgate/shardgate/pkg/sources"
+	"github.com/shardgate/shardgate/pkg/statuspage"
 
 	acmev1 "github.com/cert-manager/cert-manager/pkg/apis/acme/v1"
 	cmapi "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -88,6 +90,16 @@ func newManager(cfg *rest.Config, o options) (ctrl.Manager, error) {
 	}
 	if err := addControllers(mgr, o); err != nil {
 		return nil, err
+	}
+	if o.statusAddr != "0" && o.statusAddr != "" {
+		clients, err := kubernetes.NewForConfig(cfg)
+		if err != nil {
+			return nil, err
+		}
+		if err := mgr.Add(&statuspage.Server{BindAddress: o.statusAddr, CertDir: o.statusCertDir, Reader: mgr.GetCache(),
+			Clients: clients, Log: ctrl.Log.WithName("status-page")}); err != nil {
+			return nil, err
+		}
 	}
 	return mgr, nil
 }

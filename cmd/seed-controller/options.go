@@ -32,6 +32,8 @@ type options struct {
 	dnsVerifyServers        stringList
 	dnsVerifyQPS            float64
 	dnsVerifyInterval       time.Duration
+	statusAddr              string
+	statusCertDir           string
 }
 
 // stringList is a comma-separated flag value.
@@ -70,6 +72,8 @@ func (o *options) bind(fs *flag.FlagSet) {
 	fs.Var(&o.dnsVerifyServers, "dns-verify-servers", "comma-separated authoritative servers of the zones (host:port): DNSPublished then means they answer exactly the desired targets (Propagating until they do); default none: it means the DNSEndpoint is written")
 	fs.Float64Var(&o.dnsVerifyQPS, "dns-verify-qps", 20, "DNS queries per second all verifications together may send")
 	fs.DurationVar(&o.dnsVerifyInterval, "dns-verify-interval", 30*time.Second, "how often a verified cluster's answers are checked again")
+	fs.StringVar(&o.statusAddr, "status-bind-address", "0", "address of the HTTPS status page and its JSON API (/api/v1/clusters) for administrators and dashboards; requests need a bearer token whose user may get ClusterIngresses in all namespaces (\"0\" disables it)")
+	fs.StringVar(&o.statusCertDir, "status-cert-dir", "", "directory with tls.crt and tls.key for the status page (default: a self-signed certificate made at start)")
 	fs.StringVar(&o.routedIPJobNamespace, "routed-ip-job-namespace", "", "seed namespace where ClusterRoutedIPClass Jobs run and their fromSecretsRef Secrets live (default: the controller's own namespace; none: routed IPs are off)")
 }
 

@@ -78,8 +78,12 @@ func (r *Reconciler) reconcileDNS(ctx context.Context, ci *v1alpha1.ClusterIngre
 		prev = c.DeepCopy()
 	}
 	records, err := r.publish(ctx, ci)
-	if err != nil || r.Verifier == nil {
+	if err != nil {
 		return 0, err
+	}
+	ci.Status.DNSVerifiedBy = nil
+	if r.Verifier == nil {
+		return 0, nil
 	}
 	return r.verify(ctx, ci, prev, records), nil
 }
@@ -97,6 +101,7 @@ func (r *Reconciler) verify(ctx context.Context, ci *v1alpha1.ClusterIngress, pr
 	wasPropagating := prev != nil && prev.Reason == v1alpha1.ReasonPropagating
 	mismatch := r.Verifier.Check(ctx, records)
 	if mismatch == "" {
+		ci.Status.DNSVerifiedBy = append([]string(nil), r.Verifier.Servers...)
 		c.Message = fmt.Sprintf("%s; the authoritative servers (%s) answer it", c.Message, strings.Join(r.Verifier.Servers, ", "))
 		if wasPropagating {
 			// From the write the servers did not answer yet (when Propagating began) to now.

@@ -1,0 +1,132 @@
+package statuspage
+
+import (
+	"context"
+	"crypto/sha256"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	authnclient "k8s.io/client-go/kubernetes/typed/authentication/v1"
+	authzclient "k8s.io/client-go/kubernetes/typed/authorization/v1"
+
+	"github.com/shardgate/shardgate/api/v1alpha1"
+)
+
+// The page shows every cluster of the seed, so it asks what `kubectl get clusteringresses
+// --all-namespaces` asks: a token whose user may get ClusterIngresses in every namespace.
+// +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
+// +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
+
+// decisionTTL is how long a token's answer is reused: a browser loads a page and its
+// refreshes without a TokenReview each, and a revoked token is refused within a minute (as
+// kube-rbac-proxy caches its reviews).
+const (
+	decisionTTL  = time.Minute
+	maxDecisions = 1024
+)
+
+// Authorizer lets a request through when its bearer token authenticates at the seed's API
+// server (TokenReview) and the user it names may get ClusterIngresses in all namespaces
+// (SubjectAccessReview), like controller-runtime's filter for secure metrics but for a resource.
+type Authorizer struct {
+	Authn authnclient.TokenReviewInterface
+	Authz authzclient.SubjectAccessReviewInterface
+	Now   func() time.Time
+
+	mu        sync.Mutex
+	decisions map[[32]byte]decision
+}
+
+type decision struct {
+	status int // http.StatusOK, StatusUnauthorized or StatusForbidden
+	until  time.Time
+}
+
+// Wrap answers 401 without a valid token and 403 without the permission; the token itself is
+// never logged or echoed (only a hash of it is kept, for the cache).
+func (a *Authorizer) Wrap(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		token = strings.TrimSpace(token)
+		if !ok || token == "" {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="shardgate"`)
+			http.Error(w, "a bearer token that may get clusteringresses.shardgate.io is required", http.StatusUnauthorized)
+			return
+		}
+		switch a.decide(r.Context(), token) {
+		case http.StatusOK:
+			next.ServeHTTP(w, r)
+		case http.StatusUnauthorized:
+			w.Header().Set("WWW-Authenticate", `Bearer realm="shardgate"`)
+			http.Error(w, "the token does not authenticate", http.StatusUnauthorized)
+		case http.StatusForbidden:
+			http.Error(w, "the token's user may not get clusteringresses.shardgate.io in all namespaces", http.StatusForbidden)
+		default:
+			http.Error(w, "the seed's API server could not review the token; try again", http.StatusServiceUnavailable)
+		}
+	})
+}
+
+func (a *Authorizer) decide(ctx context.Context, token string) int {
+	key := sha256.Sum256([]byte(token))
+	now := a.now()
+	a.mu.Lock()
+	d, ok := a.decisions[key]
+	a.mu.Unlock()
+	if ok && now.Before(d.until) {
+		return d.status
+	}
+	status := a.review(ctx, token)
+	if status == http.StatusServiceUnavailable {
+		return status // not cached: the next request asks again
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.decisions == nil || len(a.decisions) >= maxDecisions {
+		a.decisions = map[[32]byte]decision{} // bounded: a flood of bad tokens cannot grow it
+	}
+	a.decisions[key] = decision{status: status, until: now.Add(decisionTTL)}
+	return status
+}
+
+func (a *Authorizer) review(ctx context.Context, token string) int {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	tr, err := a.Authn.Create(ctx, &authenticationv1.TokenReview{Spec: authenticationv1.TokenReviewSpec{Token: token}}, metav1.CreateOptions{})
+	if err != nil {
+		return http.StatusServiceUnavailable
+	}
+	if !tr.Status.Authenticated {
+		return http.StatusUnauthorized
+	}
+	u := tr.Status.User
+	extra := map[string]authorizationv1.ExtraValue{}
+	for k, v := range u.Extra {
+		extra[k] = authorizationv1.ExtraValue(v)
+	}
+	sar, err := a.Authz.Create(ctx, &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+		User: u.Username, UID: u.UID, Groups: u.Groups, Extra: extra,
+		ResourceAttributes: &authorizationv1.ResourceAttributes{
+			Group: v1alpha1.GroupVersion.Group, Resource: "clusteringresses", Verb: "get",
+		},
+	}}, metav1.CreateOptions{})
+	if err != nil {
+		return http.StatusServiceUnavailable
+	}
+	if !sar.Status.Allowed {
+		return http.StatusForbidden
+	}
+	return http.StatusOK
+}
+
+func (a *Authorizer) now() time.Time {
+	if a.Now != nil {
+		return a.Now()
+	}
+	return time.Now()
+}

@@ -1,0 +1,93 @@
+package statuspage
+
+import (
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+)
+
+// reviewer answers TokenReviews and SubjectAccessReviews as an API server would for three
+// tokens: "admin" (may get clusteringresses), "viewer" (authenticates, may not), anything else
+// (does not authenticate); "broken" makes the API server fail.
+func reviewer(t *testing.T) (*Authorizer, *int) {
+	cs := fake.NewClientset()
+	reviews := 0
+	cs.PrependReactor("create", "tokenreviews", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		reviews++
+		tr := a.(k8stesting.CreateAction).GetObject().(*authenticationv1.TokenReview)
+		switch tr.Spec.Token {
+		case "admin", "viewer":
+			tr.Status = authenticationv1.TokenReviewStatus{Authenticated: true, User: authenticationv1.UserInfo{Username: tr.Spec.Token}}
+		case "broken":
+			return true, nil, errors.New("etcdserver: request timed out")
+		}
+		return true, tr, nil
+	})
+	cs.PrependReactor("create", "subjectaccessreviews", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		sar := a.(k8stesting.CreateAction).GetObject().(*authorizationv1.SubjectAccessReview)
+		ra := sar.Spec.ResourceAttributes
+		if ra == nil || ra.Group != "shardgate.io" || ra.Resource != "clusteringresses" || ra.Verb != "get" || ra.Namespace != "" {
+			t.Errorf("unexpected access review: %+v", ra)
+		}
+		sar.Status.Allowed = sar.Spec.User == "admin"
+		return true, sar, nil
+	})
+	clock := time.Date(2026, 11, 23, 0, 0, 0, 0, time.UTC)
+	return &Authorizer{Authn: cs.AuthenticationV1().TokenReviews(), Authz: cs.AuthorizationV1().SubjectAccessReviews(),
+		Now: func() time.Time { return clock }}, &reviews
+}
+
+func TestAuthorizer(t *testing.T) {
+	a, reviews := reviewer(t)
+	h := a.Wrap(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("page")) }))
+	for _, tc := range []struct {
+		name, header string
+		want         int
+	}{
+		{"no token", "", http.StatusUnauthorized},
+		{"not a bearer token", "Basic YWRtaW46YWRtaW4=", http.StatusUnauthorized},
+		{"unknown token", "Bearer stolen", http.StatusUnauthorized},
+		{"authenticated, not allowed", "Bearer viewer", http.StatusForbidden},
+		{"allowed", "Bearer admin", http.StatusOK},
+		{"API server failing", "Bearer broken", http.StatusServiceUnavailable},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req := httptest.NewRequest(http.MethodGet, "/", nil)
+			if tc.header != "" {
+				req.Header.Set("Authorization", tc.header)
+			}
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, req)
+			if rec.Code != tc.want {
+				t.Fatalf("got %d, want %d (%s)", rec.Code, tc.want, rec.Body.String())
+			}
+			if tc.want == http.StatusOK && rec.Body.String() != "page" {
+				t.Fatalf("body %q", rec.Body.String())
+			}
+		})
+	}
+	// Decisions are cached for a minute; a failing API server's answer is not.
+	before := *reviews
+	for _, tok := range []string{"admin", "viewer", "stolen"} {
+		req := httptest.NewRequest(http.MethodGet, "/", nil)
+		req.Header.Set("Authorization", "Bearer "+tok)
+		h.ServeHTTP(httptest.NewRecorder(), req)
+	}
+	if *reviews != before {
+		t.Fatalf("cached decisions reviewed again: %d reviews", *reviews-before)
+	}
+	req := httptest.NewRequest(http.MethodGet, "/", nil)
+	req.Header.Set("Authorization", "Bearer broken")
+	h.ServeHTTP(httptest.NewRecorder(), req)
+	if *reviews != before+1 {
+		t.Fatal("a failed review was cached")
+	}
+}
