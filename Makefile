@@ -16,8 +16,11 @@ export SHARDGATE_TOOLS_BIN := $(TOOLS_BIN)
 
 all: build
 
+# The controller and the kubectl plugin (copy bin/kubectl-shardgate onto your PATH:
+# `kubectl shardgate` finds it).
 build:
 	$(GO) build -o bin/seed-controller ./cmd/seed-controller
+	$(GO) build -o bin/kubectl-shardgate ./cmd/kubectl-shardgate
 
 deps:
 	hack/install-deps.sh

@@ -1,0 +1,174 @@
+package kubectlplugin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/shardgate/shardgate/api/v1alpha1"
+	"github.com/shardgate/shardgate/pkg/clusterview"
+	"github.com/shardgate/shardgate/pkg/names"
+)
+
+const usage = `kubectl shardgate: where routes go and whether their names resolve.
+
+Against a user cluster:
+  kubectl shardgate status                     the cluster domain, its shards and CNAME targets
+  kubectl shardgate explain ingress/NAME [-n NS] the Ingress's shard, final hosts and their DNS
+                                               answers, or why Shardgate rejected it
+Against the seed:
+  kubectl shardgate clusters [--problems] [--search S] [--page N]
+                                               every user cluster: domain, readiness, DNS,
+                                               shards, targets, routes
+
+Flags:
+`
+
+// Run is the plugin's main: args without the program name; it returns the exit error.
+func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := pflag.NewFlagSet("kubectl-shardgate", pflag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var (
+		kubeconfig, kubeContext, namespace, output, dnsServer, search string
+		problems                                                      bool
+		page                                                          int
+	)
+	fs.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG or ~/.kube/config)")
+	fs.StringVar(&kubeContext, "context", "", "kubeconfig context")
+	fs.StringVarP(&namespace, "namespace", "n", "", "namespace of the Ingress (default: the context's)")
+	fs.StringVarP(&output, "output", "o", "", "json or yaml (default: a table for people)")
+	fs.StringVar(&dnsServer, "dns-server", "", "host:port of the DNS server explain asks (default: this machine's resolver)")
+	fs.BoolVar(&problems, "problems", false, "clusters: only those that are not Ready")
+	fs.StringVar(&search, "search", "", "clusters: only those whose namespace, name, cluster ID, domain or profile contains it")
+	fs.IntVar(&page, "page", 1, "clusters: the page to show (500 clusters a page)")
+	fs.Usage = func() { fmt.Fprint(stderr, usage); fs.PrintDefaults() }
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return nil
+		}
+		return err
+	}
+	if output != OutputHuman && output != OutputJSON && output != OutputYAML {
+		return fmt.Errorf("-o %s: json or yaml", output)
+	}
+	rest := fs.Args()
+	if len(rest) == 0 {
+		fs.Usage()
+		return errors.New("a command is required: status, explain or clusters")
+	}
+	c, ns, err := connect(kubeconfig, kubeContext)
+	if err != nil {
+		return err
+	}
+	if namespace == "" {
+		namespace = ns
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	switch rest[0] {
+	case "status":
+		cm := &corev1.ConfigMap{}
+		if err := c.Get(ctx, types.NamespacedName{Namespace: names.UserInfoNamespace, Name: names.UserInfoName}, cm); err != nil {
+			if apierrors.IsNotFound(err) {
+				return fmt.Errorf("no %s/%s ConfigMap: Shardgate does not serve this cluster (yet)", names.UserInfoNamespace, names.UserInfoName)
+			}
+			return err
+		}
+		s := StatusFrom(cm)
+		return write(stdout, output, s, func(w io.Writer) { printStatus(w, s) })
+	case "explain":
+		if len(rest) != 2 {
+			return errors.New("usage: kubectl shardgate explain ingress/NAME")
+		}
+		name, err := ingressName(rest[1])
+		if err != nil {
+			return err
+		}
+		ing := &networkingv1.Ingress{}
+		if err := c.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, ing); err != nil {
+			return err
+		}
+		e := Explain(ing, resolver(ctx, dnsServer))
+		return write(stdout, output, e, func(w io.Writer) { printExplanation(w, e) })
+	case "clusters":
+		var list v1alpha1.ClusterIngressList
+		if err := c.List(ctx, &list); err != nil {
+			return fmt.Errorf("listing ClusterIngresses (is this the seed?): %w", err)
+		}
+		all := make([]clusterview.Cluster, 0, len(list.Items))
+		for i := range list.Items {
+			all = append(all, clusterview.FromClusterIngress(&list.Items[i]))
+		}
+		p := clusterview.Select(all, clusterview.Query{Search: search, Problems: problems, Page: page, Size: clusterview.MaxPageSize})
+		return write(stdout, output, p, func(w io.Writer) { printClusters(w, p) })
+	}
+	return fmt.Errorf("unknown command %q: status, explain or clusters", rest[0])
+}
+
+// ingressName accepts ingress/NAME, ingresses/NAME, ing/NAME or NAME.
+func ingressName(arg string) (string, error) {
+	kind, name, found := strings.Cut(arg, "/")
+	if !found {
+		return arg, nil
+	}
+	switch strings.ToLower(kind) {
+	case "ingress", "ingresses", "ing", "ingress.networking.k8s.io", "ingresses.networking.k8s.io":
+		if name != "" {
+			return name, nil
+		}
+	}
+	return "", fmt.Errorf("%q: explain takes ingress/NAME", arg)
+}
+
+func connect(kubeconfig, kubeContext string) (client.Client, string, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = kubeconfig
+	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: kubeContext})
+	cfg, err := cc.ClientConfig()
+	if err != nil {
+		return nil, "", err
+	}
+	ns, _, err := cc.Namespace()
+	if err != nil {
+		return nil, "", err
+	}
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		return nil, "", err
+	}
+	if err := v1alpha1.AddToScheme(s); err != nil {
+		return nil, "", err
+	}
+	c, err := client.New(cfg, client.Options{Scheme: s})
+	return c, ns, err
+}
+
+// resolver looks names up at server (host:port), or with the system's resolver.
+func resolver(ctx context.Context, server string) Lookup {
+	r := net.DefaultResolver
+	if server != "" {
+		r = &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, network, server)
+		}}
+	}
+	return func(name string) ([]string, error) {
+		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		return r.LookupHost(ctx, name)
+	}
+}
