@@ -3,7 +3,7 @@
 # BIND 9 (named, tsig-keygen, dig) for the real DNS server; runc and the CNI plugins for the
 # real-pod nodes (kubelet + containerd in network namespaces); iproute2, util-linux (ip netns,
 # nsenter, unshare) and iptables for those nodes; keepalived, which the harness packs into an
-# image with its shared libraries.
+# image with its shared libraries; Chromium, which renders the status page in its test.
 set -euo pipefail
 
 need=()
@@ -16,6 +16,8 @@ command -v ip >/dev/null || need+=(iproute2)
 command -v nsenter >/dev/null || need+=(util-linux)
 command -v iptables >/dev/null || [[ -x /usr/sbin/iptables ]] || need+=(iptables)
 [[ -x /usr/sbin/keepalived ]] || need+=(keepalived)
+# Headless Chromium loads the status page in its test, as an operator's browser would.
+[[ -x /usr/bin/chromium ]] || need+=(chromium)
 [[ ${#need[@]} -eq 0 ]] && exit 0
 
 echo "[deps] installing ${need[*]} (Debian packages)" >&2

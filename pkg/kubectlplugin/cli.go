@@ -81,14 +81,10 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	defer cancel()
 	switch rest[0] {
 	case "status":
-		cm := &corev1.ConfigMap{}
-		if err := c.Get(ctx, types.NamespacedName{Namespace: names.UserInfoNamespace, Name: names.UserInfoName}, cm); err != nil {
-			if apierrors.IsNotFound(err) {
-				return fmt.Errorf("no %s/%s ConfigMap: Shardgate does not serve this cluster (yet)", names.UserInfoNamespace, names.UserInfoName)
-			}
+		s, err := clusterStatus(ctx, c)
+		if err != nil {
 			return err
 		}
-		s := StatusFrom(cm)
 		return write(stdout, output, s, func(w io.Writer) { printStatus(w, s) })
 	case "explain":
 		if len(rest) != 2 {
@@ -102,7 +98,10 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if err := c.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, ing); err != nil {
 			return err
 		}
-		e := Explain(ing, resolver(ctx, dnsServer))
+		// Without the ConfigMap the explanation still stands; only which hosts Shardgate
+		// publishes is then taken from the Ingress's own CNAME target.
+		s, _ := clusterStatus(ctx, c)
+		e := Explain(ing, s.Domains(), resolver(ctx, dnsServer))
 		return write(stdout, output, e, func(w io.Writer) { printExplanation(w, e) })
 	case "clusters":
 		var list v1alpha1.ClusterIngressList
@@ -117,6 +116,18 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return write(stdout, output, p, func(w io.Writer) { printClusters(w, p) })
 	}
 	return fmt.Errorf("unknown command %q: status, explain or clusters", rest[0])
+}
+
+// clusterStatus reads kube-public/shardgate-ingress.
+func clusterStatus(ctx context.Context, c client.Client) (Status, error) {
+	cm := &corev1.ConfigMap{}
+	if err := c.Get(ctx, types.NamespacedName{Namespace: names.UserInfoNamespace, Name: names.UserInfoName}, cm); err != nil {
+		if apierrors.IsNotFound(err) {
+			return Status{}, fmt.Errorf("no %s/%s ConfigMap: Shardgate does not serve this cluster (yet)", names.UserInfoNamespace, names.UserInfoName)
+		}
+		return Status{}, err
+	}
+	return StatusFrom(cm), nil
 }
 
 // ingressName accepts ingress/NAME, ingresses/NAME, ing/NAME or NAME.

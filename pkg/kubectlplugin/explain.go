@@ -22,7 +22,10 @@ type Explanation struct {
 	State  string `json:"state"`
 	Reason string `json:"reason,omitempty"`
 	Shard  string `json:"shard,omitempty"`
-	// CNAMETarget is what a host of the user's own must be a CNAME to.
+	// ShardDomain: the shard's names (it and every name under it) resolve to its routers.
+	ShardDomain string `json:"shardDomain,omitempty"`
+	// CNAMETarget is what the user's own hosts on this Ingress must be a CNAME to (set only when
+	// it has such hosts).
 	CNAMETarget string `json:"cnameTarget,omitempty"`
 	Hosts       []Host `json:"hosts,omitempty"`
 }
@@ -34,7 +37,7 @@ type Host struct {
 	Addresses []string `json:"addresses,omitempty"`
 	// Error is why the lookup failed (NXDOMAIN, timeout, ...).
 	Error string `json:"error,omitempty"`
-	// UnderCNAMETarget: the host lies under the shard's domain, so Shardgate publishes it; a
+	// UnderShardDomain: the host lies under the shard's domain, so Shardgate publishes it; a
 	// host outside it resolves only once its owner added the CNAME.
 	UnderShardDomain bool `json:"underShardDomain"`
 }
@@ -45,10 +48,15 @@ func (h Host) Resolves() bool { return len(h.Addresses) > 0 }
 // Lookup resolves a name to its addresses.
 type Lookup func(name string) ([]string, error)
 
-// Explain reads Shardgate's annotations on ing and looks its final hosts up.
-func Explain(ing *networkingv1.Ingress, lookup Lookup) Explanation {
+// Explain reads Shardgate's annotations on ing and looks its final hosts up; shardDomains (from
+// the cluster's Status) tells which hosts Shardgate publishes.
+func Explain(ing *networkingv1.Ingress, shardDomains map[string]string, lookup Lookup) Explanation {
 	a := ing.Annotations
 	e := Explanation{Namespace: ing.Namespace, Name: ing.Name, Shard: a[v1alpha1.ShardAnnotation], CNAMETarget: a[v1alpha1.CNAMETargetAnnotation]}
+	e.ShardDomain = shardDomains[e.Shard]
+	if e.ShardDomain == "" {
+		e.ShardDomain = e.CNAMETarget // a custom host's target is the shard's domain
+	}
 	decision := a[v1alpha1.AllocationAnnotation]
 	switch {
 	case decision == v1alpha1.AllocationAllocated:
@@ -63,7 +71,7 @@ func Explain(ing *networkingv1.Ingress, lookup Lookup) Explanation {
 		return e
 	}
 	for _, h := range splitHosts(a[v1alpha1.HostsAnnotation]) {
-		host := Host{Name: h, UnderShardDomain: e.CNAMETarget != "" && (h == e.CNAMETarget || strings.HasSuffix(h, "."+e.CNAMETarget))}
+		host := Host{Name: h, UnderShardDomain: e.ShardDomain != "" && (h == e.ShardDomain || strings.HasSuffix(h, "."+e.ShardDomain))}
 		addrs, err := lookup(h)
 		if err != nil {
 			host.Error = err.Error()

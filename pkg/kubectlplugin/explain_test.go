@@ -50,7 +50,7 @@ func TestExplain(t *testing.T) {
 		{"not decided yet", ingress(nil, ""), "Pending", "Shardgate has not allocated it yet (is the cluster engaged? see `kubectl shardgate status`)", 0, "", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			e := Explain(tc.ing, dns)
+			e := Explain(tc.ing, map[string]string{"default": "c1.example.test"}, dns)
 			if e.State != tc.state || e.Reason != tc.reason || len(e.Hosts) != tc.hosts {
 				t.Fatalf("%+v", e)
 			}

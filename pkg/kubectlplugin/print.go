@@ -65,8 +65,12 @@ func printExplanation(w io.Writer, e Explanation) {
 		return
 	}
 	fmt.Fprintf(w, "State:\tAllocated\nShard:\t%s\n", e.Shard)
-	if e.CNAMETarget != "" {
-		fmt.Fprintf(w, "CNAME target:\t%s (for hosts of your own)\n", e.CNAMETarget)
+	target := e.CNAMETarget
+	if target == "" {
+		target = e.ShardDomain
+	}
+	if target != "" {
+		fmt.Fprintf(w, "CNAME target:\t%s (for hosts of your own)\n", target)
 	}
 	fmt.Fprintln(w, "\nHOST\tDNS ANSWER\tNOTE")
 	for _, h := range e.Hosts {
@@ -79,7 +83,7 @@ func printExplanation(w io.Writer, e Explanation) {
 		}
 		note := "published by Shardgate"
 		if !h.UnderShardDomain {
-			note = "your own host: needs a CNAME to " + e.CNAMETarget
+			note = "your own host: needs a CNAME to " + target
 		}
 		fmt.Fprintf(w, "%s\t%s\t%s\n", h.Name, answer, note)
 	}

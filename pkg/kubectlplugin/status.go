@@ -36,3 +36,12 @@ func StatusFrom(cm *corev1.ConfigMap) Status {
 	sort.Slice(s.Shards, func(i, j int) bool { return s.Shards[i].Name < s.Shards[j].Name })
 	return s
 }
+
+// Domains maps each shard to its domain.
+func (s Status) Domains() map[string]string {
+	m := map[string]string{}
+	for _, sh := range s.Shards {
+		m[sh.Name] = sh.Domain
+	}
+	return m
+}

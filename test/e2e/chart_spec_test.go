@@ -2,6 +2,10 @@ package e2e
 
 import (
 	"context"
+	"crypto/tls"
+	"encoding/json"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -48,6 +52,17 @@ func TestChartRefusesBadValues(t *testing.T) {
 	if out, err := helm(t, "lint", chart, "--set", "dns.zone=clusters.example.com"); err != nil {
 		t.Fatalf("helm lint: %v\n%s", err, out)
 	}
+	// The opt-in dashboard: a ConfigMap Grafana's sidecar picks up, holding the dashboard JSON.
+	out, err := helm(t, "template", "x", chart, "--set", "dns.zone=ok.example", "--set", "grafanaDashboard.enabled=true", "--show-only", "templates/grafana-dashboard.yaml")
+	if err != nil {
+		t.Fatalf("helm template: %v\n%s", err, out)
+	}
+	cm := &corev1.ConfigMap{}
+	must(t, yaml.NewYAMLOrJSONDecoder(strings.NewReader(out), 4096).Decode(cm))
+	var dashboard map[string]any
+	if err := json.Unmarshal([]byte(cm.Data["shardgate.json"]), &dashboard); err != nil || dashboard["uid"] != "shardgate" || cm.Labels["grafana_dashboard"] != "1" {
+		t.Fatalf("dashboard ConfigMap: %v %v %v", err, dashboard["uid"], cm.Labels)
+	}
 	for _, tt := range []struct {
 		args []string
 		want string
@@ -88,10 +103,13 @@ func TestChartInstallsAndConverges(t *testing.T) {
 	tlsSet := []string{"--set", "tls.acme.enabled=true", "--set", "tls.acme.email=ops@" + zone, "--set", "tls.redirectHTTP=true", "--set", "tls.acme.waitInsteadOfSelfCheck=0s",
 		"--set", "tls.acme.dns01.rfc2136.nameserver=" + env.DNS.Addr, "--set", "tls.acme.dns01.rfc2136.tsigKeyName=acme",
 		"--set", "tls.acme.dns01.rfc2136.tsigSecretSecretRef.name=acme-tsig"}
-	kinds := dryRunChart(ctx, t, seed, append(slices.Clone(set), tlsSet...))
-	if len(kinds) < 10 || !slices.Contains(kinds, "ClusterIssuer/shardgate-acme") {
+	optIn := []string{"--set", "statusPage.enabled=true", "--set", "statusPage.certSecret=status-tls", "--set", "grafanaDashboard.enabled=true"}
+	kinds := dryRunChart(ctx, t, seed, append(append(slices.Clone(set), tlsSet...), optIn...))
+	if len(kinds) < 10 || !slices.Contains(kinds, "ClusterIssuer/shardgate-acme") || !slices.Contains(kinds, "Service/shardgate-status") ||
+		!slices.Contains(kinds, "ConfigMap/shardgate-dashboard") {
 		t.Fatalf("rendered: %v", kinds)
 	}
+	set = append(set, "--set", "statusPage.enabled=true")
 
 	kc := filepath.Join(t.TempDir(), "kubeconfig")
 	must(t, os.WriteFile(kc, mustKubeconfig(t, seed), 0o600))
@@ -102,8 +120,9 @@ func TestChartInstallsAndConverges(t *testing.T) {
 	must(t, seed.Client.Get(ctx, client.ObjectKey{Namespace: "shardgate", Name: "shardgate"}, d))
 	var args []string
 	for _, a := range d.Spec.Template.Spec.Containers[0].Args {
-		// The harness binds metrics and health to loopback ports of its own.
-		if !strings.HasPrefix(a, "--metrics-bind-address") && !strings.HasPrefix(a, "--health-probe-bind-address") {
+		// The harness binds metrics, health and the status page to loopback ports of its own.
+		if !strings.HasPrefix(a, "--metrics-bind-address") && !strings.HasPrefix(a, "--health-probe-bind-address") &&
+			!strings.HasPrefix(a, "--status-bind-address") {
 			args = append(args, a)
 		}
 	}
@@ -111,7 +130,10 @@ func TestChartInstallsAndConverges(t *testing.T) {
 	must(t, err)
 	saKC, err := framework.KubeconfigFor(seed.Host(), seed.Config.CAData, token)
 	must(t, err)
-	framework.StartControllerAs(t, seed, saKC, args...)
+	if !slices.Contains(d.Spec.Template.Spec.Containers[0].Args, "--status-bind-address=:8443") {
+		t.Fatalf("statusPage.enabled without the flag: %v", d.Spec.Template.Spec.Containers[0].Args)
+	}
+	ctl := framework.StartControllerAs(t, seed, saKC, args...)
 
 	u := env.Users[0]
 	addNodes(ctx, t, u, nodeSpec("n1", "127.0.40.1"), nodeSpec("n2", "127.0.40.2"))
@@ -130,6 +152,18 @@ func TestChartInstallsAndConverges(t *testing.T) {
 	must(t, seed.Client.Get(ctx, client.ObjectKey{Name: "default"}, p))
 	if p.Spec.DNS.Zone != zone {
 		t.Fatalf("chart's profile zone %q", p.Spec.DNS.Zone)
+	}
+	// The chart's RBAC lets the status page review tokens: the ServiceAccount's own token (which
+	// may get ClusterIngresses) reads the JSON view.
+	insecure := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // self-signed
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "https://"+ctl.StatusAddr+"/api/v1/clusters", nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := insecure.Do(req)
+	must(t, err)
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), `"name": "chart1"`) {
+		t.Fatalf("status page with the chart's RBAC: %d %s", resp.StatusCode, body)
 	}
 }
 

@@ -138,6 +138,8 @@ func TestRoutedIP(t *testing.T) {
 				t.Errorf("metrics lack %s", want)
 			}
 		}
+		// The dashboard's routed-IP panels (firewall failures appear only once one failed).
+		checkDashboardMetrics(t, m, "shardgate_routed_ip_move")
 	})
 
 	t.Run("the holder's router stops answering: the address moves and HTTP follows", func(t *testing.T) {

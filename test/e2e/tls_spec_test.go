@@ -34,6 +34,7 @@ type TLSSpecInput struct {
 	CertManager *framework.CertManager
 	Fabric      *framework.Fabric
 	Nodes       []*framework.RealNode
+	Controller  *framework.Controller
 }
 
 // TLSSpec proves HTTPS by default: a profile names an issuer once and a new cluster serves its
@@ -118,6 +119,9 @@ func TLSSpec(ctx context.Context, t *testing.T, inputGetter func() TLSSpecInput)
 		if cm.Data["https"] != "true" || !strings.Contains(cm.Data["README"], "secretName") {
 			t.Fatalf("users are not told about HTTPS: %v", cm.Data)
 		}
+		m, err := in.Controller.Metrics()
+		must(t, err)
+		checkDashboardMetrics(t, m, "shardgate_certificate_")
 	}) {
 		return // the rest builds on a served certificate
 	}
@@ -212,10 +216,10 @@ func TestTLS(t *testing.T) {
 		RealNodes: [][]framework.RealNodeSpec{{{Name: "n1"}}}})
 	pebble := framework.StartPebble(t, env.DNS, framework.PebbleOptions{})
 	cm := framework.StartCertManager(t, env.Seed, env.DNS)
-	framework.StartController(t, env.Seed, "--dns-zone="+env.DNS.Zone)
+	ctl := framework.StartController(t, env.Seed, "--dns-zone="+env.DNS.Zone)
 	TLSSpec(ctx, t, func() TLSSpecInput {
 		return TLSSpecInput{Seed: env.Seed, User: env.Users[0], DNS: env.DNS, Pebble: pebble, CertManager: cm,
-			Fabric: env.Fabrics[0], Nodes: env.Nodes[0]}
+			Fabric: env.Fabrics[0], Nodes: env.Nodes[0], Controller: ctl}
 	})
 }
 

@@ -15,41 +15,61 @@ import (
 )
 
 var (
-	buildOnce sync.Once
-	builtBin  string
-	buildErr  error
+	buildMu sync.Mutex
+	builds  = map[string]*build{}
 )
 
+type build struct {
+	once sync.Once
+	path string
+	err  error
+}
+
 // ControllerBinary builds cmd/seed-controller once per test binary and returns its path.
-func ControllerBinary() (string, error) {
-	buildOnce.Do(func() {
+func ControllerBinary() (string, error) { return goBinary("seed-controller") }
+
+// PluginBinary builds cmd/kubectl-shardgate (the kubectl plugin) once per test binary.
+func PluginBinary() (string, error) { return goBinary("kubectl-shardgate") }
+
+// goBinary builds ./cmd/<name> into the run directory once per test binary.
+func goBinary(name string) (string, error) {
+	buildMu.Lock()
+	b := builds[name]
+	if b == nil {
+		b = &build{}
+		builds[name] = b
+	}
+	buildMu.Unlock()
+	b.once.Do(func() {
 		root, err := RepoRoot()
 		if err != nil {
-			buildErr = err
+			b.err = err
 			return
 		}
 		dir, err := RunDir()
 		if err != nil {
-			buildErr = err
+			b.err = err
 			return
 		}
-		builtBin = filepath.Join(dir, fmt.Sprintf("seed-controller-%d", os.Getpid()))
-		cmd := exec.Command("go", "build", "-o", builtBin, "./cmd/seed-controller")
+		b.path = filepath.Join(dir, fmt.Sprintf("%s-%d", name, os.Getpid()))
+		cmd := exec.Command("go", "build", "-o", b.path, "./cmd/"+name)
 		cmd.Dir = root
 		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("go build seed-controller: %w\n%s", err, out)
+			b.err = fmt.Errorf("go build %s: %w\n%s", name, err, out)
 		}
 	})
-	return builtBin, buildErr
+	return b.path, b.err
 }
 
 // Controller is the real seed-controller binary running against a seed.
 type Controller struct {
 	MetricsAddr string
 	HealthAddr  string
-	proc        *Process
-	spec        ProcessSpec
-	dir         string
+	// StatusAddr serves the status page (HTTPS, self-signed, bearer tokens).
+	StatusAddr string
+	proc       *Process
+	spec       ProcessSpec
+	dir        string
 }
 
 // StartController runs seed-controller against seed with extra flags (e.g. --dns-zone) and
@@ -103,11 +123,17 @@ func startController(testDir string, seed *ControlPlane, kubeconfig []byte, args
 	if err != nil {
 		return nil, err
 	}
-	c := &Controller{MetricsAddr: fmt.Sprintf("127.0.0.1:%d", mp), HealthAddr: fmt.Sprintf("127.0.0.1:%d", hp), dir: dir}
+	sp, err := FreePort()
+	if err != nil {
+		return nil, err
+	}
+	c := &Controller{MetricsAddr: fmt.Sprintf("127.0.0.1:%d", mp), HealthAddr: fmt.Sprintf("127.0.0.1:%d", hp),
+		StatusAddr: fmt.Sprintf("127.0.0.1:%d", sp), dir: dir}
 	c.spec = ProcessSpec{Name: "seed-controller", Path: bin, Args: append([]string{
 		"--kubeconfig=" + kcPath,
 		"--metrics-bind-address=" + c.MetricsAddr,
 		"--health-probe-bind-address=" + c.HealthAddr,
+		"--status-bind-address=" + c.StatusAddr,
 		// The harness registers kubeconfig Secrets in "default"; Cluster API kubeconfigs are
 		// re-read often so that rotation shows within a spec's patience. Later args win.
 		"--kubeconfig-secret-namespaces=default",

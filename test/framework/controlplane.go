@@ -228,6 +228,9 @@ func (cp *ControlPlane) WriteKubeconfig(dir, user string) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
 	path := filepath.Join(dir, "kubeconfig")
 	return path, os.WriteFile(path, kc, 0o600)
 }

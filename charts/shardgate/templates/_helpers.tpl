@@ -42,6 +42,12 @@ app.kubernetes.io/component: seed-controller
 - --allow-insecure-kubeconfigs={{ .Values.sources.allowInsecureKubeconfigs }}
 - --metrics-bind-address=:{{ .Values.metrics.port }}
 - --health-probe-bind-address=:8081
+{{- if .Values.statusPage.enabled }}
+- --status-bind-address=:{{ .Values.statusPage.port }}
+{{- with .Values.statusPage.certSecret }}
+- --status-cert-dir=/etc/shardgate/status-tls
+{{- end }}
+{{- end }}
 - --leader-elect={{ .Values.leaderElection.enabled }}
 - --leader-election-namespace={{ .Release.Namespace }}
 - --zap-log-level={{ .Values.logLevel }}

@@ -99,6 +99,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	stillUnseen, errs := pass.wait()
 	r.putUnseen(req.NamespacedName, stillUnseen)
+	recordRoutes(req.String(), allocated, rejected)
 	if ci.Status.Routes != allocated || ci.Status.RejectedRoutes != rejected {
 		before := ci.DeepCopy()
 		ci.Status.Routes, ci.Status.RejectedRoutes = allocated, rejected

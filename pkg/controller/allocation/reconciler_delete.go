@@ -36,6 +36,7 @@ func ensureFinalizer(ctx context.Context, c client.Client, ci *v1alpha1.ClusterI
 // of the user's Ingress now), then releases the finalizer. While the cluster cannot be observed
 // it waits (the shard controller reports CleanupPending), unless the cleanup is best-effort.
 func (r *Reconciler) reconcileDelete(ctx context.Context, ci *v1alpha1.ClusterIngress) (ctrl.Result, error) {
+	forgetRoutes(client.ObjectKeyFromObject(ci).String())
 	if !controllerutil.ContainsFinalizer(ci, v1alpha1.AllocationCleanupFinalizer) {
 		return ctrl.Result{}, nil
 	}
