@@ -75,12 +75,15 @@ test-e2e: tools
 bench: tools
 	$(call reaped,$(GO) test -count=1 -run '^$$' -bench . -benchmem -benchtime=1x -timeout $(TEST_TIMEOUT) ./...)
 
-# Seed + two user clusters with simulated nodes, BIND, external-dns and the controller, with a
-# live summary of clusters, domains, ready nodes and DNS answers. Runs until Ctrl-C, which stops
-# every process it started.
-demo: tools
-	$(call reaped,$(GO) test -tags demo -count=1 -timeout 0 -v -run TestDemo ./test/demo/ || true)
-	@echo "demo stopped; every process it started is gone"
+# Seed + user clusters with real nodes, BIND, external-dns and the controller (test/demo): prints
+# the kubeconfigs, the status page URL and commands to try, and keeps a live summary until Ctrl-C,
+# SIGTERM or a closed terminal, which stop every process it started. DEMOFLAGS: --clusters N,
+# --nodes N, --simulated (kwok nodes: starts in seconds).
+DEMOFLAGS ?=
+demo: tools build
+	@$(GO) build -o bin/shardgate-demo ./test/demo
+	@rm -rf $(RUN_DIR)/demo && mkdir -p $(RUN_DIR)/demo
+	@SHARDGATE_RUN_DIR=$(RUN_DIR)/demo bin/shardgate-demo $(DEMOFLAGS)
 
 GOLANGCI_LINT := $(TOOLS_BIN)/golangci-lint
 

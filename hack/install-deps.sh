@@ -3,7 +3,7 @@
 # BIND 9 (named, tsig-keygen, dig) for the real DNS server; runc and the CNI plugins for the
 # real-pod nodes (kubelet + containerd in network namespaces); iproute2, util-linux (ip netns,
 # nsenter, unshare) and iptables for those nodes; keepalived, which the harness packs into an
-# image with its shared libraries; Chromium, which renders the status page in its test.
+# image with its shared libraries; Chromium, which renders the status page in its test; tmux, the terminal the demo's test uses.
 set -euo pipefail
 
 need=()
@@ -18,6 +18,8 @@ command -v iptables >/dev/null || [[ -x /usr/sbin/iptables ]] || need+=(iptables
 [[ -x /usr/sbin/keepalived ]] || need+=(keepalived)
 # Headless Chromium loads the status page in its test, as an operator's browser would.
 [[ -x /usr/bin/chromium ]] || need+=(chromium)
+# tmux: the demo's test stops it from a real terminal (Ctrl-C, closed window).
+command -v tmux >/dev/null || need+=(tmux)
 [[ ${#need[@]} -eq 0 ]] && exit 0
 
 echo "[deps] installing ${need[*]} (Debian packages)" >&2

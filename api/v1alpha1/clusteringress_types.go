@@ -69,6 +69,9 @@ type ClusterIngressSpec struct {
 	// claims are the profile's claim settings with defaults applied.
 	// +optional
 	Claims ClaimSettings `json:"claims,omitempty"`
+	// canary is the profile's canary setting.
+	// +optional
+	Canary CanarySettings `json:"canary,omitempty"`
 }
 
 // ClusterIngressStatus is observed state.
@@ -133,12 +136,17 @@ type ClusterIngressStatus struct {
 	// +listMapKey=namespace
 	// +listMapKey=name
 	Claims []ClaimRecord `json:"claims,omitempty"`
+	// canaries: each shard's canary verdict (the canary controller's record).
+	// +optional
+	// +listType=map
+	// +listMapKey=shard
+	Canaries []CanaryStatus `json:"canaries,omitempty"`
 	// observedGeneration is the generation last reconciled successfully.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 	// conditions: SourceAvailable, ClusterReachable, ShardsAvailable, RoutesProtected,
 	// DNSPublished, CertificateReady (when TLS is on), VIPsAvailable (with VIP shards),
-	// RoutedIPsAssigned (with routed IPs), Ready.
+	// RoutedIPsAssigned (with routed IPs), RoutesServing (with the canary), Ready.
 	// +optional
 	// +listType=map
 	// +listMapKey=type

@@ -57,6 +57,11 @@ type IngressProfileSpec struct {
 	// (IngressClaim).
 	// +optional
 	Claims ClaimSettings `json:"claims,omitempty"`
+
+	// canary: a canary route per shard that the controller requests periodically (on unless
+	// disabled), reported as RoutesServing.
+	// +optional
+	Canary CanarySettings `json:"canary,omitempty"`
 }
 
 // EmptyTargetsPolicy says what happens to a cluster's records when it has no ready ingress node.

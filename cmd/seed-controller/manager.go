@@ -1,7 +1,10 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"net"
+	"net/url"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -14,6 +17,7 @@ import (
 	"github.com/shardgate/shardgate/pkg/certs"
 	"github.com/shardgate/shardgate/pkg/clusteraccess"
 	"github.com/shardgate/shardgate/pkg/controller/allocation"
+	"github.com/shardgate/shardgate/pkg/controller/canary"
 	"github.com/shardgate/shardgate/pkg/controller/certificates"
 	"github.com/shardgate/shardgate/pkg/controller/claims"
 	"github.com/shardgate/shardgate/pkg/controller/dns"
@@ -143,8 +147,13 @@ func addControllers(mgr ctrl.Manager, o options) error {
 	if err := dns.Add(mgr, dns.Config{Access: engager, ServedZones: o.servedZones, Concurrency: o.concurrency, Verifier: verifier}); err != nil {
 		return err
 	}
-	if err := shards.Add(mgr, engager, o.concurrency); err != nil {
+	if err := shards.Add(mgr, engager, o.concurrency, o.canaryInterval > 0); err != nil {
 		return err
+	}
+	if o.canaryInterval > 0 {
+		if err := canary.Add(mgr, canaryConfig(o, engager, verifier)); err != nil {
+			return err
+		}
 	}
 	if err := allocation.Add(mgr, engager, o.concurrency); err != nil {
 		return err
@@ -165,6 +174,27 @@ func addControllers(mgr ctrl.Manager, o options) error {
 		return err
 	}
 	return profile.Add(mgr, o.dnsZone)
+}
+
+// canaryConfig: the canary resolves where DNS is verified when it is, else like any client.
+func canaryConfig(o options, access clusteraccess.Access, verifier *dns.Verifier) canary.Config {
+	cfg := canary.Config{Access: access, Interval: o.canaryInterval, QPS: o.canaryQPS, Concurrency: o.concurrency}
+	if verifier != nil {
+		cfg.Resolve = verifier.LookupA
+	} else {
+		cfg.Resolve = func(ctx context.Context, name string) ([]string, error) {
+			ips, err := net.DefaultResolver.LookupIP(ctx, "ip4", name)
+			out := make([]string, 0, len(ips))
+			for _, ip := range ips {
+				out = append(out, ip.String())
+			}
+			return out, err
+		}
+	}
+	if o.canaryProxy != "" {
+		cfg.Proxy, _ = url.Parse(o.canaryProxy) // validated
+	}
+	return cfg
 }
 
 // jobNamespaces: the routed-IP Job namespace, or a namespace no Job can be in when routed IPs are

@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"net"
+	"net/url"
 	"os"
 	"strings"
 	"time"
@@ -34,6 +35,9 @@ type options struct {
 	dnsVerifyInterval       time.Duration
 	statusAddr              string
 	statusCertDir           string
+	canaryInterval          time.Duration
+	canaryQPS               float64
+	canaryProxy             string
 }
 
 // stringList is a comma-separated flag value.
@@ -74,6 +78,9 @@ func (o *options) bind(fs *flag.FlagSet) {
 	fs.DurationVar(&o.dnsVerifyInterval, "dns-verify-interval", 30*time.Second, "how often a verified cluster's answers are checked again")
 	fs.StringVar(&o.statusAddr, "status-bind-address", "0", "address of the HTTPS status page and its JSON API (/api/v1/clusters) for administrators and dashboards; requests need a bearer token whose user may get ClusterIngresses in all namespaces (\"0\" disables it)")
 	fs.StringVar(&o.statusCertDir, "status-cert-dir", "", "directory with tls.crt and tls.key for the status page (default: a self-signed certificate made at start)")
+	fs.DurationVar(&o.canaryInterval, "canary-interval", time.Minute, "how often every shard's canary route is requested from the seed (through DNS and the shard's routers) for RoutesServing (0: no canary)")
+	fs.Float64Var(&o.canaryQPS, "canary-qps", 10, "canary checks a second, for all clusters together")
+	fs.StringVar(&o.canaryProxy, "canary-http-proxy", "", "HTTP proxy URL through which the seed reaches user clusters' routers (default: $HTTP_PROXY, else direct)")
 	fs.StringVar(&o.routedIPJobNamespace, "routed-ip-job-namespace", "", "seed namespace where ClusterRoutedIPClass Jobs run and their fromSecretsRef Secrets live (default: the controller's own namespace; none: routed IPs are off)")
 }
 
@@ -87,6 +94,15 @@ func (o *options) validate() error {
 	for _, s := range o.dnsVerifyServers {
 		if _, _, err := net.SplitHostPort(s); err != nil {
 			return fmt.Errorf("--dns-verify-servers: %q is not host:port", s)
+		}
+	}
+	if o.canaryInterval < 0 || o.canaryQPS <= 0 {
+		return fmt.Errorf("--canary-interval must not be negative and --canary-qps must be positive")
+	}
+	if o.canaryProxy != "" {
+		u, err := url.Parse(o.canaryProxy)
+		if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+			return fmt.Errorf("--canary-http-proxy: %q is not an http(s) URL", o.canaryProxy)
 		}
 	}
 	if o.concurrency < 1 {

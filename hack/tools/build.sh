@@ -48,6 +48,7 @@ check_runs() {
     containerd-shim-runc-v2) arg=-v ;;
     traefik) arg=version ;;
     pebble) arg=-version ;;
+    kubectl) arg="version --client" ;;
   esac
   [[ $name == controller-gen ]] && arg=--version
   if ! "$bin" $arg >/dev/null 2>&1; then
@@ -77,7 +78,7 @@ kube_ldflags() {
 
 tool_kubernetes() {
   local b
-  for b in kube-apiserver kube-controller-manager kube-scheduler kubelet; do
+  for b in kube-apiserver kube-controller-manager kube-scheduler kubelet kubectl; do
     build "$b" "$KUBERNETES_VERSION" -- go_build_in "$here/kubernetes" "k8s.io/kubernetes/cmd/$b" "$(kube_ldflags)"
   done
 }

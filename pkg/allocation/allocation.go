@@ -305,6 +305,9 @@ func (p *planner) checkShardName(h string, s *Shard, r Route) error {
 	if rest != s.Domain {
 		return nil
 	}
+	if label == names.CanaryLabel {
+		return fmt.Errorf("host %s is reserved for Shardgate's canary of shard %s", h, s.Name)
+	}
 	if ns, name, ok := names.DefaultHostOwner(label); ok && (ns != r.Namespace || name != r.Name) {
 		return fmt.Errorf("host %s is reserved as the default host of Ingress %s in namespace %s", h, name, ns)
 	}

@@ -238,6 +238,7 @@ func TestDefaultHosts(t *testing.T) {
 		route("evil", "wildapex", 7, "", "*.edge.c1.z"),
 		route("evil", "dotted-squat", 8, "", defaultHost(t, "prod", "v1.api")+".c1.z"),
 		route("prod", "v1.api", 9, "", ""),
+		route("evil", "canary", 10, "", "shardgate-canary.edge.c1.z"),
 	)
 	ab, a := p["c/a-b"], p["b-c/a"]
 	if ab.Rejected || a.Rejected || ab.Hosts[0] == a.Hosts[0] {
@@ -256,6 +257,9 @@ func TestDefaultHosts(t *testing.T) {
 	}
 	if r := p["evil/dotted-squat"]; !r.Rejected || !strings.Contains(r.Reason, "reserved") {
 		t.Errorf("squat of a dotted name allowed: %+v", r)
+	}
+	if r := p["evil/canary"]; !r.Rejected || !strings.Contains(r.Reason, "reserved for Shardgate's canary of shard edge") {
+		t.Errorf("the canary's host taken: %+v", r)
 	}
 	// Its own default host, written into the rule on an earlier pass, is its own to keep.
 	self := held(route("prod", "web", 4, "", squat), "default", squat)

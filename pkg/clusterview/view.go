@@ -62,6 +62,8 @@ type Shard struct {
 	Desired    int32    `json:"desiredReplicas"`
 	Ready      int32    `json:"readyReplicas"`
 	Targets    []string `json:"targets,omitempty"`
+	// Serving is the shard's canary verdict (RoutesServing), when the canary runs.
+	Serving *State `json:"routesServing,omitempty"`
 }
 
 // unknown is what a condition not yet written shows.
@@ -103,6 +105,15 @@ func FromClusterIngress(ci *v1alpha1.ClusterIngress) Cluster {
 	for _, s := range ci.Status.Shards {
 		observed[s.Name] = s
 	}
+	canaries := map[string]*State{}
+	for _, c := range ci.Status.Canaries {
+		for _, cond := range c.Conditions {
+			if cond.Type == v1alpha1.ConditionRoutesServing {
+				st := stateOf(cond)
+				canaries[c.Shard] = &st
+			}
+		}
+	}
 	for _, spec := range ci.Shards() {
 		s := Shard{Name: spec.Name, Publishing: string(spec.Publishing), Claim: spec.Claim, Desired: 1}
 		if spec.Replicas != nil {
@@ -111,6 +122,7 @@ func FromClusterIngress(ci *v1alpha1.ClusterIngress) Cluster {
 		if st, ok := observed[spec.Name]; ok {
 			s.Domain, s.Ready, s.Targets = st.Domain, st.ReadyReplicas, st.Targets
 		}
+		s.Serving = canaries[spec.Name]
 		c.Shards = append(c.Shards, s)
 	}
 	for _, cond := range ci.Status.Conditions {

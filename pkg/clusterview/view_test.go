@@ -29,6 +29,8 @@ func clusterIngress() *v1alpha1.ClusterIngress {
 			Shards: []v1alpha1.ShardStatus{{Name: "default", Domain: "prod.example.test", ReadyReplicas: 2, Targets: []string{"10.0.0.1", "10.0.0.2"}}},
 			Claims: []v1alpha1.ClaimRecord{{Namespace: "shop", Name: "edge", Shard: "claim-shop-edge", Phase: v1alpha1.ClaimBound, Replicas: 1}},
 			Routes: 7, RejectedRoutes: 1, DNSVerifiedBy: []string{"127.0.0.53:53"},
+			Canaries: []v1alpha1.CanaryStatus{{Shard: "default", Host: "shardgate-canary.prod.example.test", Conditions: []metav1.Condition{
+				{Type: v1alpha1.ConditionRoutesServing, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonNotAnswering, Message: "timeout"}}}},
 			Certificate: &v1alpha1.CertificateStatus{Name: "prod", NotAfter: &expiry},
 			Conditions: []metav1.Condition{
 				{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonReady},
@@ -57,7 +59,8 @@ func TestFromClusterIngress(t *testing.T) {
 		t.Fatalf("shards: want the profile's two and the claimed one, got %+v", c.Shards)
 	}
 	d, in, claimed := c.Shards[0], c.Shards[1], c.Shards[2]
-	if d.Name != "default" || d.Desired != 2 || d.Ready != 2 || len(d.Targets) != 2 || d.Publishing != "HostNetwork" {
+	if d.Name != "default" || d.Desired != 2 || d.Ready != 2 || len(d.Targets) != 2 || d.Publishing != "HostNetwork" ||
+		d.Serving == nil || d.Serving.Reason != v1alpha1.ReasonNotAnswering || in.Serving != nil {
 		t.Fatalf("default shard: %+v", d)
 	}
 	// Not observed yet: desired 1 (the default), nothing ready, no targets.

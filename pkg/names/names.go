@@ -105,3 +105,12 @@ func VIPLeaseName(shard, address string) string {
 func RoutedIPName(shard, address string) string {
 	return "router-" + shard + "-" + strings.NewReplacer(".", "-", ":", "-").Replace(address)
 }
+
+// CanaryLabel is the first label of a shard's canary host, reserved: no Ingress may take it.
+const CanaryLabel = "shardgate-canary"
+
+// CanaryHost is the name the seed requests through a shard's routers: shardgate-canary.<domain>.
+func CanaryHost(shardDomain string) string { return CanaryLabel + "." + shardDomain }
+
+// CanaryName names a shard's canary Ingress and Service (in Namespace).
+func CanaryName(shard string) string { return "canary-" + shard }

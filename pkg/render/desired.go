@@ -31,6 +31,8 @@ type DesiredInput struct {
 	TLS *TLSInput
 	// VIP per VIP shard name.
 	VIP map[string]*VIPInput
+	// Canary gives every shard its canary route.
+	Canary bool
 }
 
 // DesiredObjects renders the shared objects, every shard's objects, the users' info ConfigMap,
@@ -52,7 +54,7 @@ func DesiredObjects(in DesiredInput) ([]*unstructured.Unstructured, error) {
 			out = append(out, shared...)
 			sharedDone[s.Flavour] = true
 		}
-		objs, err := f.Render(RenderInput{Domain: names.ShardDomain(s.Name, in.ClusterDomain), Shard: s, DNSTTL: in.TTL, TLS: in.TLS, VIP: in.VIP[s.Name]})
+		objs, err := f.Render(RenderInput{Domain: names.ShardDomain(s.Name, in.ClusterDomain), Shard: s, DNSTTL: in.TTL, TLS: in.TLS, VIP: in.VIP[s.Name], Canary: in.Canary})
 		if err != nil {
 			return nil, fmt.Errorf("shard %s: %w", s.Name, err)
 		}

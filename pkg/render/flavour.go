@@ -33,6 +33,8 @@ type RenderInput struct {
 	TLS *TLSInput
 	// VIP: a VIP shard's allocated VIPs and its routers' nodes (keepalived's configuration).
 	VIP *VIPInput
+	// Canary renders the shard's canary route (canaryObjects).
+	Canary bool
 }
 
 var flavours = map[v1alpha1.Flavour]Flavour{

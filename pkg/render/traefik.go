@@ -67,6 +67,9 @@ func (t Traefik) Render(in RenderInput) ([]*unstructured.Unstructured, error) {
 	if pdb := disruptionBudget(s, name, labels); pdb != nil {
 		objs = append(objs, typed{policyv1.SchemeGroupVersion.WithKind("PodDisruptionBudget"), pdb})
 	}
+	if in.Canary {
+		objs = append(objs, canaryObjects(s, in.Domain, labels)...)
+	}
 	if s.Publishing == v1alpha1.PublishVIP {
 		v, err := vipObjects(s, in.VIP, labels)
 		if err != nil {

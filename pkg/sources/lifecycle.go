@@ -104,6 +104,7 @@ func DecideLifecycle(in LifecycleInput) LifecycleDecision {
 		IngressClass: v1alpha1.ResolveIngressClass(p.Spec.IngressClass),
 		TLS:          v1alpha1.ResolveTLS(p.Spec.TLS),
 		Claims:       v1alpha1.ResolveClaims(p.Spec.Claims),
+		Canary:       p.Spec.Canary,
 	}
 	return LifecycleDecision{Action: LifecycleApply, Spec: withSource(spec, src)}
 }

@@ -138,6 +138,9 @@ func startController(testDir string, seed *ControlPlane, kubeconfig []byte, args
 		// re-read often so that rotation shows within a spec's patience. Later args win.
 		"--kubeconfig-secret-namespaces=default",
 		"--kubeconfig-resync-period=5s",
+		// The host cannot reach routers on a fabric without the fabric's proxy: specs that test
+		// the canary turn it on with --canary-interval and --canary-http-proxy.
+		"--canary-interval=0",
 	}, args...)}
 	if err := c.start(); err != nil {
 		return nil, err

@@ -5,9 +5,11 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -41,10 +43,23 @@ const (
 
 var fabricSeq atomic.Int32
 
+// HostPIDEnv, set by a process that runs the harness in a PID namespace of its own (the demo),
+// is its PID on the host: fabric names carry it, so that they are unique on the host and a
+// sweep can tell a live owner from a dead one.
+const HostPIDEnv = "SHARDGATE_HOST_PID"
+
+// HostPID is this process's PID as the host sees it.
+func HostPID() int {
+	if v, err := strconv.Atoi(os.Getenv(HostPIDEnv)); err == nil && v > 0 {
+		return v
+	}
+	return os.Getpid()
+}
+
 // StartFabric creates the fabric and client namespaces; everything is deleted when t ends.
 func StartFabric(t testing.TB) *Fabric {
 	t.Helper()
-	f := &Fabric{ID: fmt.Sprintf("sg%d-%d", os.Getpid()%100000, fabricSeq.Add(1)), dir: TestDir(t)}
+	f := &Fabric{ID: fmt.Sprintf("sg%d-%d", HostPID()%100000, fabricSeq.Add(1)), dir: TestDir(t)}
 	t.Cleanup(func() {
 		if err := f.Stop(); err != nil {
 			t.Errorf("stop fabric: %v", err)
@@ -192,4 +207,41 @@ func (f *Fabric) Stop() error {
 		return fmt.Errorf("%s", strings.Join(errs, "; "))
 	}
 	return nil
+}
+
+// StartProxy serves an HTTP forward proxy on 127.0.0.1 whose connections start in the fabric's
+// client namespace: a process on the host (the seed controller's canary) reaches the nodes
+// through it as a seed reaches user clusters through its egress proxy. It returns the proxy URL
+// and stops with t.
+func (f *Fabric) StartProxy(t testing.TB) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("fabric proxy: %v", err)
+	}
+	transport := &http.Transport{DisableKeepAlives: true, DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+		return DialInNetns(ctx, netnsPath(f.netns("client")), network, addr)
+	}}
+	srv := &http.Server{ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Host == "" || r.Method == http.MethodConnect {
+			http.Error(w, "absolute http:// URLs only", http.StatusBadRequest)
+			return
+		}
+		out := r.Clone(r.Context())
+		out.RequestURI = ""
+		resp, err := transport.RoundTrip(out)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		defer resp.Body.Close()
+		for k, v := range resp.Header {
+			w.Header()[k] = v
+		}
+		w.WriteHeader(resp.StatusCode)
+		_, _ = io.Copy(w, resp.Body)
+	})}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	return "http://" + ln.Addr().String()
 }

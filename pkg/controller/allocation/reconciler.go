@@ -178,7 +178,8 @@ func collectRoutes(ctx context.Context, rd client.Reader, policy v1alpha1.Defaul
 	var routes []allocation.Route
 	for i := range il.Items {
 		ing := &il.Items[i]
-		if ing.DeletionTimestamp != nil {
+		// Shardgate's own (the shards' canary routes) are not routes to allocate.
+		if ing.DeletionTimestamp != nil || ing.Labels[v1alpha1.ManagedByLabel] == v1alpha1.ManagedByValue {
 			continue
 		}
 		if !ingressclass.Ours(ing, classless) {

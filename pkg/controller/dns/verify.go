@@ -93,3 +93,12 @@ func query(ctx context.Context, server, name, recordType string) ([]string, erro
 	}
 	return out, nil
 }
+
+// LookupA asks the first server for name's A records (sharing the verifier's rate limit): the
+// canary resolves its names where DNSPublished is verified, not through a cache on the way.
+func (v *Verifier) LookupA(ctx context.Context, name string) ([]string, error) {
+	if err := v.limiter.Wait(ctx); err != nil {
+		return nil, err
+	}
+	return query(ctx, v.Servers[0], name, "A")
+}

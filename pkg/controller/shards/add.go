@@ -22,8 +22,9 @@ import (
 // +kubebuilder:rbac:groups=shardgate.io,resources=clusteringresses/finalizers,verbs=update
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get
 
-// Add registers the shard controller.
-func Add(mgr ctrl.Manager, access clusteraccess.Access, concurrency int) error {
+// Add registers the shard controller; canary: the controller checks shards' canary routes, so
+// they are rendered (unless a profile turns them off).
+func Add(mgr ctrl.Manager, access clusteraccess.Access, concurrency int, canary bool) error {
 	return ctrl.NewControllerManagedBy(mgr).Named("shards").
 		// Clusters are independent: one slow cluster must not queue the others behind it.
 		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
@@ -32,5 +33,5 @@ func Add(mgr ctrl.Manager, access clusteraccess.Access, concurrency int) error {
 		For(&v1alpha1.ClusterIngress{}, builder.WithPredicates(predicate.Or(predicates.MetadataOrSpecChanged, predicates.DomainChanged, predicates.CertificateChanged, predicates.VIPsChanged, predicates.ClaimsChanged))).
 		// Drift of managed objects, and nodes (which shards can schedule).
 		WatchesRawSource(source.Channel(access.Subscribe(clusteraccess.ChangeManaged|clusteraccess.ChangeNodes), &handler.EnqueueRequestForObject{})).
-		Complete(&Reconciler{Client: mgr.GetClient(), Access: access, SecretReader: mgr.GetAPIReader(), Clock: clock.RealClock{}})
+		Complete(&Reconciler{Client: mgr.GetClient(), Access: access, SecretReader: mgr.GetAPIReader(), Clock: clock.RealClock{}, Canary: canary})
 }

@@ -23,7 +23,8 @@ type prunable struct {
 // by label). One list serves pruning removed shards and removing everything on cleanup, and it
 // is the engager's own list, so a rendered kind cannot be forgotten here (TestRenderedKindsArePrunable).
 func prunableKinds(scheme *runtime.Scheme, caps clusteraccess.Capabilities) ([]prunable, error) {
-	objs := append(clusteraccess.ManagedKinds(caps), &corev1.Namespace{}, &networkingv1.IngressClass{})
+	// Ingresses: the shards' canary routes (only Shardgate's own carry the managed-by label).
+	objs := append(clusteraccess.ManagedKinds(caps), &corev1.Namespace{}, &networkingv1.IngressClass{}, &networkingv1.Ingress{})
 	var out []prunable
 	for _, o := range objs {
 		switch o.(type) {

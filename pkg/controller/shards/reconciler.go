@@ -38,6 +38,8 @@ type Reconciler struct {
 	// may get Secrets, never list or watch them across the seed). Nil: routers keep what they have.
 	SecretReader client.Reader
 	Clock        clock.PassiveClock
+	// Canary renders every shard's canary route (the canary controller checks them).
+	Canary bool
 }
 
 // Reconcile renders, applies, prunes, and reports.
@@ -104,7 +106,7 @@ func (r *Reconciler) reconcileShards(ctx context.Context, ci *v1alpha1.ClusterIn
 		return available(metav1.ConditionUnknown, v1alpha1.ReasonConnecting, err.Error()), err
 	}
 	desired, err := render.DesiredObjects(render.DesiredInput{ClusterDomain: domain, TTL: ci.Spec.DNS.TTL, Shards: shards,
-		ShardgateUser: user, AdmissionPolicy: caps.AdmissionPolicy, TLS: tls, VIP: vips})
+		ShardgateUser: user, AdmissionPolicy: caps.AdmissionPolicy, TLS: tls, VIP: vips, Canary: r.Canary && !ci.Spec.Canary.Disabled})
 	if err != nil {
 		return available(metav1.ConditionFalse, v1alpha1.ReasonShardsInvalid, err.Error()), nil
 	}

@@ -1,0 +1,100 @@
+// Package canary decides whether a shard's routes are served, from the seed as a user sees them:
+// the shard's canary host must resolve and every address must answer the canary request through
+// the shard's routers. Probe does the asking through functions it is given, so it is tested
+// without a network; Condition turns the outcome into RoutesServing.
+package canary
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/shardgate/shardgate/api/v1alpha1"
+)
+
+// MaxAddresses bounds the addresses asked per check: a shard published on 50 nodes costs three
+// requests, not 50 (which ones rotates with the DNS answer's order, sorted here, so the same
+// three are asked: a broken node among them shows every time).
+const MaxAddresses = 3
+
+// Result is one check of one shard.
+type Result struct {
+	Host      string
+	Addresses []string
+	// Reason is Serving, NotResolving or NotAnswering; Failure says what failed ("" when serving).
+	Reason  string
+	Failure string
+}
+
+// Resolve returns a name's IPv4 addresses; Get requests url with the Host header host and
+// returns the status and the start of the body.
+type (
+	Resolve func(ctx context.Context, name string) ([]string, error)
+	Get     func(ctx context.Context, url, host string) (int, string, error)
+)
+
+// Probe resolves host and asks up to MaxAddresses of its addresses for path on port.
+func Probe(ctx context.Context, host string, port int, path string, resolve Resolve, get Get) Result {
+	r := Result{Host: host}
+	addrs, err := resolve(ctx, host)
+	if err != nil {
+		r.Reason, r.Failure = v1alpha1.ReasonNotResolving, fmt.Sprintf("%s does not resolve: %v", host, err)
+		return r
+	}
+	if len(addrs) == 0 {
+		r.Reason, r.Failure = v1alpha1.ReasonNotResolving, host+" has no address"
+		return r
+	}
+	sort.Strings(addrs)
+	if len(addrs) > MaxAddresses {
+		addrs = addrs[:MaxAddresses]
+	}
+	r.Addresses = addrs
+	for _, a := range addrs {
+		url := "http://" + net.JoinHostPort(a, strconv.Itoa(port)) + path
+		code, body, err := get(ctx, url, host)
+		switch {
+		case err != nil:
+			r.Reason, r.Failure = v1alpha1.ReasonNotAnswering, fmt.Sprintf("%s (Host %s): %v", url, host, err)
+			return r
+		case code != 200 || strings.TrimSpace(body) != "OK":
+			r.Reason, r.Failure = v1alpha1.ReasonNotAnswering, fmt.Sprintf("%s (Host %s) answered %d %q, not the routers' 200 OK", url, host, code, clip(body))
+			return r
+		}
+	}
+	r.Reason = v1alpha1.ReasonServing
+	return r
+}
+
+// Condition is RoutesServing for r. A condition that was False and turns True keeps the last
+// failure in its message, so that a flap is visible after it healed.
+func Condition(prev *metav1.Condition, r Result) metav1.Condition {
+	c := metav1.Condition{Type: v1alpha1.ConditionRoutesServing, Reason: r.Reason}
+	if r.Reason != v1alpha1.ReasonServing {
+		c.Status, c.Message = metav1.ConditionFalse, r.Failure
+		return c
+	}
+	c.Status = metav1.ConditionTrue
+	c.Message = fmt.Sprintf("%s answers through the shard's routers at %s", r.Host, strings.Join(r.Addresses, ", "))
+	switch {
+	case prev != nil && prev.Status == metav1.ConditionFalse && prev.Reason != v1alpha1.ReasonCanaryPending:
+		c.Message += fmt.Sprintf("; last failure (from %s): %s", prev.LastTransitionTime.UTC().Format(time.RFC3339), prev.Message)
+	case prev != nil && prev.Status == metav1.ConditionTrue && strings.Contains(prev.Message, "; last failure"):
+		_, last, _ := strings.Cut(prev.Message, "; last failure")
+		c.Message += "; last failure" + last
+	}
+	return c
+}
+
+func clip(s string) string {
+	if len(s) > 60 {
+		return s[:60] + "…"
+	}
+	return s
+}

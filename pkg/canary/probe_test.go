@@ -1,0 +1,88 @@
+package canary
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/shardgate/shardgate/api/v1alpha1"
+)
+
+func TestProbe(t *testing.T) {
+	resolves := func(addrs ...string) Resolve {
+		return func(context.Context, string) ([]string, error) { return addrs, nil }
+	}
+	var asked []string
+	answers := func(byAddr map[string]string) Get {
+		return func(_ context.Context, url, host string) (int, string, error) {
+			asked = append(asked, url+" "+host)
+			for a, answer := range byAddr {
+				if strings.Contains(url, "//"+a+":") {
+					switch answer {
+					case "refused":
+						return 0, "", errors.New("connect: connection refused")
+					case "404":
+						return 404, "404 page not found", nil
+					}
+					return 200, answer, nil
+				}
+			}
+			return 0, "", errors.New("no route to host")
+		}
+	}
+	for _, tc := range []struct {
+		name        string
+		resolve     Resolve
+		get         Get
+		reason      string
+		failure     string
+		askedWanted int
+	}{
+		{"every address answers OK", resolves("10.0.0.2", "10.0.0.1"), answers(map[string]string{"10.0.0.1": "OK", "10.0.0.2": "OK\n"}), v1alpha1.ReasonServing, "", 2},
+		{"does not resolve", func(context.Context, string) ([]string, error) { return nil, errors.New("NXDOMAIN") }, answers(nil), v1alpha1.ReasonNotResolving, "does not resolve: NXDOMAIN", 0},
+		{"no address", resolves(), answers(nil), v1alpha1.ReasonNotResolving, "has no address", 0},
+		{"one address refuses", resolves("10.0.0.1", "10.0.0.2"), answers(map[string]string{"10.0.0.1": "OK", "10.0.0.2": "refused"}), v1alpha1.ReasonNotAnswering, "http://10.0.0.2:8080/ping (Host c.example): connect: connection refused", 2},
+		{"the route is not programmed", resolves("10.0.0.1"), answers(map[string]string{"10.0.0.1": "404"}), v1alpha1.ReasonNotAnswering, `answered 404 "404 page not found"`, 1},
+		{"another server answers", resolves("10.0.0.1"), answers(map[string]string{"10.0.0.1": "<html>"}), v1alpha1.ReasonNotAnswering, "not the routers' 200 OK", 1},
+		{"at most three addresses asked", resolves("10.0.0.5", "10.0.0.4", "10.0.0.3", "10.0.0.2", "10.0.0.1"),
+			answers(map[string]string{"10.0.0.1": "OK", "10.0.0.2": "OK", "10.0.0.3": "OK"}), v1alpha1.ReasonServing, "", 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			asked = nil
+			r := Probe(context.Background(), "c.example", 8080, "/ping", tc.resolve, tc.get)
+			if r.Reason != tc.reason || !strings.Contains(r.Failure, tc.failure) || (tc.failure == "" && r.Failure != "") || len(asked) != tc.askedWanted {
+				t.Fatalf("%+v, asked %v", r, asked)
+			}
+			for _, a := range asked {
+				if !strings.HasSuffix(a, " c.example") {
+					t.Fatalf("asked without the canary host: %s", a)
+				}
+			}
+		})
+	}
+}
+
+func TestCondition(t *testing.T) {
+	failed := metav1.Condition{Type: v1alpha1.ConditionRoutesServing, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonNotAnswering,
+		Message: "timeout", LastTransitionTime: metav1.NewTime(time.Date(2026, 11, 23, 1, 2, 3, 0, time.UTC))}
+	ok := Result{Host: "c.example", Addresses: []string{"10.0.0.1"}, Reason: v1alpha1.ReasonServing}
+	healed := Condition(&failed, ok)
+	if healed.Status != metav1.ConditionTrue || !strings.Contains(healed.Message, "last failure (from 2026-11-23T01:02:03Z): timeout") {
+		t.Fatalf("healed: %+v", healed)
+	}
+	// Still serving: the last failure stays, the message does not change (no status write).
+	if again := Condition(&healed, ok); again.Message != healed.Message {
+		t.Fatalf("serving again: %q != %q", again.Message, healed.Message)
+	}
+	if fresh := Condition(nil, ok); strings.Contains(fresh.Message, "last failure") {
+		t.Fatalf("fresh: %+v", fresh)
+	}
+	bad := Condition(&healed, Result{Host: "c.example", Reason: v1alpha1.ReasonNotResolving, Failure: "c.example has no address"})
+	if bad.Status != metav1.ConditionFalse || bad.Message != "c.example has no address" {
+		t.Fatalf("failed: %+v", bad)
+	}
+}

@@ -1,0 +1,86 @@
+// Package canary is the canary controller: every interval, for every shard of every user
+// cluster, it requests the shard's canary route from the seed as a user would (the name at the
+// zone's authoritative servers, then each address through the shard's entry point) and records
+// RoutesServing per shard and for the cluster. Unlike a readiness probe it sees what users see:
+// a router that is Ready but unreachable, a name that does not resolve, a route that is not
+// programmed.
+package canary
+
+import (
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"time"
+
+	"golang.org/x/time/rate"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	"github.com/shardgate/shardgate/api/v1alpha1"
+	"github.com/shardgate/shardgate/pkg/canary"
+	"github.com/shardgate/shardgate/pkg/clusteraccess"
+	"github.com/shardgate/shardgate/pkg/controller/predicates"
+)
+
+// +kubebuilder:rbac:groups=shardgate.io,resources=clusteringresses,verbs=get;list;watch
+// +kubebuilder:rbac:groups=shardgate.io,resources=clusteringresses/status,verbs=get;update;patch
+
+// Config is the canary's settings.
+type Config struct {
+	Access clusteraccess.Access
+	// Interval between checks of a cluster.
+	Interval time.Duration
+	// QPS bounds canary requests a second across all clusters.
+	QPS float64
+	// Resolve looks canary names up (the DNS verifier's servers, else the system's resolver).
+	Resolve canary.Resolve
+	// Proxy, when set, carries the canary's HTTP requests (a seed that reaches user clusters'
+	// routers only through a proxy); else the environment's HTTP_PROXY applies.
+	Proxy *url.URL
+	// Concurrency: clusters checked at once.
+	Concurrency int
+}
+
+// Add registers the canary controller.
+func Add(mgr ctrl.Manager, cfg Config) error {
+	proxy := http.ProxyFromEnvironment
+	if cfg.Proxy != nil {
+		proxy = http.ProxyURL(cfg.Proxy)
+	}
+	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
+		Proxy:             proxy,
+		DisableKeepAlives: true, // every check opens a connection, as a new user would
+		DialContext:       (&net.Dialer{Timeout: 3 * time.Second}).DialContext,
+	},
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	r := &Reconciler{Client: mgr.GetClient(), Access: cfg.Access, Interval: cfg.Interval, Resolve: cfg.Resolve,
+		Get: httpGet(client), Limiter: rate.NewLimiter(rate.Limit(cfg.QPS), max(1, int(cfg.QPS)))}
+	return ctrl.NewControllerManagedBy(mgr).Named("canary").
+		WithOptions(controller.Options{MaxConcurrentReconciles: cfg.Concurrency}).
+		// Checks are timed (RequeueAfter); spec, deletion and the domain start one at once.
+		For(&v1alpha1.ClusterIngress{}, builder.WithPredicates(predicate.Or(predicates.MetadataOrSpecChanged, predicates.DomainChanged, predicates.ClaimsChanged))).
+		Complete(r)
+}
+
+// httpGet requests url with Host host and returns the status and the first 512 bytes.
+func httpGet(c *http.Client) canary.Get {
+	return func(ctx context.Context, u, host string) (int, string, error) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+		if err != nil {
+			return 0, "", err
+		}
+		req.Host = host
+		req.Header.Set("User-Agent", "shardgate-canary")
+		resp, err := c.Do(req)
+		if err != nil {
+			return 0, "", err
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(io.LimitReader(resp.Body, 512))
+		return resp.StatusCode, string(b), err
+	}
+}

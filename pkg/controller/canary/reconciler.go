@@ -1,0 +1,132 @@
+package canary
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/time/rate"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/shardgate/shardgate/api/v1alpha1"
+	"github.com/shardgate/shardgate/pkg/canary"
+	"github.com/shardgate/shardgate/pkg/clusteraccess"
+	"github.com/shardgate/shardgate/pkg/controller/cistatus"
+	"github.com/shardgate/shardgate/pkg/names"
+	"github.com/shardgate/shardgate/pkg/render"
+)
+
+// Reconciler checks one cluster's shards: gather (the shards, their entry ports), probe
+// (canary.Probe), record (status.canaries, RoutesServing, metrics).
+type Reconciler struct {
+	Client   client.Client
+	Access   clusteraccess.Access
+	Interval time.Duration
+	Resolve  canary.Resolve
+	Get      canary.Get
+	Limiter  *rate.Limiter
+}
+
+// Reconcile checks every shard of the cluster and comes back after Interval.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	ci := &v1alpha1.ClusterIngress{}
+	if err := r.Client.Get(ctx, req.NamespacedName, ci); err != nil {
+		if client.IgnoreNotFound(err) == nil {
+			serving.DeletePartialMatch(prometheus.Labels{"cluster": req.String()})
+		}
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	before := ci.Status.DeepCopy()
+	if ci.DeletionTimestamp != nil || ci.Spec.Canary.Disabled {
+		// Nothing is checked: nothing is claimed either way.
+		ci.Status.Canaries = nil
+		meta.RemoveStatusCondition(&ci.Status.Conditions, v1alpha1.ConditionRoutesServing)
+		serving.DeletePartialMatch(prometheus.Labels{"cluster": req.String()})
+		return ctrl.Result{}, client.IgnoreNotFound(cistatus.Patch(ctx, r.Client, ci, before))
+	}
+	if ci.Status.Domain == "" {
+		return ctrl.Result{RequeueAfter: r.Interval}, nil // no names yet
+	}
+	prev := map[string]v1alpha1.CanaryStatus{}
+	for _, c := range ci.Status.Canaries {
+		prev[c.Shard] = c
+	}
+	ready := map[string]int32{}
+	for _, s := range ci.Status.Shards {
+		ready[s.Name] = s.ReadyReplicas
+	}
+	var out []v1alpha1.CanaryStatus
+	var failing []string
+	for _, s := range ci.Shards() {
+		host := names.CanaryHost(names.ShardDomain(s.Name, ci.Status.Domain))
+		st := v1alpha1.CanaryStatus{Shard: s.Name, Host: host, Conditions: prev[s.Name].Conditions}
+		last := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionRoutesServing)
+		var cond metav1.Condition
+		if ready[s.Name] == 0 {
+			// Not a failure of routes: there are no routers yet (ShardsAvailable says why).
+			cond = metav1.Condition{Type: v1alpha1.ConditionRoutesServing, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonNoRouterReady,
+				Message: "the shard has no ready router (ShardsAvailable says why)"}
+		} else {
+			port, err := r.entryPort(ctx, req, s)
+			if err != nil {
+				cond = metav1.Condition{Type: v1alpha1.ConditionRoutesServing, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonCanaryPending, Message: err.Error()}
+			} else {
+				if err := r.Limiter.Wait(ctx); err != nil {
+					return ctrl.Result{}, err
+				}
+				res := canary.Probe(ctx, host, port, render.CanaryPath, r.Resolve, r.Get)
+				checks.WithLabelValues(res.Reason).Inc()
+				cond = canary.Condition(last, res)
+			}
+		}
+		meta.SetStatusCondition(&st.Conditions, cond)
+		value := 0.0
+		if cond.Status == metav1.ConditionTrue {
+			value = 1
+		} else {
+			failing = append(failing, s.Name+": "+cond.Reason)
+		}
+		serving.WithLabelValues(req.String(), s.Name).Set(value)
+		out = append(out, st)
+	}
+	ci.Status.Canaries = out
+	all := metav1.Condition{Type: v1alpha1.ConditionRoutesServing, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonServing,
+		Message: fmt.Sprintf("every shard's canary answers (%d)", len(out))}
+	if len(failing) > 0 {
+		all.Status, all.Reason = metav1.ConditionFalse, v1alpha1.ReasonNotAnswering
+		all.Message = "shards whose canary fails: " + strings.Join(failing, ", ")
+	}
+	meta.SetStatusCondition(&ci.Status.Conditions, all)
+	if err := cistatus.Patch(ctx, r.Client, ci, before); err != nil {
+		return ctrl.Result{}, err
+	}
+	return ctrl.Result{RequeueAfter: r.Interval}, nil
+}
+
+// entryPort is where users reach the shard's routers at its DNS targets: 80, or the NodePort of
+// a NodePort shard's Service.
+func (r *Reconciler) entryPort(ctx context.Context, key ctrl.Request, s v1alpha1.ShardSpec) (int, error) {
+	if s.Publishing != v1alpha1.PublishNodePort {
+		return 80, nil
+	}
+	cluster, ok := r.Access.Get(key.NamespacedName)
+	if !ok {
+		return 0, fmt.Errorf("the cluster is not engaged: its NodePort is unknown")
+	}
+	svc := &corev1.Service{}
+	if err := cluster.Reader().Get(ctx, client.ObjectKey{Namespace: names.Namespace, Name: names.RouterName(s.Name)}, svc); err != nil {
+		return 0, clusteraccess.DescribeError("read the router Service", err)
+	}
+	for _, p := range svc.Spec.Ports {
+		if p.Name == "web" && p.NodePort != 0 {
+			return int(p.NodePort), nil
+		}
+	}
+	return 0, fmt.Errorf("the router Service has no NodePort yet")
+}

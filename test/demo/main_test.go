@@ -1,0 +1,183 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/shardgate/shardgate/test/framework"
+)
+
+// TestDemoStops runs the real demo binary in a terminal (tmux, as a person would) and stops it
+// the four ways a person does: Ctrl-C, SIGTERM, closing the terminal (SIGHUP) and SIGKILL. The
+// first three end with one line and exit status 0; after every one of them, no process the demo
+// started is left (SIGKILL: within five seconds). The first three run with simulated nodes (each
+// start takes seconds; the stopping is the same code with real nodes); SIGKILL runs with a real
+// node serving HTTP, whose containerd shims and router are nobody's children but the kernel's.
+func TestDemoStops(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts the demo four times (about a minute)")
+	}
+	tmux, err := exec.LookPath("tmux")
+	if err != nil {
+		t.Fatal("tmux is not installed (hack/install-deps.sh installs it)")
+	}
+	dir := framework.TestDir(t)
+	bin := filepath.Join(dir, "shardgate-demo")
+	build := exec.Command("go", "build", "-o", bin, ".")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	socket := fmt.Sprintf("sgdemo-%d", os.Getpid())
+	run := func(args ...string) (string, error) {
+		out, err := exec.Command(tmux, append([]string{"-L", socket}, args...)...).CombinedOutput()
+		return string(out), err
+	}
+	t.Cleanup(func() { _, _ = run("kill-server") })
+
+	for i, tc := range []struct {
+		name string
+		stop func(t *testing.T, session string, launcher int)
+		// clean: one last line and exit status 0 (not for SIGKILL).
+		clean bool
+	}{
+		{"Ctrl-C", func(t *testing.T, session string, _ int) { mustRun(t, run, "send-keys", "-t", session, "C-c") }, true},
+		{"SIGTERM", func(t *testing.T, _ string, launcher int) { check(t, syscall.Kill(launcher, syscall.SIGTERM)) }, true},
+		{"closed terminal", func(t *testing.T, session string, _ int) { mustRun(t, run, "kill-session", "-t", session) }, true},
+		{"SIGKILL", func(t *testing.T, _ string, launcher int) { check(t, syscall.Kill(launcher, syscall.SIGKILL)) }, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			// Short: a real node's kubelet makes unix sockets under it (108 bytes at most).
+			runDir, err := os.MkdirTemp("", "sgdemo-")
+			check(t, err)
+			t.Cleanup(func() { _ = os.RemoveAll(runDir) })
+			session := fmt.Sprintf("demo%d", i)
+			// exec: the pane's process is the demo's launcher itself.
+			// SIGKILL on a demo with a real node: containerd's shims and the routers they run are
+			// not the demo's children, and must go too.
+			nodes := "--simulated"
+			if !tc.clean {
+				nodes = ""
+			}
+			mustRun(t, run, "new-session", "-d", "-s", session, "-x", "160", "-y", "50",
+				fmt.Sprintf("exec env SHARDGATE_RUN_DIR=%s %s %s --clusters 1 --nodes 1 --flip 0", runDir, bin, nodes))
+			if tc.name == "Ctrl-C" {
+				mustRun(t, run, "set-option", "-t", session, "remain-on-exit", "on")
+			}
+			pid, err := run("display-message", "-p", "-t", session, "#{pane_pid}")
+			check(t, err)
+			launcher, err := strconv.Atoi(strings.TrimSpace(pid))
+			check(t, err)
+			start := time.Now()
+			waitFor(t, 3*time.Minute, "the demo to be ready", func() bool {
+				out, _ := run("capture-pane", "-p", "-t", session)
+				return strings.Contains(out, "Ctrl-C stops everything.") && strings.Contains(out, "Published") && (tc.clean || strings.Contains(out, "-> 200"))
+			})
+			t.Logf("ready after %s with %d processes", time.Since(start).Round(time.Second), len(processesUnder(runDir)))
+			if n := len(processesUnder(runDir)); n < 5 {
+				t.Fatalf("only %d processes run under %s: the demo did not start its components", n, runDir)
+			}
+			stopped := time.Now()
+			tc.stop(t, session, launcher)
+			within := 60 * time.Second
+			if !tc.clean {
+				within = 5 * time.Second
+			}
+			waitFor(t, within, "every process of the demo to end", func() bool {
+				return len(processesUnder(runDir)) == 0 && len(processesUnder("/run/shardgate/")) == 0 && !alive(launcher)
+			})
+			t.Logf("%s: every process gone %s after the signal", tc.name, time.Since(stopped).Round(100*time.Millisecond))
+			if !tc.clean {
+				// What the kernel keeps of a killed demo (namespace names, cgroups) is swept by
+				// the next launch; here, by the sweep alone.
+				if out, err := exec.Command(bin, "--sweep").CombinedOutput(); err != nil {
+					t.Fatalf("--sweep: %v\n%s", err, out)
+				}
+				return
+			}
+			log, err := os.ReadFile(filepath.Join(runDir, logName))
+			check(t, err)
+			lines := strings.Split(strings.TrimSpace(string(log)), "\n")
+			if len(lines) < 2 || !strings.HasPrefix(lines[len(lines)-2], "demo stopped: all ") || lines[len(lines)-1] != "demo exit status 0" {
+				t.Fatalf("the demo's log does not end with its last line and exit status 0:\n%s", log)
+			}
+			if tc.name == "Ctrl-C" {
+				out, _ := run("capture-pane", "-p", "-t", session)
+				var shown []string
+				for _, l := range strings.Split(out, "\n") {
+					if strings.TrimSpace(l) != "" && !strings.HasPrefix(l, "Pane is dead") {
+						shown = append(shown, l)
+					}
+				}
+				if last := shown[len(shown)-1]; !strings.Contains(last, "demo stopped: all ") {
+					t.Fatalf("the terminal's last line is %q", last)
+				}
+				_, _ = run("kill-session", "-t", session)
+			}
+		})
+	}
+}
+
+// processesUnder lists the processes whose command line names dir (every component the demo
+// starts keeps its files there), as hack/reap.sh finds them.
+func processesUnder(dir string) []int {
+	entries, _ := os.ReadDir("/proc")
+	var pids []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		cmd, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil || !strings.Contains(string(cmd), dir) || strings.Contains(string(cmd), "tmux") {
+			continue
+		}
+		if stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat")); err == nil {
+			if i := strings.LastIndexByte(string(stat), ')'); i > 0 && i+2 < len(stat) && stat[i+2] == 'Z' {
+				continue // ended; its parent has not collected it yet
+			}
+		}
+		pids = append(pids, pid)
+	}
+	return pids
+}
+
+func alive(pid int) bool {
+	stat, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return false
+	}
+	i := strings.LastIndexByte(string(stat), ')')
+	return i > 0 && i+2 < len(stat) && stat[i+2] != 'Z'
+}
+
+func waitFor(t *testing.T, within time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("waited %s for %s", within, what)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func mustRun(t *testing.T, run func(...string) (string, error), args ...string) {
+	t.Helper()
+	if out, err := run(args...); err != nil {
+		t.Fatalf("tmux %v: %v\n%s", args, err, out)
+	}
+}
+
+func check(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}

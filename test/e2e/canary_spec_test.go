@@ -1,0 +1,151 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/shardgate/shardgate/api/v1alpha1"
+	"github.com/shardgate/shardgate/pkg/names"
+	"github.com/shardgate/shardgate/test/framework"
+)
+
+// TestCanary: every shard's canary route is requested from the seed as a user would — its name
+// at BIND, then the address through the shard's real Traefik router on a real node, reached
+// through the seed's egress proxy. RoutesServing turns False within the interval when the router
+// is stopped (SIGSTOP: it still runs and its pod still looks Ready, as a wedged router does) and
+// True again, keeping the last failure, when it resumes. The canary route is Shardgate's own: it
+// is not allocated, not counted, and no tenant can take its host.
+func TestCanary(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+	defer cancel()
+	env := framework.StartEnvironment(t, framework.EnvironmentOptions{UserClusters: 1, DNS: true,
+		RealNodes: [][]framework.RealNodeSpec{{{Name: "n1"}}}})
+	seed, u, zone := env.Seed, env.Users[0], env.DNS.Zone
+	const interval = 3 * time.Second
+	ctl := framework.StartController(t, seed, "--dns-zone="+zone, "--dns-verify-servers="+env.DNS.Addr,
+		"--canary-interval="+interval.String(), "--canary-http-proxy="+env.Fabrics[0].StartProxy(t))
+	sel := map[string]string{"canary": "yes"}
+	createProfile(ctx, t, seed, "canary", sel, v1alpha1.DNSSettings{TTL: 5},
+		v1alpha1.ShardSpec{Name: v1alpha1.DefaultShardName, Image: framework.TraefikImage, ImagePullPolicy: corev1.PullNever, Replicas: ptr.To[int32](1)})
+	kc, err := u.RestrictedKubeconfig(ctx, "shardgate-canary", "config/user-cluster/rbac.yaml")
+	must(t, err)
+	putKubeconfigSecret(ctx, t, seed, "default", "k1", "k1", kc, sel)
+	k := key("k1")
+	host := names.CanaryHost("k1." + zone)
+	serving := func() *metav1.Condition {
+		ci := getCI(ctx, t, seed, k)
+		for _, c := range ci.Status.Canaries {
+			if c.Shard == v1alpha1.DefaultShardName && c.Host == host {
+				return meta.FindStatusCondition(c.Conditions, v1alpha1.ConditionRoutesServing)
+			}
+		}
+		return nil
+	}
+	waitServing := func(t *testing.T, status metav1.ConditionStatus, reason string, within time.Duration) *metav1.Condition {
+		t.Helper()
+		var c *metav1.Condition
+		eventually(ctx, t, within, func() (bool, string) {
+			c = serving()
+			return c != nil && c.Status == status && c.Reason == reason, fmt.Sprintf("RoutesServing %+v", c)
+		})
+		return c
+	}
+
+	t.Run("the canary answers through the shard's router", func(t *testing.T) {
+		c := waitServing(t, metav1.ConditionTrue, v1alpha1.ReasonServing, 3*time.Minute)
+		t.Logf("RoutesServing: %s", c.Message)
+		if !strings.Contains(c.Message, host) || !strings.Contains(c.Message, env.Nodes[0][0].IP) {
+			t.Errorf("message does not say what answered: %s", c.Message)
+		}
+		ci := getCI(ctx, t, seed, k)
+		if cc := meta.FindStatusCondition(ci.Status.Conditions, v1alpha1.ConditionRoutesServing); cc == nil || cc.Status != metav1.ConditionTrue {
+			t.Errorf("cluster RoutesServing %+v", cc)
+		}
+		// Shardgate's own route: no allocation marks, not counted as a route.
+		ing := &networkingv1.Ingress{}
+		must(t, u.Client.Get(ctx, client.ObjectKey{Namespace: names.Namespace, Name: names.CanaryName(v1alpha1.DefaultShardName)}, ing))
+		if _, ok := ing.Annotations[v1alpha1.AllocationAnnotation]; ok || ci.Status.Routes != 0 {
+			t.Errorf("the canary route was allocated: %v, routes %d", ing.Annotations, ci.Status.Routes)
+		}
+		m, err := ctl.Metrics()
+		must(t, err)
+		if !strings.Contains(m, `shardgate_shard_routes_serving{cluster="default/k1",shard="default"} 1`) {
+			t.Errorf("metrics lack the serving gauge")
+		}
+		checkDashboardMetrics(t, m, "shardgate_canary_", "shardgate_shard_routes_serving")
+	})
+
+	t.Run("a tenant cannot take the canary's host", func(t *testing.T) {
+		must(t, u.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "evil"}}))
+		must(t, u.Client.Create(ctx, routeIngress("evil", "squat", host)))
+		eventually(ctx, t, 30*time.Second, func() (bool, string) {
+			ing := &networkingv1.Ingress{}
+			must(t, u.Client.Get(ctx, client.ObjectKey{Namespace: "evil", Name: "squat"}, ing))
+			a := ing.Annotations[v1alpha1.AllocationAnnotation]
+			return strings.Contains(a, "reserved for Shardgate's canary"), a
+		})
+	})
+
+	t.Run("a stopped router turns RoutesServing False within the interval, and back", func(t *testing.T) {
+		procs, err := framework.ProcessesWithArg("--providers.kubernetesingress.ingressendpoint.hostname=k1." + zone)
+		must(t, err)
+		if len(procs) == 0 {
+			t.Fatal("no Traefik process of the shard")
+		}
+		start := time.Now()
+		for _, p := range procs {
+			must(t, syscallStop(p.PID))
+		}
+		resumed := false
+		defer func() {
+			if !resumed {
+				for _, p := range procs {
+					_ = syscallCont(p.PID)
+				}
+			}
+		}()
+		// One interval, the request's timeout (5 s) and a status write.
+		c := waitServing(t, metav1.ConditionFalse, v1alpha1.ReasonNotAnswering, interval+15*time.Second)
+		t.Logf("router stopped → RoutesServing False in %s: %s", time.Since(start).Round(100*time.Millisecond), c.Message)
+		m, err := ctl.Metrics()
+		must(t, err)
+		if !strings.Contains(m, `shardgate_shard_routes_serving{cluster="default/k1",shard="default"} 0`) {
+			t.Errorf("the serving gauge is not 0")
+		}
+		for _, p := range procs {
+			must(t, syscallCont(p.PID))
+		}
+		resumed = true
+		start = time.Now()
+		c = waitServing(t, metav1.ConditionTrue, v1alpha1.ReasonServing, time.Minute)
+		t.Logf("router resumed → RoutesServing True in %s: %s", time.Since(start).Round(100*time.Millisecond), c.Message)
+		if !strings.Contains(c.Message, "last failure") {
+			t.Errorf("the last failure is not kept: %s", c.Message)
+		}
+	})
+
+	t.Run("a profile that turns the canary off removes it", func(t *testing.T) {
+		p := &v1alpha1.IngressProfile{}
+		must(t, seed.Client.Get(ctx, client.ObjectKey{Name: "canary"}, p))
+		p.Spec.Canary.Disabled = true
+		must(t, seed.Client.Update(ctx, p))
+		eventually(ctx, t, time.Minute, func() (bool, string) {
+			ci := getCI(ctx, t, seed, k)
+			err := u.Client.Get(ctx, client.ObjectKey{Namespace: names.Namespace, Name: names.CanaryName(v1alpha1.DefaultShardName)}, &networkingv1.Ingress{})
+			gone := client.IgnoreNotFound(err) == nil && err != nil
+			return len(ci.Status.Canaries) == 0 && meta.FindStatusCondition(ci.Status.Conditions, v1alpha1.ConditionRoutesServing) == nil && gone,
+				fmt.Sprintf("canaries %v, canary Ingress gone %v", ci.Status.Canaries, gone)
+		})
+	})
+}
