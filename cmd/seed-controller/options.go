@@ -80,7 +80,7 @@ func (o *options) bind(fs *flag.FlagSet) {
 	fs.StringVar(&o.statusCertDir, "status-cert-dir", "", "directory with tls.crt and tls.key for the status page (default: a self-signed certificate made at start)")
 	fs.DurationVar(&o.canaryInterval, "canary-interval", time.Minute, "how often every shard's canary route is requested from the seed (through DNS and the shard's routers) for RoutesServing (0: no canary)")
 	fs.Float64Var(&o.canaryQPS, "canary-qps", 10, "canary checks a second, for all clusters together")
-	fs.StringVar(&o.canaryProxy, "canary-http-proxy", "", "HTTP proxy URL through which the seed reaches user clusters' routers (default: $HTTP_PROXY, else direct)")
+	fs.StringVar(&o.canaryProxy, "canary-proxy", "", "proxy through which the seed reaches user clusters' routers: http://host:port (a CONNECT tunnel per router address) or socks5://host:port (default: direct)")
 	fs.StringVar(&o.routedIPJobNamespace, "routed-ip-job-namespace", "", "seed namespace where ClusterRoutedIPClass Jobs run and their fromSecretsRef Secrets live (default: the controller's own namespace; none: routed IPs are off)")
 }
 
@@ -101,8 +101,8 @@ func (o *options) validate() error {
 	}
 	if o.canaryProxy != "" {
 		u, err := url.Parse(o.canaryProxy)
-		if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
-			return fmt.Errorf("--canary-http-proxy: %q is not an http(s) URL", o.canaryProxy)
+		if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "socks5") {
+			return fmt.Errorf("--canary-proxy: %q is not an http:// or socks5:// URL", o.canaryProxy)
 		}
 	}
 	if o.concurrency < 1 {

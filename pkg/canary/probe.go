@@ -72,8 +72,9 @@ func Probe(ctx context.Context, host string, port int, path string, resolve Reso
 	return r
 }
 
-// Condition is RoutesServing for r. A condition that was False and turns True keeps the last
-// failure in its message, so that a flap is visible after it healed.
+// Condition is RoutesServing for r. A condition that failed (the name did not resolve, an address
+// did not answer) and turns True keeps that failure in its message, so that a flap is visible
+// after it healed; waiting for a first router is not a failure of the routes.
 func Condition(prev *metav1.Condition, r Result) metav1.Condition {
 	c := metav1.Condition{Type: v1alpha1.ConditionRoutesServing, Reason: r.Reason}
 	if r.Reason != v1alpha1.ReasonServing {
@@ -83,7 +84,7 @@ func Condition(prev *metav1.Condition, r Result) metav1.Condition {
 	c.Status = metav1.ConditionTrue
 	c.Message = fmt.Sprintf("%s answers through the shard's routers at %s", r.Host, strings.Join(r.Addresses, ", "))
 	switch {
-	case prev != nil && prev.Status == metav1.ConditionFalse && prev.Reason != v1alpha1.ReasonCanaryPending:
+	case prev != nil && (prev.Reason == v1alpha1.ReasonNotAnswering || prev.Reason == v1alpha1.ReasonNotResolving):
 		c.Message += fmt.Sprintf("; last failure (from %s): %s", prev.LastTransitionTime.UTC().Format(time.RFC3339), prev.Message)
 	case prev != nil && prev.Status == metav1.ConditionTrue && strings.Contains(prev.Message, "; last failure"):
 		_, last, _ := strings.Cut(prev.Message, "; last failure")

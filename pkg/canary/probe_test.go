@@ -81,6 +81,10 @@ func TestCondition(t *testing.T) {
 	if fresh := Condition(nil, ok); strings.Contains(fresh.Message, "last failure") {
 		t.Fatalf("fresh: %+v", fresh)
 	}
+	waiting := metav1.Condition{Type: v1alpha1.ConditionRoutesServing, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonNoRouterReady}
+	if first := Condition(&waiting, ok); strings.Contains(first.Message, "last failure") {
+		t.Fatalf("waiting for the first router counted as a failure: %+v", first)
+	}
 	bad := Condition(&healed, Result{Host: "c.example", Reason: v1alpha1.ReasonNotResolving, Failure: "c.example has no address"})
 	if bad.Status != metav1.ConditionFalse || bad.Message != "c.example has no address" {
 		t.Fatalf("failed: %+v", bad)

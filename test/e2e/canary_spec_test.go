@@ -34,7 +34,7 @@ func TestCanary(t *testing.T) {
 	seed, u, zone := env.Seed, env.Users[0], env.DNS.Zone
 	const interval = 3 * time.Second
 	ctl := framework.StartController(t, seed, "--dns-zone="+zone, "--dns-verify-servers="+env.DNS.Addr,
-		"--canary-interval="+interval.String(), "--canary-http-proxy="+env.Fabrics[0].StartProxy(t))
+		"--canary-interval="+interval.String(), "--canary-proxy="+env.Fabrics[0].StartProxy(t))
 	sel := map[string]string{"canary": "yes"}
 	createProfile(ctx, t, seed, "canary", sel, v1alpha1.DNSSettings{TTL: 5},
 		v1alpha1.ShardSpec{Name: v1alpha1.DefaultShardName, Image: framework.TraefikImage, ImagePullPolicy: corev1.PullNever, Replicas: ptr.To[int32](1)})
@@ -44,7 +44,10 @@ func TestCanary(t *testing.T) {
 	k := key("k1")
 	host := names.CanaryHost("k1." + zone)
 	serving := func() *metav1.Condition {
-		ci := getCI(ctx, t, seed, k)
+		ci := &v1alpha1.ClusterIngress{}
+		if err := seed.Client.Get(ctx, k, ci); err != nil {
+			return nil // not created yet
+		}
 		for _, c := range ci.Status.Canaries {
 			if c.Shard == v1alpha1.DefaultShardName && c.Host == host {
 				return meta.FindStatusCondition(c.Conditions, v1alpha1.ConditionRoutesServing)

@@ -139,7 +139,7 @@ func startController(testDir string, seed *ControlPlane, kubeconfig []byte, args
 		"--kubeconfig-secret-namespaces=default",
 		"--kubeconfig-resync-period=5s",
 		// The host cannot reach routers on a fabric without the fabric's proxy: specs that test
-		// the canary turn it on with --canary-interval and --canary-http-proxy.
+		// the canary turn it on with --canary-interval and --canary-proxy.
 		"--canary-interval=0",
 	}, args...)}
 	if err := c.start(); err != nil {
@@ -199,3 +199,6 @@ func (c *Controller) Metrics() (string, error) {
 	b, err := io.ReadAll(resp.Body)
 	return string(b), err
 }
+
+// PID of the controller process (for its resident memory).
+func (c *Controller) PID() int { return c.proc.PID() }

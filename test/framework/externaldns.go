@@ -22,6 +22,10 @@ type ExternalDNSOptions struct {
 	OwnerID string
 	// Namespace limits the DNSEndpoints read; empty means all namespaces.
 	Namespace string
+	// NodeFQDN, when set, makes it publish the control plane's nodes instead of DNSEndpoints
+	// (--source=node --fqdn-template=NodeFQDN): what a seed operator runs per user cluster
+	// without Shardgate.
+	NodeFQDN string
 }
 
 // StartExternalDNS starts external-dns against seed and server and stops it when t ends.
@@ -63,7 +67,6 @@ func startExternalDNS(testDir string, seed *ControlPlane, server *DNSServer, opt
 	e := &ExternalDNS{MetricsAddr: fmt.Sprintf("127.0.0.1:%d", port)}
 	args := []string{
 		"--kubeconfig=" + kcPath,
-		"--source=crd", "--crd-source-apiversion=externaldns.k8s.io/v1alpha1", "--crd-source-kind=DNSEndpoint",
 		"--provider=rfc2136",
 		"--rfc2136-host=127.0.0.1", fmt.Sprintf("--rfc2136-port=%d", server.Port),
 		"--rfc2136-zone=" + server.Zone, "--rfc2136-axfr",
@@ -73,6 +76,11 @@ func startExternalDNS(testDir string, seed *ControlPlane, server *DNSServer, opt
 		"--policy=sync", "--interval=1s",
 		"--metrics-address=" + e.MetricsAddr,
 		"--log-level=debug",
+	}
+	if opts.NodeFQDN != "" {
+		args = append(args, "--source=node", "--fqdn-template="+opts.NodeFQDN)
+	} else {
+		args = append(args, "--source=crd", "--crd-source-apiversion=externaldns.k8s.io/v1alpha1", "--crd-source-kind=DNSEndpoint")
 	}
 	if opts.Namespace != "" {
 		args = append(args, "--namespace="+opts.Namespace)

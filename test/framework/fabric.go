@@ -209,37 +209,46 @@ func (f *Fabric) Stop() error {
 	return nil
 }
 
-// StartProxy serves an HTTP forward proxy on 127.0.0.1 whose connections start in the fabric's
-// client namespace: a process on the host (the seed controller's canary) reaches the nodes
-// through it as a seed reaches user clusters through its egress proxy. It returns the proxy URL
-// and stops with t.
+// StartProxy serves an HTTP proxy on 127.0.0.1 that only tunnels (CONNECT) into the fabric:
+// each tunnel's connection starts in the fabric's client namespace, so a process on the host
+// (the seed controller's canary) reaches exactly the node address it asks for, as a seed reaches
+// user clusters through its egress proxy. It returns the proxy URL and stops with t.
 func (f *Fabric) StartProxy(t testing.TB) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatalf("fabric proxy: %v", err)
 	}
-	transport := &http.Transport{DisableKeepAlives: true, DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-		return DialInNetns(ctx, netnsPath(f.netns("client")), network, addr)
-	}}
 	srv := &http.Server{ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Host == "" || r.Method == http.MethodConnect {
-			http.Error(w, "absolute http:// URLs only", http.StatusBadRequest)
+		if r.Method != http.MethodConnect {
+			http.Error(w, "CONNECT only", http.StatusMethodNotAllowed)
 			return
 		}
-		out := r.Clone(r.Context())
-		out.RequestURI = ""
-		resp, err := transport.RoundTrip(out)
+		ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
+		upstream, err := DialInNetns(ctx, netnsPath(f.netns("client")), "tcp", r.Host)
+		cancel()
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusBadGateway)
 			return
 		}
-		defer resp.Body.Close()
-		for k, v := range resp.Header {
-			w.Header()[k] = v
+		hj, ok := w.(http.Hijacker)
+		if !ok {
+			upstream.Close()
+			http.Error(w, "no hijacking", http.StatusInternalServerError)
+			return
 		}
-		w.WriteHeader(resp.StatusCode)
-		_, _ = io.Copy(w, resp.Body)
+		conn, buf, err := hj.Hijack()
+		if err != nil {
+			upstream.Close()
+			return
+		}
+		_, _ = conn.Write([]byte("HTTP/1.1 200 Connection established\r\n\r\n"))
+		go func() {
+			_, _ = io.Copy(upstream, buf)
+			upstream.Close()
+		}()
+		_, _ = io.Copy(conn, upstream)
+		conn.Close()
 	})}
 	go func() { _ = srv.Serve(ln) }()
 	t.Cleanup(func() { _ = srv.Close() })

@@ -7,7 +7,9 @@
 package canary
 
 import (
+	"bufio"
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -38,8 +40,10 @@ type Config struct {
 	QPS float64
 	// Resolve looks canary names up (the DNS verifier's servers, else the system's resolver).
 	Resolve canary.Resolve
-	// Proxy, when set, carries the canary's HTTP requests (a seed that reaches user clusters'
-	// routers only through a proxy); else the environment's HTTP_PROXY applies.
+	// Proxy, when set, carries the canary's connections (a seed that reaches user clusters'
+	// routers only through a proxy): http:// tunnels each connection with CONNECT to the router
+	// address (a plain HTTP proxy would resolve the canary name itself and ask one address of
+	// its choosing), socks5:// connects through SOCKS5.
 	Proxy *url.URL
 	// Concurrency: clusters checked at once.
 	Concurrency int
@@ -47,15 +51,15 @@ type Config struct {
 
 // Add registers the canary controller.
 func Add(mgr ctrl.Manager, cfg Config) error {
-	proxy := http.ProxyFromEnvironment
-	if cfg.Proxy != nil {
-		proxy = http.ProxyURL(cfg.Proxy)
+	dialer := &net.Dialer{Timeout: 3 * time.Second}
+	transport := &http.Transport{DisableKeepAlives: true, DialContext: dialer.DialContext} // every check connects anew, as a new user would
+	switch {
+	case cfg.Proxy != nil && cfg.Proxy.Scheme == "socks5":
+		transport.Proxy = http.ProxyURL(cfg.Proxy)
+	case cfg.Proxy != nil:
+		transport.DialContext = connectDialer(dialer, cfg.Proxy.Host)
 	}
-	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
-		Proxy:             proxy,
-		DisableKeepAlives: true, // every check opens a connection, as a new user would
-		DialContext:       (&net.Dialer{Timeout: 3 * time.Second}).DialContext,
-	},
+	client := &http.Client{Timeout: 5 * time.Second, Transport: transport,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	r := &Reconciler{Client: mgr.GetClient(), Access: cfg.Access, Interval: cfg.Interval, Resolve: cfg.Resolve,
 		Get: httpGet(client), Limiter: rate.NewLimiter(rate.Limit(cfg.QPS), max(1, int(cfg.QPS)))}
@@ -64,6 +68,37 @@ func Add(mgr ctrl.Manager, cfg Config) error {
 		// Checks are timed (RequeueAfter); spec, deletion and the domain start one at once.
 		For(&v1alpha1.ClusterIngress{}, builder.WithPredicates(predicate.Or(predicates.MetadataOrSpecChanged, predicates.DomainChanged, predicates.ClaimsChanged))).
 		Complete(r)
+}
+
+// connectDialer opens each connection as a CONNECT tunnel through the HTTP proxy at proxyAddr,
+// so that the request goes to exactly the address asked, with the canary host as Host.
+func connectDialer(d *net.Dialer, proxyAddr string) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		conn, err := d.DialContext(ctx, network, proxyAddr)
+		if err != nil {
+			return nil, err
+		}
+		if deadline, ok := ctx.Deadline(); ok {
+			_ = conn.SetDeadline(deadline)
+		}
+		req := &http.Request{Method: http.MethodConnect, URL: &url.URL{Opaque: addr}, Host: addr, Header: http.Header{}}
+		if err := req.Write(conn); err != nil {
+			conn.Close()
+			return nil, err
+		}
+		resp, err := http.ReadResponse(bufio.NewReader(conn), req)
+		if err != nil {
+			conn.Close()
+			return nil, fmt.Errorf("proxy %s: %w", proxyAddr, err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			conn.Close()
+			return nil, fmt.Errorf("proxy %s refused CONNECT %s: %s", proxyAddr, addr, resp.Status)
+		}
+		_ = conn.SetDeadline(time.Time{})
+		return conn, nil
+	}
 }
 
 // httpGet requests url with Host host and returns the status and the first 512 bytes.
