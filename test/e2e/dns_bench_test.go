@@ -53,18 +53,7 @@ func convergenceRun(b *testing.B, clusters, samples int, steady bool) (p50, p99 
 	seed := env.Seed
 	createProfileB(ctx, b, seed)
 	for i, u := range env.Users {
-		for j := 1; j <= 3; j++ {
-			createReadyNode(ctx, b, u, fmt.Sprintf("n%d", j), fmt.Sprintf("127.0.%d.%d", 100+i, j))
-		}
-		kc, err := u.Kubeconfig("shardgate", "system:masters")
-		if err != nil {
-			b.Fatal(err)
-		}
-		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: fmt.Sprintf("u%d", i),
-			Labels: map[string]string{v1alpha1.KubeconfigSecretLabel: "true"}}, Data: map[string][]byte{"value": kc}}
-		if err := seed.Client.Create(ctx, s); err != nil {
-			b.Fatal(err)
-		}
+		benchCluster(ctx, b, seed, u, i, fmt.Sprintf("u%d", i))
 	}
 	framework.StartController(b, seed, "--dns-zone=bench.test")
 	for i := range env.Users {
@@ -102,6 +91,23 @@ func convergenceRun(b *testing.B, clusters, samples int, steady bool) (p50, p99 
 		writes = seedWrites(ctx, b, seed) - before
 	}
 	return p50, p99, writes
+}
+
+// benchCluster gives user cluster i three ready nodes 127.0.<100+i>.1-3 and registers it with the
+// seed as kubeconfig Secret name.
+func benchCluster(ctx context.Context, b *testing.B, seed, u *framework.ControlPlane, i int, name string) {
+	for j := 1; j <= 3; j++ {
+		createReadyNode(ctx, b, u, fmt.Sprintf("n%d", j), fmt.Sprintf("127.0.%d.%d", 100+i, j))
+	}
+	kc, err := u.Kubeconfig("shardgate", "system:masters")
+	if err != nil {
+		b.Fatal(err)
+	}
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name,
+		Labels: map[string]string{v1alpha1.KubeconfigSecretLabel: "true"}}, Data: map[string][]byte{"value": kc}}
+	if err := seed.Client.Create(ctx, s); err != nil {
+		b.Fatal(err)
+	}
 }
 
 func createProfileB(ctx context.Context, b *testing.B, seed *framework.ControlPlane) {

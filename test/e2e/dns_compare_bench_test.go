@@ -11,10 +11,7 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/shardgate/shardgate/api/v1alpha1"
 	"github.com/shardgate/shardgate/test/framework"
 )
 
@@ -34,17 +31,7 @@ func BenchmarkDNSSideBySide(b *testing.B) {
 		createProfileB(ctx, b, seed)
 		perCluster := make([]*framework.ExternalDNS, clusters)
 		for i, u := range env.Users {
-			for j := 1; j <= 3; j++ {
-				createReadyNode(ctx, b, u, fmt.Sprintf("n%d", j), fmt.Sprintf("127.0.%d.%d", 100+i, j))
-			}
-			kc, err := u.Kubeconfig("shardgate", "system:masters")
-			if err != nil {
-				b.Fatal(err)
-			}
-			if err := seed.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: fmt.Sprintf("s%d", i),
-				Labels: map[string]string{v1alpha1.KubeconfigSecretLabel: "true"}}, Data: map[string][]byte{"value": kc}}); err != nil {
-				b.Fatal(err)
-			}
+			benchCluster(ctx, b, seed, u, i, fmt.Sprintf("s%d", i))
 			perCluster[i] = framework.StartExternalDNS(b, u, env.DNS, framework.ExternalDNSOptions{OwnerID: fmt.Sprintf("e%d", i),
 				NodeFQDN: fmt.Sprintf("*.e%d.%s", i, zone)})
 		}

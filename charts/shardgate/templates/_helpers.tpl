@@ -42,6 +42,11 @@ app.kubernetes.io/component: seed-controller
 - --allow-insecure-kubeconfigs={{ .Values.sources.allowInsecureKubeconfigs }}
 - --metrics-bind-address=:{{ .Values.metrics.port }}
 - --health-probe-bind-address=:8081
+- --canary-interval={{ .Values.canary.interval }}
+- --canary-qps={{ .Values.canary.qps }}
+{{- with .Values.canary.proxy }}
+- --canary-proxy={{ . }}
+{{- end }}
 {{- if .Values.statusPage.enabled }}
 - --status-bind-address=:{{ .Values.statusPage.port }}
 {{- with .Values.statusPage.certSecret }}
