@@ -31,5 +31,8 @@ const (
 	ReasonServing          = "Serving"
 	ReasonNotResolving     = "NotResolving"
 	ReasonNotAnswering     = "NotAnswering"
-	ReasonCanaryPending    = "CanaryPending"
+	// ReasonAddressRefused: the canary name resolves to an address the canary never requests
+	// (loopback, link-local, --canary-refuse-cidrs).
+	ReasonAddressRefused = "AddressRefused"
+	ReasonCanaryPending  = "CanaryPending"
 )

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
+	canarycheck "github.com/shardgate/shardgate/pkg/canary"
 	"github.com/shardgate/shardgate/pkg/certs"
 	"github.com/shardgate/shardgate/pkg/clusteraccess"
 	"github.com/shardgate/shardgate/pkg/controller/allocation"
@@ -179,6 +180,7 @@ func addControllers(mgr ctrl.Manager, o options) error {
 // canaryConfig: the canary resolves where DNS is verified when it is, else like any client.
 func canaryConfig(o options, access clusteraccess.Access, verifier *dns.Verifier) canary.Config {
 	cfg := canary.Config{Access: access, Interval: o.canaryInterval, QPS: o.canaryQPS, Concurrency: o.concurrency}
+	cfg.Refused, _ = canarycheck.DefaultRefused().WithCIDRs(o.canaryRefuseCIDRs) // validated
 	if verifier != nil {
 		cfg.Resolve = verifier.LookupA
 	} else {

@@ -8,6 +8,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"github.com/shardgate/shardgate/pkg/canary"
 )
 
 // options are the controller's command-line settings.
@@ -38,6 +40,7 @@ type options struct {
 	canaryInterval          time.Duration
 	canaryQPS               float64
 	canaryProxy             string
+	canaryRefuseCIDRs       stringList
 }
 
 // stringList is a comma-separated flag value.
@@ -80,6 +83,7 @@ func (o *options) bind(fs *flag.FlagSet) {
 	fs.StringVar(&o.statusCertDir, "status-cert-dir", "", "directory with tls.crt and tls.key for the status page (default: a self-signed certificate made at start)")
 	fs.DurationVar(&o.canaryInterval, "canary-interval", time.Minute, "how often every shard's canary route is requested from the seed (through DNS and the shard's routers) for RoutesServing (0: no canary)")
 	fs.Float64Var(&o.canaryQPS, "canary-qps", 10, "canary checks a second, for all clusters together")
+	fs.Var(&o.canaryRefuseCIDRs, "canary-refuse-cidrs", "address ranges the canary never requests, besides loopback, link-local, multicast and unspecified (comma-separated CIDRs; list the seed's pod and Service ranges and its API servers)")
 	fs.StringVar(&o.canaryProxy, "canary-proxy", "", "proxy through which the seed reaches user clusters' routers: http://host:port (a CONNECT tunnel per router address) or socks5://host:port (default: direct)")
 	fs.StringVar(&o.routedIPJobNamespace, "routed-ip-job-namespace", "", "seed namespace where ClusterRoutedIPClass Jobs run and their fromSecretsRef Secrets live (default: the controller's own namespace; none: routed IPs are off)")
 }
@@ -104,6 +108,9 @@ func (o *options) validate() error {
 		if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "socks5") {
 			return fmt.Errorf("--canary-proxy: %q is not an http:// or socks5:// URL", o.canaryProxy)
 		}
+	}
+	if _, err := canary.DefaultRefused().WithCIDRs(o.canaryRefuseCIDRs); err != nil {
+		return fmt.Errorf("--canary-refuse-cidrs: %w", err)
 	}
 	if o.concurrency < 1 {
 		return fmt.Errorf("--concurrency must be at least 1")

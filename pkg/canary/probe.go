@@ -27,7 +27,7 @@ const MaxAddresses = 3
 type Result struct {
 	Host      string
 	Addresses []string
-	// Reason is Serving, NotResolving or NotAnswering; Failure says what failed ("" when serving).
+	// Reason is Serving, NotResolving, AddressRefused or NotAnswering; Failure says what failed ("" when serving).
 	Reason  string
 	Failure string
 }
@@ -39,8 +39,9 @@ type (
 	Get     func(ctx context.Context, url, host string) (int, string, error)
 )
 
-// Probe resolves host and asks up to MaxAddresses of its addresses for path on port.
-func Probe(ctx context.Context, host string, port int, path string, resolve Resolve, get Get) Result {
+// Probe resolves host and asks up to MaxAddresses of its addresses for path on port. An address
+// in refused is not asked: the check fails with AddressRefused.
+func Probe(ctx context.Context, host string, port int, path string, refused Refused, resolve Resolve, get Get) Result {
 	r := Result{Host: host}
 	addrs, err := resolve(ctx, host)
 	if err != nil {
@@ -57,6 +58,12 @@ func Probe(ctx context.Context, host string, port int, path string, resolve Reso
 	}
 	r.Addresses = addrs
 	for _, a := range addrs {
+		if why := refused.Refuses(a); why != "" {
+			r.Reason, r.Failure = v1alpha1.ReasonAddressRefused, fmt.Sprintf("%s resolves to %s: not requested, %s", host, a, why)
+			return r
+		}
+	}
+	for _, a := range addrs {
 		url := "http://" + net.JoinHostPort(a, strconv.Itoa(port)) + path
 		code, body, err := get(ctx, url, host)
 		switch {
@@ -64,7 +71,9 @@ func Probe(ctx context.Context, host string, port int, path string, resolve Reso
 			r.Reason, r.Failure = v1alpha1.ReasonNotAnswering, fmt.Sprintf("%s (Host %s): %v", url, host, err)
 			return r
 		case code != 200 || strings.TrimSpace(body) != "OK":
-			r.Reason, r.Failure = v1alpha1.ReasonNotAnswering, fmt.Sprintf("%s (Host %s) answered %d %q, not the routers' 200 OK", url, host, code, clip(body))
+			// Only the status: the body is whatever answered at a tenant-chosen address, and the
+			// condition is read by everyone who may read the cluster's status.
+			r.Reason, r.Failure = v1alpha1.ReasonNotAnswering, fmt.Sprintf("%s (Host %s) answered %d, not the routers' 200 OK", url, host, code)
 			return r
 		}
 	}
@@ -84,18 +93,11 @@ func Condition(prev *metav1.Condition, r Result) metav1.Condition {
 	c.Status = metav1.ConditionTrue
 	c.Message = fmt.Sprintf("%s answers through the shard's routers at %s", r.Host, strings.Join(r.Addresses, ", "))
 	switch {
-	case prev != nil && (prev.Reason == v1alpha1.ReasonNotAnswering || prev.Reason == v1alpha1.ReasonNotResolving):
+	case prev != nil && (prev.Reason == v1alpha1.ReasonNotAnswering || prev.Reason == v1alpha1.ReasonNotResolving || prev.Reason == v1alpha1.ReasonAddressRefused):
 		c.Message += fmt.Sprintf("; last failure (from %s): %s", prev.LastTransitionTime.UTC().Format(time.RFC3339), prev.Message)
 	case prev != nil && prev.Status == metav1.ConditionTrue && strings.Contains(prev.Message, "; last failure"):
 		_, last, _ := strings.Cut(prev.Message, "; last failure")
 		c.Message += "; last failure" + last
 	}
 	return c
-}
-
-func clip(s string) string {
-	if len(s) > 60 {
-		return s[:60] + "…"
-	}
-	return s
 }

@@ -46,14 +46,26 @@ func TestProbe(t *testing.T) {
 		{"does not resolve", func(context.Context, string) ([]string, error) { return nil, errors.New("NXDOMAIN") }, answers(nil), v1alpha1.ReasonNotResolving, "does not resolve: NXDOMAIN", 0},
 		{"no address", resolves(), answers(nil), v1alpha1.ReasonNotResolving, "has no address", 0},
 		{"one address refuses", resolves("10.0.0.1", "10.0.0.2"), answers(map[string]string{"10.0.0.1": "OK", "10.0.0.2": "refused"}), v1alpha1.ReasonNotAnswering, "http://10.0.0.2:8080/ping (Host c.example): connect: connection refused", 2},
-		{"the route is not programmed", resolves("10.0.0.1"), answers(map[string]string{"10.0.0.1": "404"}), v1alpha1.ReasonNotAnswering, `answered 404 "404 page not found"`, 1},
+		{"the route is not programmed", resolves("10.0.0.1"), answers(map[string]string{"10.0.0.1": "404"}), v1alpha1.ReasonNotAnswering, "answered 404, not the routers' 200 OK", 1},
 		{"another server answers", resolves("10.0.0.1"), answers(map[string]string{"10.0.0.1": "<html>"}), v1alpha1.ReasonNotAnswering, "not the routers' 200 OK", 1},
+		// A tenant writes its nodes' addresses: the seed must not request itself or a metadata
+		// service, and asks none of the addresses when one is refused.
+		{"a loopback address is refused", resolves("10.0.0.1", "127.0.0.1"), answers(map[string]string{"10.0.0.1": "OK", "127.0.0.1": "OK"}),
+			v1alpha1.ReasonAddressRefused, "resolves to 127.0.0.1: not requested, it is in 127.0.0.0/8", 0},
+		{"the metadata service is refused", resolves("169.254.169.254"), answers(nil), v1alpha1.ReasonAddressRefused, "it is in 169.254.0.0/16", 0},
+		{"an IPv4-mapped IPv6 loopback is refused", resolves("::ffff:127.0.0.1"), answers(nil), v1alpha1.ReasonAddressRefused, "it is in 127.0.0.0/8", 0},
+		{"an operator's seed range is refused", resolves("10.96.0.10"), answers(nil), v1alpha1.ReasonAddressRefused, "it is in 10.96.0.0/12", 0},
+		{"a name is not an address", resolves("metadata.google.internal"), answers(nil), v1alpha1.ReasonAddressRefused, "it is not an IP address", 0},
 		{"at most three addresses asked", resolves("10.0.0.5", "10.0.0.4", "10.0.0.3", "10.0.0.2", "10.0.0.1"),
 			answers(map[string]string{"10.0.0.1": "OK", "10.0.0.2": "OK", "10.0.0.3": "OK"}), v1alpha1.ReasonServing, "", 3},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			asked = nil
-			r := Probe(context.Background(), "c.example", 8080, "/ping", tc.resolve, tc.get)
+			refused, err := DefaultRefused().WithCIDRs([]string{"10.96.0.0/12"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := Probe(context.Background(), "c.example", 8080, "/ping", refused, tc.resolve, tc.get)
 			if r.Reason != tc.reason || !strings.Contains(r.Failure, tc.failure) || (tc.failure == "" && r.Failure != "") || len(asked) != tc.askedWanted {
 				t.Fatalf("%+v, asked %v", r, asked)
 			}
@@ -63,6 +75,27 @@ func TestProbe(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// The body of a wrong answer never reaches the condition: whatever answered at a tenant-chosen
+// address may be the seed's own secrets.
+func TestProbeKeepsBodiesOut(t *testing.T) {
+	get := func(context.Context, string, string) (int, string, error) { return 500, "token=s3cr3t", nil }
+	r := Probe(context.Background(), "c.example", 80, "/ping", DefaultRefused(),
+		func(context.Context, string) ([]string, error) { return []string{"10.0.0.1"}, nil }, get)
+	if r.Reason != v1alpha1.ReasonNotAnswering || strings.Contains(r.Failure, "s3cr3t") {
+		t.Fatalf("%+v", r)
+	}
+}
+
+func TestRefusedCIDRs(t *testing.T) {
+	if _, err := DefaultRefused().WithCIDRs([]string{"10.0.0.0/8", "nope"}); err == nil || !strings.Contains(err.Error(), `"nope"`) {
+		t.Fatalf("a bad CIDR was taken: %v", err)
+	}
+	r, err := DefaultRefused().WithCIDRs([]string{"10.1.2.3/16"})
+	if err != nil || r.Refuses("10.1.200.1") == "" || r.Refuses("10.2.0.1") != "" || r.Refuses("fe80::1") == "" || r.Refuses("2001:db8::1") != "" {
+		t.Fatalf("%v %v", r, err)
 	}
 }
 

@@ -76,6 +76,7 @@ func TestChartRefusesBadValues(t *testing.T) {
 		{[]string{"--set", "dns.zone=ok.example", "--set", "tls.acme.enabled=true"}, "/tls/acme/email"},
 		{[]string{"--set", "dns.zone=ok.example", "--set", "tls.issuerRef.name=le", "--set", "tls.renewBefore=soon"}, "/tls/renewBefore"},
 		{[]string{"--set", "dns.zone=ok.example", "--set", "canary.proxy=ftp://proxy:21"}, "/canary/proxy"},
+		{[]string{"--set", "dns.zone=ok.example", "--set", "canary.refuseCIDRs={10.96.0.0/12,seed}"}, "/canary/refuseCIDRs/1"},
 	} {
 		out, err := helm(t, append([]string{"template", "x", chart}, tt.args...)...)
 		if err == nil || !strings.Contains(out, tt.want) {
@@ -110,7 +111,7 @@ func TestChartInstallsAndConverges(t *testing.T) {
 		!slices.Contains(kinds, "ConfigMap/shardgate-dashboard") {
 		t.Fatalf("rendered: %v", kinds)
 	}
-	set = append(set, "--set", "statusPage.enabled=true")
+	set = append(set, "--set", "statusPage.enabled=true", "--set", "canary.refuseCIDRs={10.96.0.0/12,10.244.0.0/16}")
 
 	kc := filepath.Join(t.TempDir(), "kubeconfig")
 	must(t, os.WriteFile(kc, mustKubeconfig(t, seed), 0o600))
@@ -132,8 +133,9 @@ func TestChartInstallsAndConverges(t *testing.T) {
 	must(t, err)
 	saKC, err := framework.KubeconfigFor(seed.Host(), seed.Config.CAData, token)
 	must(t, err)
-	if !slices.Contains(d.Spec.Template.Spec.Containers[0].Args, "--status-bind-address=:8443") || !slices.Contains(d.Spec.Template.Spec.Containers[0].Args, "--canary-interval=1m") {
-		t.Fatalf("statusPage.enabled without the flag: %v", d.Spec.Template.Spec.Containers[0].Args)
+	if !slices.Contains(d.Spec.Template.Spec.Containers[0].Args, "--status-bind-address=:8443") || !slices.Contains(d.Spec.Template.Spec.Containers[0].Args, "--canary-interval=1m") ||
+		!slices.Contains(d.Spec.Template.Spec.Containers[0].Args, "--canary-refuse-cidrs=10.96.0.0/12,10.244.0.0/16") {
+		t.Fatalf("statusPage.enabled or canary.refuseCIDRs without their flags: %v", d.Spec.Template.Spec.Containers[0].Args)
 	}
 	ctl := framework.StartControllerAs(t, seed, saKC, args...)
 

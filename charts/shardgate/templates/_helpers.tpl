@@ -44,6 +44,9 @@ app.kubernetes.io/component: seed-controller
 - --health-probe-bind-address=:8081
 - --canary-interval={{ .Values.canary.interval }}
 - --canary-qps={{ .Values.canary.qps }}
+{{- with .Values.canary.refuseCIDRs }}
+- --canary-refuse-cidrs={{ join "," . }}
+{{- end }}
 {{- with .Values.canary.proxy }}
 - --canary-proxy={{ . }}
 {{- end }}

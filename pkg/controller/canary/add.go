@@ -45,6 +45,8 @@ type Config struct {
 	// address (a plain HTTP proxy would resolve the canary name itself and ask one address of
 	// its choosing), socks5:// connects through SOCKS5.
 	Proxy *url.URL
+	// Refused: addresses never requested (canary.DefaultRefused plus the operator's).
+	Refused canary.Refused
 	// Concurrency: clusters checked at once.
 	Concurrency int
 }
@@ -61,7 +63,7 @@ func Add(mgr ctrl.Manager, cfg Config) error {
 	}
 	client := &http.Client{Timeout: 5 * time.Second, Transport: transport,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	r := &Reconciler{Client: mgr.GetClient(), Access: cfg.Access, Interval: cfg.Interval, Resolve: cfg.Resolve,
+	r := &Reconciler{Client: mgr.GetClient(), Access: cfg.Access, Interval: cfg.Interval, Resolve: cfg.Resolve, Refused: cfg.Refused,
 		Get: httpGet(client), Limiter: rate.NewLimiter(rate.Limit(cfg.QPS), max(1, int(cfg.QPS)))}
 	return ctrl.NewControllerManagedBy(mgr).Named("canary").
 		WithOptions(controller.Options{MaxConcurrentReconciles: cfg.Concurrency}).

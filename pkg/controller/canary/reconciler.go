@@ -29,6 +29,7 @@ type Reconciler struct {
 	Access   clusteraccess.Access
 	Interval time.Duration
 	Resolve  canary.Resolve
+	Refused  canary.Refused
 	Get      canary.Get
 	Limiter  *rate.Limiter
 }
@@ -80,7 +81,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 				if err := r.Limiter.Wait(ctx); err != nil {
 					return ctrl.Result{}, err
 				}
-				res := canary.Probe(ctx, host, port, render.CanaryPath, r.Resolve, r.Get)
+				res := canary.Probe(ctx, host, port, render.CanaryPath, r.Refused, r.Resolve, r.Get)
 				checks.WithLabelValues(res.Reason).Inc()
 				cond = canary.Condition(last, res)
 			}
