@@ -1,0 +1,228 @@
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/shardgate/shardgate/test/framework"
+)
+
+// auditPolicy logs who wrote each ClusterIngress and DNSEndpoint (metadata only).
+const auditPolicy = `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: ["RequestReceived"]
+rules:
+- level: Metadata
+  verbs: ["create", "update", "patch", "delete"]
+  resources:
+  - group: shardgate.io
+    resources: ["clusteringresses", "clusteringresses/status"]
+  - group: externaldns.k8s.io
+    resources: ["dnsendpoints"]
+- level: None
+`
+
+// TestSharding: three controller replicas share the clusters of one seed (--sharding). Every
+// cluster is published; the seed API server's audit log shows each cluster's ClusterIngress and
+// DNSEndpoint written by one replica at a time (a hand-over may pass a cluster on, never back and
+// forth between writers); SIGKILL of a replica hands its clusters to the others, who hold their
+// fences within 20 s and follow their nodes again.
+func TestSharding(t *testing.T) {
+	const clusters, replicas = 30, 3
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	dir := framework.TestDir(t)
+	policy := filepath.Join(dir, "audit-policy.yaml")
+	must(t, os.WriteFile(policy, []byte(auditPolicy), 0o644))
+	auditLog := filepath.Join(dir, "audit.log")
+	env := framework.StartEnvironment(t, framework.EnvironmentOptions{UserClusters: clusters, DNS: true,
+		SeedAPIServerFlags: map[string]string{"audit-policy-file": policy, "audit-log-path": auditLog, "audit-log-format": "json"}})
+	seed, zone := env.Seed, env.DNS.Zone
+	createProfileB(ctx, t, seed)
+	for i, u := range env.Users {
+		createReadyNode(ctx, t, u, "n1", fmt.Sprintf("127.0.%d.1", 100+i))
+		registerKubeconfigSecret(ctx, t, seed, "default", fmt.Sprintf("c%d", i), fmt.Sprintf("c%d", i), u, nil)
+	}
+	ctls := map[string]*framework.Controller{}
+	for r := 1; r <= replicas; r++ {
+		id := fmt.Sprintf("r%d", r)
+		ctls[id] = framework.StartController(t, seed, "--dns-zone="+zone, "--sharding", "--replica-id="+id,
+			"--leader-election-namespace=default", "--sharding-lease-duration=6s")
+	}
+	answered := func(t *testing.T, within time.Duration, want func(i int) []string) {
+		t.Helper()
+		for i := range clusters {
+			waitAnswerWithin(ctx, t, env.DNS, fmt.Sprintf("x.c%d.%s", i, zone), within, want(i))
+		}
+	}
+	one := func(i int) []string { return []string{fmt.Sprintf("127.0.%d.1", 100+i)} }
+	holders := func() map[string]string {
+		var leases coordinationv1.LeaseList
+		must(t, seed.Client.List(ctx, &leases, client.InNamespace("default"), client.MatchingLabels{"shardgate.io/lease": "cluster"}))
+		out := map[string]string{}
+		for _, l := range leases.Items {
+			out[l.Annotations["shardgate.io/cluster"]] = ptr.Deref(l.Spec.HolderIdentity, "")
+		}
+		return out
+	}
+	perReplica := func(h map[string]string) map[string]int {
+		n := map[string]int{}
+		for _, r := range h {
+			n[r]++
+		}
+		return n
+	}
+
+	t.Run("three replicas share the clusters, one writer each", func(t *testing.T) {
+		start := time.Now()
+		answered(t, 3*time.Minute, one)
+		t.Logf("%d clusters published by %d replicas in %s", clusters, replicas, time.Since(start).Round(time.Second))
+		var h map[string]string
+		eventually(ctx, t, 30*time.Second, func() (bool, string) {
+			h = holders()
+			n := perReplica(h)
+			return len(h) == clusters && n[""] == 0 && n["r1"] > 0 && n["r2"] > 0 && n["r3"] > 0, fmt.Sprintf("fences per replica %v", n)
+		})
+		t.Logf("clusters per replica: %v", perReplica(h))
+		checkOneWriterAtATime(t, auditLog, time.Time{})
+	})
+
+	t.Run("a killed replica's clusters are taken over within 20 s", func(t *testing.T) {
+		before := holders()
+		var theirs []string
+		for c, r := range before {
+			if r == "r2" {
+				theirs = append(theirs, c)
+			}
+		}
+		sort.Strings(theirs)
+		killed := time.Now()
+		must(t, ctls["r2"].Kill())
+		eventually(ctx, t, 20*time.Second, func() (bool, string) {
+			h := holders()
+			for _, c := range theirs {
+				if h[c] == "r2" || h[c] == "" {
+					return false, fmt.Sprintf("%s still held by %q", c, h[c])
+				}
+			}
+			return true, ""
+		})
+		t.Logf("r2's %d clusters held by r1/r3 %s after its SIGKILL", len(theirs), time.Since(killed).Round(100*time.Millisecond))
+		// Its clusters follow their nodes again: a node added in each is published.
+		for _, c := range theirs {
+			var i int
+			_, _ = fmt.Sscanf(c, "default/c%d", &i)
+			createReadyNode(ctx, t, env.Users[i], "n2", fmt.Sprintf("127.0.%d.2", 100+i))
+		}
+		for _, c := range theirs {
+			var i int
+			_, _ = fmt.Sscanf(c, "default/c%d", &i)
+			waitAnswerWithin(ctx, t, env.DNS, fmt.Sprintf("x.c%d.%s", i, zone), 30*time.Second, []string{fmt.Sprintf("127.0.%d.1", 100+i), fmt.Sprintf("127.0.%d.2", 100+i)})
+		}
+		t.Logf("kill → every one of r2's clusters publishes a new node: %s", time.Since(killed).Round(100*time.Millisecond))
+		// No record of a live cluster went missing meanwhile: every cluster still answers.
+		answered(t, 5*time.Second, func(i int) []string {
+			if slices.Contains(theirs, fmt.Sprintf("default/c%d", i)) {
+				return []string{fmt.Sprintf("127.0.%d.1", 100+i), fmt.Sprintf("127.0.%d.2", 100+i)}
+			}
+			return one(i)
+		})
+		checkOneWriterAtATime(t, auditLog, killed)
+	})
+}
+
+// waitAnswerWithin waits until BIND answers exactly want for name.
+func waitAnswerWithin(ctx context.Context, t *testing.T, s *framework.DNSServer, name string, within time.Duration, want []string) {
+	t.Helper()
+	eventually(ctx, t, within, func() (bool, string) {
+		a, err := s.Lookup(ctx, name, 1)
+		if err != nil {
+			return false, err.Error()
+		}
+		got := slices.Clone(a.Values)
+		slices.Sort(got)
+		return slices.Equal(got, want), fmt.Sprintf("%s answers %v, want %v", name, got, want)
+	})
+}
+
+// auditEvent is what the check reads of an audit log line.
+type auditEvent struct {
+	Verb      string `json:"verb"`
+	UserAgent string `json:"userAgent"`
+	ObjectRef struct {
+		Resource  string `json:"resource"`
+		Namespace string `json:"namespace"`
+		Name      string `json:"name"`
+	} `json:"objectRef"`
+	ResponseStatus struct {
+		Code int `json:"code"`
+	} `json:"responseStatus"`
+	StageTimestamp time.Time `json:"stageTimestamp"`
+}
+
+// checkOneWriterAtATime reads the seed's audit log: for every ClusterIngress and DNSEndpoint,
+// the replicas whose writes succeeded, in order, never return to an earlier writer (r1 then r2 is
+// a hand-over; r1, r2, r1 is two replicas writing for one cluster). A replica killed at killed
+// (non-zero) wrote nothing after.
+func checkOneWriterAtATime(t *testing.T, path string, killed time.Time) {
+	t.Helper()
+	f, err := os.Open(path)
+	must(t, err)
+	defer f.Close()
+	writers := map[string][]string{}
+	lastWrite := map[string]time.Time{}
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	writes := 0
+	for sc.Scan() {
+		var e auditEvent
+		if json.Unmarshal(sc.Bytes(), &e) != nil || !strings.HasPrefix(e.UserAgent, "shardgate/") || e.ResponseStatus.Code >= 300 {
+			continue
+		}
+		replica := strings.SplitN(strings.TrimPrefix(e.UserAgent, "shardgate/"), " ", 2)[0]
+		obj := e.ObjectRef.Resource + " " + e.ObjectRef.Namespace + "/" + e.ObjectRef.Name
+		w := writers[obj]
+		if len(w) == 0 || w[len(w)-1] != replica {
+			writers[obj] = append(w, replica)
+		}
+		if e.StageTimestamp.After(lastWrite[replica]) {
+			lastWrite[replica] = e.StageTimestamp
+		}
+		writes++
+	}
+	must(t, sc.Err())
+	if writes == 0 {
+		t.Fatal("the audit log holds no write by a replica")
+	}
+	handedOver := 0
+	for obj, w := range writers {
+		seen := map[string]bool{}
+		for _, r := range w {
+			if seen[r] {
+				t.Errorf("%s: writers %v: a replica wrote again after another one had", obj, w)
+				break
+			}
+			seen[r] = true
+		}
+		if len(w) > 1 {
+			handedOver++
+		}
+	}
+	if !killed.IsZero() && lastWrite["r2"].After(killed.Add(time.Second)) {
+		t.Errorf("r2 wrote at %s, after it was killed at %s", lastWrite["r2"], killed)
+	}
+	t.Logf("audit log: %d successful writes by replicas to %d objects; %d objects changed writer (hand-overs)", writes, len(writers), handedOver)
+}
