@@ -177,7 +177,7 @@ type auditEvent struct {
 // the replicas whose writes succeeded, in order, never return to an earlier writer (r1 then r2 is
 // a hand-over; r1, r2, r1 is two replicas writing for one cluster). A replica killed at killed
 // (non-zero) wrote nothing after.
-func checkOneWriterAtATime(t *testing.T, path string, killed time.Time) {
+func checkOneWriterAtATime(t testing.TB, path string, killed time.Time) {
 	t.Helper()
 	f, err := os.Open(path)
 	must(t, err)

@@ -103,6 +103,15 @@ func (o *Owner) Held() int {
 
 func (o *Owner) tick(ctx context.Context) {
 	now := o.now()
+	o.mu.Lock()
+	if !o.renewedAt.IsZero() && !o.fresh(now) && len(o.held) > 0 {
+		// We went unrenewed long enough for the others to count us gone (a pause, a partition):
+		// our fences may be theirs now. Forget them; each is taken again only through acquire,
+		// which reads who holds it. In-flight reconciles end on their own.
+		o.Log.Info("this replica's Lease lapsed: forgetting the fences it held", "clusters", len(o.held))
+		o.held = map[types.NamespacedName]int{}
+	}
+	o.mu.Unlock()
 	if err := o.renew(ctx, now); err != nil {
 		o.Log.Error(err, "renewing the replica Lease")
 	} else {
@@ -125,6 +134,8 @@ func (o *Owner) tick(ctx context.Context) {
 		o.announce(ctx)
 	}
 	o.releaseLost(ctx)
+	liveReplicas.Set(float64(len(live)))
+	heldClusters.Set(float64(o.Held()))
 }
 
 // renew creates or renews this replica's Lease.
@@ -226,6 +237,13 @@ func (o *Owner) acquire(ctx context.Context, key types.NamespacedName, live []st
 		return true, nil
 	case holder != "" && slices.Contains(live, holder):
 		return false, nil // its holder is live and has not released it yet
+	case holder != "":
+		// Our view of the live replicas may be older than the fence we just read (a replica that
+		// started after our last list already holds it): ask the holder's own Lease.
+		alive, err := o.replicaAlive(ctx, holder, now)
+		if err != nil || alive {
+			return false, err
+		}
 	}
 	// Free, or its holder is gone. The update carries the resourceVersion read: of two
 	// replicas racing for it, one wins.
@@ -242,6 +260,20 @@ func (o *Owner) acquire(ctx context.Context, key types.NamespacedName, live []st
 		o.Log.Info("took over a cluster whose replica is gone", "cluster", key, "from", holder)
 	}
 	return true, nil
+}
+
+// replicaAlive reads holder's Lease now: a fence is taken from a replica only when its own Lease
+// says it is gone.
+func (o *Owner) replicaAlive(ctx context.Context, holder string, now time.Time) (bool, error) {
+	l := &coordinationv1.Lease{}
+	err := o.Reader.Get(ctx, types.NamespacedName{Namespace: o.Namespace, Name: "shardgate-replica-" + holder}, l)
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return sharding.Valid(*l, now), nil
 }
 
 // releaseLost gives back the fences of clusters another replica now serves, once no reconcile

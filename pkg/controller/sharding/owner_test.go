@@ -129,6 +129,48 @@ func TestOwnersShareAndHandOver(t *testing.T) {
 	if got := serve(ctx, r2, n); len(got) != 0 {
 		t.Fatalf("a stale replica served %d clusters", len(got))
 	}
+	// r2 comes back (it was paused): it forgets what it held and takes its share again only
+	// through the fences, which r1 and r3 give back first.
+	r2.tick(ctx)
+	if got := serve(ctx, r2, n); len(got) != 0 {
+		t.Fatalf("r2 served %d clusters right after coming back, while r1/r3 hold them", len(got))
+	}
+	r1.tick(ctx)
+	r3.tick(ctx)
+	back := serve(ctx, r2, n)
+	mine1, mine3 = serve(ctx, r1, n), serve(ctx, r3, n)
+	if len(back) == 0 || len(back)+len(mine1)+len(mine3) != n {
+		t.Fatalf("after r2 came back: %d + %d + %d of %d", len(back), len(mine1), len(mine3), n)
+	}
+	for k := range back {
+		if mine1[k] || mine3[k] || fenceHolder(ctx, t, c, k) != "r2" {
+			t.Fatalf("%s served twice or fenced by %q", k, fenceHolder(ctx, t, c, k))
+		}
+	}
 }
 
 func ownerOf(live []string, k types.NamespacedName) string { return ownerKey(live, k) }
+
+// A replica whose view of the live replicas is stale (it listed before another one started) does
+// not take a fence from that other, live replica.
+func TestStaleViewTakesNothingFromALiveReplica(t *testing.T) {
+	ctx := context.Background()
+	s := runtime.NewScheme()
+	if err := coordinationv1.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	c := fake.NewClientBuilder().WithScheme(s).Build()
+	clk := &clock{t: time.Date(2026, 11, 23, 2, 0, 0, 0, time.UTC)}
+	r1, r3 := replica(c, clk, "r1"), replica(c, clk, "r3")
+	r3.tick(ctx) // r3 lists: only itself
+	r1.tick(ctx)
+	served := serve(ctx, r1, 20) // r1, seeing both, serves its share and holds those fences
+	if len(served) == 0 {
+		t.Fatal("r1 serves nothing")
+	}
+	for k := range served {
+		if _, v := r3.enter(ctx, k); v != waiting || fenceHolder(ctx, t, c, k) != "r1" {
+			t.Fatalf("r3, with a stale view, took %s from live r1 (fence %q)", k, fenceHolder(ctx, t, c, k))
+		}
+	}
+}
