@@ -193,7 +193,15 @@ func addSharding(mgr ctrl.Manager, o options, engager *clusteraccess.Engager) er
 	if ns == "" {
 		return fmt.Errorf("--sharding needs a namespace for its Leases (--leader-election-namespace or the pod's)")
 	}
-	owner := &sharding.Owner{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Identity: o.replicaID, Namespace: ns,
+	// The Leases' own client: its requests never wait behind the controllers' in a shared
+	// client-side rate limiter (a renewal stuck there lets the Lease lapse under load).
+	leaseCfg := rest.CopyConfig(mgr.GetConfig())
+	leaseCfg.QPS, leaseCfg.Burst = 20, 40
+	leases, err := client.New(leaseCfg, client.Options{Scheme: mgr.GetScheme()})
+	if err != nil {
+		return err
+	}
+	owner := &sharding.Owner{Client: leases, Reader: leases, Identity: o.replicaID, Namespace: ns,
 		LeaseDuration: o.shardLease, Renew: o.shardLease / 5, Log: ctrl.Log.WithName("sharding"),
 		Keys: func(ctx context.Context) ([]types.NamespacedName, error) {
 			var list v1alpha1.ClusterIngressList

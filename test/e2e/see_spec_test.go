@@ -195,7 +195,8 @@ func TestSeeIt(t *testing.T) {
 		if strings.Index(dom, "default/beta") > strings.Index(dom, "default/alpha") {
 			t.Error("the cluster that is not ready is not first")
 		}
-		shot := framework.ScreenshotPath(dir, "status-page")
+		shot, err := framework.ScreenshotPath("status-page")
+		must(t, err)
 		must(t, chromium.Screenshot(ctx, front.URL+"/", shot, 1400, 500))
 		t.Logf("screenshot of the status page: %s", shot)
 		dom, err = chromium.DumpDOM(ctx, front.URL+"/clusters/default/alpha")
@@ -205,7 +206,9 @@ func TestSeeIt(t *testing.T) {
 				t.Errorf("the cluster page lacks %q", want)
 			}
 		}
-		must(t, chromium.Screenshot(ctx, front.URL+"/clusters/default/alpha", framework.ScreenshotPath(dir, "status-page-alpha"), 1400, 700))
+		shot, err = framework.ScreenshotPath("status-page-alpha")
+		must(t, err)
+		must(t, chromium.Screenshot(ctx, front.URL+"/clusters/default/alpha", shot, 1400, 700))
 	})
 }
 

@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"slices"
 	"sync"
 	"testing"
@@ -27,14 +25,7 @@ func BenchmarkShardingFaults(b *testing.B) {
 	const clusters, replicas, kills = 30, 3, 50
 	for range b.N {
 		ctx, cancel := context.WithTimeout(context.Background(), 40*time.Minute)
-		dir := framework.TestDir(b)
-		policy := filepath.Join(dir, "audit-policy.yaml")
-		if err := os.WriteFile(policy, []byte(auditPolicy), 0o644); err != nil {
-			b.Fatal(err)
-		}
-		auditLog := filepath.Join(dir, "audit.log")
-		env := framework.StartEnvironment(b, framework.EnvironmentOptions{UserClusters: clusters, DNS: true,
-			SeedAPIServerFlags: map[string]string{"audit-policy-file": policy, "audit-log-path": auditLog, "audit-log-format": "json"}})
+		env, auditLog := auditedEnvironment(b, clusters)
 		seed, zone := env.Seed, env.DNS.Zone
 		createProfileB(ctx, b, seed)
 		for i, u := range env.Users {
@@ -62,7 +53,7 @@ func BenchmarkShardingFaults(b *testing.B) {
 			slices.Sort(v)
 			return v
 		}
-		converged := func(within time.Duration) time.Duration {
+		converged := func(within time.Duration, after string) time.Duration {
 			start := time.Now()
 			for i := range clusters {
 				for {
@@ -73,14 +64,14 @@ func BenchmarkShardingFaults(b *testing.B) {
 						break
 					}
 					if time.Since(start) > within {
-						b.Fatalf("cluster c%d answers %v, want %v, %s after the kill", i, answers(i), w, within)
+						b.Fatalf("cluster c%d answers %v, want %v, %s after %s", i, answers(i), w, within, after)
 					}
 					time.Sleep(50 * time.Millisecond)
 				}
 			}
 			return time.Since(start)
 		}
-		converged(3 * time.Minute)
+		converged(3*time.Minute, "the start")
 
 		// The watcher: every cluster must answer with records all the time (the node set may lag
 		// a change by a moment; an empty answer is a record missing).
@@ -134,7 +125,7 @@ func BenchmarkShardingFaults(b *testing.B) {
 			if err := ctls[r].Kill(); err != nil {
 				b.Fatal(err)
 			}
-			handovers = append(handovers, converged(60*time.Second))
+			handovers = append(handovers, converged(60*time.Second, fmt.Sprintf("kill %d (r%d)", k+1, r+1)))
 			if err := ctls[r].Restart(); err != nil {
 				b.Fatal(err)
 			}
@@ -149,7 +140,7 @@ func BenchmarkShardingFaults(b *testing.B) {
 		close(stop)
 		<-watched
 		b.StopTimer()
-		converged(60 * time.Second)
+		converged(60*time.Second, "the last restart")
 		slices.Sort(handovers)
 		p := func(q int) time.Duration { return handovers[(len(handovers)*q+99)/100-1] }
 		b.ReportMetric(p(50).Seconds(), "converge-p50-s")

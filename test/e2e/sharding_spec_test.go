@@ -44,12 +44,7 @@ func TestSharding(t *testing.T) {
 	const clusters, replicas = 30, 3
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	dir := framework.TestDir(t)
-	policy := filepath.Join(dir, "audit-policy.yaml")
-	must(t, os.WriteFile(policy, []byte(auditPolicy), 0o644))
-	auditLog := filepath.Join(dir, "audit.log")
-	env := framework.StartEnvironment(t, framework.EnvironmentOptions{UserClusters: clusters, DNS: true,
-		SeedAPIServerFlags: map[string]string{"audit-policy-file": policy, "audit-log-path": auditLog, "audit-log-format": "json"}})
+	env, auditLog := auditedEnvironment(t, clusters)
 	seed, zone := env.Seed, env.DNS.Zone
 	createProfileB(ctx, t, seed)
 	for i, u := range env.Users {
@@ -142,6 +137,17 @@ func TestSharding(t *testing.T) {
 		})
 		checkOneWriterAtATime(t, auditLog, killed)
 	})
+}
+
+// auditedEnvironment starts a seed whose API server keeps an audit log of writes to
+// ClusterIngresses and DNSEndpoints (auditPolicy), BIND and external-dns, and n user clusters.
+func auditedEnvironment(t testing.TB, n int) (*framework.Environment, string) {
+	dir := framework.TestDir(t)
+	policy := filepath.Join(dir, "audit-policy.yaml")
+	must(t, os.WriteFile(policy, []byte(auditPolicy), 0o644))
+	auditLog := filepath.Join(dir, "audit.log")
+	return framework.StartEnvironment(t, framework.EnvironmentOptions{UserClusters: n, DNS: true,
+		SeedAPIServerFlags: map[string]string{"audit-policy-file": policy, "audit-log-path": auditLog, "audit-log-format": "json"}}), auditLog
 }
 
 // waitAnswerWithin waits until BIND answers exactly want for name.

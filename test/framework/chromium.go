@@ -84,5 +84,16 @@ func tail(s string, n int) string {
 	return s
 }
 
-// ScreenshotPath is where a test keeps a screenshot: its run directory.
-func ScreenshotPath(testDir, name string) string { return filepath.Join(testDir, name+".png") }
+// ScreenshotPath is where a test keeps a screenshot: <run dir>/screenshots/<name>.png, kept
+// when the test passes (its own directory is removed then) until the next run.
+func ScreenshotPath(name string) (string, error) {
+	root, err := RunDir()
+	if err != nil {
+		return "", err
+	}
+	dir := filepath.Join(root, "screenshots")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	return filepath.Join(dir, name+".png"), nil
+}

@@ -40,7 +40,9 @@ const (
 
 // Owner is this replica's membership and the fences it holds.
 type Owner struct {
-	// Client writes Leases; Reader reads them uncached (they change every few seconds).
+	// Client writes Leases; Reader reads them uncached (they change every few seconds). Both
+	// must have a rate limit of their own: renewals queued behind the controllers' writes would
+	// let this replica's Lease lapse under load.
 	Client client.Client
 	Reader client.Reader
 	// Identity of this replica (its pod name); Namespace of the Leases.
@@ -104,7 +106,8 @@ func (o *Owner) Held() int {
 func (o *Owner) tick(ctx context.Context) {
 	now := o.now()
 	o.mu.Lock()
-	if !o.renewedAt.IsZero() && !o.fresh(now) && len(o.held) > 0 {
+	lapsed := !o.renewedAt.IsZero() && !o.fresh(now) && len(o.held) > 0
+	if lapsed {
 		// We went unrenewed long enough for the others to count us gone (a pause, a partition):
 		// our fences may be theirs now. Forget them; each is taken again only through acquire,
 		// which reads who holds it. In-flight reconciles end on their own.
@@ -131,6 +134,9 @@ func (o *Owner) tick(ctx context.Context) {
 	o.mu.Unlock()
 	if changed {
 		o.Log.Info("replicas", "live", live)
+	}
+	if changed || lapsed {
+		// The new owners start at once; after a lapse we take ours again through the fences.
 		o.announce(ctx)
 	}
 	o.releaseLost(ctx)

@@ -25,6 +25,15 @@ func replica(c client.Client, clk *clock, id string) *Owner {
 		Log: logr.Discard(), Now: clk.now, held: map[types.NamespacedName]int{}}
 }
 
+// leaseStore is the API the replicas share (Leases only) and the clock they share.
+func leaseStore(t *testing.T) (client.Client, *clock) {
+	s := runtime.NewScheme()
+	if err := coordinationv1.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	return fake.NewClientBuilder().WithScheme(s).Build(), &clock{t: time.Date(2026, 11, 23, 2, 0, 0, 0, time.UTC)}
+}
+
 func key(i int) types.NamespacedName {
 	return types.NamespacedName{Namespace: "tenants", Name: fmt.Sprintf("c%d", i)}
 }
@@ -51,12 +60,7 @@ func fenceHolder(ctx context.Context, t *testing.T, c client.Client, k types.Nam
 
 func TestOwnersShareAndHandOver(t *testing.T) {
 	ctx := context.Background()
-	s := runtime.NewScheme()
-	if err := coordinationv1.AddToScheme(s); err != nil {
-		t.Fatal(err)
-	}
-	c := fake.NewClientBuilder().WithScheme(s).Build()
-	clk := &clock{t: time.Date(2026, 11, 23, 2, 0, 0, 0, time.UTC)}
+	c, clk := leaseStore(t)
 	r1, r2 := replica(c, clk, "r1"), replica(c, clk, "r2")
 	const n = 40
 
@@ -155,12 +159,7 @@ func ownerOf(live []string, k types.NamespacedName) string { return ownerKey(liv
 // not take a fence from that other, live replica.
 func TestStaleViewTakesNothingFromALiveReplica(t *testing.T) {
 	ctx := context.Background()
-	s := runtime.NewScheme()
-	if err := coordinationv1.AddToScheme(s); err != nil {
-		t.Fatal(err)
-	}
-	c := fake.NewClientBuilder().WithScheme(s).Build()
-	clk := &clock{t: time.Date(2026, 11, 23, 2, 0, 0, 0, time.UTC)}
+	c, clk := leaseStore(t)
 	r1, r3 := replica(c, clk, "r1"), replica(c, clk, "r3")
 	r3.tick(ctx) // r3 lists: only itself
 	r1.tick(ctx)
