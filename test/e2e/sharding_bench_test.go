@@ -153,7 +153,7 @@ func BenchmarkShardingFaults(b *testing.B) {
 		if len(missing) > 0 {
 			b.Errorf("records of live clusters went missing from BIND: %v", missing)
 		}
-		checkOneWriterAtATime(b, auditLog, time.Time{})
+		checkFencedWrites(b, auditLog, time.Time{}, "")
 		cancel()
 	}
 }

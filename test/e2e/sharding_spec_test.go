@@ -20,7 +20,8 @@ import (
 	"github.com/shardgate/shardgate/test/framework"
 )
 
-// auditPolicy logs who wrote each ClusterIngress and DNSEndpoint (metadata only).
+// auditPolicy logs who wrote each ClusterIngress and DNSEndpoint (metadata only), and every Lease
+// written with its content (who holds each cluster's fence, from when).
 const auditPolicy = `apiVersion: audit.k8s.io/v1
 kind: Policy
 omitStages: ["RequestReceived"]
@@ -32,6 +33,11 @@ rules:
     resources: ["clusteringresses", "clusteringresses/status"]
   - group: externaldns.k8s.io
     resources: ["dnsendpoints"]
+- level: Request
+  verbs: ["create", "update"]
+  resources:
+  - group: coordination.k8s.io
+    resources: ["leases"]
 - level: None
 `
 
@@ -92,7 +98,7 @@ func TestSharding(t *testing.T) {
 			return len(h) == clusters && n[""] == 0 && n["r1"] > 0 && n["r2"] > 0 && n["r3"] > 0, fmt.Sprintf("fences per replica %v", n)
 		})
 		t.Logf("clusters per replica: %v", perReplica(h))
-		checkOneWriterAtATime(t, auditLog, time.Time{})
+		checkFencedWrites(t, auditLog, time.Time{}, "")
 	})
 
 	t.Run("a killed replica's clusters are taken over within 20 s", func(t *testing.T) {
@@ -135,7 +141,7 @@ func TestSharding(t *testing.T) {
 			}
 			return one(i)
 		})
-		checkOneWriterAtATime(t, auditLog, killed)
+		checkFencedWrites(t, auditLog, killed, "r2")
 	})
 }
 
@@ -176,59 +182,90 @@ type auditEvent struct {
 	ResponseStatus struct {
 		Code int `json:"code"`
 	} `json:"responseStatus"`
+	RequestObject *struct {
+		Metadata struct {
+			Annotations map[string]string `json:"annotations"`
+		} `json:"metadata"`
+		Spec struct {
+			HolderIdentity *string `json:"holderIdentity"`
+		} `json:"spec"`
+	} `json:"requestObject"`
 	StageTimestamp time.Time `json:"stageTimestamp"`
 }
 
-// checkOneWriterAtATime reads the seed's audit log: for every ClusterIngress and DNSEndpoint,
-// the replicas whose writes succeeded, in order, never return to an earlier writer (r1 then r2 is
-// a hand-over; r1, r2, r1 is two replicas writing for one cluster). A replica killed at killed
-// (non-zero) wrote nothing after.
-func checkOneWriterAtATime(t testing.TB, path string, killed time.Time) {
+// fenceChange: from At, Holder holds the fence of a cluster ("" when released).
+type fenceChange struct {
+	At     time.Time
+	Holder string
+}
+
+// checkFencedWrites reads the seed's audit log: every write a replica made to a cluster's
+// ClusterIngress or DNSEndpoint must fall while that replica held the cluster's fence (its Lease's
+// holder, as the Lease writes in the same log say). So no two replicas ever wrote for one cluster
+// at once, hand-overs and restarts included. A replica killed at killed (non-zero) wrote nothing
+// after.
+func checkFencedWrites(t testing.TB, path string, killed time.Time, killedReplica string) {
 	t.Helper()
 	f, err := os.Open(path)
 	must(t, err)
 	defer f.Close()
-	writers := map[string][]string{}
-	lastWrite := map[string]time.Time{}
+	fences := map[string][]fenceChange{}
+	type write struct {
+		at              time.Time
+		replica, object string
+	}
+	var writes []write
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	writes := 0
 	for sc.Scan() {
 		var e auditEvent
-		if json.Unmarshal(sc.Bytes(), &e) != nil || !strings.HasPrefix(e.UserAgent, "shardgate/") || e.ResponseStatus.Code >= 300 {
+		if json.Unmarshal(sc.Bytes(), &e) != nil || e.ResponseStatus.Code >= 300 {
+			continue
+		}
+		if e.ObjectRef.Resource == "leases" {
+			if e.RequestObject == nil || !strings.HasPrefix(e.ObjectRef.Name, "shardgate-cluster-") {
+				continue
+			}
+			cluster := e.RequestObject.Metadata.Annotations["shardgate.io/cluster"]
+			fences[cluster] = append(fences[cluster], fenceChange{At: e.StageTimestamp, Holder: ptr.Deref(e.RequestObject.Spec.HolderIdentity, "")})
+			continue
+		}
+		if !strings.HasPrefix(e.UserAgent, "shardgate/") {
 			continue
 		}
 		replica := strings.SplitN(strings.TrimPrefix(e.UserAgent, "shardgate/"), " ", 2)[0]
-		obj := e.ObjectRef.Resource + " " + e.ObjectRef.Namespace + "/" + e.ObjectRef.Name
-		w := writers[obj]
-		if len(w) == 0 || w[len(w)-1] != replica {
-			writers[obj] = append(w, replica)
-		}
-		if e.StageTimestamp.After(lastWrite[replica]) {
-			lastWrite[replica] = e.StageTimestamp
-		}
-		writes++
+		writes = append(writes, write{at: e.StageTimestamp, replica: replica, object: e.ObjectRef.Resource + " " + e.ObjectRef.Namespace + "/" + e.ObjectRef.Name})
 	}
 	must(t, sc.Err())
-	if writes == 0 {
-		t.Fatal("the audit log holds no write by a replica")
+	if len(writes) == 0 || len(fences) == 0 {
+		t.Fatalf("the audit log holds %d writes by replicas and fences of %d clusters", len(writes), len(fences))
 	}
-	handedOver := 0
-	for obj, w := range writers {
-		seen := map[string]bool{}
-		for _, r := range w {
-			if seen[r] {
-				t.Errorf("%s: writers %v: a replica wrote again after another one had", obj, w)
+	holderAt := func(cluster string, at time.Time) string {
+		h := ""
+		for _, c := range fences[cluster] {
+			if c.At.After(at) {
 				break
 			}
-			seen[r] = true
+			h = c.Holder
 		}
-		if len(w) > 1 {
-			handedOver++
+		return h
+	}
+	violations, changes := 0, 0
+	for _, fc := range fences {
+		changes += len(fc)
+	}
+	for _, w := range writes {
+		cluster := strings.SplitN(w.object, " ", 2)[1]
+		if h := holderAt(cluster, w.at); h != w.replica {
+			violations++
+			if violations <= 10 {
+				t.Errorf("%s written by %s at %s while the fence was held by %q", w.object, w.replica, w.at.Format("15:04:05.000000"), h)
+			}
+		}
+		if !killed.IsZero() && w.replica == killedReplica && w.at.After(killed.Add(time.Second)) {
+			t.Errorf("%s written by %s at %s, after it was killed", w.object, w.replica, w.at.Format("15:04:05.000"))
 		}
 	}
-	if !killed.IsZero() && lastWrite["r2"].After(killed.Add(time.Second)) {
-		t.Errorf("r2 wrote at %s, after it was killed at %s", lastWrite["r2"], killed)
-	}
-	t.Logf("audit log: %d successful writes by replicas to %d objects; %d objects changed writer (hand-overs)", writes, len(writers), handedOver)
+	t.Logf("audit log: %d writes by replicas, each within its replica's fence (%d violations); %d fence changes over %d clusters",
+		len(writes), violations, changes, len(fences))
 }

@@ -43,6 +43,10 @@ func Only(r reconcile.Reconciler) reconcile.Reconciler {
 			return reconcile.Result{RequeueAfter: time.Second}, nil
 		}
 		defer done()
+		// Work for a cluster stops when this replica's Lease lapses (its fences may be another
+		// replica's then): requests not sent yet fail instead of writing.
+		ctx, stop := o.epochContext(ctx)
+		defer stop()
 		return r.Reconcile(ctx, req)
 	})
 }

@@ -59,10 +59,33 @@ type Owner struct {
 	Now       func() time.Time
 
 	mu        sync.Mutex
+	epoch     context.Context // canceled when this replica's Lease lapses: in-flight work stops
+	endEpoch  context.CancelFunc
 	live      []string
 	renewedAt time.Time                    // last successful renewal of our own Lease
 	held      map[types.NamespacedName]int // fences held, with reconciles in flight
 	subs      []chan event.GenericEvent
+}
+
+// newEpoch starts a new epoch (mu held); the previous one's context is canceled.
+func (o *Owner) newEpoch() {
+	if o.endEpoch != nil {
+		o.endEpoch()
+	}
+	o.epoch, o.endEpoch = context.WithCancel(context.Background())
+}
+
+// epochContext is ctx, also canceled when the current epoch ends.
+func (o *Owner) epochContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	o.mu.Lock()
+	epoch := o.epoch
+	o.mu.Unlock()
+	if epoch == nil {
+		return ctx, func() {}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	stop := context.AfterFunc(epoch, cancel)
+	return ctx, func() { stop(); cancel() }
 }
 
 // NeedLeaderElection is false: every replica takes part.
@@ -75,6 +98,7 @@ func (o *Owner) Start(ctx context.Context) error {
 	if o.held == nil {
 		o.held = map[types.NamespacedName]int{}
 	}
+	o.newEpoch()
 	o.mu.Unlock()
 	t := time.NewTicker(o.Renew)
 	defer t.Stop()
@@ -113,6 +137,7 @@ func (o *Owner) tick(ctx context.Context) {
 		// which reads who holds it. In-flight reconciles end on their own.
 		o.Log.Info("this replica's Lease lapsed: forgetting the fences it held", "clusters", len(o.held))
 		o.held = map[types.NamespacedName]int{}
+		o.newEpoch() // reconciles still running for them see their context canceled
 	}
 	o.mu.Unlock()
 	if err := o.renew(ctx, now); err != nil {
