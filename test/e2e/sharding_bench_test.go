@@ -32,7 +32,7 @@ func BenchmarkShardingFaults(b *testing.B) {
 			benchCluster(ctx, b, seed, u, i, fmt.Sprintf("c%d", i))
 		}
 		args := func(id string) []string {
-			return []string{"--dns-zone=" + zone, "--sharding", "--replica-id=" + id, "--leader-election-namespace=default", "--sharding-lease-duration=6s"}
+			return []string{"--dns-zone=" + zone, "--sharding", "--replica-id=" + id, "--leader-election-namespace=default"}
 		}
 		ctls := make([]*framework.Controller, replicas)
 		for r := range replicas {

@@ -67,6 +67,26 @@ type Owner struct {
 	subs      []chan event.GenericEvent
 }
 
+// watchdog cancels the running reconciles' contexts the moment this replica stops counting
+// itself fresh — a renewal period before the others may count it gone — without waiting for a
+// slow renewal to return.
+func (o *Owner) watchdog(ctx context.Context) {
+	t := time.NewTicker(o.Renew / 8)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		o.mu.Lock()
+		if !o.renewedAt.IsZero() && !o.fresh(o.now()) && o.epoch.Err() == nil {
+			o.endEpoch()
+		}
+		o.mu.Unlock()
+	}
+}
+
 // newEpoch starts a new epoch (mu held); the previous one's context is canceled.
 func (o *Owner) newEpoch() {
 	if o.endEpoch != nil {
@@ -100,12 +120,45 @@ func (o *Owner) Start(ctx context.Context) error {
 	}
 	o.newEpoch()
 	o.mu.Unlock()
+	go o.watchdog(ctx)
+	// Renewals run on their own: following the others (lists, releases, announcements) can be
+	// slow under load and must never delay them.
+	lapses := make(chan bool, 1)
+	followed := make(chan struct{})
+	go func() {
+		defer close(followed)
+		t := time.NewTicker(o.Renew)
+		defer t.Stop()
+		for {
+			lapsed := false
+			select {
+			case lapsed = <-lapses:
+			default:
+			}
+			o.followTick(ctx, lapsed)
+			select {
+			case <-ctx.Done():
+				return
+			case lapsed = <-lapses:
+				if lapsed {
+					o.followTick(ctx, true)
+				}
+			case <-t.C:
+			}
+		}
+	}()
 	t := time.NewTicker(o.Renew)
 	defer t.Stop()
 	for {
-		o.tick(ctx)
+		if o.renewTick(ctx) {
+			select {
+			case lapses <- true:
+			default:
+			}
+		}
 		select {
 		case <-ctx.Done():
+			<-followed
 			o.shutdown()
 			return nil
 		case <-t.C:
@@ -127,26 +180,47 @@ func (o *Owner) Held() int {
 	return len(o.held)
 }
 
+// tick renews, then follows the others (tests call it to step time by hand).
 func (o *Owner) tick(ctx context.Context) {
+	lapsed := o.renewTick(ctx)
+	o.followTick(ctx, lapsed)
+}
+
+// renewTick renews this replica's Lease and reports whether it lapsed meanwhile.
+func (o *Owner) renewTick(ctx context.Context) bool {
 	now := o.now()
 	o.mu.Lock()
-	lapsed := !o.renewedAt.IsZero() && !o.fresh(now) && len(o.held) > 0
-	if lapsed {
-		// We went unrenewed long enough for the others to count us gone (a pause, a partition):
-		// our fences may be theirs now. Forget them; each is taken again only through acquire,
-		// which reads who holds it. In-flight reconciles end on their own.
-		o.Log.Info("this replica's Lease lapsed: forgetting the fences it held", "clusters", len(o.held))
-		o.held = map[types.NamespacedName]int{}
-		o.newEpoch() // reconciles still running for them see their context canceled
-	}
+	prev := o.renewedAt
 	o.mu.Unlock()
-	if err := o.renew(ctx, now); err != nil {
-		o.Log.Error(err, "renewing the replica Lease")
-	} else {
-		o.mu.Lock()
-		o.renewedAt = now
-		o.mu.Unlock()
+	err := o.renew(ctx, now)
+	landed := o.now()
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	// Others count this replica live until its last renewTime plus the duration; it counts
+	// itself fresh a renewal period less. If this renewal landed (or failed) after that, there
+	// was a moment when another replica could rightly take our fences: forget them all, stop
+	// what runs for them, and take each again only through acquire, which reads who holds it.
+	lapsed := !prev.IsZero() && landed.Sub(prev) >= o.LeaseDuration-o.Renew && len(o.held) > 0
+	if lapsed {
+		o.Log.Info("this replica's Lease lapsed: forgetting the fences it held", "clusters", len(o.held), "lastRenewal", prev, "now", landed)
+		o.held = map[types.NamespacedName]int{}
+		o.newEpoch()
 	}
+	if err != nil {
+		o.Log.Error(err, "renewing the replica Lease")
+		return lapsed
+	}
+	o.renewedAt = now
+	if o.epoch != nil && o.epoch.Err() != nil {
+		o.newEpoch() // the watchdog ended the last one
+	}
+	return lapsed
+}
+
+// followTick reads the live replicas, tells the controllers when owners changed (or after a
+// lapse), and gives back the clusters others now serve.
+func (o *Owner) followTick(ctx context.Context, lapsed bool) {
+	now := o.now()
 	var leases coordinationv1.LeaseList
 	if err := o.Reader.List(ctx, &leases, client.InNamespace(o.Namespace), client.MatchingLabels{LeaseKindLabel: leaseReplica}); err != nil {
 		o.Log.Error(err, "listing replica Leases")
