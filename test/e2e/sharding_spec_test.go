@@ -61,7 +61,7 @@ func TestSharding(t *testing.T) {
 	for r := 1; r <= replicas; r++ {
 		id := fmt.Sprintf("r%d", r)
 		ctls[id] = framework.StartController(t, seed, "--dns-zone="+zone, "--sharding", "--replica-id="+id,
-			"--leader-election-namespace=default")
+			"--leader-election-namespace=default", "--sharding-lease-duration=8s")
 	}
 	answered := func(t *testing.T, within time.Duration, want func(i int) []string) {
 		t.Helper()
