@@ -63,7 +63,7 @@ type Owner struct {
 	endEpoch  context.CancelFunc
 	live      []string
 	renewedAt time.Time                    // last successful renewal of our own Lease
-	held      map[types.NamespacedName]int // fences held, with reconciles in flight
+	held      map[types.NamespacedName]*fence // fences held or being re-taken, with reconciles in flight
 	subs      []chan event.GenericEvent
 }
 
@@ -108,6 +108,14 @@ func (o *Owner) epochContext(ctx context.Context) (context.Context, context.Canc
 	return ctx, func() { stop(); cancel() }
 }
 
+// fence is a cluster this replica works for: valid while it holds the cluster's Lease (false
+// after a lapse, until acquire has read the Lease again); inflight counts its reconciles running,
+// which a lapse does not reset: the fence is given back only once they all ended.
+type fence struct {
+	valid    bool
+	inflight int
+}
+
 // NeedLeaderElection is false: every replica takes part.
 func (o *Owner) NeedLeaderElection() bool { return false }
 
@@ -116,7 +124,7 @@ func (o *Owner) NeedLeaderElection() bool { return false }
 func (o *Owner) Start(ctx context.Context) error {
 	o.mu.Lock()
 	if o.held == nil {
-		o.held = map[types.NamespacedName]int{}
+		o.held = map[types.NamespacedName]*fence{}
 	}
 	o.newEpoch()
 	o.mu.Unlock()
@@ -177,7 +185,13 @@ func (o *Owner) Live() []string {
 func (o *Owner) Held() int {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	return len(o.held)
+	n := 0
+	for _, f := range o.held {
+		if f.valid {
+			n++
+		}
+	}
+	return n
 }
 
 // tick renews, then follows the others (tests call it to step time by hand).
@@ -203,7 +217,9 @@ func (o *Owner) renewTick(ctx context.Context) bool {
 	lapsed := !prev.IsZero() && landed.Sub(prev) >= o.LeaseDuration-o.Renew && len(o.held) > 0
 	if lapsed {
 		o.Log.Info("this replica's Lease lapsed: forgetting the fences it held", "clusters", len(o.held), "lastRenewal", prev, "now", landed)
-		o.held = map[types.NamespacedName]int{}
+		for _, f := range o.held {
+			f.valid = false
+		}
 		o.newEpoch()
 	}
 	if err != nil {
@@ -286,10 +302,10 @@ func (o *Owner) enter(ctx context.Context, key types.NamespacedName) (func(), ve
 		o.mu.Unlock()
 		return func() {}, mine
 	}
-	if _, ok := o.held[key]; ok {
-		o.held[key]++
+	if f, ok := o.held[key]; ok && f.valid {
+		f.inflight++
 		o.mu.Unlock()
-		return o.leave(key), mine
+		return o.leave(f), mine
 	}
 	live := slices.Clone(o.live)
 	o.mu.Unlock()
@@ -302,16 +318,22 @@ func (o *Owner) enter(ctx context.Context, key types.NamespacedName) (func(), ve
 		return nil, waiting
 	}
 	o.mu.Lock()
-	o.held[key]++
+	f, ok := o.held[key]
+	if !ok {
+		f = &fence{}
+		o.held[key] = f
+	}
+	f.valid = true
+	f.inflight++
 	o.mu.Unlock()
-	return o.leave(key), mine
+	return o.leave(f), mine
 }
 
-func (o *Owner) leave(key types.NamespacedName) func() {
+func (o *Owner) leave(f *fence) func() {
 	return func() {
 		o.mu.Lock()
-		if n, ok := o.held[key]; ok && n > 0 {
-			o.held[key] = n - 1
+		if f.inflight > 0 {
+			f.inflight--
 		}
 		o.mu.Unlock()
 	}
@@ -386,8 +408,8 @@ func (o *Owner) replicaAlive(ctx context.Context, holder string, now time.Time) 
 func (o *Owner) releaseLost(ctx context.Context) {
 	o.mu.Lock()
 	var lost []types.NamespacedName
-	for key, inflight := range o.held {
-		if inflight == 0 && ownerKey(o.live, key) != o.Identity {
+	for key, f := range o.held {
+		if f.inflight == 0 && ownerKey(o.live, key) != o.Identity {
 			lost = append(lost, key)
 			delete(o.held, key) // no new reconcile enters: enter says notMine from now on
 		}
@@ -425,7 +447,7 @@ func (o *Owner) shutdown() {
 	for k := range o.held {
 		keys = append(keys, k)
 	}
-	o.held = map[types.NamespacedName]int{}
+	o.held = map[types.NamespacedName]*fence{}
 	o.renewedAt = time.Time{}
 	o.mu.Unlock()
 	for _, k := range keys {

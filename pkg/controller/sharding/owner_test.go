@@ -22,7 +22,7 @@ func (c *clock) now() time.Time { return c.t }
 
 func replica(c client.Client, clk *clock, id string) *Owner {
 	return &Owner{Client: c, Reader: c, Identity: id, Namespace: "shardgate", LeaseDuration: 10 * time.Second, Renew: 2 * time.Second,
-		Log: logr.Discard(), Now: clk.now, held: map[types.NamespacedName]int{}}
+		Log: logr.Discard(), Now: clk.now, held: map[types.NamespacedName]*fence{}}
 }
 
 // leaseStore is the API the replicas share (Leases only) and the clock they share.
