@@ -62,7 +62,7 @@ type Owner struct {
 	epoch     context.Context // canceled when this replica's Lease lapses: in-flight work stops
 	endEpoch  context.CancelFunc
 	live      []string
-	renewedAt time.Time                    // last successful renewal of our own Lease
+	renewedAt time.Time                       // last successful renewal of our own Lease
 	held      map[types.NamespacedName]*fence // fences held or being re-taken, with reconciles in flight
 	subs      []chan event.GenericEvent
 }
