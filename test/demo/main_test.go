@@ -90,7 +90,9 @@ func TestDemoStops(t *testing.T) {
 				within = 5 * time.Second
 			}
 			waitFor(t, within, "every process of the demo to end", func() bool {
-				return len(processesUnder(runDir)) == 0 && len(processesUnder("/run/shardgate/")) == 0 && !alive(launcher)
+				// The demo's real nodes run under /run/shardgate/sg<launcher PID>-… (other tests'
+				// nodes may run meanwhile under their own prefix).
+				return len(processesUnder(runDir)) == 0 && len(processesUnder(fmt.Sprintf("/run/shardgate/sg%d-", launcher%100000))) == 0 && !alive(launcher)
 			})
 			t.Logf("%s: every process gone %s after the signal", tc.name, time.Since(stopped).Round(100*time.Millisecond))
 			if !tc.clean {
