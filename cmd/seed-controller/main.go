@@ -44,6 +44,10 @@ func run(ctx context.Context, args []string) error {
 	if err != nil {
 		return fmt.Errorf("seed cluster config: %w", err)
 	}
+	if opts.sharding {
+		// Each replica's requests say who sent them (audit logs, API priority and fairness).
+		cfg.UserAgent = "shardgate/" + opts.replicaID
+	}
 	mgr, err := newManager(cfg, opts)
 	if err != nil {
 		return err

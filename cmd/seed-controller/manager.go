@@ -9,6 +9,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -26,6 +27,7 @@ import (
 	"github.com/shardgate/shardgate/pkg/controller/lifecycle"
 	"github.com/shardgate/shardgate/pkg/controller/profile"
 	"github.com/shardgate/shardgate/pkg/controller/routedips"
+	"github.com/shardgate/shardgate/pkg/controller/sharding"
 	"github.com/shardgate/shardgate/pkg/controller/shards"
 	"github.com/shardgate/shardgate/pkg/controller/vips"
 	"github.com/shardgate/shardgate/pkg/dnsrecords"
@@ -124,6 +126,11 @@ func addControllers(mgr ctrl.Manager, o options) error {
 	if err := mgr.Add(engager); err != nil { // disengages every cluster when the manager stops
 		return err
 	}
+	if o.sharding {
+		if err := addSharding(mgr, o, engager); err != nil {
+			return err
+		}
+	}
 	dc, err := discovery.NewDiscoveryClientForConfig(mgr.GetConfig())
 	if err != nil {
 		return err
@@ -175,6 +182,42 @@ func addControllers(mgr ctrl.Manager, o options) error {
 		return err
 	}
 	return profile.Add(mgr, o.dnsZone)
+}
+
+// addSharding installs the gate every controller added after it passes requests through: this
+// replica serves the clusters rendezvous hashing gives it, once it holds their fence.
+func addSharding(mgr ctrl.Manager, o options, engager *clusteraccess.Engager) error {
+	ns := o.leaderElectionNamespace
+	if ns == "" {
+		ns = ownNamespace()
+	}
+	if ns == "" {
+		return fmt.Errorf("--sharding needs a namespace for its Leases (--leader-election-namespace or the pod's)")
+	}
+	// The Leases' own client: its requests never wait behind the controllers' in a shared
+	// client-side rate limiter (a renewal stuck there lets the Lease lapse under load).
+	leaseCfg := rest.CopyConfig(mgr.GetConfig())
+	leaseCfg.QPS, leaseCfg.Burst = 20, 40
+	leases, err := client.New(leaseCfg, client.Options{Scheme: mgr.GetScheme()})
+	if err != nil {
+		return err
+	}
+	owner := &sharding.Owner{Client: leases, Reader: leases, Identity: o.replicaID, Namespace: ns,
+		LeaseDuration: o.shardLease, Renew: o.shardLease / 5, Log: ctrl.Log.WithName("sharding"),
+		Keys: func(ctx context.Context) ([]types.NamespacedName, error) {
+			var list v1alpha1.ClusterIngressList
+			if err := mgr.GetCache().List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
+				return nil, err
+			}
+			keys := make([]types.NamespacedName, 0, len(list.Items))
+			for i := range list.Items {
+				keys = append(keys, client.ObjectKeyFromObject(&list.Items[i]))
+			}
+			return keys, nil
+		},
+		OnRelease: engager.Disengage}
+	sharding.Install(owner)
+	return mgr.Add(owner)
 }
 
 // canaryConfig: the canary resolves where DNS is verified when it is, else like any client.

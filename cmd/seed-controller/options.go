@@ -1,6 +1,8 @@
 package main
 
 import (
+	"k8s.io/apimachinery/pkg/util/validation"
+
 	"flag"
 	"fmt"
 	"net"
@@ -41,6 +43,9 @@ type options struct {
 	canaryQPS               float64
 	canaryProxy             string
 	canaryRefuseCIDRs       stringList
+	sharding                bool
+	replicaID               string
+	shardLease              time.Duration
 }
 
 // stringList is a comma-separated flag value.
@@ -85,6 +90,9 @@ func (o *options) bind(fs *flag.FlagSet) {
 	fs.Float64Var(&o.canaryQPS, "canary-qps", 10, "canary checks a second, for all clusters together")
 	fs.Var(&o.canaryRefuseCIDRs, "canary-refuse-cidrs", "address ranges the canary never requests, besides loopback, link-local, multicast and unspecified (comma-separated CIDRs; list the seed's pod and Service ranges and its API servers)")
 	fs.StringVar(&o.canaryProxy, "canary-proxy", "", "proxy through which the seed reaches user clusters' routers: http://host:port (a CONNECT tunnel per router address) or socks5://host:port (default: direct)")
+	fs.BoolVar(&o.sharding, "sharding", false, "share the user clusters with the other replicas (each holds a Lease; rendezvous hashing assigns clusters; a per-cluster Lease fences hand-overs) instead of one leader doing all")
+	fs.StringVar(&o.replicaID, "replica-id", "", "this replica's identity for --sharding (default: $POD_NAME, else the host name)")
+	fs.DurationVar(&o.shardLease, "sharding-lease-duration", 10*time.Second, "with --sharding: a replica whose Lease was not renewed for this long is gone and its clusters are taken over")
 	fs.StringVar(&o.routedIPJobNamespace, "routed-ip-job-namespace", "", "seed namespace where ClusterRoutedIPClass Jobs run and their fromSecretsRef Secrets live (default: the controller's own namespace; none: routed IPs are off)")
 }
 
@@ -111,6 +119,27 @@ func (o *options) validate() error {
 	}
 	if _, err := canary.DefaultRefused().WithCIDRs(o.canaryRefuseCIDRs); err != nil {
 		return fmt.Errorf("--canary-refuse-cidrs: %w", err)
+	}
+	if o.sharding {
+		if o.leaderElect {
+			return fmt.Errorf("--sharding and --leader-elect exclude each other: sharing replicas all work")
+		}
+		if o.shardLease < 3*time.Second {
+			return fmt.Errorf("--sharding-lease-duration must be at least 3s")
+		}
+		if o.replicaID == "" {
+			o.replicaID = os.Getenv("POD_NAME")
+		}
+		if o.replicaID == "" {
+			h, err := os.Hostname()
+			if err != nil {
+				return fmt.Errorf("--replica-id: %w", err)
+			}
+			o.replicaID = h
+		}
+		if errs := validation.IsDNS1123Subdomain("shardgate-replica-" + o.replicaID); len(errs) > 0 {
+			return fmt.Errorf("--replica-id %q: %s", o.replicaID, strings.Join(errs, "; "))
+		}
 	}
 	if o.concurrency < 1 {
 		return fmt.Errorf("--concurrency must be at least 1")

@@ -52,8 +52,13 @@ func TestChartRefusesBadValues(t *testing.T) {
 	if out, err := helm(t, "lint", chart, "--set", "dns.zone=clusters.example.com"); err != nil {
 		t.Fatalf("helm lint: %v\n%s", err, out)
 	}
+	// Several replicas share the clusters instead of standing by.
+	out, err := helm(t, "template", "x", chart, "--set", "dns.zone=ok.example", "--set", "replicas=3", "--show-only", "templates/deployment.yaml")
+	if err != nil || !strings.Contains(out, "- --sharding") || !strings.Contains(out, "- --leader-elect=false") || !strings.Contains(out, "POD_NAME") {
+		t.Fatalf("replicas=3: %v\n%s", err, out)
+	}
 	// The opt-in dashboard: a ConfigMap Grafana's sidecar picks up, holding the dashboard JSON.
-	out, err := helm(t, "template", "x", chart, "--set", "dns.zone=ok.example", "--set", "grafanaDashboard.enabled=true", "--show-only", "templates/grafana-dashboard.yaml")
+	out, err = helm(t, "template", "x", chart, "--set", "dns.zone=ok.example", "--set", "grafanaDashboard.enabled=true", "--show-only", "templates/grafana-dashboard.yaml")
 	if err != nil {
 		t.Fatalf("helm template: %v\n%s", err, out)
 	}

@@ -95,7 +95,7 @@ func convergenceRun(b *testing.B, clusters, samples int, steady bool) (p50, p99 
 
 // benchCluster gives user cluster i three ready nodes 127.0.<100+i>.1-3 and registers it with the
 // seed as kubeconfig Secret name.
-func benchCluster(ctx context.Context, b *testing.B, seed, u *framework.ControlPlane, i int, name string) {
+func benchCluster(ctx context.Context, b testing.TB, seed, u *framework.ControlPlane, i int, name string) {
 	for j := 1; j <= 3; j++ {
 		createReadyNode(ctx, b, u, fmt.Sprintf("n%d", j), fmt.Sprintf("127.0.%d.%d", 100+i, j))
 	}
@@ -110,7 +110,7 @@ func benchCluster(ctx context.Context, b *testing.B, seed, u *framework.ControlP
 	}
 }
 
-func createProfileB(ctx context.Context, b *testing.B, seed *framework.ControlPlane) {
+func createProfileB(ctx context.Context, b testing.TB, seed *framework.ControlPlane) {
 	// NodePort publishing: targets follow node readiness alone (no router pods run here).
 	p := &v1alpha1.IngressProfile{ObjectMeta: metav1.ObjectMeta{Name: "default"},
 		Spec: v1alpha1.IngressProfileSpec{Shards: []v1alpha1.ShardSpec{{Name: v1alpha1.DefaultShardName, Publishing: v1alpha1.PublishNodePort}}}}
@@ -119,7 +119,7 @@ func createProfileB(ctx context.Context, b *testing.B, seed *framework.ControlPl
 	}
 }
 
-func createReadyNode(ctx context.Context, b *testing.B, u *framework.ControlPlane, name, ip string) {
+func createReadyNode(ctx context.Context, b testing.TB, u *framework.ControlPlane, name, ip string) {
 	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}
 	if err := u.Client.Create(ctx, n); err != nil {
 		b.Fatal(err)

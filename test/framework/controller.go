@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -202,3 +203,17 @@ func (c *Controller) Metrics() (string, error) {
 
 // PID of the controller process (for its resident memory).
 func (c *Controller) PID() int { return c.proc.PID() }
+
+// Kill SIGKILLs the controller (a crash: no Lease released, nothing flushed) and waits until it
+// is gone.
+func (c *Controller) Kill() error {
+	if err := syscall.Kill(c.proc.PID(), syscall.SIGKILL); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return waitFor(ctx, 50*time.Millisecond, func(context.Context) (bool, error) {
+		exited, _ := c.proc.Exited()
+		return exited, nil
+	})
+}

@@ -41,6 +41,8 @@ type EnvironmentOptions struct {
 	// DNS starts BIND for Zone and external-dns against the seed.
 	DNS  bool
 	Zone string
+	// SeedAPIServerFlags are set on the seed's kube-apiserver (e.g. an audit log).
+	SeedAPIServerFlags map[string]string
 }
 
 // StartEnvironment starts everything opts asks for; all of it is stopped when t ends.
@@ -50,7 +52,8 @@ func StartEnvironment(t testing.TB, opts EnvironmentOptions) *Environment {
 	if err != nil {
 		t.Fatal(err)
 	}
-	env := &Environment{Seed: StartControlPlane(t, "seed", ControlPlaneOptions{CRDDirs: crds, SimulatedNodes: opts.SeedNode, RealNodes: opts.SeedNode})}
+	env := &Environment{Seed: StartControlPlane(t, "seed", ControlPlaneOptions{CRDDirs: crds, SimulatedNodes: opts.SeedNode, RealNodes: opts.SeedNode,
+		APIServerFlags: opts.SeedAPIServerFlags})}
 	for i := 1; i <= opts.UserClusters; i++ {
 		var real []RealNodeSpec
 		if i <= len(opts.RealNodes) {

@@ -56,7 +56,12 @@ app.kubernetes.io/component: seed-controller
 - --status-cert-dir=/etc/shardgate/status-tls
 {{- end }}
 {{- end }}
+{{- if gt (int .Values.replicas) 1 }}
+- --sharding
+- --leader-elect=false
+{{- else }}
 - --leader-elect={{ .Values.leaderElection.enabled }}
+{{- end }}
 - --leader-election-namespace={{ .Release.Namespace }}
 - --zap-log-level={{ .Values.logLevel }}
 {{- end -}}

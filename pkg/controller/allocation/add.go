@@ -13,6 +13,7 @@ import (
 	"github.com/shardgate/shardgate/api/v1alpha1"
 	"github.com/shardgate/shardgate/pkg/clusteraccess"
 	"github.com/shardgate/shardgate/pkg/controller/predicates"
+	"github.com/shardgate/shardgate/pkg/controller/sharding"
 )
 
 // +kubebuilder:rbac:groups=shardgate.io,resources=clusteringresses,verbs=get;list;watch;patch
@@ -27,5 +28,6 @@ func Add(mgr ctrl.Manager, access clusteraccess.Access, concurrency int) error {
 		For(&v1alpha1.ClusterIngress{}, builder.WithPredicates(predicate.Or(predicates.MetadataOrSpecChanged, predicates.DomainChanged, predicates.ClaimsChanged))).
 		// Routes, and router Deployments (their readiness is LeastLoaded's capacity).
 		WatchesRawSource(source.Channel(access.Subscribe(clusteraccess.ChangeRoutes|clusteraccess.ChangeManaged), &handler.EnqueueRequestForObject{})).
-		Complete(&Reconciler{Client: mgr.GetClient(), Access: access})
+		WatchesRawSource(sharding.Changes()).
+		Complete(sharding.Only(&Reconciler{Client: mgr.GetClient(), Access: access}))
 }

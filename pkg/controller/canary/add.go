@@ -26,6 +26,7 @@ import (
 	"github.com/shardgate/shardgate/pkg/canary"
 	"github.com/shardgate/shardgate/pkg/clusteraccess"
 	"github.com/shardgate/shardgate/pkg/controller/predicates"
+	"github.com/shardgate/shardgate/pkg/controller/sharding"
 )
 
 // +kubebuilder:rbac:groups=shardgate.io,resources=clusteringresses,verbs=get;list;watch
@@ -69,7 +70,8 @@ func Add(mgr ctrl.Manager, cfg Config) error {
 		WithOptions(controller.Options{MaxConcurrentReconciles: cfg.Concurrency}).
 		// Checks are timed (RequeueAfter); spec, deletion and the domain start one at once.
 		For(&v1alpha1.ClusterIngress{}, builder.WithPredicates(predicate.Or(predicates.MetadataOrSpecChanged, predicates.DomainChanged, predicates.ClaimsChanged))).
-		Complete(r)
+		WatchesRawSource(sharding.Changes()).
+		Complete(sharding.Only(r))
 }
 
 // connectDialer opens each connection as a CONNECT tunnel through the HTTP proxy at proxyAddr,

@@ -18,6 +18,7 @@ import (
 	"github.com/shardgate/shardgate/api/v1alpha1"
 	"github.com/shardgate/shardgate/pkg/apidiscovery"
 	"github.com/shardgate/shardgate/pkg/controller/predicates"
+	"github.com/shardgate/shardgate/pkg/controller/sharding"
 )
 
 // +kubebuilder:rbac:groups=shardgate.io,resources=clusteringresses,verbs=get;list;watch
@@ -42,7 +43,8 @@ func Add(mgr ctrl.Manager, cfg Config) error {
 		// Spec (TLS settings, shards), deletion and the domain decide the names; the others'
 		// status writes do not.
 		For(&v1alpha1.ClusterIngress{}, builder.WithPredicates(predicate.Or(predicates.MetadataOrSpecChanged, predicates.DomainChanged, predicates.ClaimsChanged))).
-		Build(r)
+		WatchesRawSource(sharding.Changes()).
+		Build(sharding.Only(r))
 	if err != nil {
 		return err
 	}

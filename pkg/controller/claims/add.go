@@ -15,6 +15,7 @@ import (
 	"github.com/shardgate/shardgate/api/v1alpha1"
 	"github.com/shardgate/shardgate/pkg/clusteraccess"
 	"github.com/shardgate/shardgate/pkg/controller/predicates"
+	"github.com/shardgate/shardgate/pkg/controller/sharding"
 )
 
 // +kubebuilder:rbac:groups=shardgate.io,resources=clusteringresses,verbs=get;list;watch
@@ -28,5 +29,6 @@ func Add(mgr ctrl.Manager, access clusteraccess.Access, concurrency int) error {
 		For(&v1alpha1.ClusterIngress{}, builder.WithPredicates(predicate.Or(predicates.MetadataOrSpecChanged, predicates.DomainChanged))).
 		// Claims and Ingresses (what they bind), router Deployments (claimed shards' readiness).
 		WatchesRawSource(source.Channel(access.Subscribe(clusteraccess.ChangeClaims|clusteraccess.ChangeRoutes|clusteraccess.ChangeManaged), &handler.EnqueueRequestForObject{})).
-		Complete(r)
+		WatchesRawSource(sharding.Changes()).
+		Complete(sharding.Only(r))
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/shardgate/shardgate/api/v1alpha1"
 	"github.com/shardgate/shardgate/pkg/clusteraccess"
 	"github.com/shardgate/shardgate/pkg/controller/predicates"
+	"github.com/shardgate/shardgate/pkg/controller/sharding"
 	"github.com/shardgate/shardgate/pkg/dnsrecords"
 )
 
@@ -60,7 +61,8 @@ func Add(mgr ctrl.Manager, cfg Config) error {
 		Watches(&v1alpha1.ClusterIngress{}, handler.EnqueueRequestsFromMapFunc(sameDomain(mgr.GetClient()))).
 		// Records follow nodes and router pods/Services; Ingress churn does not wake this.
 		WatchesRawSource(source.Channel(cfg.Access.Subscribe(clusteraccess.ChangeNodes|clusteraccess.ChangeManaged), &handler.EnqueueRequestForObject{})).
-		Complete(r)
+		WatchesRawSource(sharding.Changes()).
+		Complete(sharding.Only(r))
 }
 
 // AddIndexes adds the ClusterIngress field indexes the controller lists by (the domain asked for

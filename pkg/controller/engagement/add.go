@@ -18,6 +18,7 @@ import (
 	"github.com/shardgate/shardgate/pkg/clusteraccess"
 	"github.com/shardgate/shardgate/pkg/controller/lifecycle"
 	"github.com/shardgate/shardgate/pkg/controller/predicates"
+	"github.com/shardgate/shardgate/pkg/controller/sharding"
 )
 
 // Config wires the engagement controller.
@@ -48,7 +49,7 @@ func Add(mgr ctrl.Manager, cfg Config) error {
 	if len(nss) > 0 {
 		b = b.Watches(&corev1.Secret{}, &handler.EnqueueRequestForObject{}, builder.WithPredicates(lifecycle.HasLabel(v1alpha1.KubeconfigSecretLabel)))
 	}
-	c, err := b.Build(r)
+	c, err := b.WatchesRawSource(sharding.Changes()).Build(sharding.Only(r))
 	if err != nil {
 		return fmt.Errorf("engagement controller: %w", err)
 	}

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
+	"github.com/shardgate/shardgate/pkg/controller/sharding"
 )
 
 // +kubebuilder:rbac:groups=shardgate.io,resources=ingressprofiles/status,verbs=get;update;patch
@@ -27,5 +28,5 @@ func Add(mgr ctrl.Manager, defaultZone string) error {
 		Watches(&v1alpha1.ClusterIngress{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 			return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: o.(*v1alpha1.ClusterIngress).Spec.Profile}}}
 		}), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		Complete(&Reconciler{Client: mgr.GetClient(), DefaultZone: defaultZone})
+		Complete(sharding.Only(&Reconciler{Client: mgr.GetClient(), DefaultZone: defaultZone}))
 }

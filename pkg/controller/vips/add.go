@@ -15,6 +15,7 @@ import (
 	"github.com/shardgate/shardgate/api/v1alpha1"
 	"github.com/shardgate/shardgate/pkg/clusteraccess"
 	"github.com/shardgate/shardgate/pkg/controller/predicates"
+	"github.com/shardgate/shardgate/pkg/controller/sharding"
 )
 
 // +kubebuilder:rbac:groups=shardgate.io,resources=clusteringresses,verbs=get;list;watch
@@ -30,5 +31,6 @@ func Add(mgr ctrl.Manager, access clusteraccess.Access) error {
 		// Node addresses (never given as VIPs), router pods (homes follow the nodes they run on)
 		// and the agents' reports of who holds a VIP.
 		WatchesRawSource(source.Channel(access.Subscribe(clusteraccess.ChangeNodes|clusteraccess.ChangeManaged|clusteraccess.ChangeVIPReports), &handler.EnqueueRequestForObject{})).
-		Complete(r)
+		WatchesRawSource(sharding.Changes()).
+		Complete(sharding.Only(r))
 }

@@ -1,0 +1,62 @@
+// Package sharding lets several controller replicas share the user clusters of one seed. Each
+// replica renews a Lease of its own; every replica computes from the live Leases which replica
+// serves which cluster (pkg/sharding.Owner); and a per-cluster Lease fences the hand-over: a
+// replica works for a cluster only while it holds that cluster's Lease and its own Lease is
+// fresh, and gives the cluster's Lease back only once none of its reconciles for the cluster is
+// still running. So two replicas never write for one cluster, during a hand-over either: the new
+// owner waits until the old one released (or its own Lease expired, when it died).
+//
+// Every per-cluster controller is gated the same way, process-wide like the metrics registry:
+// Install sets the gate once, Only wraps a reconciler, Changes feeds a controller the clusters
+// whose owner changed. Without Install (one replica) Only and Changes change nothing.
+package sharding
+
+import (
+	"context"
+	"sync/atomic"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+)
+
+var installed atomic.Pointer[Owner]
+
+// Install makes o the gate of every controller added after it.
+func Install(o *Owner) { installed.Store(o) }
+
+// Only runs r for the requests this replica serves (and holds the fence of); others end at once,
+// and a cluster whose fence is not free yet is tried again shortly.
+func Only(r reconcile.Reconciler) reconcile.Reconciler {
+	o := installed.Load()
+	if o == nil {
+		return r
+	}
+	return reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+		done, verdict := o.enter(ctx, req.NamespacedName)
+		switch verdict {
+		case notMine:
+			return reconcile.Result{}, nil
+		case waiting:
+			return reconcile.Result{RequeueAfter: time.Second}, nil
+		}
+		defer done()
+		// Work for a cluster stops when this replica's Lease lapses (its fences may be another
+		// replica's then): requests not sent yet fail instead of writing.
+		ctx, stop := o.epochContext(ctx)
+		defer stop()
+		return r.Reconcile(ctx, req)
+	})
+}
+
+// Changes is a source of the ClusterIngresses (and cluster-scoped objects) whose owner changed,
+// for a controller's WatchesRawSource: the new owner starts on them at once.
+func Changes() source.Source {
+	o := installed.Load()
+	if o == nil {
+		return source.Channel(make(chan event.GenericEvent), &handler.EnqueueRequestForObject{})
+	}
+	return source.Channel(o.subscribe(), &handler.EnqueueRequestForObject{})
+}

@@ -1,0 +1,19 @@
+package sharding
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+)
+
+var (
+	liveReplicas = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "shardgate_sharding_live_replicas",
+		Help: "Replicas whose Lease is fresh, as this replica sees them (with --sharding).",
+	})
+	heldClusters = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "shardgate_sharding_held_clusters",
+		Help: "User clusters whose fence this replica holds: the clusters it works for (with --sharding).",
+	})
+)
+
+func init() { metrics.Registry.MustRegister(liveReplicas, heldClusters) }

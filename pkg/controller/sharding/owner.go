@@ -1,0 +1,516 @@
+package sharding
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+
+	"github.com/shardgate/shardgate/api/v1alpha1"
+	"github.com/shardgate/shardgate/pkg/sharding"
+)
+
+// Lease labels: which Leases are replicas' and which are clusters' fences.
+const (
+	LeaseKindLabel    = "shardgate.io/lease"
+	leaseReplica      = "replica"
+	leaseCluster      = "cluster"
+	clusterAnnotation = "shardgate.io/cluster"
+)
+
+type verdict int
+
+const (
+	mine verdict = iota
+	notMine
+	waiting
+)
+
+// Owner is this replica's membership and the fences it holds.
+type Owner struct {
+	// Client writes Leases; Reader reads them uncached (they change every few seconds). Both
+	// must have a rate limit of their own: renewals queued behind the controllers' writes would
+	// let this replica's Lease lapse under load.
+	Client client.Client
+	Reader client.Reader
+	// Identity of this replica (its pod name); Namespace of the Leases.
+	Identity, Namespace string
+	// LeaseDuration: a replica not renewed for this long is gone; Renew: how often it renews.
+	LeaseDuration, Renew time.Duration
+	// Keys lists every ClusterIngress key (the cache), to tell the new owners when the live
+	// set changes.
+	Keys func(ctx context.Context) ([]types.NamespacedName, error)
+	// OnRelease is called for a cluster this replica gave up, before its fence is released
+	// (the engager disengages it).
+	OnRelease func(types.NamespacedName)
+	Log       logr.Logger
+	Now       func() time.Time
+
+	mu        sync.Mutex
+	epoch     context.Context // canceled when this replica's Lease lapses: in-flight work stops
+	endEpoch  context.CancelFunc
+	live      []string
+	renewedAt time.Time                       // last successful renewal of our own Lease
+	held      map[types.NamespacedName]*fence // fences held or being re-taken, with reconciles in flight
+	subs      []chan event.GenericEvent
+}
+
+// watchdog cancels the running reconciles' contexts the moment this replica stops counting
+// itself fresh — a renewal period before the others may count it gone — without waiting for a
+// slow renewal to return.
+func (o *Owner) watchdog(ctx context.Context) {
+	t := time.NewTicker(o.Renew / 8)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		o.mu.Lock()
+		if !o.renewedAt.IsZero() && !o.fresh(o.now()) && o.epoch.Err() == nil {
+			o.endEpoch()
+		}
+		o.mu.Unlock()
+	}
+}
+
+// newEpoch starts a new epoch (mu held); the previous one's context is canceled.
+func (o *Owner) newEpoch() {
+	if o.endEpoch != nil {
+		o.endEpoch()
+	}
+	o.epoch, o.endEpoch = context.WithCancel(context.Background())
+}
+
+// epochContext is ctx, also canceled when the current epoch ends.
+func (o *Owner) epochContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	o.mu.Lock()
+	epoch := o.epoch
+	o.mu.Unlock()
+	if epoch == nil {
+		return ctx, func() {}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	stop := context.AfterFunc(epoch, cancel)
+	return ctx, func() { stop(); cancel() }
+}
+
+// fence is a cluster this replica works for: valid while it holds the cluster's Lease (false
+// after a lapse, until acquire has read the Lease again); inflight counts its reconciles running,
+// which a lapse does not reset: the fence is given back only once they all ended.
+type fence struct {
+	valid    bool
+	inflight int
+}
+
+// NeedLeaderElection is false: every replica takes part.
+func (o *Owner) NeedLeaderElection() bool { return false }
+
+// Start renews this replica's Lease and follows the others' until ctx ends; then it gives every
+// fence back and deletes its Lease, so the others take over at once instead of after expiry.
+func (o *Owner) Start(ctx context.Context) error {
+	o.mu.Lock()
+	if o.held == nil {
+		o.held = map[types.NamespacedName]*fence{}
+	}
+	o.newEpoch()
+	o.mu.Unlock()
+	go o.watchdog(ctx)
+	// Renewals run on their own: following the others (lists, releases, announcements) can be
+	// slow under load and must never delay them.
+	lapses := make(chan bool, 1)
+	followed := make(chan struct{})
+	go func() {
+		defer close(followed)
+		t := time.NewTicker(o.Renew)
+		defer t.Stop()
+		for {
+			lapsed := false
+			select {
+			case lapsed = <-lapses:
+			default:
+			}
+			o.followTick(ctx, lapsed)
+			select {
+			case <-ctx.Done():
+				return
+			case lapsed = <-lapses:
+				if lapsed {
+					o.followTick(ctx, true)
+				}
+			case <-t.C:
+			}
+		}
+	}()
+	t := time.NewTicker(o.Renew)
+	defer t.Stop()
+	for {
+		if o.renewTick(ctx) {
+			select {
+			case lapses <- true:
+			default:
+			}
+		}
+		select {
+		case <-ctx.Done():
+			<-followed
+			o.shutdown()
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// Live is the last live set seen (for metrics and tests).
+func (o *Owner) Live() []string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return slices.Clone(o.live)
+}
+
+// Held counts the clusters this replica holds the fence of.
+func (o *Owner) Held() int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	n := 0
+	for _, f := range o.held {
+		if f.valid {
+			n++
+		}
+	}
+	return n
+}
+
+// tick renews, then follows the others (tests call it to step time by hand).
+func (o *Owner) tick(ctx context.Context) {
+	lapsed := o.renewTick(ctx)
+	o.followTick(ctx, lapsed)
+}
+
+// renewTick renews this replica's Lease and reports whether it lapsed meanwhile.
+func (o *Owner) renewTick(ctx context.Context) bool {
+	now := o.now()
+	o.mu.Lock()
+	prev := o.renewedAt
+	o.mu.Unlock()
+	err := o.renew(ctx, now)
+	landed := o.now()
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	// Others count this replica live until its last renewTime plus the duration; it counts
+	// itself fresh a renewal period less. If this renewal landed (or failed) after that, there
+	// was a moment when another replica could rightly take our fences: forget them all, stop
+	// what runs for them, and take each again only through acquire, which reads who holds it.
+	lapsed := !prev.IsZero() && landed.Sub(prev) >= o.LeaseDuration-o.Renew && len(o.held) > 0
+	if lapsed {
+		o.Log.Info("this replica's Lease lapsed: forgetting the fences it held", "clusters", len(o.held), "lastRenewal", prev, "now", landed)
+		for _, f := range o.held {
+			f.valid = false
+		}
+		o.newEpoch()
+	}
+	if err != nil {
+		o.Log.Error(err, "renewing the replica Lease")
+		return lapsed
+	}
+	o.renewedAt = now
+	if o.epoch != nil && o.epoch.Err() != nil {
+		o.newEpoch() // the watchdog ended the last one
+	}
+	return lapsed
+}
+
+// followTick reads the live replicas, tells the controllers when owners changed (or after a
+// lapse), and gives back the clusters others now serve.
+func (o *Owner) followTick(ctx context.Context, lapsed bool) {
+	now := o.now()
+	var leases coordinationv1.LeaseList
+	if err := o.Reader.List(ctx, &leases, client.InNamespace(o.Namespace), client.MatchingLabels{LeaseKindLabel: leaseReplica}); err != nil {
+		o.Log.Error(err, "listing replica Leases")
+		return
+	}
+	live := sharding.Live(leases.Items, now)
+	o.mu.Lock()
+	changed := !slices.Equal(live, o.live)
+	o.live = live
+	o.mu.Unlock()
+	if changed {
+		o.Log.Info("replicas", "live", live)
+	}
+	if changed || lapsed {
+		// The new owners start at once; after a lapse we take ours again through the fences.
+		o.announce(ctx)
+	}
+	o.releaseLost(ctx)
+	liveReplicas.Set(float64(len(live)))
+	heldClusters.Set(float64(o.Held()))
+}
+
+// renew creates or renews this replica's Lease.
+func (o *Owner) renew(ctx context.Context, now time.Time) error {
+	l := &coordinationv1.Lease{}
+	key := types.NamespacedName{Namespace: o.Namespace, Name: "shardgate-replica-" + o.Identity}
+	spec := coordinationv1.LeaseSpec{HolderIdentity: ptr.To(o.Identity), LeaseDurationSeconds: ptr.To(int32(o.LeaseDuration / time.Second)),
+		RenewTime: &metav1.MicroTime{Time: now}}
+	err := o.Reader.Get(ctx, key, l)
+	if apierrors.IsNotFound(err) {
+		spec.AcquireTime = &metav1.MicroTime{Time: now}
+		return o.Client.Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name,
+			Labels: map[string]string{LeaseKindLabel: leaseReplica, v1alpha1.ManagedByLabel: v1alpha1.ManagedByValue}}, Spec: spec})
+	}
+	if err != nil {
+		return err
+	}
+	spec.AcquireTime = l.Spec.AcquireTime
+	l.Spec = spec
+	return o.Client.Update(ctx, l)
+}
+
+// fresh: our own Lease was renewed recently enough that no other replica can consider us gone
+// (a renewal period of margin).
+func (o *Owner) fresh(now time.Time) bool {
+	return !o.renewedAt.IsZero() && now.Sub(o.renewedAt) < o.LeaseDuration-o.Renew
+}
+
+// enter decides a request: not ours, ours (with the fence held; done must be called after), or
+// ours but the fence is not free yet.
+func (o *Owner) enter(ctx context.Context, key types.NamespacedName) (func(), verdict) {
+	o.mu.Lock()
+	now := o.now()
+	if !o.fresh(now) || len(o.live) == 0 {
+		o.mu.Unlock()
+		return nil, waiting // we may no longer count as live: do nothing until renewed
+	}
+	if ownerKey(o.live, key) != o.Identity {
+		o.mu.Unlock()
+		return nil, notMine
+	}
+	if key.Namespace == "" { // cluster-scoped (profiles, routed-IP classes): no cluster, no fence
+		o.mu.Unlock()
+		return func() {}, mine
+	}
+	if f, ok := o.held[key]; ok && f.valid {
+		f.inflight++
+		o.mu.Unlock()
+		return o.leave(f), mine
+	}
+	live := slices.Clone(o.live)
+	o.mu.Unlock()
+	acquired, err := o.acquire(ctx, key, live, now)
+	if err != nil {
+		o.Log.Error(err, "acquiring the cluster's Lease", "cluster", key)
+		return nil, waiting
+	}
+	if !acquired {
+		return nil, waiting
+	}
+	o.mu.Lock()
+	f, ok := o.held[key]
+	if !ok {
+		f = &fence{}
+		o.held[key] = f
+	}
+	f.valid = true
+	f.inflight++
+	o.mu.Unlock()
+	return o.leave(f), mine
+}
+
+func (o *Owner) leave(f *fence) func() {
+	return func() {
+		o.mu.Lock()
+		if f.inflight > 0 {
+			f.inflight--
+		}
+		o.mu.Unlock()
+	}
+}
+
+// acquire takes the cluster's fence when it is free: never created, released, held by us, or
+// held by a replica that is not live any more.
+func (o *Owner) acquire(ctx context.Context, key types.NamespacedName, live []string, now time.Time) (bool, error) {
+	name := fenceName(key)
+	l := &coordinationv1.Lease{}
+	err := o.Reader.Get(ctx, types.NamespacedName{Namespace: o.Namespace, Name: name}, l)
+	if apierrors.IsNotFound(err) {
+		err = o.Client.Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: o.Namespace, Name: name,
+			Labels:      map[string]string{LeaseKindLabel: leaseCluster, v1alpha1.ManagedByLabel: v1alpha1.ManagedByValue},
+			Annotations: map[string]string{clusterAnnotation: key.String()}},
+			Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To(o.Identity), AcquireTime: &metav1.MicroTime{Time: now}}})
+		if apierrors.IsAlreadyExists(err) {
+			return false, nil // another replica created it first: look again next time
+		}
+		return err == nil, err
+	}
+	if err != nil {
+		return false, err
+	}
+	holder := ptr.Deref(l.Spec.HolderIdentity, "")
+	switch {
+	case holder == o.Identity:
+		return true, nil
+	case holder != "" && slices.Contains(live, holder):
+		return false, nil // its holder is live and has not released it yet
+	case holder != "":
+		// Our view of the live replicas may be older than the fence we just read (a replica that
+		// started after our last list already holds it): ask the holder's own Lease.
+		alive, err := o.replicaAlive(ctx, holder, now)
+		if err != nil || alive {
+			return false, err
+		}
+	}
+	// Free, or its holder is gone. The update carries the resourceVersion read: of two
+	// replicas racing for it, one wins.
+	l.Spec.HolderIdentity = ptr.To(o.Identity)
+	l.Spec.AcquireTime = &metav1.MicroTime{Time: now}
+	l.Spec.LeaseTransitions = ptr.To(ptr.Deref(l.Spec.LeaseTransitions, 0) + 1)
+	if err := o.Client.Update(ctx, l); err != nil {
+		if apierrors.IsConflict(err) {
+			return false, nil
+		}
+		return false, err
+	}
+	if holder != "" {
+		o.Log.Info("took over a cluster whose replica is gone", "cluster", key, "from", holder)
+	}
+	return true, nil
+}
+
+// replicaAlive reads holder's Lease now: a fence is taken from a replica only when its own Lease
+// says it is gone.
+func (o *Owner) replicaAlive(ctx context.Context, holder string, now time.Time) (bool, error) {
+	l := &coordinationv1.Lease{}
+	err := o.Reader.Get(ctx, types.NamespacedName{Namespace: o.Namespace, Name: "shardgate-replica-" + holder}, l)
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return sharding.Valid(*l, now), nil
+}
+
+// releaseLost gives back the fences of clusters another replica now serves, once no reconcile
+// of ours for them is running.
+func (o *Owner) releaseLost(ctx context.Context) {
+	o.mu.Lock()
+	var lost []types.NamespacedName
+	for key, f := range o.held {
+		if f.inflight == 0 && ownerKey(o.live, key) != o.Identity {
+			lost = append(lost, key)
+			delete(o.held, key) // no new reconcile enters: enter says notMine from now on
+		}
+	}
+	o.mu.Unlock()
+	for _, key := range lost {
+		if o.OnRelease != nil {
+			o.OnRelease(key)
+		}
+		if err := o.release(ctx, key); err != nil {
+			o.Log.Error(err, "releasing the cluster's Lease (its new owner takes it when this replica's Lease expires)", "cluster", key)
+		}
+	}
+}
+
+func (o *Owner) release(ctx context.Context, key types.NamespacedName) error {
+	l := &coordinationv1.Lease{}
+	if err := o.Reader.Get(ctx, types.NamespacedName{Namespace: o.Namespace, Name: fenceName(key)}, l); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if ptr.Deref(l.Spec.HolderIdentity, "") != o.Identity {
+		return nil
+	}
+	l.Spec.HolderIdentity = ptr.To("")
+	return o.Client.Update(ctx, l)
+}
+
+// shutdown releases every fence and deletes this replica's Lease (a clean stop hands over at
+// once).
+func (o *Owner) shutdown() {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	o.mu.Lock()
+	keys := make([]types.NamespacedName, 0, len(o.held))
+	for k := range o.held {
+		keys = append(keys, k)
+	}
+	o.held = map[types.NamespacedName]*fence{}
+	o.renewedAt = time.Time{}
+	o.mu.Unlock()
+	for _, k := range keys {
+		_ = o.release(ctx, k)
+	}
+	_ = o.Client.Delete(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: o.Namespace, Name: "shardgate-replica-" + o.Identity}})
+}
+
+// announce sends every cluster (and the cluster-scoped objects are re-listed by their own
+// controllers' resyncs) to the subscribed controllers: the new owners start on theirs.
+func (o *Owner) announce(ctx context.Context) {
+	if o.Keys == nil {
+		return
+	}
+	keys, err := o.Keys(ctx)
+	if err != nil {
+		o.Log.Error(err, "listing clusters to hand over")
+		return
+	}
+	o.mu.Lock()
+	subs := slices.Clone(o.subs)
+	o.mu.Unlock()
+	for _, k := range keys {
+		ci := &v1alpha1.ClusterIngress{ObjectMeta: metav1.ObjectMeta{Namespace: k.Namespace, Name: k.Name}}
+		for _, c := range subs {
+			select {
+			case c <- event.GenericEvent{Object: ci}:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}
+}
+
+func (o *Owner) subscribe() chan event.GenericEvent {
+	c := make(chan event.GenericEvent, 1024)
+	o.mu.Lock()
+	o.subs = append(o.subs, c)
+	o.mu.Unlock()
+	return c
+}
+
+func (o *Owner) now() time.Time {
+	if o.Now != nil {
+		return o.Now()
+	}
+	return time.Now()
+}
+
+// ownerKey is the replica of live that serves k.
+func ownerKey(live []string, k types.NamespacedName) string {
+	return sharding.Owner(live, keyString(k))
+}
+
+func keyString(k types.NamespacedName) string {
+	if k.Namespace == "" {
+		return "cluster-scoped/" + k.Name
+	}
+	return k.String()
+}
+
+// fenceName is the cluster's Lease: a hash, since namespace/name may exceed a name's length.
+func fenceName(k types.NamespacedName) string {
+	sum := sha256.Sum256([]byte(k.String()))
+	return fmt.Sprintf("shardgate-cluster-%s", hex.EncodeToString(sum[:8]))
+}

@@ -1,0 +1,175 @@
+package sharding
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+)
+
+// clock is shared by the replicas of a test: time moves only when the test says.
+type clock struct{ t time.Time }
+
+func (c *clock) now() time.Time { return c.t }
+
+func replica(c client.Client, clk *clock, id string) *Owner {
+	return &Owner{Client: c, Reader: c, Identity: id, Namespace: "shardgate", LeaseDuration: 10 * time.Second, Renew: 2 * time.Second,
+		Log: logr.Discard(), Now: clk.now, held: map[types.NamespacedName]*fence{}}
+}
+
+// leaseStore is the API the replicas share (Leases only) and the clock they share.
+func leaseStore(t *testing.T) (client.Client, *clock) {
+	s := runtime.NewScheme()
+	if err := coordinationv1.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	return fake.NewClientBuilder().WithScheme(s).Build(), &clock{t: time.Date(2026, 11, 23, 2, 0, 0, 0, time.UTC)}
+}
+
+func key(i int) types.NamespacedName {
+	return types.NamespacedName{Namespace: "tenants", Name: fmt.Sprintf("c%d", i)}
+}
+
+// serve asks o to enter every key and returns the ones it served (leaving at once).
+func serve(ctx context.Context, o *Owner, n int) map[types.NamespacedName]bool {
+	out := map[types.NamespacedName]bool{}
+	for i := range n {
+		if done, v := o.enter(ctx, key(i)); v == mine {
+			out[key(i)] = true
+			done()
+		}
+	}
+	return out
+}
+
+func fenceHolder(ctx context.Context, t *testing.T, c client.Client, k types.NamespacedName) string {
+	l := &coordinationv1.Lease{}
+	if err := c.Get(ctx, types.NamespacedName{Namespace: "shardgate", Name: fenceName(k)}, l); err != nil {
+		return "none"
+	}
+	return ptr.Deref(l.Spec.HolderIdentity, "")
+}
+
+func TestOwnersShareAndHandOver(t *testing.T) {
+	ctx := context.Background()
+	c, clk := leaseStore(t)
+	r1, r2 := replica(c, clk, "r1"), replica(c, clk, "r2")
+	const n = 40
+
+	// r1 starts alone: it serves every cluster and holds every fence.
+	r1.tick(ctx)
+	if got := len(serve(ctx, r1, n)); got != n {
+		t.Fatalf("r1 alone serves %d of %d", got, n)
+	}
+	// r2 joins. Until r1 has given a cluster back, r2 waits: never two writers.
+	r2.tick(ctx)
+	r1.tick(ctx) // sees r2; gives back r2's share (nothing of it in flight)
+	mine1, mine2 := serve(ctx, r1, n), serve(ctx, r2, n)
+	if len(mine1)+len(mine2) != n || len(mine1) == 0 || len(mine2) == 0 {
+		t.Fatalf("shared %d + %d of %d", len(mine1), len(mine2), n)
+	}
+	for k := range mine2 {
+		if mine1[k] || fenceHolder(ctx, t, c, k) != "r2" {
+			t.Fatalf("%s: served by both, or fence %q", k, fenceHolder(ctx, t, c, k))
+		}
+	}
+
+	// A reconcile in flight keeps its fence: r3 joins, but r1 gives a cluster back only after
+	// the reconcile running for it has ended.
+	r3 := replica(c, clk, "r3")
+	r3.tick(ctx)
+	var busy types.NamespacedName
+	var done func()
+	for i := range n {
+		k := key(i)
+		if !mine1[k] {
+			continue
+		}
+		if d, v := r1.enter(ctx, k); v == mine {
+			// Is it r3's now? (r1 has not seen r3 yet.)
+			if ownerOf([]string{"r1", "r2", "r3"}, k) == "r3" {
+				busy, done = k, d
+				break
+			}
+			d()
+		}
+	}
+	if done == nil {
+		t.Fatal("no cluster of r1 moves to r3")
+	}
+	r1.tick(ctx)
+	if _, v := r3.enter(ctx, busy); v != waiting || fenceHolder(ctx, t, c, busy) != "r1" {
+		t.Fatalf("r3 entered %s while r1's reconcile still runs (fence %q)", busy, fenceHolder(ctx, t, c, busy))
+	}
+	done()
+	r1.tick(ctx)
+	if d, v := r3.enter(ctx, busy); v != mine {
+		t.Fatalf("r3 could not take %s after r1 finished", busy)
+	} else {
+		d()
+	}
+
+	// r2 dies (stops renewing). Once its Lease expired the others take its clusters, without a
+	// release from it.
+	for range 6 {
+		clk.t = clk.t.Add(2 * time.Second)
+		r1.tick(ctx)
+		r3.tick(ctx)
+	}
+	mine1, mine3 := serve(ctx, r1, n), serve(ctx, r3, n)
+	if len(mine1)+len(mine3) != n {
+		t.Fatalf("after r2 died: %d + %d of %d", len(mine1), len(mine3), n)
+	}
+	// r2 itself, not renewed for 12 s, refuses to work even for the clusters it still believes
+	// are its own: its fences may already be someone else's.
+	if got := serve(ctx, r2, n); len(got) != 0 {
+		t.Fatalf("a stale replica served %d clusters", len(got))
+	}
+	// r2 comes back (it was paused): it forgets what it held and takes its share again only
+	// through the fences, which r1 and r3 give back first.
+	r2.tick(ctx)
+	if got := serve(ctx, r2, n); len(got) != 0 {
+		t.Fatalf("r2 served %d clusters right after coming back, while r1/r3 hold them", len(got))
+	}
+	r1.tick(ctx)
+	r3.tick(ctx)
+	back := serve(ctx, r2, n)
+	mine1, mine3 = serve(ctx, r1, n), serve(ctx, r3, n)
+	if len(back) == 0 || len(back)+len(mine1)+len(mine3) != n {
+		t.Fatalf("after r2 came back: %d + %d + %d of %d", len(back), len(mine1), len(mine3), n)
+	}
+	for k := range back {
+		if mine1[k] || mine3[k] || fenceHolder(ctx, t, c, k) != "r2" {
+			t.Fatalf("%s served twice or fenced by %q", k, fenceHolder(ctx, t, c, k))
+		}
+	}
+}
+
+func ownerOf(live []string, k types.NamespacedName) string { return ownerKey(live, k) }
+
+// A replica whose view of the live replicas is stale (it listed before another one started) does
+// not take a fence from that other, live replica.
+func TestStaleViewTakesNothingFromALiveReplica(t *testing.T) {
+	ctx := context.Background()
+	c, clk := leaseStore(t)
+	r1, r3 := replica(c, clk, "r1"), replica(c, clk, "r3")
+	r3.tick(ctx) // r3 lists: only itself
+	r1.tick(ctx)
+	served := serve(ctx, r1, 20) // r1, seeing both, serves its share and holds those fences
+	if len(served) == 0 {
+		t.Fatal("r1 serves nothing")
+	}
+	for k := range served {
+		if _, v := r3.enter(ctx, k); v != waiting || fenceHolder(ctx, t, c, k) != "r1" {
+			t.Fatalf("r3, with a stale view, took %s from live r1 (fence %q)", k, fenceHolder(ctx, t, c, k))
+		}
+	}
+}
