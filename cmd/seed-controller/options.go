@@ -1,8 +1,6 @@
 package main
 
 import (
-	"k8s.io/apimachinery/pkg/util/validation"
-
 	"flag"
 	"fmt"
 	"net"
@@ -10,6 +8,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/shardgate/shardgate/pkg/canary"
 )
