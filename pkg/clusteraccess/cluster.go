@@ -30,7 +30,7 @@ type Phase string
 const (
 	// PhaseConnecting: first contact or the cache's first sync is under way.
 	PhaseConnecting Phase = "Connecting"
-	// PhaseReachable: the cache is synced and the API server answers its health probe.
+	// PhaseReachable: the cache is synced and its watches run (or the health probe answered).
 	PhaseReachable Phase = "Reachable"
 	// PhaseUnreachable: the server does not answer (or not usefully); Reason says how. The
 	// cache, if it ever synced, holds the last state it saw.
@@ -59,6 +59,8 @@ type engaged struct {
 	ctx         context.Context
 	cancel      context.CancelFunc
 	wg          sync.WaitGroup
+	// suspect wakes the probe loop when a watch failed, to confirm with one probe.
+	suspect chan struct{}
 
 	mu          sync.Mutex
 	cache       cache.Cache // nil until the first contact succeeded
@@ -72,7 +74,7 @@ type engaged struct {
 
 func newEngaged(e *Engager, key types.NamespacedName, fp [32]byte, cfg *rest.Config) *engaged {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &engaged{e: e, key: key, fingerprint: fp, cfg: cfg, ctx: ctx, cancel: cancel,
+	return &engaged{e: e, key: key, fingerprint: fp, cfg: cfg, ctx: ctx, cancel: cancel, suspect: make(chan struct{}, 1),
 		state: State{Phase: PhaseConnecting, Reason: string(PhaseConnecting), Message: "contacting the API server", Since: e.opts.Clock.Now()}}
 }
 
@@ -218,9 +220,12 @@ func (c *engaged) startCache() error {
 	return nil
 }
 
-// watchError records a failing list or watch before the first sync (after it, the probe judges
-// reachability and the cache keeps the last state). A refusal of the credentials counts always:
-// decisions must not be made from a cache the cluster no longer lets Shardgate refresh.
+// watchError records a failing list or watch before the first sync. After it, the cache keeps
+// the last state, and a failing watch is the health signal: the probe loop is woken to confirm
+// with one request (a watch that ends for the server's own reasons — too old a resource
+// version, a throttled request — is not a failure of the cluster). A refusal of the credentials
+// counts always: decisions must not be made from a cache the cluster no longer lets Shardgate
+// refresh.
 func (c *engaged) watchError(_ context.Context, r *toolscache.Reflector, err error) {
 	if errors.Is(err, context.Canceled) || c.ctx.Err() != nil {
 		return
@@ -229,10 +234,15 @@ func (c *engaged) watchError(_ context.Context, r *toolscache.Reflector, err err
 	c.mu.Lock()
 	synced := c.synced
 	c.mu.Unlock()
-	if synced && f != FailureCredentials {
-		return
+	switch {
+	case !synced || f == FailureCredentials:
+		c.e.setPhase(c, PhaseUnreachable, string(f), fmt.Sprintf("listing %s: %s", r.TypeDescription(), d))
+	case f == FailureUnreachable:
+		select {
+		case c.suspect <- struct{}{}:
+		default: // a confirmation is already due
+		}
 	}
-	c.e.setPhase(c, PhaseUnreachable, string(f), fmt.Sprintf("listing %s: %s", r.TypeDescription(), d))
 }
 
 // fail records a failed request as PhaseUnreachable with a fixed description.
@@ -241,20 +251,30 @@ func (c *engaged) fail(what string, err error) {
 	c.e.setPhase(c, PhaseUnreachable, string(f), what+": "+d)
 }
 
-// probeLoop asks the API server's /readyz every ProbeInterval and records reachability.
+// probeLoop judges reachability without polling a healthy cluster: while the cluster is
+// Reachable it asks nothing (its watches are long-lived requests whose connection HTTP/2 pings
+// keep checked; a failing one wakes this loop through watchError) and asks /readyz once when
+// woken; while it is not Reachable it asks every ProbeInterval until the server answers. So a
+// thousand healthy clusters cost no requests at all, and a dead one only its own.
 func (c *engaged) probeLoop() {
 	o := c.e.opts
 	probe, err := kubernetes.NewForConfig(withTimeout(c.cfg, o.ProbeTimeout))
 	if err != nil {
 		return
 	}
-	t := o.Clock.NewTicker(o.ProbeInterval)
-	defer t.Stop()
 	for {
+		c.mu.Lock()
+		reachable := c.state.Phase == PhaseReachable
+		c.mu.Unlock()
+		var tick <-chan time.Time
+		if !reachable {
+			tick = o.Clock.After(o.ProbeInterval)
+		}
 		select {
 		case <-c.ctx.Done():
 			return
-		case <-t.C():
+		case <-c.suspect:
+		case <-tick:
 		}
 		pctx, cancel := context.WithTimeout(c.ctx, o.ProbeTimeout)
 		err := probe.Discovery().RESTClient().Get().AbsPath("/readyz").Do(pctx).Error()

@@ -12,7 +12,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
 	"github.com/shardgate/shardgate/pkg/dnsrecords"
@@ -132,16 +131,7 @@ func createReadyNode(ctx context.Context, b testing.TB, u *framework.ControlPlan
 }
 
 func setReadyStatus(ctx context.Context, b *testing.B, u *framework.ControlPlane, name string, ready bool) {
-	n := &corev1.Node{}
-	if err := u.Client.Get(ctx, client.ObjectKey{Name: name}, n); err != nil {
-		b.Fatal(err)
-	}
-	st := corev1.ConditionFalse
-	if ready {
-		st = corev1.ConditionTrue
-	}
-	n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: st, Reason: "Bench"}}
-	if err := u.Client.Status().Update(ctx, n); err != nil {
+	if err := setReady(ctx, u, name, ready); err != nil {
 		b.Fatal(err)
 	}
 }
