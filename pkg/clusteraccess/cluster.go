@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"slices"
 	"sync"
 	"time"
@@ -166,7 +167,13 @@ func (c *engaged) startCache() error {
 	c.mu.Lock()
 	caps := c.caps
 	c.mu.Unlock()
-	ca, err := cache.New(c.cfg, cache.Options{
+	// The watches double as the health probe: every request they make (a re-watch after a stream
+	// ended, a relist) goes through observed, which wakes the probe loop when it fails at the
+	// transport (refused, reset, timed out). client-go retries refused watches by itself without
+	// telling the error handler, so this is where a stopped server shows first.
+	ccfg := rest.CopyConfig(c.cfg)
+	ccfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return observed{rt: rt, c: c} })
+	ca, err := cache.New(ccfg, cache.Options{
 		Scheme:           o.Scheme,
 		Mapper:           c.e.mapper,
 		DefaultTransform: cache.TransformStripManagedFields(),
@@ -238,10 +245,29 @@ func (c *engaged) watchError(_ context.Context, r *toolscache.Reflector, err err
 	case !synced || f == FailureCredentials:
 		c.e.setPhase(c, PhaseUnreachable, string(f), fmt.Sprintf("listing %s: %s", r.TypeDescription(), d))
 	case f == FailureUnreachable:
-		select {
-		case c.suspect <- struct{}{}:
-		default: // a confirmation is already due
-		}
+		c.suspectNow()
+	}
+}
+
+// observed tells the engagement when a request of its cache failed at the transport.
+type observed struct {
+	rt http.RoundTripper
+	c  *engaged
+}
+
+func (o observed) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := o.rt.RoundTrip(req)
+	if err != nil && req.Context().Err() == nil {
+		o.c.suspectNow()
+	}
+	return resp, err
+}
+
+// suspectNow wakes the probe loop to confirm with one request.
+func (c *engaged) suspectNow() {
+	select {
+	case c.suspect <- struct{}{}:
+	default: // a confirmation is already due
 	}
 }
 
@@ -253,8 +279,8 @@ func (c *engaged) fail(what string, err error) {
 
 // probeLoop judges reachability without polling a healthy cluster: while the cluster is
 // Reachable it asks nothing (its watches are long-lived requests whose connection HTTP/2 pings
-// keep checked; a failing one wakes this loop through watchError) and asks /readyz once when
-// woken; while it is not Reachable it asks every ProbeInterval until the server answers. So a
+// keep checked; a failing one wakes this loop through observed or watchError) and asks /readyz
+// once when woken; while it is not Reachable it asks every ProbeInterval until the server answers. So a
 // thousand healthy clusters cost no requests at all, and a dead one only its own.
 func (c *engaged) probeLoop() {
 	o := c.e.opts
