@@ -17,7 +17,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/version"
 	apimachineryversion "k8s.io/apimachinery/pkg/version"
 	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -284,10 +283,13 @@ func (c *engaged) fail(what string, err error) {
 // thousand healthy clusters cost no requests at all, and a dead one only its own.
 func (c *engaged) probeLoop() {
 	o := c.e.opts
-	probe, err := kubernetes.NewForConfig(withTimeout(c.cfg, o.ProbeTimeout))
+	// One REST client, not a clientset: a clientset builds a client per API group, kept for
+	// every engaged cluster.
+	dc, err := discovery.NewDiscoveryClientForConfig(withTimeout(c.cfg, o.ProbeTimeout))
 	if err != nil {
 		return
 	}
+	probe := dc.RESTClient()
 	for {
 		c.mu.Lock()
 		reachable := c.state.Phase == PhaseReachable
@@ -303,7 +305,7 @@ func (c *engaged) probeLoop() {
 		case <-tick:
 		}
 		pctx, cancel := context.WithTimeout(c.ctx, o.ProbeTimeout)
-		err := probe.Discovery().RESTClient().Get().AbsPath("/readyz").Do(pctx).Error()
+		err := probe.Get().AbsPath("/readyz").Do(pctx).Error()
 		cancel()
 		if c.ctx.Err() != nil {
 			return

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -49,9 +50,8 @@ func TestClusterMux(t *testing.T) {
 	}
 	defer w.Stop()
 	for _, id := range []string{"b", "a"} {
-		cm := &corev1.ConfigMap{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
-			ObjectMeta: metav1.ObjectMeta{Namespace: "shardgate-system", Name: "info"}, Data: map[string]string{"cluster": id}}
-		if err := clients[id].Patch(ctx, cm, client.Apply, client.FieldOwner("test"), client.ForceOwnership); err != nil {
+		cm := corev1ac.ConfigMap("info", "shardgate-system").WithData(map[string]string{"cluster": id})
+		if err := clients[id].Apply(ctx, cm, client.FieldOwner("test"), client.ForceOwnership); err != nil {
 			t.Fatalf("%s apply: %v", id, err)
 		}
 	}
