@@ -18,6 +18,8 @@ import (
 type options struct {
 	kubeconfig              string
 	metricsAddr             string
+	seedQPS                 float64
+	seedBurst               int
 	healthAddr              string
 	pprofAddr               string
 	leaderElect             bool
@@ -65,6 +67,8 @@ func (l *stringList) Set(v string) error {
 
 func (o *options) bind(fs *flag.FlagSet) {
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig of the seed cluster (default: in-cluster or $KUBECONFIG)")
+	fs.Float64Var(&o.seedQPS, "kube-api-qps", 200, "requests a second to the seed's API server (its priority and fairness protects it); publishing 1,000 clusters takes ~10,000 writes")
+	fs.IntVar(&o.seedBurst, "kube-api-burst", 400, "burst of requests to the seed's API server")
 	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint (\"0\" disables it)")
 	fs.StringVar(&o.healthAddr, "health-probe-bind-address", ":8081", "address of the /healthz and /readyz endpoints")
 	fs.StringVar(&o.pprofAddr, "pprof-bind-address", "", "address of Go's /debug/pprof endpoints, for profiling (default: off)")
@@ -140,6 +144,9 @@ func (o *options) validate() error {
 		if errs := validation.IsDNS1123Subdomain("shardgate-replica-" + o.replicaID); len(errs) > 0 {
 			return fmt.Errorf("--replica-id %q: %s", o.replicaID, strings.Join(errs, "; "))
 		}
+	}
+	if o.seedQPS <= 0 || o.seedBurst < 1 {
+		return fmt.Errorf("--kube-api-qps and --kube-api-burst must be positive")
 	}
 	if o.concurrency < 1 {
 		return fmt.Errorf("--concurrency must be at least 1")

@@ -3,7 +3,9 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"os"
 	"slices"
 	"strconv"
@@ -54,6 +56,10 @@ func scaleRun(b *testing.B, n, dead int) {
 		muxes = append(muxes, framework.StartClusterMux(b, u))
 	}
 	mux := func(i int) *framework.ClusterMux { return muxes[i/perBackend] }
+	userHosts := map[string]bool{}
+	for _, m := range muxes {
+		userHosts[m.Addr()] = true
+	}
 	id := func(i int) string { return fmt.Sprintf("u%d", i) }
 	createProfileB(ctx, b, seed)
 	flags := []string{"--dns-zone=bench.test"}
@@ -61,7 +67,7 @@ func scaleRun(b *testing.B, n, dead int) {
 	// The controller's own cost with no cluster, on the same seed.
 	idle := framework.StartController(b, seed, flags...)
 	time.Sleep(15 * time.Second)
-	base := scrape(b, idle, seed.Host())
+	base := scrape(b, idle, userHosts)
 	must(b, idle.Kill())
 
 	parallel(b, n, func(i int) error {
@@ -70,7 +76,7 @@ func scaleRun(b *testing.B, n, dead int) {
 				return err
 			}
 		}
-		kc, err := mux(i).Kubeconfig(id(i))
+		kc, err := mux(i).AddCluster(ctx, id(i))
 		if err != nil {
 			return err
 		}
@@ -82,6 +88,7 @@ func scaleRun(b *testing.B, n, dead int) {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
 		must(b, err)
 		addr := l.Addr().String()
+		userHosts[addr] = true
 		must(b, l.Close())
 		kc, err := framework.KubeconfigFor("https://"+addr, nil, "token")
 		must(b, err)
@@ -90,20 +97,22 @@ func scaleRun(b *testing.B, n, dead int) {
 	}
 
 	writes0 := seedWrites(ctx, b, seed)
+	pprofPort, err := framework.FreePort()
+	must(b, err)
 	started := time.Now()
-	ctl := framework.StartController(b, seed, flags...)
+	ctl := framework.StartController(b, seed, append(flags, fmt.Sprintf("--pprof-bind-address=127.0.0.1:%d", pprofPort))...)
 	waitAllTargets(ctx, b, seed, n, func(int) int { return 3 })
 	published := time.Since(started)
 	writesToPublish := seedWrites(ctx, b, seed) - writes0
 	time.Sleep(20 * time.Second) // let status settle
-	engaged := scrape(b, ctl, seed.Host())
+	engaged := scrape(b, ctl, userHosts)
 
 	// Steady state: nothing changes for 60 s.
-	seedBefore, userBefore := seedWrites(ctx, b, seed), engaged.userRequests
+	seedBefore := seedWrites(ctx, b, seed)
 	time.Sleep(60 * time.Second)
-	steady := scrape(b, ctl, seed.Host())
+	steady := scrape(b, ctl, userHosts)
 	steadySeed := seedWrites(ctx, b, seed) - seedBefore
-	userRate := (steady.userRequests - userBefore) / 60
+	userRate := (steady.sum("user ", "") - engaged.sum("user ", "")) / 60
 
 	// One cluster changing at a time.
 	var one []time.Duration
@@ -130,9 +139,11 @@ func scaleRun(b *testing.B, n, dead int) {
 	fmt.Printf("  per engaged cluster: RSS %.2f MiB (goal <= 1.5), heap %.2f MiB, goroutines %.0f (goal <= 40)\n",
 		per(engaged.rss, base.rss)/(1<<20), per(engaged.heap, base.heap)/(1<<20), per(engaged.goroutines, base.goroutines))
 	fmt.Printf("  controller start -> all %d DNSEndpoints published: %s (goal <= 60 s at 1,000)\n", n, published.Round(100*time.Millisecond))
-	fmt.Printf("  seed writes to publish: %.1f per cluster (goal <= 3); 409 conflicts the controller got: %.0f\n",
-		float64(writesToPublish)/float64(n), engaged.conflicts)
+	fmt.Printf("  seed writes to publish: %.1f per cluster (goal <= 3); 409 conflicts from the seed: %.0f\n",
+		float64(writesToPublish)/float64(n), engaged.sum("seed ", " 409"))
 	fmt.Printf("  steady state (60 s): seed writes %d (goal 0); user API requests %.3f/s per cluster (goal <= 0.1)\n", steadySeed, userRate/float64(n))
+	fmt.Printf("    user requests in those 60 s: %s\n    seed requests: %s\n", delta(engaged, steady, "user"), delta(engaged, steady, "seed"))
+	fmt.Printf("  goroutines by where they wait (top 12, whole process):\n%s", goroutineTop(b, pprofPort, 12))
 	fmt.Printf("  node change -> DNSEndpoint: one at a time p50 %s p99 %s; %d at once p50 %s p99 %s (goal p99 <= 1 s)\n",
 		p(one, 50), p(one, 99), k, p(all, 50), p(all, 99))
 	b.ReportMetric(per(engaged.rss, base.rss)/(1<<20), "rss-MiB/cluster")
@@ -143,13 +154,39 @@ func scaleRun(b *testing.B, n, dead int) {
 
 // controllerFigures are what scaleRun reads of the controller's metrics.
 type controllerFigures struct {
-	rss, heap, goroutines, userRequests, conflicts float64
+	rss, heap, goroutines float64
+	// requests counts the controller's requests by "user|seed method code".
+	requests map[string]float64
 }
 
-func scrape(b *testing.B, c *framework.Controller, seedHost string) controllerFigures {
+// sum adds the requests whose key starts with prefix and contains part.
+func (f controllerFigures) sum(prefix, part string) float64 {
+	t := 0.0
+	for k, v := range f.requests {
+		if strings.HasPrefix(k, prefix) && strings.Contains(k, part) {
+			t += v
+		}
+	}
+	return t
+}
+
+// delta is "method code: count" of the requests to target ("user" or "seed") between two scrapes.
+func delta(before, after controllerFigures, target string) string {
+	var out []string
+	for k, v := range after.requests {
+		if d := v - before.requests[k]; strings.HasPrefix(k, target+" ") && d > 0 {
+			out = append(out, fmt.Sprintf("%s %.0f", strings.TrimPrefix(k, target+" "), d))
+		}
+	}
+	slices.Sort(out)
+	return strings.Join(out, ", ")
+}
+
+// scrape reads the controller's metrics; userHosts are the user clusters' host:ports.
+func scrape(b *testing.B, c *framework.Controller, userHosts map[string]bool) controllerFigures {
 	m, err := c.Metrics()
 	must(b, err)
-	var f controllerFigures
+	f := controllerFigures{requests: map[string]float64{}}
 	for _, line := range strings.Split(m, "\n") {
 		fields := strings.Fields(line)
 		if len(fields) < 2 || strings.HasPrefix(line, "#") {
@@ -167,15 +204,76 @@ func scrape(b *testing.B, c *framework.Controller, seedHost string) controllerFi
 		case fields[0] == "go_goroutines":
 			f.goroutines = v
 		case strings.HasPrefix(line, "rest_client_requests_total{"):
-			// The seed is the only API server on the seed's port; every other host is a user cluster.
-			if !strings.Contains(line, `host="`+strings.TrimPrefix(seedHost, "https://")+`"`) {
-				f.userRequests += v
-			} else if strings.Contains(line, `code="409"`) {
-				f.conflicts += v
+			label := func(name string) string {
+				_, rest, _ := strings.Cut(line, name+`="`)
+				v, _, _ := strings.Cut(rest, `"`)
+				return v
 			}
+			target := "seed"
+			if userHosts[label("host")] {
+				target = "user"
+			}
+			f.requests[target+" "+label("method")+" "+label("code")] += v
 		}
 	}
 	return f
+}
+
+// goroutineTop groups the controller's goroutines by the function that started them and the one
+// they wait in, largest groups first.
+func goroutineTop(b *testing.B, port, top int) string {
+	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/goroutine?debug=1", port))
+	must(b, err)
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	must(b, err)
+	groups := map[string]int{}
+	for _, block := range strings.Split(string(raw), "\n\n") {
+		lines := strings.Split(strings.TrimSpace(block), "\n")
+		var n int
+		if len(lines) < 2 || !strings.Contains(lines[0], " @ ") {
+			continue
+		}
+		if _, err := fmt.Sscanf(lines[0], "%d @", &n); err != nil {
+			continue
+		}
+		var frames []string
+		for _, l := range lines[1:] {
+			if f := strings.Fields(l); len(f) >= 3 && f[0] == "#" {
+				fn, _, _ := strings.Cut(f[2], "+0x")
+				frames = append(frames, fn)
+			}
+		}
+		if len(frames) == 0 {
+			continue
+		}
+		// The first frame outside the runtime and sync says what it waits in; the last, what started it.
+		wait := frames[0]
+		for _, f := range frames {
+			if !strings.HasPrefix(f, "runtime.") && !strings.HasPrefix(f, "sync.") && !strings.HasPrefix(f, "internal/") {
+				wait = f
+				break
+			}
+		}
+		groups[frames[len(frames)-1]+" ← waits in "+wait] += n
+	}
+	type g struct {
+		k string
+		n int
+	}
+	var gs []g
+	for k, n := range groups {
+		gs = append(gs, g{k, n})
+	}
+	slices.SortFunc(gs, func(a, b g) int { return b.n - a.n })
+	var out strings.Builder
+	for i, x := range gs {
+		if i == top {
+			break
+		}
+		fmt.Fprintf(&out, "    %7d  %s\n", x.n, x.k)
+	}
+	return out.String()
 }
 
 // allChange sets n1 of clusters 0..k-1 ready or not at once and returns, per cluster, the time

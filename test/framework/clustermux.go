@@ -16,6 +16,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -95,7 +96,21 @@ func StartClusterMux(t testing.TB, backend *ControlPlane) *ClusterMux {
 	return m
 }
 
-// Kubeconfig registers cluster id (a DNS label) and returns its kubeconfig.
+// systemNamespaces are the namespaces every cluster has from its start.
+var systemNamespaces = []string{"default", "kube-system", "kube-public", "kube-node-lease"}
+
+// AddCluster creates cluster id's system namespaces and returns its kubeconfig.
+func (m *ClusterMux) AddCluster(ctx context.Context, id string) ([]byte, error) {
+	for _, ns := range systemNamespaces {
+		err := m.Backend.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: id + "-" + ns, Labels: map[string]string{ClusterLabel: id}}})
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			return nil, err
+		}
+	}
+	return m.Kubeconfig(id)
+}
+
+// Kubeconfig returns cluster id's kubeconfig (a DNS label; AddCluster creates it).
 func (m *ClusterMux) Kubeconfig(id string) ([]byte, error) {
 	token := "sim-" + id + "-" + strconv.Itoa(len(id)*7919)
 	m.mu.Lock()
@@ -401,6 +416,9 @@ func (rt route) streamWatch(w http.ResponseWriter, body io.Reader) {
 		}
 	}
 }
+
+// Addr is the mux's host:port.
+func (m *ClusterMux) Addr() string { return m.addr }
 
 // String is the mux's address, for logs.
 func (m *ClusterMux) String() string {

@@ -2,6 +2,7 @@ package framework
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -24,7 +25,7 @@ func TestClusterMux(t *testing.T) {
 	mux := StartClusterMux(t, backend)
 	clients := map[string]client.WithWatch{}
 	for _, id := range []string{"a", "b"} {
-		kc, err := mux.Kubeconfig(id)
+		kc, err := mux.AddCluster(ctx, id)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -77,7 +78,7 @@ func TestClusterMux(t *testing.T) {
 		if err := c.List(ctx, &cms); err != nil {
 			t.Fatal(err)
 		}
-		if len(nodes.Items) != 1 || nodes.Items[0].Name != id+"-n1" || len(nss.Items) != 1 || nss.Items[0].Name != "shardgate-system" ||
+		if len(nodes.Items) != 1 || nodes.Items[0].Name != id+"-n1" || len(nss.Items) != 5 || !slices.ContainsFunc(nss.Items, func(ns corev1.Namespace) bool { return ns.Name == "shardgate-system" }) ||
 			len(cms.Items) != 1 || cms.Items[0].Data["cluster"] != id {
 			t.Fatalf("cluster %s sees nodes %d, namespaces %v, configmaps %v", id, len(nodes.Items), nss.Items, cms.Items)
 		}

@@ -40,6 +40,8 @@ app.kubernetes.io/component: seed-controller
 - --source-removal-grace={{ .Values.sources.removalGrace }}
 - --kubeconfig-resync-period={{ .Values.sources.kubeconfigResyncPeriod }}
 - --allow-insecure-kubeconfigs={{ .Values.sources.allowInsecureKubeconfigs }}
+- --kube-api-qps={{ .Values.kubeAPI.qps }}
+- --kube-api-burst={{ .Values.kubeAPI.burst }}
 - --metrics-bind-address=:{{ .Values.metrics.port }}
 - --health-probe-bind-address=:8081
 - --canary-interval={{ .Values.canary.interval }}
