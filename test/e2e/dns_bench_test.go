@@ -155,6 +155,16 @@ func waitTargets(ctx context.Context, b *testing.B, seed *framework.ControlPlane
 
 // seedWrites sums the seed API server's write requests to Shardgate's and external-dns' resources.
 func seedWrites(ctx context.Context, b *testing.B, seed *framework.ControlPlane) int {
+	total := 0
+	for _, n := range seedWritesByResource(ctx, b, seed) {
+		total += n
+	}
+	return total
+}
+
+// seedWritesByResource counts the seed API server's write requests to Shardgate's and
+// external-dns' resources by "resource[/subresource] VERB code".
+func seedWritesByResource(ctx context.Context, b testing.TB, seed *framework.ControlPlane) map[string]int {
 	cs, err := kubernetes.NewForConfig(seed.Config)
 	if err != nil {
 		b.Fatal(err)
@@ -163,7 +173,7 @@ func seedWrites(ctx context.Context, b *testing.B, seed *framework.ControlPlane)
 	if err != nil {
 		b.Fatal(err)
 	}
-	total := 0
+	out := map[string]int{}
 	for _, line := range strings.Split(string(raw), "\n") {
 		if !strings.HasPrefix(line, "apiserver_request_total{") {
 			continue
@@ -171,14 +181,25 @@ func seedWrites(ctx context.Context, b *testing.B, seed *framework.ControlPlane)
 		if !strings.Contains(line, `group="shardgate.io"`) && !strings.Contains(line, `group="externaldns.k8s.io"`) {
 			continue
 		}
-		if !(strings.Contains(line, `verb="POST"`) || strings.Contains(line, `verb="PUT"`) || strings.Contains(line, `verb="PATCH"`) || strings.Contains(line, `verb="DELETE"`) || strings.Contains(line, `verb="APPLY"`)) {
+		label := func(name string) string {
+			_, rest, _ := strings.Cut(line, name+`="`)
+			v, _, _ := strings.Cut(rest, `"`)
+			return v
+		}
+		switch label("verb") {
+		case "POST", "PUT", "PATCH", "DELETE", "APPLY":
+		default:
 			continue
 		}
 		var v float64
 		fields := strings.Fields(line)
 		if _, err := fmt.Sscanf(fields[len(fields)-1], "%g", &v); err == nil {
-			total += int(v)
+			key := label("resource")
+			if sub := label("subresource"); sub != "" {
+				key += "/" + sub
+			}
+			out[key+" "+label("verb")+" "+label("code")] += int(v)
 		}
 	}
-	return total
+	return out
 }
