@@ -110,10 +110,18 @@ func scaleRun(b *testing.B, n, dead int) {
 	engaged := scrape(b, ctl, userHosts)
 
 	// Steady state: nothing changes for 60 s.
-	seedBefore := seedWrites(ctx, b, seed)
+	seedBefore := seedWritesByResource(ctx, b, seed)
 	time.Sleep(60 * time.Second)
 	steady := scrape(b, ctl, userHosts)
-	steadySeed := seedWrites(ctx, b, seed) - seedBefore
+	var steadySeed int
+	var steadyKinds []string
+	for k, v := range seedWritesByResource(ctx, b, seed) {
+		if d := v - seedBefore[k]; d > 0 {
+			steadySeed += d
+			steadyKinds = append(steadyKinds, fmt.Sprintf("%s %d", k, d))
+		}
+	}
+	slices.Sort(steadyKinds)
 	userRate := (steady.sum("user ", "") - engaged.sum("user ", "")) / 60
 
 	// One cluster changing at a time.
@@ -154,7 +162,8 @@ func scaleRun(b *testing.B, n, dead int) {
 	slices.Sort(kinds)
 	fmt.Printf("    by resource (whole run so far, idle controller included): %s\n", strings.Join(kinds, ", "))
 	fmt.Printf("  steady state (60 s): seed writes %d (goal 0); user API requests %.3f/s per cluster (goal <= 0.1)\n", steadySeed, userRate/float64(n))
-	fmt.Printf("    user requests in those 60 s: %s\n    seed requests: %s\n", delta(engaged, steady, "user"), delta(engaged, steady, "seed"))
+	fmt.Printf("    user requests in those 60 s: %s\n    seed requests: %s\n    seed writes: %s\n", delta(engaged, steady, "user"), delta(engaged, steady, "seed"),
+		strings.Join(steadyKinds, ", "))
 	fmt.Printf("  goroutines by where they wait (top 12, whole process):\n%s", goroutineTop(b, pprofPort, 12))
 	fmt.Printf("  node change -> DNSEndpoint: one at a time p50 %s p99 %s; %d at once p50 %s p99 %s; %d at once p50 %s p99 %s (goal p99 <= 1 s)\n",
 		p(one, 50), p(one, 99), min(n, 100), p(hundred, 50), p(hundred, 99), k, p(all, 50), p(all, 99))

@@ -150,6 +150,14 @@ func (r *Reconciler) apply(ctx context.Context, key types.NamespacedName, ci *v1
 		ci = &v1alpha1.ClusterIngress{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
 	}
 	op, err := controllerutil.CreateOrPatch(ctx, r.Client, ci, func() error {
+		if ci.CreationTimestamp.IsZero() {
+			// Created with the cleanup finalizers of the controllers that always run (they add
+			// them themselves to a ClusterIngress made without): three seed writes per cluster
+			// fewer when a thousand clusters are published at once.
+			for _, f := range []string{v1alpha1.DNSCleanupFinalizer, v1alpha1.AllocationCleanupFinalizer, v1alpha1.UserClusterCleanupFinalizer} {
+				controllerutil.AddFinalizer(ci, f)
+			}
+		}
 		ci.Spec = spec
 		// Earlier versions owner-referenced the source (and labelled by its name, which fails
 		// for names over 63 characters): drop both.

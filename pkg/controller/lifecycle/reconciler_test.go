@@ -2,6 +2,7 @@ package lifecycle
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -66,6 +67,8 @@ func (e *env) secret(t *testing.T, name string, labels map[string]string) types.
 	return client.ObjectKeyFromObject(s)
 }
 
+// ci is the cluster's ClusterIngress, nil when there is none or its deletion was asked for (the
+// other controllers' cleanup finalizers, which nobody removes here, hold it).
 func (e *env) ci(t *testing.T, key types.NamespacedName) *v1alpha1.ClusterIngress {
 	t.Helper()
 	ci := &v1alpha1.ClusterIngress{}
@@ -74,6 +77,9 @@ func (e *env) ci(t *testing.T, key types.NamespacedName) *v1alpha1.ClusterIngres
 			return nil
 		}
 		t.Fatal(err)
+	}
+	if ci.DeletionTimestamp != nil {
+		return nil
 	}
 	return ci
 }
@@ -86,6 +92,10 @@ func TestSelectedSourceGetsAClusterIngress(t *testing.T) {
 	if ci == nil || ci.Spec.Profile != e.ns || ci.Spec.ClusterID != "c1" || ci.Spec.DNS.Zone != "seed.test" ||
 		len(ci.Spec.Shards) != 1 || ci.Spec.Allocation.Strategy != v1alpha1.StrategyLeastRoutes || len(ci.OwnerReferences) != 0 {
 		t.Fatalf("ClusterIngress: %+v", ci)
+	}
+	// Created with the cleanup finalizers of the controllers that always run (no write each).
+	if !slices.Equal(ci.Finalizers, []string{v1alpha1.DNSCleanupFinalizer, v1alpha1.AllocationCleanupFinalizer, v1alpha1.UserClusterCleanupFinalizer}) {
+		t.Fatalf("finalizers: %v", ci.Finalizers)
 	}
 	if c := meta.FindStatusCondition(ci.Status.Conditions, v1alpha1.ConditionSourceAvailable); c == nil || c.Status != metav1.ConditionTrue {
 		t.Fatalf("SourceAvailable: %+v", c)
