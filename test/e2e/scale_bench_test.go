@@ -106,7 +106,10 @@ func scaleRun(b *testing.B, n, dead int) {
 	writesToPublish := seedWrites(ctx, b, seed) - writes0
 	byResource := seedWritesByResource(ctx, b, seed)
 	publishCPU := scrape(b, ctl, userHosts).cpu
-	time.Sleep(20 * time.Second) // let status settle
+	// The DNSEndpoints come first; the routers' objects in every cluster and their status follow.
+	// Settled: 10 s without a write to either side.
+	settled := settle(ctx, b, ctl, seed, userHosts)
+	settledAfter := time.Since(started)
 	engaged := scrape(b, ctl, userHosts)
 
 	// Steady state: nothing changes for 60 s.
@@ -153,6 +156,8 @@ func scaleRun(b *testing.B, n, dead int) {
 		per(engaged.rss, base.rss)/(1<<20), per(engaged.heap, base.heap)/(1<<20), per(engaged.goroutines, base.goroutines))
 	fmt.Printf("  controller start -> all %d DNSEndpoints published: %s (goal <= 60 s at 1,000), using %.0f CPU-seconds of the controller\n",
 		n, published.Round(100*time.Millisecond), publishCPU)
+	fmt.Printf("  start -> every controller settled (routers' objects applied in every cluster, status written): %s; writes since publication: %s\n",
+		settledAfter.Round(100*time.Millisecond), settled)
 	fmt.Printf("  seed writes to publish: %.1f per cluster (goal <= 3); 409 conflicts from the seed: %.0f\n",
 		float64(writesToPublish)/float64(n), engaged.sum("seed ", " 409"))
 	var kinds []string
@@ -240,6 +245,27 @@ func scrape(b *testing.B, c *framework.Controller, userHosts map[string]bool) co
 		}
 	}
 	return f
+}
+
+// settle waits until neither the seed nor a user cluster got a write from the controller for
+// 10 s, and says which writes came meanwhile.
+func settle(ctx context.Context, b *testing.B, ctl *framework.Controller, seed *framework.ControlPlane, userHosts map[string]bool) string {
+	first := scrape(b, ctl, userHosts)
+	writes := func(f controllerFigures) float64 {
+		return f.sum("user PATCH", "") + f.sum("user POST", "") + f.sum("user PUT", "") + f.sum("user DELETE", "") + float64(seedWrites(ctx, b, seed))
+	}
+	last, quietSince := writes(first), time.Now()
+	deadline := time.Now().Add(10 * time.Minute)
+	for time.Since(quietSince) < 10*time.Second {
+		if time.Now().After(deadline) {
+			b.Fatal("the controller kept writing for 10 min after publication")
+		}
+		time.Sleep(time.Second)
+		if w := writes(scrape(b, ctl, userHosts)); w != last {
+			last, quietSince = w, time.Now()
+		}
+	}
+	return fmt.Sprintf("user %s", delta(first, scrape(b, ctl, userHosts), "user"))
 }
 
 // goroutineTop groups the controller's goroutines by the function that started them and the one
