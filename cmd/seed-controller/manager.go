@@ -152,7 +152,7 @@ func addControllers(mgr ctrl.Manager, o options) error {
 	if len(o.dnsVerifyServers) > 0 {
 		verifier = dns.NewVerifier(o.dnsVerifyServers, o.dnsVerifyQPS, o.dnsVerifyInterval)
 	}
-	if err := dns.Add(mgr, dns.Config{Access: engager, ServedZones: o.servedZones, Concurrency: o.concurrency, Verifier: verifier}); err != nil {
+	if err := dns.Add(mgr, dns.Config{Access: engager, ServedZones: o.servedZones, Concurrency: o.dnsConcurrency, Verifier: verifier}); err != nil {
 		return err
 	}
 	if err := shards.Add(mgr, engager, o.concurrency, o.canaryInterval > 0); err != nil {
