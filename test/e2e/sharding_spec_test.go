@@ -195,11 +195,15 @@ func TestSharding(t *testing.T) {
 			t.Errorf("records missing or wrong around the restart: %s", bad)
 		}
 		t.Logf("%d answers sampled from the stop until every cluster was held again, none missing or wrong", n)
-		// The clusters are followed again: a node added after the restart is published.
+		// The clusters are followed again: a node added after the restart is published. (60 s: on
+		// a loaded machine the restarted API server answers slowly at first, and a replica whose
+		// renewals come late lets its fences go and takes them again, see the #18 note.)
 		createReadyNode(ctx, t, env.Users[0], "n3", "127.0.100.3")
 		want0 := append(published(0), "127.0.100.3")
 		slices.Sort(want0)
-		waitAnswerWithin(ctx, t, env.DNS, "x.c0."+zone, 30*time.Second, want0)
+		added := time.Now()
+		waitAnswerWithin(ctx, t, env.DNS, "x.c0."+zone, 60*time.Second, want0)
+		t.Logf("a node added after the restart published in %s", time.Since(added).Round(100*time.Millisecond))
 		checkFencedWrites(t, auditLog, killed, "r2")
 	})
 }
