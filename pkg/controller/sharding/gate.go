@@ -35,7 +35,9 @@ func Only(r reconcile.Reconciler) reconcile.Reconciler {
 		return r
 	}
 	return reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-		done, verdict := o.enter(ctx, req.NamespacedName)
+		// Work for a cluster stops when this replica's Lease lapses (its fences may be another
+		// replica's then): ctx ends, and requests not sent yet fail instead of writing.
+		ctx, done, verdict := o.enter(ctx, req.NamespacedName)
 		switch verdict {
 		case notMine:
 			return reconcile.Result{}, nil
@@ -43,10 +45,6 @@ func Only(r reconcile.Reconciler) reconcile.Reconciler {
 			return reconcile.Result{RequeueAfter: time.Second}, nil
 		}
 		defer done()
-		// Work for a cluster stops when this replica's Lease lapses (its fences may be another
-		// replica's then): requests not sent yet fail instead of writing.
-		ctx, stop := o.epochContext(ctx)
-		defer stop()
 		return r.Reconcile(ctx, req)
 	})
 }

@@ -64,6 +64,7 @@ type Owner struct {
 	live      []string
 	renewedAt time.Time                       // last successful renewal of our own Lease
 	held      map[types.NamespacedName]*fence // fences held or being re-taken, with reconciles in flight
+	stopping  bool                            // shutdown began: nothing enters
 	subs      []chan event.GenericEvent
 }
 
@@ -95,25 +96,21 @@ func (o *Owner) newEpoch() {
 	o.epoch, o.endEpoch = context.WithCancel(context.Background())
 }
 
-// epochContext is ctx, also canceled when the current epoch ends.
-func (o *Owner) epochContext(ctx context.Context) (context.Context, context.CancelFunc) {
-	o.mu.Lock()
-	epoch := o.epoch
-	o.mu.Unlock()
-	if epoch == nil {
-		return ctx, func() {}
-	}
+// bound is ctx, also canceled when epoch ends.
+func bound(ctx, epoch context.Context) (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithCancel(ctx)
 	stop := context.AfterFunc(epoch, cancel)
 	return ctx, func() { stop(); cancel() }
 }
 
 // fence is a cluster this replica works for: valid while it holds the cluster's Lease (false
-// after a lapse, until acquire has read the Lease again); inflight counts its reconciles running,
-// which a lapse does not reset: the fence is given back only once they all ended.
+// after a lapse, until acquire has read the Lease again); busy while the Lease is being taken or
+// given back (nobody enters meanwhile: what the API answers decides); inflight counts its
+// reconciles running, which a lapse does not reset: the fence is given back only once they all
+// ended.
 type fence struct {
-	valid    bool
-	inflight int
+	valid, busy bool
+	inflight    int
 }
 
 // NeedLeaderElection is false: every replica takes part.
@@ -227,8 +224,8 @@ func (o *Owner) renewTick(ctx context.Context) bool {
 		return lapsed
 	}
 	o.renewedAt = now
-	if o.epoch != nil && o.epoch.Err() != nil {
-		o.newEpoch() // the watchdog ended the last one
+	if o.epoch == nil || o.epoch.Err() != nil {
+		o.newEpoch() // the first, or the watchdog ended the last one
 	}
 	return lapsed
 }
@@ -285,58 +282,81 @@ func (o *Owner) fresh(now time.Time) bool {
 	return !o.renewedAt.IsZero() && now.Sub(o.renewedAt) < o.LeaseDuration-o.Renew
 }
 
-// enter decides a request: not ours, ours (with the fence held; done must be called after), or
-// ours but the fence is not free yet.
-func (o *Owner) enter(ctx context.Context, key types.NamespacedName) (func(), verdict) {
+// enter decides a request: not ours, ours (with the fence held: the returned context ends with
+// the epoch the fence was checked in, and done must be called after), or ours but the fence is
+// not free yet. Ownership and freshness are checked again after the Lease was read, under the
+// same lock releaseLost takes: a fence given back meanwhile, or a lapse, is never entered.
+func (o *Owner) enter(ctx context.Context, key types.NamespacedName) (context.Context, func(), verdict) {
 	o.mu.Lock()
 	now := o.now()
-	if !o.fresh(now) || len(o.live) == 0 {
+	if o.stopping || !o.fresh(now) || len(o.live) == 0 {
 		o.mu.Unlock()
-		return nil, waiting // we may no longer count as live: do nothing until renewed
+		return nil, nil, waiting // we may no longer count as live: do nothing until renewed
 	}
 	if ownerKey(o.live, key) != o.Identity {
 		o.mu.Unlock()
-		return nil, notMine
+		return nil, nil, notMine
 	}
 	if key.Namespace == "" { // cluster-scoped (profiles, routed-IP classes): no cluster, no fence
+		epoch := o.epoch
 		o.mu.Unlock()
-		return func() {}, mine
+		ctx, stop := bound(ctx, epoch)
+		return ctx, stop, mine
 	}
-	if f, ok := o.held[key]; ok && f.valid {
-		f.inflight++
-		o.mu.Unlock()
-		return o.leave(f), mine
-	}
-	live := slices.Clone(o.live)
-	o.mu.Unlock()
-	acquired, err := o.acquire(ctx, key, live, now)
-	if err != nil {
-		o.Log.Error(err, "acquiring the cluster's Lease", "cluster", key)
-		return nil, waiting
-	}
-	if !acquired {
-		return nil, waiting
-	}
-	o.mu.Lock()
 	f, ok := o.held[key]
-	if !ok {
+	switch {
+	case ok && f.busy:
+		o.mu.Unlock()
+		return nil, nil, waiting
+	case ok && f.valid:
+		return o.admit(ctx, f) // unlocks
+	case !ok:
 		f = &fence{}
 		o.held[key] = f
 	}
-	f.valid = true
-	f.inflight++
+	f.busy = true
+	epoch, live := o.epoch, slices.Clone(o.live)
 	o.mu.Unlock()
-	return o.leave(f), mine
+
+	acquired, err := o.acquire(ctx, key, live, now)
+
+	o.mu.Lock()
+	f.busy = false
+	if err != nil || !acquired {
+		if !f.valid && f.inflight == 0 {
+			delete(o.held, key)
+		}
+		o.mu.Unlock()
+		if err != nil {
+			o.Log.Error(err, "acquiring the cluster's Lease", "cluster", key)
+		}
+		return nil, nil, waiting
+	}
+	// We hold the Lease. It is valid only if no lapse happened while we read it (a lapse ends the
+	// epoch; the next enter reads the Lease again).
+	f.valid = o.epoch == epoch && epoch.Err() == nil
+	if !f.valid || o.stopping || !o.fresh(o.now()) || ownerKey(o.live, key) != o.Identity {
+		// Held but not to be used now: releaseLost gives it back if another replica serves it.
+		o.mu.Unlock()
+		return nil, nil, waiting
+	}
+	return o.admit(ctx, f)
 }
 
-func (o *Owner) leave(f *fence) func() {
-	return func() {
+// admit counts a reconcile in for a valid fence (mu held; it unlocks).
+func (o *Owner) admit(ctx context.Context, f *fence) (context.Context, func(), verdict) {
+	f.inflight++
+	epoch := o.epoch
+	o.mu.Unlock()
+	ctx, stop := bound(ctx, epoch)
+	return ctx, func() {
+		stop()
 		o.mu.Lock()
 		if f.inflight > 0 {
 			f.inflight--
 		}
 		o.mu.Unlock()
-	}
+	}, mine
 }
 
 // acquire takes the cluster's fence when it is free: never created, released, held by us, or
@@ -404,14 +424,15 @@ func (o *Owner) replicaAlive(ctx context.Context, holder string, now time.Time) 
 }
 
 // releaseLost gives back the fences of clusters another replica now serves, once no reconcile
-// of ours for them is running.
+// of ours for them is running. The fence stays busy until the API has answered: enter neither
+// admits nor re-takes it meanwhile.
 func (o *Owner) releaseLost(ctx context.Context) {
 	o.mu.Lock()
 	var lost []types.NamespacedName
 	for key, f := range o.held {
-		if f.inflight == 0 && ownerKey(o.live, key) != o.Identity {
+		if f.inflight == 0 && !f.busy && ownerKey(o.live, key) != o.Identity {
 			lost = append(lost, key)
-			delete(o.held, key) // no new reconcile enters: enter says notMine from now on
+			f.busy, f.valid = true, false
 		}
 	}
 	o.mu.Unlock()
@@ -419,7 +440,17 @@ func (o *Owner) releaseLost(ctx context.Context) {
 		if o.OnRelease != nil {
 			o.OnRelease(key)
 		}
-		if err := o.release(ctx, key); err != nil {
+		err := o.release(ctx, key)
+		o.mu.Lock()
+		if err == nil {
+			delete(o.held, key)
+		} else {
+			if f := o.held[key]; f != nil {
+				f.busy = false // tried again next tick; enter reads the Lease first
+			}
+		}
+		o.mu.Unlock()
+		if err != nil {
 			o.Log.Error(err, "releasing the cluster's Lease (its new owner takes it when this replica's Lease expires)", "cluster", key)
 		}
 	}
@@ -437,21 +468,49 @@ func (o *Owner) release(ctx context.Context, key types.NamespacedName) error {
 	return o.Client.Update(ctx, l)
 }
 
-// shutdown releases every fence and deletes this replica's Lease (a clean stop hands over at
-// once).
+// shutdown gives back every fence once its reconciles have ended (the manager is stopping them)
+// and then deletes this replica's Lease: a clean stop hands over at once. A fence whose reconcile
+// outlives the five seconds is kept, and so is the replica's Lease: the others take those
+// clusters only when it expires, never while a write of ours may still land.
 func (o *Owner) shutdown() {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	o.mu.Lock()
-	keys := make([]types.NamespacedName, 0, len(o.held))
-	for k := range o.held {
-		keys = append(keys, k)
-	}
-	o.held = map[types.NamespacedName]*fence{}
-	o.renewedAt = time.Time{}
+	o.stopping = true
 	o.mu.Unlock()
-	for _, k := range keys {
-		_ = o.release(ctx, k)
+	kept := 0
+	for {
+		o.mu.Lock()
+		var idle []types.NamespacedName
+		busy := 0
+		for k, f := range o.held {
+			if f.inflight == 0 && !f.busy {
+				idle = append(idle, k)
+				delete(o.held, k)
+			} else {
+				busy++
+			}
+		}
+		o.mu.Unlock()
+		for _, k := range idle {
+			if err := o.release(ctx, k); err != nil {
+				kept++
+			}
+		}
+		if busy == 0 {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			kept += busy
+		case <-time.After(50 * time.Millisecond):
+			continue
+		}
+		break
+	}
+	if kept > 0 {
+		o.Log.Info("stopping with fences not given back: they pass on when this replica's Lease expires", "clusters", kept)
+		return
 	}
 	_ = o.Client.Delete(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: o.Namespace, Name: "shardgate-replica-" + o.Identity}})
 }

@@ -13,6 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 )
 
 // clock is shared by the replicas of a test: time moves only when the test says.
@@ -42,7 +43,7 @@ func key(i int) types.NamespacedName {
 func serve(ctx context.Context, o *Owner, n int) map[types.NamespacedName]bool {
 	out := map[types.NamespacedName]bool{}
 	for i := range n {
-		if done, v := o.enter(ctx, key(i)); v == mine {
+		if _, done, v := o.enter(ctx, key(i)); v == mine {
 			out[key(i)] = true
 			done()
 		}
@@ -93,7 +94,7 @@ func TestOwnersShareAndHandOver(t *testing.T) {
 		if !mine1[k] {
 			continue
 		}
-		if d, v := r1.enter(ctx, k); v == mine {
+		if _, d, v := r1.enter(ctx, k); v == mine {
 			// Is it r3's now? (r1 has not seen r3 yet.)
 			if ownerOf([]string{"r1", "r2", "r3"}, k) == "r3" {
 				busy, done = k, d
@@ -106,12 +107,12 @@ func TestOwnersShareAndHandOver(t *testing.T) {
 		t.Fatal("no cluster of r1 moves to r3")
 	}
 	r1.tick(ctx)
-	if _, v := r3.enter(ctx, busy); v != waiting || fenceHolder(ctx, t, c, busy) != "r1" {
+	if _, _, v := r3.enter(ctx, busy); v != waiting || fenceHolder(ctx, t, c, busy) != "r1" {
 		t.Fatalf("r3 entered %s while r1's reconcile still runs (fence %q)", busy, fenceHolder(ctx, t, c, busy))
 	}
 	done()
 	r1.tick(ctx)
-	if d, v := r3.enter(ctx, busy); v != mine {
+	if _, d, v := r3.enter(ctx, busy); v != mine {
 		t.Fatalf("r3 could not take %s after r1 finished", busy)
 	} else {
 		d()
@@ -168,8 +169,61 @@ func TestStaleViewTakesNothingFromALiveReplica(t *testing.T) {
 		t.Fatal("r1 serves nothing")
 	}
 	for k := range served {
-		if _, v := r3.enter(ctx, k); v != waiting || fenceHolder(ctx, t, c, k) != "r1" {
+		if _, _, v := r3.enter(ctx, k); v != waiting || fenceHolder(ctx, t, c, k) != "r1" {
 			t.Fatalf("r3, with a stale view, took %s from live r1 (fence %q)", k, fenceHolder(ctx, t, c, k))
 		}
+	}
+}
+
+// A fence being taken again (after a lapse) while the cluster moves to another replica is not
+// entered: the release that the move causes and the re-take cannot interleave into a reconcile
+// running without the Lease (seen in TestSharding's audit log before enter re-checked).
+func TestRetakeRacingAHandOverIsNotEntered(t *testing.T) {
+	ctx := context.Background()
+	c, clk := leaseStore(t)
+	var r1 *Owner
+	var k types.NamespacedName
+	fired := false
+	hooked := interceptor.NewClient(c.(client.WithWatch), interceptor.Funcs{
+		Get: func(ctx context.Context, cl client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			err := cl.Get(ctx, key, obj, opts...)
+			if !fired && key.Name == fenceName(k) {
+				fired = true
+				r1.followTick(ctx, false) // r1 sees r2 while it reads the fence
+			}
+			return err
+		}})
+	r1 = replica(hooked, clk, "r1")
+	r2 := replica(c, clk, "r2")
+	for i := range 40 {
+		if ownerOf([]string{"r1", "r2"}, key(i)) == "r2" {
+			k = key(i)
+			break
+		}
+	}
+	r1.tick(ctx)
+	fired = true // not while r1 takes its fences the first time
+	if got := serve(ctx, r1, 40); !got[k] {
+		t.Fatalf("r1 alone does not serve %s", k)
+	}
+	clk.t = clk.t.Add(10 * time.Second) // r1's renewal comes late: its fences are forgotten
+	r1.tick(ctx)
+	r2.tick(ctx)
+	fired = false
+	if _, done, v := r1.enter(ctx, k); v == mine {
+		done()
+		t.Fatalf("r1 entered %s, which moved to r2 while r1 read its fence (fence %q)", k, fenceHolder(ctx, t, c, k))
+	}
+	if !fired {
+		t.Fatal("the hand-over did not happen during the read")
+	}
+	r1.tick(ctx) // gives it back now
+	if h := fenceHolder(ctx, t, c, k); h != "" {
+		t.Fatalf("fence of %s held by %q after r1 gave it back", k, h)
+	}
+	if _, done, v := r2.enter(ctx, k); v != mine {
+		t.Fatalf("r2 cannot take %s", k)
+	} else {
+		done()
 	}
 }
