@@ -38,23 +38,66 @@ func mix(x uint64) uint64 {
 	return x
 }
 
-// Live are the holders of the replica Leases renewed within their duration at now, sorted.
-func Live(leases []coordinationv1.Lease, now time.Time) []string {
+// Observer tells live replicas from gone ones by when this replica saw their Leases change, on its
+// own clock — client-go leader election's rule — not by the renewTime they wrote: a Lease is
+// expired once it has not changed for its duration as observed here. So clocks need not agree,
+// and after the seed's API server was away (nobody could renew) every replica gets a full
+// duration to renew again before others count it gone, instead of all taking each other's
+// clusters at the first list.
+type Observer struct {
+	seen map[string]observation // by Lease name
+}
+
+type observation struct {
+	renewTime string    // the Lease's renewTime as written (its change is what counts)
+	at        time.Time // when this replica first saw that renewTime
+}
+
+// Observe records leases, seen at now, and forgets Leases no longer listed.
+func (o *Observer) Observe(leases []coordinationv1.Lease, now time.Time) {
+	next := make(map[string]observation, len(leases))
+	for i := range leases {
+		next[leases[i].Name] = o.observe(&leases[i], now)
+	}
+	o.seen = next
+}
+
+// observe records one Lease seen at now and returns its observation.
+func (o *Observer) observe(l *coordinationv1.Lease, now time.Time) observation {
+	if o.seen == nil {
+		o.seen = map[string]observation{}
+	}
+	rt := ""
+	if l.Spec.RenewTime != nil {
+		rt = l.Spec.RenewTime.UTC().Format(time.RFC3339Nano)
+	}
+	ob, ok := o.seen[l.Name]
+	if !ok || ob.renewTime != rt {
+		ob = observation{renewTime: rt, at: now}
+	}
+	o.seen[l.Name] = ob
+	return ob
+}
+
+// Live are the holders of leases that are not expired at now, sorted (Observe them first).
+func (o *Observer) Live(leases []coordinationv1.Lease, now time.Time) []string {
 	var out []string
-	for _, l := range leases {
-		if Valid(l, now) {
-			out = append(out, *l.Spec.HolderIdentity)
+	for i := range leases {
+		if o.Alive(&leases[i], now) {
+			out = append(out, *leases[i].Spec.HolderIdentity)
 		}
 	}
 	sort.Strings(out)
 	return out
 }
 
-// Valid: the Lease names a holder and was renewed less than its duration before now.
-func Valid(l coordinationv1.Lease, now time.Time) bool {
+// Alive records l, seen at now, and reports whether it names a holder that renewed it (as this
+// replica observed) less than its duration ago.
+func (o *Observer) Alive(l *coordinationv1.Lease, now time.Time) bool {
 	s := l.Spec
+	ob := o.observe(l, now)
 	if s.HolderIdentity == nil || *s.HolderIdentity == "" || s.RenewTime == nil || s.LeaseDurationSeconds == nil {
 		return false
 	}
-	return now.Before(s.RenewTime.Add(time.Duration(*s.LeaseDurationSeconds) * time.Second))
+	return now.Before(ob.at.Add(time.Duration(*s.LeaseDurationSeconds) * time.Second))
 }

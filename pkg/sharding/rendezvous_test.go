@@ -69,15 +69,43 @@ func TestOwnerSpreadsAndMovesOnlyTheShare(t *testing.T) {
 	}
 }
 
-func TestLive(t *testing.T) {
-	now := time.Date(2026, 11, 23, 2, 0, 0, 0, time.UTC)
-	lease := func(holder string, renewed time.Duration, seconds int32) coordinationv1.Lease {
-		return coordinationv1.Lease{Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To(holder),
-			RenewTime: &metav1.MicroTime{Time: now.Add(-renewed)}, LeaseDurationSeconds: ptr.To(seconds)}}
+// Liveness follows what this replica observed: a Lease is gone once it has not changed for its
+// duration here, whatever renewTime its writer's clock put in it.
+func TestObserverLive(t *testing.T) {
+	t0 := time.Date(2026, 11, 23, 2, 0, 0, 0, time.UTC)
+	lease := func(name, holder string, renewed time.Time, seconds int32) coordinationv1.Lease {
+		return coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To(holder),
+			RenewTime: &metav1.MicroTime{Time: renewed}, LeaseDurationSeconds: ptr.To(seconds)}}
 	}
-	got := Live([]coordinationv1.Lease{lease("b", time.Second, 10), lease("a", 9*time.Second, 10), lease("dead", 11*time.Second, 10),
-		lease("", 0, 10), {Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("never-renewed")}}}, now)
-	if fmt.Sprint(got) != "[a b]" {
-		t.Fatalf("live %v", got)
+	var o Observer
+	live := func(now time.Time, leases ...coordinationv1.Lease) string {
+		o.Observe(leases, now)
+		return fmt.Sprint(o.Live(leases, now))
+	}
+	// First sight: every Lease naming a holder counts live for its duration, even one whose
+	// renewTime is an hour old (its writer's clock, or the seed was away): it gets time to renew.
+	a, b := lease("ra", "a", t0, 10), lease("rb", "b", t0.Add(-time.Hour), 10)
+	released, never := lease("rc", "", t0, 10), coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "rd"}, Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("d")}}
+	if got := live(t0, a, b, released, never); got != "[a b]" {
+		t.Fatalf("first sight: live %v", got)
+	}
+	// a renews, b does not: 10 s after b was first seen unchanged, b is gone; a is not.
+	a2 := lease("ra", "a", t0.Add(8*time.Second), 10)
+	if got := live(t0.Add(9*time.Second), a2, b); got != "[a b]" {
+		t.Fatalf("at 9 s: live %v", got)
+	}
+	if got := live(t0.Add(10*time.Second), a2, b); got != "[a]" {
+		t.Fatalf("at 10 s: live %v", got)
+	}
+	// a renewed at 8 s as written, but observed at 9 s: live until 19 s.
+	if got := live(t0.Add(18*time.Second), a2); got != "[a]" {
+		t.Fatalf("at 18 s: live %v", got)
+	}
+	if got := live(t0.Add(19*time.Second), a2); got != "[]" {
+		t.Fatalf("at 19 s: live %v", got)
+	}
+	// b renews again: live at once. A Lease deleted and created again is seen anew.
+	if got := live(t0.Add(20*time.Second), lease("rb", "b", t0.Add(20*time.Second), 10)); got != "[b]" {
+		t.Fatalf("b renewed: live %v", got)
 	}
 }

@@ -65,6 +65,7 @@ type Owner struct {
 	renewedAt time.Time                       // last successful renewal of our own Lease
 	held      map[types.NamespacedName]*fence // fences held or being re-taken, with reconciles in flight
 	stopping  bool                            // shutdown began: nothing enters
+	observer  sharding.Observer               // when the replica Leases were seen to change
 	subs      []chan event.GenericEvent
 }
 
@@ -239,8 +240,9 @@ func (o *Owner) followTick(ctx context.Context, lapsed bool) {
 		o.Log.Error(err, "listing replica Leases")
 		return
 	}
-	live := sharding.Live(leases.Items, now)
 	o.mu.Lock()
+	o.observer.Observe(leases.Items, now)
+	live := o.observer.Live(leases.Items, now)
 	changed := !slices.Equal(live, o.live)
 	o.live = live
 	o.mu.Unlock()
@@ -420,7 +422,9 @@ func (o *Owner) replicaAlive(ctx context.Context, holder string, now time.Time) 
 	if err != nil {
 		return false, err
 	}
-	return sharding.Valid(*l, now), nil
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.observer.Alive(l, now), nil
 }
 
 // releaseLost gives back the fences of clusters another replica now serves, once no reconcile
