@@ -46,6 +46,7 @@ func mix(x uint64) uint64 {
 // clusters at the first list.
 type Observer struct {
 	seen map[string]observation // by Lease name
+	last time.Time              // the last Observe
 }
 
 type observation struct {
@@ -53,13 +54,25 @@ type observation struct {
 	at        time.Time // when this replica first saw that renewTime
 }
 
-// Observe records leases, seen at now, and forgets Leases no longer listed.
+// Observe records leases, seen at now, and forgets Leases no longer listed. After a gap in the
+// observations (more than half a Lease's duration without a list: the seed's API server was
+// away, or this replica was stalled), a replica that was live when sight was lost is given a full
+// duration from now: nobody could tell whether it renewed meanwhile. One already gone then stays
+// gone.
 func (o *Observer) Observe(leases []coordinationv1.Lease, now time.Time) {
 	next := make(map[string]observation, len(leases))
 	for i := range leases {
-		next[leases[i].Name] = o.observe(&leases[i], now)
+		l := &leases[i]
+		if ob, ok := o.seen[l.Name]; ok && !o.last.IsZero() && l.Spec.LeaseDurationSeconds != nil {
+			d := time.Duration(*l.Spec.LeaseDurationSeconds) * time.Second
+			if now.Sub(o.last) > d/2 && o.last.Before(ob.at.Add(d)) {
+				ob.at = now
+				o.seen[l.Name] = ob
+			}
+		}
+		next[l.Name] = o.observe(l, now)
 	}
-	o.seen = next
+	o.seen, o.last = next, now
 }
 
 // observe records one Lease seen at now and returns its observation.

@@ -70,42 +70,62 @@ func TestOwnerSpreadsAndMovesOnlyTheShare(t *testing.T) {
 }
 
 // Liveness follows what this replica observed: a Lease is gone once it has not changed for its
-// duration here, whatever renewTime its writer's clock put in it.
+// duration here, whatever renewTime its writer's clock put in it; a gap in the observations
+// gives the replicas that were live when sight was lost a full duration again.
 func TestObserverLive(t *testing.T) {
 	t0 := time.Date(2026, 11, 23, 2, 0, 0, 0, time.UTC)
-	lease := func(name, holder string, renewed time.Time, seconds int32) coordinationv1.Lease {
+	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
+	lease := func(name, holder string, renewed time.Time) coordinationv1.Lease {
 		return coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To(holder),
-			RenewTime: &metav1.MicroTime{Time: renewed}, LeaseDurationSeconds: ptr.To(seconds)}}
+			RenewTime: &metav1.MicroTime{Time: renewed}, LeaseDurationSeconds: ptr.To(int32(10))}}
 	}
 	var o Observer
-	live := func(now time.Time, leases ...coordinationv1.Lease) string {
-		o.Observe(leases, now)
-		return fmt.Sprint(o.Live(leases, now))
+	live := func(s int, leases ...coordinationv1.Lease) string {
+		o.Observe(leases, at(s))
+		return fmt.Sprint(o.Live(leases, at(s)))
 	}
 	// First sight: every Lease naming a holder counts live for its duration, even one whose
 	// renewTime is an hour old (its writer's clock, or the seed was away): it gets time to renew.
-	a, b := lease("ra", "a", t0, 10), lease("rb", "b", t0.Add(-time.Hour), 10)
-	released, never := lease("rc", "", t0, 10), coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "rd"}, Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("d")}}
-	if got := live(t0, a, b, released, never); got != "[a b]" {
+	a0, b := lease("ra", "a", at(0)), lease("rb", "b", t0.Add(-time.Hour))
+	released, never := lease("rc", "", at(0)), coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "rd"}, Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("d")}}
+	if got := live(0, a0, b, released, never); got != "[a b]" {
 		t.Fatalf("first sight: live %v", got)
 	}
-	// a renews, b does not: 10 s after b was first seen unchanged, b is gone; a is not.
-	a2 := lease("ra", "a", t0.Add(8*time.Second), 10)
-	if got := live(t0.Add(9*time.Second), a2, b); got != "[a b]" {
-		t.Fatalf("at 9 s: live %v", got)
+	// Listed every 3 s: a renews at 8 s as written (seen at 9 s), b never.
+	a8 := lease("ra", "a", at(8))
+	for _, step := range []struct {
+		s    int
+		a    coordinationv1.Lease
+		want string
+	}{{3, a0, "[a b]"}, {6, a0, "[a b]"}, {9, a8, "[a b]"}, {10, a8, "[a]"}, {13, a8, "[a]"}, {16, a8, "[a]"}, {18, a8, "[a]"}, {19, a8, "[]"}} {
+		if got := live(step.s, step.a, b); got != step.want {
+			t.Fatalf("at %d s: live %v, want %v", step.s, got, step.want)
+		}
 	}
-	if got := live(t0.Add(10*time.Second), a2, b); got != "[a]" {
-		t.Fatalf("at 10 s: live %v", got)
+	// Sight lost from 19 s to 40 s. a was gone before (expired at 19 s) and stays gone; b renews
+	// and is live at once.
+	if got := live(40, a8, lease("rb", "b", at(39))); got != "[b]" {
+		t.Fatalf("after the gap: live %v", got)
 	}
-	// a renewed at 8 s as written, but observed at 9 s: live until 19 s.
-	if got := live(t0.Add(18*time.Second), a2); got != "[a]" {
-		t.Fatalf("at 18 s: live %v", got)
+
+	// a and c both live; sight lost from 6 s to 25 s: both were live when it was lost, so both get
+	// ten seconds from 25 s although neither renewed since.
+	o = Observer{}
+	c := lease("rc", "c", at(0))
+	live(0, a0, c)
+	live(3, a0, c)
+	if got := live(6, lease("ra", "a", at(5)), c); got != "[a c]" {
+		t.Fatalf("at 6 s: live %v", got)
 	}
-	if got := live(t0.Add(19*time.Second), a2); got != "[]" {
-		t.Fatalf("at 19 s: live %v", got)
+	if got := live(25, lease("ra", "a", at(5)), c); got != "[a c]" {
+		t.Fatalf("after the gap: live %v", got)
 	}
-	// b renews again: live at once. A Lease deleted and created again is seen anew.
-	if got := live(t0.Add(20*time.Second), lease("rb", "b", t0.Add(20*time.Second), 10)); got != "[b]" {
-		t.Fatalf("b renewed: live %v", got)
+	for _, s := range []int{28, 31, 34} {
+		if got := live(s, lease("ra", "a", at(5)), c); got != "[a c]" {
+			t.Fatalf("%d s after the gap: live %v", s-25, got)
+		}
+	}
+	if got := live(35, lease("ra", "a", at(5)), c); got != "[]" {
+		t.Fatalf("10 s after the gap: live %v", got)
 	}
 }

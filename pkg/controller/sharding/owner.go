@@ -212,7 +212,7 @@ func (o *Owner) renewTick(ctx context.Context) bool {
 	// itself fresh a renewal period less. If this renewal landed (or failed) after that, there
 	// was a moment when another replica could rightly take our fences: forget them all, stop
 	// what runs for them, and take each again only through acquire, which reads who holds it.
-	lapsed := !prev.IsZero() && landed.Sub(prev) >= o.LeaseDuration-o.Renew && len(o.held) > 0
+	lapsed := !prev.IsZero() && landed.Sub(prev) >= o.LeaseDuration-o.Renew && o.anyValid()
 	if lapsed {
 		o.Log.Info("this replica's Lease lapsed: forgetting the fences it held", "clusters", len(o.held), "lastRenewal", prev, "now", landed)
 		for _, f := range o.held {
@@ -229,6 +229,16 @@ func (o *Owner) renewTick(ctx context.Context) bool {
 		o.newEpoch() // the first, or the watchdog ended the last one
 	}
 	return lapsed
+}
+
+// anyValid: some fence is held valid (mu held). After a lapse none is, until taken again.
+func (o *Owner) anyValid() bool {
+	for _, f := range o.held {
+		if f.valid {
+			return true
+		}
+	}
+	return false
 }
 
 // followTick reads the live replicas, tells the controllers when owners changed (or after a
@@ -383,7 +393,9 @@ func (o *Owner) acquire(ctx context.Context, key types.NamespacedName, live []st
 	holder := ptr.Deref(l.Spec.HolderIdentity, "")
 	switch {
 	case holder == o.Identity:
-		return true, nil
+		// Still ours as far as this read goes, but a replica that counted us gone (our Lease
+		// lapsed) may be taking it right now: claim it again with a write, which the API server
+		// orders against theirs by resourceVersion — one of the two fails.
 	case holder != "" && slices.Contains(live, holder):
 		return false, nil // its holder is live and has not released it yet
 	case holder != "":
@@ -394,18 +406,21 @@ func (o *Owner) acquire(ctx context.Context, key types.NamespacedName, live []st
 			return false, err
 		}
 	}
-	// Free, or its holder is gone. The update carries the resourceVersion read: of two
+	// Free, ours, or its holder is gone. The update carries the resourceVersion read: of two
 	// replicas racing for it, one wins.
-	l.Spec.HolderIdentity = ptr.To(o.Identity)
-	l.Spec.AcquireTime = &metav1.MicroTime{Time: now}
-	l.Spec.LeaseTransitions = ptr.To(ptr.Deref(l.Spec.LeaseTransitions, 0) + 1)
+	if holder != o.Identity {
+		l.Spec.HolderIdentity = ptr.To(o.Identity)
+		l.Spec.AcquireTime = &metav1.MicroTime{Time: now}
+		l.Spec.LeaseTransitions = ptr.To(ptr.Deref(l.Spec.LeaseTransitions, 0) + 1)
+	}
+	l.Spec.RenewTime = &metav1.MicroTime{Time: now}
 	if err := o.Client.Update(ctx, l); err != nil {
 		if apierrors.IsConflict(err) {
 			return false, nil
 		}
 		return false, err
 	}
-	if holder != "" {
+	if holder != "" && holder != o.Identity {
 		o.Log.Info("took over a cluster whose replica is gone", "cluster", key, "from", holder)
 	}
 	return true, nil

@@ -227,3 +227,60 @@ func TestRetakeRacingAHandOverIsNotEntered(t *testing.T) {
 		done()
 	}
 }
+
+// A replica that lapsed and comes back claims its fences again with a write: a replica that
+// counted it gone and is taking a fence at that moment loses (or wins) by resourceVersion, never
+// both. (Trusting "the Lease still names me" let both write.)
+func TestLapsedReplicaReclaimsWithAWrite(t *testing.T) {
+	ctx := context.Background()
+	c, clk := leaseStore(t)
+	r1 := replica(c, clk, "r1")
+	var k types.NamespacedName
+	for i := range 40 {
+		if ownerOf([]string{"r1", "r3"}, key(i)) == "r1" {
+			k = key(i)
+			break
+		}
+	}
+	var r1Verdict verdict
+	racing := false
+	hooked := interceptor.NewClient(c.(client.WithWatch), interceptor.Funcs{
+		Update: func(ctx context.Context, cl client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
+			if racing && obj.GetName() == fenceName(k) {
+				racing = false
+				r1.tick(ctx) // r1 renews at last, and enters k meanwhile
+				if _, done, v := r1.enter(ctx, k); v == mine {
+					r1Verdict = v
+					done()
+				}
+			}
+			return cl.Update(ctx, obj, opts...)
+		}})
+	r3 := replica(hooked, clk, "r3")
+	r1.tick(ctx)
+	if _, done, v := r1.enter(ctx, k); v != mine {
+		t.Fatalf("r1 alone does not serve %s", k)
+	} else {
+		done()
+	}
+	r3.tick(ctx)
+	for range 6 { // r1 stalls for 12 s; r3 lists every 2 s and sees r1's Lease unchanged
+		clk.t = clk.t.Add(2 * time.Second)
+		r3.tick(ctx)
+	}
+	racing = true
+	_, done3, v3 := r3.enter(ctx, k)
+	if done3 != nil {
+		done3()
+	}
+	if racing {
+		t.Fatal("r3 did not try to take the fence")
+	}
+	holder := fenceHolder(ctx, t, c, k)
+	switch {
+	case v3 == mine && r1Verdict == mine:
+		t.Fatalf("both r1 and r3 entered %s (fence %q)", k, holder)
+	case v3 == mine && holder != "r3", r1Verdict == mine && holder != "r1":
+		t.Fatalf("entered by r3=%v r1=%v but the fence names %q", v3 == mine, r1Verdict == mine, holder)
+	}
+}
