@@ -79,6 +79,9 @@ func DecideLifecycle(in LifecycleInput) LifecycleDecision {
 	if ci != nil && ci.Spec.ClusterRef.Kind != src.Kind {
 		return LifecycleDecision{Why: fmt.Sprintf("the name is taken by a %s source; a Cluster and a kubeconfig Secret of one name are one cluster too many", ci.Spec.ClusterRef.Kind)}
 	}
+	if src.Deleting && ci == nil {
+		return LifecycleDecision{Why: "the cluster source is being deleted and its ClusterIngress is gone"}
+	}
 	if src.Deleting {
 		return LifecycleDecision{Action: LifecycleDelete, BestEffortCleanup: true, Why: "the cluster source is being deleted"}
 	}

@@ -49,6 +49,8 @@ func TestDecideLifecycle(t *testing.T) {
 		{"deselected by a valid profile: deleted", LifecycleInput{Source: secret, SourceKnown: true, Current: ci("other"), Profiles: []v1alpha1.IngressProfile{other}}, LifecycleDelete, ""},
 		{"profile deleted: deleted", LifecycleInput{Source: secret, SourceKnown: true, Current: ci("good")}, LifecycleDelete, ""},
 		{"source being deleted", LifecycleInput{Source: &deleting, SourceKnown: true, Current: ci("good"), Profiles: []v1alpha1.IngressProfile{good}}, LifecycleDelete, ""},
+		// Its ClusterIngress is already gone (the source keeps a finalizer): nothing to delete.
+		{"source being deleted, ClusterIngress gone", LifecycleInput{Source: &deleting, SourceKnown: true, Profiles: []v1alpha1.IngressProfile{good}}, LifecycleKeep, ""},
 		{"source gone: marked, kept", LifecycleInput{SourceKnown: true, Current: ci("good"), Profiles: []v1alpha1.IngressProfile{good}}, LifecycleMarkMissing, ""},
 		{"source gone within grace: kept", LifecycleInput{SourceKnown: true, Current: ci("good", missingSince(time.Minute)), Profiles: []v1alpha1.IngressProfile{good}}, LifecycleKeep, ""},
 		{"source gone past grace: deleted", LifecycleInput{SourceKnown: true, Current: ci("good", missingSince(6*time.Minute)), Profiles: []v1alpha1.IngressProfile{good}}, LifecycleDelete, ""},
