@@ -23,7 +23,7 @@ func TestHTTPGetKeepsEndpointBytesOut(t *testing.T) {
 			if err != nil {
 				return
 			}
-			_, _ = c.Write([]byte("token=s3cr3t not http\r\n\r\n"))
+			_, _ = c.Write([]byte("HTTP/1.1 s3cr3t x\r\n\r\n"))
 			c.Close()
 		}
 	}()
