@@ -45,7 +45,9 @@ func launch() int {
 			return 1
 		}
 	}
-	sweepDeadDemos()
+	if err := sweepDeadDemos(); err != nil {
+		fmt.Fprintf(os.Stderr, "demo: what earlier demos left could not all be removed: %v\n", err)
+	}
 	restore := takeTerminal()
 	defer restore()
 	cmd := exec.Command(self, os.Args[1:]...)
@@ -66,7 +68,9 @@ func launch() int {
 	code := exitCode(cmd.Wait())
 	// Killed processes leave kernel objects behind (network namespace names, cgroups, runtime
 	// directories): a demo that did not stop cleanly is swept now, or by the next launch.
-	sweepDeadDemos()
+	if err := sweepDeadDemos(); err != nil {
+		fmt.Fprintf(os.Stderr, "demo: %v\n", err)
+	}
 	if f, err := os.OpenFile(filepath.Join(runDir, logName), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644); err == nil {
 		fmt.Fprintf(f, "demo exit status %d\n", code)
 		_ = f.Close()
@@ -122,8 +126,10 @@ func privateProc() error {
 var fabricName = regexp.MustCompile(`^sg([0-9]+)-[0-9]+`)
 
 // sweepDeadDemos removes the network namespaces, cgroups and runtime directories of fabrics whose
-// owner is gone (a SIGKILLed demo's processes die with its PID namespace; these outlive it).
-func sweepDeadDemos() {
+// owner is gone (a SIGKILLed demo's processes die with its PID namespace; these outlive it). It
+// returns what it could not remove.
+func sweepDeadDemos() error {
+	var errs []error
 	dead := func(name string) bool {
 		m := fabricName.FindStringSubmatch(name)
 		if m == nil {
@@ -135,7 +141,9 @@ func sweepDeadDemos() {
 	if entries, err := os.ReadDir("/run/netns"); err == nil {
 		for _, e := range entries {
 			if dead(e.Name()) {
-				_ = exec.Command("ip", "netns", "del", e.Name()).Run()
+				if out, err := exec.Command("ip", "netns", "del", e.Name()).CombinedOutput(); err != nil {
+					errs = append(errs, fmt.Errorf("ip netns del %s: %v: %s", e.Name(), err, out))
+				}
 			}
 		}
 	}
@@ -143,25 +151,16 @@ func sweepDeadDemos() {
 	cgroups2, _ := filepath.Glob("/sys/fs/cgroup/sg[0-9]*")
 	for _, cg := range append(cgroups, cgroups2...) {
 		if dead(filepath.Base(cg)) {
-			removeCgroup(cg)
+			// The namespace's processes were just killed: their cgroups empty a moment later.
+			errs = append(errs, framework.RemoveCgroupTree(cg))
 		}
 	}
 	if entries, err := os.ReadDir("/run/shardgate"); err == nil {
 		for _, e := range entries {
 			if dead(e.Name()) {
-				_ = os.RemoveAll(filepath.Join("/run/shardgate", e.Name()))
+				errs = append(errs, os.RemoveAll(filepath.Join("/run/shardgate", e.Name())))
 			}
 		}
 	}
-}
-
-// removeCgroup removes a cgroup directory tree deepest first (cgroup directories go with rmdir).
-func removeCgroup(dir string) {
-	entries, _ := os.ReadDir(dir)
-	for _, e := range entries {
-		if e.IsDir() {
-			removeCgroup(filepath.Join(dir, e.Name()))
-		}
-	}
-	_ = syscall.Rmdir(dir)
+	return errors.Join(errs...)
 }

@@ -45,7 +45,10 @@ func main() {
 		os.Exit(2)
 	}
 	if *sweep {
-		sweepDeadDemos()
+		if err := sweepDeadDemos(); err != nil {
+			fmt.Fprintf(os.Stderr, "demo: --sweep: %v\n", err)
+			os.Exit(1)
+		}
 		return
 	}
 	if !isolated() {

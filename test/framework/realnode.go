@@ -338,7 +338,7 @@ func (n *RealNode) Stop() error {
 		fw.stop()
 	}
 	for _, h := range append(cgroupV1Hierarchies(), filepath.Join(cgroupV1Root, "unified")) {
-		if err := removeCgroupTree(filepath.Join(h, n.cgroup)); err != nil {
+		if err := RemoveCgroupTree(filepath.Join(h, n.cgroup)); err != nil {
 			errs = append(errs, err.Error())
 		}
 	}
@@ -367,9 +367,10 @@ func cgroupV1Hierarchies() []string {
 	return out
 }
 
-// removeCgroupTree removes a cgroup and its children, deepest first (cgroup directories are
-// removed with rmdir once empty of processes).
-func removeCgroupTree(dir string) error {
+// RemoveCgroupTree removes a cgroup and its children, deepest first (cgroup directories are
+// removed with rmdir once empty of processes). A killed process stays a member until the kernel
+// has finished it, so each directory is retried for up to five seconds.
+func RemoveCgroupTree(dir string) error {
 	entries, err := os.ReadDir(dir)
 	if os.IsNotExist(err) {
 		return nil
@@ -379,7 +380,7 @@ func removeCgroupTree(dir string) error {
 	}
 	for _, e := range entries {
 		if e.IsDir() {
-			if err := removeCgroupTree(filepath.Join(dir, e.Name())); err != nil {
+			if err := RemoveCgroupTree(filepath.Join(dir, e.Name())); err != nil {
 				return err
 			}
 		}
