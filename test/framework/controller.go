@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -115,20 +116,24 @@ func startController(testDir string, seed *ControlPlane, kubeconfig []byte, args
 	if err != nil {
 		return nil, err
 	}
-	mp, err := FreePort()
+	// A port taken between choosing and binding (by a client connection's ephemeral port, or
+	// by another package's server) fails the start: choose again, three times at most.
+	for attempt := 1; ; attempt++ {
+		c, err := startControllerOn(dir, bin, kcPath, args)
+		if err == nil || attempt == 3 || !strings.Contains(err.Error(), "address already in use") {
+			return c, err
+		}
+	}
+}
+
+// startControllerOn starts the controller on three distinct free ports.
+func startControllerOn(dir, bin, kcPath string, args []string) (*Controller, error) {
+	ports, err := FreePorts(3)
 	if err != nil {
 		return nil, err
 	}
-	hp, err := FreePort()
-	if err != nil {
-		return nil, err
-	}
-	sp, err := FreePort()
-	if err != nil {
-		return nil, err
-	}
-	c := &Controller{MetricsAddr: fmt.Sprintf("127.0.0.1:%d", mp), HealthAddr: fmt.Sprintf("127.0.0.1:%d", hp),
-		StatusAddr: fmt.Sprintf("127.0.0.1:%d", sp), dir: dir}
+	c := &Controller{MetricsAddr: fmt.Sprintf("127.0.0.1:%d", ports[0]), HealthAddr: fmt.Sprintf("127.0.0.1:%d", ports[1]),
+		StatusAddr: fmt.Sprintf("127.0.0.1:%d", ports[2]), dir: dir}
 	c.spec = ProcessSpec{Name: "seed-controller", Path: bin, Args: append([]string{
 		"--kubeconfig=" + kcPath,
 		"--metrics-bind-address=" + c.MetricsAddr,
@@ -165,7 +170,19 @@ func (c *Controller) start() error {
 			return false, nil //nolint:nilerr // not up yet: keep polling
 		}
 		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK, nil
+		if resp.StatusCode != http.StatusOK {
+			return false, nil
+		}
+		// Ready only once every server listens: one that cannot bind stops the manager just
+		// after /readyz answered.
+		for _, addr := range []string{c.MetricsAddr, c.StatusAddr} {
+			conn, err := net.DialTimeout("tcp", addr, time.Second)
+			if err != nil {
+				return false, nil //nolint:nilerr // not up yet (or exiting: checked first next round)
+			}
+			conn.Close()
+		}
+		return true, nil
 	})
 }
 
