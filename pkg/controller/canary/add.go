@@ -9,6 +9,7 @@ package canary
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -116,7 +117,10 @@ func httpGet(c *http.Client) canary.Get {
 		req.Header.Set("User-Agent", "shardgate-canary")
 		resp, err := c.Do(req)
 		if err != nil {
-			return 0, "", err
+			// A fixed description: a transport error can quote what the endpoint sent (a
+			// malformed answer's first bytes), and the address is the tenant's choice.
+			d, _ := clusteraccess.Describe(err)
+			return 0, "", errors.New(d)
 		}
 		defer resp.Body.Close()
 		b, err := io.ReadAll(io.LimitReader(resp.Body, 512))
