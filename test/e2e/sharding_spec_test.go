@@ -17,6 +17,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/shardgate/shardgate/pkg/dnsrecords"
 	"github.com/shardgate/shardgate/test/framework"
 )
 
@@ -202,10 +203,32 @@ func TestSharding(t *testing.T) {
 		want0 := append(published(0), "127.0.100.3")
 		slices.Sort(want0)
 		added := time.Now()
+		// Shardgate's part (the DNSEndpoint) and external-dns' (BIND) are timed apart: external-dns'
+		// own watch of the restarted seed recovers on its own schedule.
+		eventually(ctx, t, 60*time.Second, func() (bool, string) {
+			got := wildcardTargets(ctx, t, seed, "*.c0."+zone)
+			return slices.Equal(got, want0), fmt.Sprintf("the DNSEndpoint of c0 holds %v, want %v", got, want0)
+		})
+		written := time.Since(added)
 		waitAnswerWithin(ctx, t, env.DNS, "x.c0."+zone, 60*time.Second, want0)
-		t.Logf("a node added after the restart published in %s", time.Since(added).Round(100*time.Millisecond))
+		t.Logf("a node added after the restart: in the DNSEndpoint after %s, answered by BIND after %s", written.Round(100*time.Millisecond),
+			time.Since(added).Round(100*time.Millisecond))
 		checkFencedWrites(t, auditLog, killed, "r2")
 	})
+}
+
+// wildcardTargets are the sorted targets of the seed's DNSEndpoint record named name (nil when none).
+func wildcardTargets(ctx context.Context, t testing.TB, seed *framework.ControlPlane, name string) []string {
+	var eps dnsrecords.DNSEndpointList
+	must(t, seed.Client.List(ctx, &eps, client.InNamespace("default")))
+	for _, ep := range eps.Items {
+		for _, e := range ep.Spec.Endpoints {
+			if e.DNSName == name {
+				return slices.Sorted(slices.Values(e.Targets))
+			}
+		}
+	}
+	return nil
 }
 
 // auditedEnvironment starts a seed whose API server keeps an audit log of writes to
