@@ -142,7 +142,7 @@ func sweepDeadDemos() error {
 		for _, e := range entries {
 			if dead(e.Name()) {
 				if out, err := exec.Command("ip", "netns", "del", e.Name()).CombinedOutput(); err != nil {
-					errs = append(errs, fmt.Errorf("ip netns del %s: %v: %s", e.Name(), err, out))
+					errs = append(errs, fmt.Errorf("ip netns del %s: %w: %s", e.Name(), err, out))
 				}
 			}
 		}
