@@ -8,12 +8,12 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
 	"github.com/shardgate/shardgate/pkg/names"
+	"github.com/shardgate/shardgate/pkg/watchcache"
 	"github.com/shardgate/shardgate/test/framework"
 )
 
@@ -43,17 +43,15 @@ func TestCacheListsEveryManagedKind(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ca, err := cache.New(cp.Config, cache.Options{Scheme: scheme, Mapper: mapper, ByObject: cacheByObject(caps), ReaderFailOnMissingInformer: true})
+	synced := make(chan struct{})
+	ca, err := watchcache.New(cp.Config, watchcache.Options{Scheme: scheme, Mapper: mapper, OnSynced: func() { close(synced) }}, cacheKinds(caps, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, kind := range append(append(ManagedKinds(caps), RouteKinds()...), RoutedIPKinds(caps)...) {
-		if _, err := ca.GetInformer(ctx, kind, cache.BlockUntilSynced(false)); err != nil {
-			t.Fatalf("informer for %T: %v", kind, err)
-		}
-	}
-	go func() { _ = ca.Start(ctx) }()
-	if !ca.WaitForCacheSync(ctx) {
+	ca.Start(ctx)
+	select {
+	case <-synced:
+	case <-ctx.Done():
 		t.Fatal("cache not synced")
 	}
 	managed := map[string]string{v1alpha1.ManagedByLabel: v1alpha1.ManagedByValue}

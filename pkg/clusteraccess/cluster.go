@@ -19,8 +19,9 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/shardgate/shardgate/pkg/watchcache"
 )
 
 // Phase of an engaged user cluster.
@@ -63,7 +64,7 @@ type engaged struct {
 	suspect chan struct{}
 
 	mu          sync.Mutex
-	cache       cache.Cache // nil until the first contact succeeded
+	cache       *watchcache.Cache // nil until the first contact succeeded
 	writer      client.Client
 	caps        Capabilities
 	identity    string // the user Shardgate acts as in the cluster, once known
@@ -86,6 +87,12 @@ func (c *engaged) start() {
 func (c *engaged) stop() {
 	c.cancel()
 	c.wg.Wait()
+	c.mu.Lock()
+	ca := c.cache
+	c.mu.Unlock()
+	if ca != nil {
+		ca.Wait()
+	}
 }
 
 // run makes first contact (retried with backoff until it succeeds or the engagement ends), then
@@ -172,36 +179,26 @@ func (c *engaged) startCache() error {
 	// telling the error handler, so this is where a stopped server shows first.
 	ccfg := rest.CopyConfig(c.cfg)
 	ccfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return observed{rt: rt, c: c} })
-	ca, err := cache.New(ccfg, cache.Options{
-		Scheme:           o.Scheme,
-		Mapper:           c.e.mapper,
-		DefaultTransform: cache.TransformStripManagedFields(),
-		ByObject:         cacheByObject(caps),
-		// Reads only from informers created here; a read of anything else fails instead of
-		// starting an unplanned watch.
-		ReaderFailOnMissingInformer: true,
-		// List and watch failures are the server's words: record a fixed description instead
-		// of the default handler's log line.
-		DefaultWatchErrorHandler: c.watchError,
-	})
+	handler := func(kind client.Object) toolscache.ResourceEventHandler {
+		if _, node := kind.(*corev1.Node); node {
+			return c.e.nodeHandler(c)
+		}
+		return c.e.changeHandler(c, changeOf(kind))
+	}
+	ca, err := watchcache.New(ccfg, watchcache.Options{
+		Scheme: o.Scheme,
+		Mapper: c.e.mapper,
+		// List and watch failures are the server's words: recorded as a fixed description.
+		OnError: c.watchError,
+		OnSynced: func() {
+			c.mu.Lock()
+			c.synced = true
+			c.mu.Unlock()
+			c.e.setPhase(c, PhaseReachable, string(PhaseReachable), "cache synced")
+		},
+	}, cacheKinds(caps, handler))
 	if err != nil {
 		return err
-	}
-	inf, err := ca.GetInformer(c.ctx, &corev1.Node{}, cache.BlockUntilSynced(false))
-	if err != nil {
-		return err
-	}
-	if _, err := inf.AddEventHandler(c.e.nodeHandler(c)); err != nil {
-		return err
-	}
-	for _, kind := range append(append(ManagedKinds(caps), RouteKinds()...), RoutedIPKinds(caps)...) {
-		inf, err := ca.GetInformer(c.ctx, kind, cache.BlockUntilSynced(false))
-		if err != nil {
-			return fmt.Errorf("informer for %T: %w", kind, err)
-		}
-		if _, err := inf.AddEventHandler(c.e.changeHandler(c, changeOf(kind))); err != nil {
-			return err
-		}
 	}
 	wcfg := rest.CopyConfig(c.cfg)
 	wcfg.Timeout = o.WriteTimeout
@@ -212,17 +209,7 @@ func (c *engaged) startCache() error {
 	c.mu.Lock()
 	c.cache, c.writer = ca, writer
 	c.mu.Unlock()
-	c.wg.Add(2)
-	go func() { defer c.wg.Done(); _ = ca.Start(c.ctx) }()
-	go func() {
-		defer c.wg.Done()
-		if ca.WaitForCacheSync(c.ctx) {
-			c.mu.Lock()
-			c.synced = true
-			c.mu.Unlock()
-			c.e.setPhase(c, PhaseReachable, string(PhaseReachable), "cache synced")
-		}
-	}()
+	ca.Start(c.ctx)
 	return nil
 }
 
@@ -232,7 +219,7 @@ func (c *engaged) startCache() error {
 // version, a throttled request — is not a failure of the cluster). A refusal of the credentials
 // counts always: decisions must not be made from a cache the cluster no longer lets Shardgate
 // refresh.
-func (c *engaged) watchError(_ context.Context, r *toolscache.Reflector, err error) {
+func (c *engaged) watchError(kind string, err error) {
 	if errors.Is(err, context.Canceled) || c.ctx.Err() != nil {
 		return
 	}
@@ -242,7 +229,7 @@ func (c *engaged) watchError(_ context.Context, r *toolscache.Reflector, err err
 	c.mu.Unlock()
 	switch {
 	case !synced || f == FailureCredentials:
-		c.e.setPhase(c, PhaseUnreachable, string(f), fmt.Sprintf("listing %s: %s", r.TypeDescription(), d))
+		c.e.setPhase(c, PhaseUnreachable, string(f), fmt.Sprintf("listing %s: %s", kind, d))
 	case f == FailureUnreachable:
 		c.suspectNow()
 	}

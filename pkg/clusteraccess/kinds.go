@@ -18,12 +18,13 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
+	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
 	"github.com/shardgate/shardgate/pkg/names"
+	"github.com/shardgate/shardgate/pkg/watchcache"
 )
 
 // Capabilities are what a user cluster's API server offers beyond the kinds every supported
@@ -89,30 +90,34 @@ func managedSelector() labels.Selector {
 	return labels.SelectorFromSet(labels.Set{v1alpha1.ManagedByLabel: v1alpha1.ManagedByValue})
 }
 
-func cacheByObject(caps Capabilities) map[client.Object]cache.ByObject {
-	m := map[client.Object]cache.ByObject{&corev1.Node{}: {Transform: TrimNode}}
+// cacheKinds are what a user-cluster cache lists and watches, each with its server-side selector
+// and trim; handler gives each kind its event handler (nil: none).
+func cacheKinds(caps Capabilities, handler func(client.Object) toolscache.ResourceEventHandler) []watchcache.Kind {
+	if handler == nil {
+		handler = func(client.Object) toolscache.ResourceEventHandler { return nil }
+	}
+	kinds := []watchcache.Kind{{Object: &corev1.Node{}, Transform: TrimNode, Handler: handler(&corev1.Node{})}}
 	for _, k := range ManagedKinds(caps) {
-		by := cache.ByObject{Label: managedSelector()}
+		kind := watchcache.Kind{Object: k, Labels: managedSelector(), Handler: handler(k)}
 		if _, secret := k.(*corev1.Secret); secret {
 			// The one Secret Shardgate owns (the routers' certificate), by name and namespace: its
-			// role lets it read no other Secret. (A field selector, not a per-kind namespace: the
-			// cache's per-namespace mode needs REST mappings for list kinds.)
-			by.Field = fields.AndSelectors(fields.OneTermEqualSelector("metadata.name", names.TLSSecretName),
+			// role lets it read no other Secret.
+			kind.Fields = fields.AndSelectors(fields.OneTermEqualSelector("metadata.name", names.TLSSecretName),
 				fields.OneTermEqualSelector("metadata.namespace", names.Namespace))
 		}
-		m[k] = by
+		kinds = append(kinds, kind)
 	}
 	for _, k := range RouteKinds() {
-		m[k] = cache.ByObject{} // all of them
+		kinds = append(kinds, watchcache.Kind{Object: k, Handler: handler(k)}) // all of them
 	}
 	for _, k := range RoutedIPKinds(caps) {
-		by := cache.ByObject{}
+		kind := watchcache.Kind{Object: k, Handler: handler(k)}
 		if _, slice := k.(*discoveryv1.EndpointSlice); slice {
-			by.Transform = TrimEndpointSlice
+			kind.Transform = TrimEndpointSlice
 		}
-		m[k] = by
+		kinds = append(kinds, kind)
 	}
-	return m
+	return kinds
 }
 
 // clusterScoped are the kinds Shardgate reads or writes that have no namespace.

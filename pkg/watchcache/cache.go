@@ -1,0 +1,157 @@
+// Package watchcache is a lean list-and-watch cache for the many user clusters one controller
+// engages: per kind, one goroutine lists, watches, decodes each event inline, keeps the store and
+// calls the kind's handler. client-go's shared informer costs about twelve goroutines per watch
+// (reflector, stream decoder, FIFO, processor, one pair per listener, resync, controller-runtime's
+// stop plumbing) and a ring buffer per listener; at a thousand clusters of twenty watches that is
+// a quarter of a million goroutines (BenchmarkSeedScale). Here a watch costs its own goroutine
+// and the HTTP/2 stream's.
+//
+// It serves reads (client.Reader: Get, and List by namespace and label selector) from what it
+// holds, never from the network. Streams are not compressed (see New). What it does not do: field selectors on reads (the server-side
+// ones in Kind are fine), resyncs (handlers see changes, not periods), pagination.
+package watchcache
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+)
+
+// Kind is one kind the cache lists and watches.
+type Kind struct {
+	// Object is an empty object of the kind, e.g. &corev1.Node{}.
+	Object client.Object
+	// Labels and Fields select, on the server, which objects are listed and watched (nil: all).
+	Labels labels.Selector
+	Fields fields.Selector
+	// Transform trims each object before it is stored (managedFields are always dropped).
+	Transform toolscache.TransformFunc
+	// Handler is told of every change, from the cache's goroutine for the kind: it must not
+	// block (enqueue and return).
+	Handler toolscache.ResourceEventHandler
+}
+
+// Options configure a Cache.
+type Options struct {
+	Scheme *runtime.Scheme
+	Mapper meta.RESTMapper
+	// OnError is told of every failed list or watch, with the kind's name. The cache retries
+	// by itself (backing off up to 30 s).
+	OnError func(kind string, err error)
+	// OnSynced is called once, when every kind has been listed.
+	OnSynced func()
+	// WatchTimeout: each watch asks the server to end it after a random time between this and
+	// twice this (default 5 min), then watches again from where it was.
+	WatchTimeout time.Duration
+}
+
+// Cache holds the objects of its kinds.
+type Cache struct {
+	opts    Options
+	kinds   map[schema.GroupVersionKind]*informer
+	pending atomic.Int32 // kinds not listed yet
+	once    sync.Once
+	running sync.WaitGroup
+}
+
+// New builds a cache of kinds served by the API server of cfg. Nothing is requested before Start.
+// Every request goes through cfg's transport (its wrappers included) as JSON.
+func New(cfg *rest.Config, opts Options, kinds []Kind) (*Cache, error) {
+	if opts.WatchTimeout == 0 {
+		opts.WatchTimeout = 5 * time.Minute
+	}
+	cfg = rest.CopyConfig(cfg)
+	cfg.ContentType, cfg.AcceptContentTypes = runtime.ContentTypeJSON, runtime.ContentTypeJSON
+	// An API server gzips watch streams for clients that accept it, and each gzip reader holds
+	// ~43 KB for the life of its stream: twenty watches, most of a megabyte per cluster, to save
+	// bytes on streams that carry a few events an hour.
+	cfg.DisableCompression = true
+	httpClient, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return nil, err
+	}
+	codecs := codecsFor(opts.Scheme)
+	c := &Cache{opts: opts, kinds: map[schema.GroupVersionKind]*informer{}}
+	for _, k := range kinds {
+		in, err := newInformer(cfg, httpClient, codecs, opts, k)
+		if err != nil {
+			return nil, err
+		}
+		c.kinds[in.gvk] = in
+	}
+	c.pending.Store(int32(len(c.kinds)))
+	return c, nil
+}
+
+// codecs are built once per scheme: every engaged cluster's cache uses the same.
+var codecCache sync.Map // *runtime.Scheme → serializer.CodecFactory
+
+func codecsFor(s *runtime.Scheme) serializer.CodecFactory {
+	if c, ok := codecCache.Load(s); ok {
+		return c.(serializer.CodecFactory)
+	}
+	c, _ := codecCache.LoadOrStore(s, serializer.NewCodecFactory(s))
+	return c.(serializer.CodecFactory)
+}
+
+func newInformer(cfg *rest.Config, httpClient *http.Client, codecs serializer.CodecFactory, opts Options, k Kind) (*informer, error) {
+	gvk, err := apiutil.GVKForObject(k.Object, opts.Scheme)
+	if err != nil {
+		return nil, err
+	}
+	mapping, err := opts.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", gvk.Kind, err)
+	}
+	rc, err := apiutil.RESTClientForGVK(gvk, true, false, cfg, codecs, httpClient)
+	if err != nil {
+		return nil, err
+	}
+	return &informer{kind: k, gvk: gvk, mapping: mapping, rc: rc, codecs: codecs, scheme: opts.Scheme,
+		param: runtime.NewParameterCodec(opts.Scheme), watchTimeout: opts.WatchTimeout,
+		store: toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, toolscache.Indexers{toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc})}, nil
+}
+
+// Start lists and watches every kind until ctx ends, one goroutine each; it returns at once.
+func (c *Cache) Start(ctx context.Context) {
+	for _, in := range c.kinds {
+		c.running.Go(func() { in.run(ctx, c.fail, c.listed) })
+	}
+}
+
+// Wait returns once every kind's goroutine has ended (after Start's ctx ended).
+func (c *Cache) Wait() { c.running.Wait() }
+
+func (c *Cache) fail(kind string, err error) {
+	if c.opts.OnError != nil {
+		c.opts.OnError(kind, err)
+	}
+}
+
+// listed is called by each kind after each successful list.
+func (c *Cache) listed(in *informer) {
+	if in.synced.CompareAndSwap(false, true) && c.pending.Add(-1) == 0 {
+		c.once.Do(func() {
+			if c.opts.OnSynced != nil {
+				c.opts.OnSynced()
+			}
+		})
+	}
+}
+
+// Synced reports whether every kind has been listed.
+func (c *Cache) Synced() bool { return c.pending.Load() == 0 }

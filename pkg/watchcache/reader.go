@@ -1,0 +1,103 @@
+package watchcache
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+)
+
+var _ client.Reader = &Cache{}
+
+// Get copies the stored object named key into obj; NotFound when there is none. A kind the
+// cache does not hold is an error, never a request.
+func (c *Cache) Get(_ context.Context, key client.ObjectKey, obj client.Object, _ ...client.GetOption) error {
+	gvk, err := apiutil.GVKForObject(obj, c.opts.Scheme)
+	if err != nil {
+		return err
+	}
+	in, ok := c.kinds[gvk]
+	if !ok {
+		return fmt.Errorf("the cache does not hold %s", gvk.Kind)
+	}
+	k := key.Name
+	if key.Namespace != "" {
+		k = key.Namespace + "/" + key.Name
+	}
+	item, exists, err := in.store.GetByKey(k)
+	if err != nil {
+		return err
+	}
+	if !exists {
+		return apierrors.NewNotFound(in.mapping.Resource.GroupResource(), key.Name)
+	}
+	out, ok := item.(runtime.Object)
+	if !ok {
+		return fmt.Errorf("the cache holds a %T for %s", item, gvk.Kind)
+	}
+	dst, src := reflect.ValueOf(obj), reflect.ValueOf(out.DeepCopyObject())
+	if dst.Type() != src.Type() {
+		return fmt.Errorf("the cache holds a %s, not a %s", src.Type(), dst.Type())
+	}
+	dst.Elem().Set(src.Elem())
+	obj.GetObjectKind().SetGroupVersionKind(gvk)
+	return nil
+}
+
+// List copies the stored objects of the list's kind into list, in one namespace when asked, and
+// those matching a label selector when given. Field selectors are refused.
+func (c *Cache) List(_ context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	var lo client.ListOptions
+	lo.ApplyOptions(opts)
+	if lo.FieldSelector != nil && !lo.FieldSelector.Empty() {
+		return fmt.Errorf("the cache does not select by field (%s)", lo.FieldSelector)
+	}
+	gvk, err := apiutil.GVKForObject(list, c.opts.Scheme)
+	if err != nil {
+		return err
+	}
+	gvk.Kind = strings.TrimSuffix(gvk.Kind, "List")
+	in, ok := c.kinds[gvk]
+	if !ok {
+		return fmt.Errorf("the cache does not hold %s", gvk.Kind)
+	}
+	var items []any
+	if lo.Namespace != "" {
+		items, err = in.store.ByIndex("namespace", lo.Namespace)
+		if err != nil {
+			return err
+		}
+	} else {
+		items = in.store.List()
+	}
+	out := make([]runtime.Object, 0, len(items))
+	for _, it := range items {
+		o, ok := it.(runtime.Object)
+		if !ok {
+			continue
+		}
+		if lo.LabelSelector != nil && !lo.LabelSelector.Empty() {
+			m, err := meta.Accessor(o)
+			if err != nil || !lo.LabelSelector.Matches(labels.Set(m.GetLabels())) {
+				continue
+			}
+		}
+		cp := o.DeepCopyObject()
+		cp.GetObjectKind().SetGroupVersionKind(gvk)
+		out = append(out, cp)
+	}
+	if err := meta.SetList(list, out); err != nil {
+		return err
+	}
+	if rv, ok := in.lastRV.Load().(string); ok {
+		list.SetResourceVersion(rv)
+	}
+	return nil
+}
