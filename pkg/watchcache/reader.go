@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 )
@@ -70,7 +71,7 @@ func (c *Cache) List(_ context.Context, list client.ObjectList, opts ...client.L
 	}
 	var items []any
 	if lo.Namespace != "" {
-		items, err = in.store.ByIndex("namespace", lo.Namespace)
+		items, err = in.store.ByIndex(toolscache.NamespaceIndex, lo.Namespace)
 		if err != nil {
 			return err
 		}
