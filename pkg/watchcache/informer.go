@@ -50,7 +50,9 @@ const (
 func (in *informer) run(ctx context.Context, fail func(string, error), listed func(*informer)) {
 	delay := time.Duration(0)
 	wait := func(err error) bool {
-		fail(in.gvk.Kind, err)
+		if err != nil {
+			fail(in.gvk.Kind, err)
+		}
 		delay = min(max(2*delay, backoffMin), backoffMax)
 		t := time.NewTimer(delay/2 + rand.N(delay/2))
 		defer t.Stop()
@@ -72,13 +74,19 @@ func (in *informer) run(ctx context.Context, fail func(string, error), listed fu
 		delay = 0
 		listed(in)
 		for ctx.Err() == nil {
+			began := time.Now()
 			next, got, err := in.watch(ctx, rv)
 			if got {
 				delay = 0
 			}
 			rv = next
 			if err == nil {
-				continue // the server ended the watch: resume
+				// The server ended the watch: resume. One that ends at once with nothing in it
+				// (a proxy cutting streams) is resumed after a back-off, never in a tight loop.
+				if !got && time.Since(began) < time.Second && !wait(nil) {
+					return
+				}
+				continue
 			}
 			if ctx.Err() != nil {
 				return
