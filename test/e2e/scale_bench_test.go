@@ -169,6 +169,9 @@ func scaleRun(b *testing.B, n, dead int) {
 	fmt.Printf("  steady state (60 s): seed writes %d (goal 0); user API requests %.3f/s per cluster (goal <= 0.1)\n", steadySeed, userRate/float64(n))
 	fmt.Printf("    user requests in those 60 s: %s\n    seed requests: %s\n    seed writes: %s\n", delta(engaged, steady, "user"), delta(engaged, steady, "seed"),
 		strings.Join(steadyKinds, ", "))
+	last := scrape(b, ctl, userHosts)
+	fmt.Printf("  goroutines per engaged cluster: %.1f when settled, %.1f after 60 s of steady state, %.1f now (after the node changes)\n",
+		per(engaged.goroutines, base.goroutines), per(steady.goroutines, base.goroutines), per(last.goroutines, base.goroutines))
 	fmt.Printf("  goroutines by where they wait (top 12, whole process):\n%s", goroutineTop(b, pprofPort, 12))
 	fmt.Printf("  node change -> DNSEndpoint: one at a time p50 %s p99 %s; %d at once p50 %s p99 %s; %d at once p50 %s p99 %s (goal p99 <= 1 s)\n",
 		p(one, 50), p(one, 99), min(n, 100), p(hundred, 50), p(hundred, 99), k, p(all, 50), p(all, 99))
