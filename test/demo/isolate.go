@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"runtime"
 	"strconv"
+	"strings"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -136,7 +137,7 @@ func sweepDeadDemos() error {
 			return false
 		}
 		pid, _ := strconv.Atoi(m[1])
-		return pid != os.Getpid() && syscall.Kill(pid, 0) == syscall.ESRCH
+		return pid != os.Getpid() && !running(pid)
 	}
 	if entries, err := os.ReadDir("/run/netns"); err == nil {
 		for _, e := range entries {
@@ -163,4 +164,15 @@ func sweepDeadDemos() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// running reports whether pid is a process that has not ended: a killed demo whose parent (the
+// terminal) has not collected it yet is a zombie, and its fabric is a dead demo's.
+func running(pid int) bool {
+	stat, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return false
+	}
+	i := strings.LastIndexByte(string(stat), ')')
+	return i > 0 && i+2 < len(stat) && stat[i+2] != 'Z'
 }

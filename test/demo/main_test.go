@@ -101,6 +101,15 @@ func TestDemoStops(t *testing.T) {
 				if out, err := exec.Command(bin, "--sweep").CombinedOutput(); err != nil {
 					t.Fatalf("--sweep: %v\n%s", err, out)
 				}
+				prefix := fmt.Sprintf("sg%d-", launcher%100000)
+				var left []string
+				for _, pattern := range []string{"/run/netns/" + prefix + "*", "/sys/fs/cgroup/*/" + prefix + "*", "/run/shardgate/" + prefix + "*"} {
+					m, _ := filepath.Glob(pattern)
+					left = append(left, m...)
+				}
+				if len(left) > 0 {
+					t.Fatalf("--sweep left the killed demo's %v", left)
+				}
 				return
 			}
 			log, err := os.ReadFile(filepath.Join(runDir, logName))
