@@ -92,7 +92,7 @@ func TestDemoStops(t *testing.T) {
 			waitFor(t, within, "every process of the demo to end", func() bool {
 				// The demo's real nodes run under /run/shardgate/sg<launcher PID>-… (other tests'
 				// nodes may run meanwhile under their own prefix).
-				return len(processesUnder(runDir)) == 0 && len(processesUnder(fmt.Sprintf("/run/shardgate/sg%d-", launcher%100000))) == 0 && !alive(launcher)
+				return len(processesUnder(runDir)) == 0 && len(processesUnder(fmt.Sprintf("/run/shardgate/sg%d-", launcher%100000))) == 0 && !running(launcher)
 			})
 			t.Logf("%s: every process gone %s after the signal", tc.name, time.Since(stopped).Round(100*time.Millisecond))
 			if !tc.clean {
@@ -157,15 +157,6 @@ func processesUnder(dir string) []int {
 		pids = append(pids, pid)
 	}
 	return pids
-}
-
-func alive(pid int) bool {
-	stat, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
-	if err != nil {
-		return false
-	}
-	i := strings.LastIndexByte(string(stat), ')')
-	return i > 0 && i+2 < len(stat) && stat[i+2] != 'Z'
 }
 
 func waitFor(t *testing.T, within time.Duration, what string, cond func() bool) {
