@@ -118,7 +118,7 @@ func newManager(cfg *rest.Config, o options) (ctrl.Manager, error) {
 // addControllers registers Shardgate's controllers. They share one Engager: one cache per user
 // cluster, whatever the number of controllers reading it.
 func addControllers(mgr ctrl.Manager, o options) error {
-	engager, err := clusteraccess.NewEngager(clusteraccess.Options{Log: ctrl.Log.WithName("engager"),
+	engager, err := clusteraccess.NewEngager(clusteraccess.Options{Log: ctrl.Log.WithName("engager"), DriftInterval: o.driftInterval,
 		Kubeconfig: clusteraccess.KubeconfigPolicy{AllowInsecure: o.allowInsecure}})
 	if err != nil {
 		return err

@@ -49,6 +49,7 @@ type options struct {
 	sharding                bool
 	replicaID               string
 	shardLease              time.Duration
+	driftInterval           time.Duration
 }
 
 // stringList is a comma-separated flag value.
@@ -85,6 +86,7 @@ func (o *options) bind(fs *flag.FlagSet) {
 	fs.BoolVar(&o.allowInsecure, "allow-insecure-kubeconfigs", false, "accept user-cluster kubeconfigs with plain http:// servers or insecure-skip-tls-verify (lab seeds only)")
 	fs.DurationVar(&o.removalGrace, "source-removal-grace", 5*time.Minute, "how long a cluster's records and objects outlive its deleted source, so a Secret deleted and recreated (GitOps rotation) loses nothing")
 	fs.DurationVar(&o.kubeconfigResync, "kubeconfig-resync-period", 2*time.Minute, "how often Cluster API kubeconfig Secrets are read again (they are read by name, never watched); a refused credential re-reads at once")
+	fs.DurationVar(&o.driftInterval, "drift-check-interval", 2*time.Minute, "how often the routers' RBAC, ServiceAccounts, ConfigMaps, PodDisruptionBudgets and admission policy in every user cluster are listed to repair hand edits (they are not watched: at 1,000 clusters the watches would cost 16,000 goroutines); the routers' Deployments, Services, pods and certificate are watched and repaired at once")
 	fs.IntVar(&o.concurrency, "concurrency", 8, "user clusters each controller reconciles at once")
 	fs.IntVar(&o.dnsConcurrency, "dns-concurrency", 8, "user clusters the DNS controller reconciles at once: a node change writes the DNSEndpoint and the status; 32 took a hundred clusters changing at once from ~2 s to 1.2 s p99 (BenchmarkSeedScale) at the price of more status conflicts while publishing")
 	fs.Var(&o.dnsVerifyServers, "dns-verify-servers", "comma-separated authoritative servers of the zones (host:port): DNSPublished then means they answer exactly the desired targets (Propagating until they do); default none: it means the DNSEndpoint is written")
@@ -146,6 +148,9 @@ func (o *options) validate() error {
 		if errs := validation.IsDNS1123Subdomain("shardgate-replica-" + o.replicaID); len(errs) > 0 {
 			return fmt.Errorf("--replica-id %q: %s", o.replicaID, strings.Join(errs, "; "))
 		}
+	}
+	if o.driftInterval < time.Second {
+		return fmt.Errorf("--drift-check-interval must be at least 1s")
 	}
 	if o.seedQPS <= 0 || o.seedBurst < 1 {
 		return fmt.Errorf("--kube-api-qps and --kube-api-burst must be positive")

@@ -186,8 +186,9 @@ func (c *engaged) startCache() error {
 		return c.e.changeHandler(c, changeOf(kind))
 	}
 	ca, err := watchcache.New(ccfg, watchcache.Options{
-		Scheme: o.Scheme,
-		Mapper: c.e.mapper,
+		Scheme:       o.Scheme,
+		Mapper:       c.e.mapper,
+		PollInterval: o.DriftInterval,
 		// List and watch failures are the server's words: recorded as a fixed description.
 		OnError: c.watchError,
 		OnSynced: func() {
@@ -207,7 +208,7 @@ func (c *engaged) startCache() error {
 		return err
 	}
 	c.mu.Lock()
-	c.cache, c.writer = ca, writer
+	c.cache, c.writer = ca, writeThrough{Client: writer, cache: ca}
 	c.mu.Unlock()
 	ca.Start(c.ctx)
 	return nil

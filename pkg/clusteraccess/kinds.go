@@ -43,8 +43,9 @@ type Capabilities struct {
 // ManagedKinds are the kinds of objects Shardgate owns in a user cluster (router pods included).
 // The user-cluster cache holds only those carrying shardgate.io/managed-by=shardgate, so a
 // cluster's other workloads cost nothing; any change to them wakes the controllers, which is
-// how an edited or deleted router object is repaired within seconds. The admission policy kinds
-// are included only where the cluster serves them.
+// how an edited or deleted router object is repaired: within seconds for the kinds watched, at
+// the next drift check for the RepairOnly ones. The admission policy kinds are included only
+// where the cluster serves them.
 func ManagedKinds(caps Capabilities) []client.Object {
 	kinds := []client.Object{
 		&corev1.ServiceAccount{}, &corev1.Service{}, &corev1.ConfigMap{}, &corev1.Secret{}, &corev1.Pod{},
@@ -57,6 +58,24 @@ func ManagedKinds(caps Capabilities) []client.Object {
 		kinds = append(kinds, &admissionregistrationv1.ValidatingAdmissionPolicy{}, &admissionregistrationv1.ValidatingAdmissionPolicyBinding{})
 	}
 	return kinds
+}
+
+// RepairOnly says whether a managed kind is read by no decision, only to find drift: the
+// routers' RBAC, ServiceAccounts, ConfigMaps, PodDisruptionBudgets and the admission policy.
+// Their objects only Shardgate writes, and they change when someone edits them by hand, so the
+// cache lists them every Options.DriftInterval instead of holding a watch open for each (a watch
+// costs two goroutines and a stream for every engaged cluster: eight kinds at a thousand clusters
+// are 16,000 goroutines for changes that come a few times a year). Shardgate's own writes of
+// them go into the cache as they are made (see writeThrough). The kinds whose state decisions
+// read (pods, Deployments, Services, the certificate Secret, the VIP Leases) stay watched.
+func RepairOnly(o client.Object) bool {
+	switch o.(type) {
+	case *corev1.ServiceAccount, *corev1.ConfigMap, *policyv1.PodDisruptionBudget,
+		*rbacv1.ClusterRole, *rbacv1.ClusterRoleBinding, *rbacv1.RoleBinding,
+		*admissionregistrationv1.ValidatingAdmissionPolicy, *admissionregistrationv1.ValidatingAdmissionPolicyBinding:
+		return true
+	}
+	return false
 }
 
 // RouteKinds are cached whole: every Ingress is a route to allocate, namespaces carry the labels
@@ -98,7 +117,7 @@ func cacheKinds(caps Capabilities, handler func(client.Object) toolscache.Resour
 	}
 	kinds := []watchcache.Kind{{Object: &corev1.Node{}, Transform: TrimNode, Handler: handler(&corev1.Node{})}}
 	for _, k := range ManagedKinds(caps) {
-		kind := watchcache.Kind{Object: k, Labels: managedSelector(), Handler: handler(k)}
+		kind := watchcache.Kind{Object: k, Labels: managedSelector(), Handler: handler(k), Polled: RepairOnly(k)}
 		if _, secret := k.(*corev1.Secret); secret {
 			// The one Secret Shardgate owns (the routers' certificate), by name and namespace: its
 			// role lets it read no other Secret.

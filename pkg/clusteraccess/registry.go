@@ -25,6 +25,9 @@ type Options struct {
 	// WriteTimeout bounds every request of a cluster's writer (default 30 s), so that a server
 	// that accepts a request and never answers cannot hold a reconcile.
 	WriteTimeout time.Duration
+	// DriftInterval: the managed kinds no decision reads (RepairOnly) are not watched but listed
+	// this often (default 2 min, within 10 %); a change found is drift, repaired then.
+	DriftInterval time.Duration
 	// Kubeconfig is what the operator allows in kubeconfigs.
 	Kubeconfig KubeconfigPolicy
 	// Scheme for the user-cluster caches (default: UserClusterScheme()).
@@ -61,6 +64,7 @@ func NewEngager(opts Options) (*Engager, error) {
 	def(&opts.ConnectBackoff, time.Second)
 	def(&opts.MaxConnectBackoff, 2*time.Minute)
 	def(&opts.WriteTimeout, 30*time.Second)
+	def(&opts.DriftInterval, 2*time.Minute)
 	if opts.Scheme == nil {
 		opts.Scheme = UserClusterScheme()
 	}

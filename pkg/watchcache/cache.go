@@ -6,9 +6,15 @@
 // a quarter of a million goroutines (BenchmarkSeedScale). Here a watch costs its own goroutine
 // and the HTTP/2 stream's.
 //
+// A kind whose changes need no prompt answer can be polled instead (Kind.Polled): listed every
+// Options.PollInterval by one goroutine shared by all polled kinds of the cache, no stream held;
+// the caller tells the cache of its own writes of such kinds (Remember, Forget) so that reads see
+// them at once.
+//
 // It serves reads (client.Reader: Get, and List by namespace and label selector) from what it
-// holds, never from the network. Streams are not compressed (see New). What it does not do: field selectors on reads (the server-side
-// ones in Kind are fine), resyncs (handlers see changes, not periods), pagination.
+// holds, never from the network. Streams are not compressed (see New). What it does not do: field
+// selectors on reads (the server-side ones in Kind are fine), resyncs (handlers see changes, not
+// periods), pagination.
 package watchcache
 
 import (
@@ -43,6 +49,10 @@ type Kind struct {
 	// Handler is told of every change, from the cache's goroutine for the kind: it must not
 	// block (enqueue and return).
 	Handler toolscache.ResourceEventHandler
+	// Polled: listed every Options.PollInterval instead of watched; the handler is told what
+	// changed between two lists. For kinds whose change only needs repairing in a while (objects
+	// only the caller writes), at no goroutine or stream of their own.
+	Polled bool
 }
 
 // Options configure a Cache.
@@ -57,6 +67,9 @@ type Options struct {
 	// WatchTimeout: each watch asks the server to end it after a random time between this and
 	// twice this (default 5 min), then watches again from where it was.
 	WatchTimeout time.Duration
+	// PollInterval: polled kinds are listed again after a random time within 10 % of this
+	// (default 2 min); a failed list is retried backing off as a failed watch is.
+	PollInterval time.Duration
 }
 
 // Cache holds the objects of its kinds.
@@ -73,6 +86,9 @@ type Cache struct {
 func New(cfg *rest.Config, opts Options, kinds []Kind) (*Cache, error) {
 	if opts.WatchTimeout == 0 {
 		opts.WatchTimeout = 5 * time.Minute
+	}
+	if opts.PollInterval == 0 {
+		opts.PollInterval = 2 * time.Minute
 	}
 	cfg = rest.CopyConfig(cfg)
 	cfg.ContentType, cfg.AcceptContentTypes = runtime.ContentTypeJSON, runtime.ContentTypeJSON
@@ -126,10 +142,19 @@ func newInformer(cfg *rest.Config, httpClient *http.Client, codecs serializer.Co
 		store: toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, toolscache.Indexers{toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc})}, nil
 }
 
-// Start lists and watches every kind until ctx ends, one goroutine each; it returns at once.
+// Start lists and watches every watched kind until ctx ends, one goroutine each, and polls the
+// polled kinds from one more; it returns at once.
 func (c *Cache) Start(ctx context.Context) {
+	var polled []*informer
 	for _, in := range c.kinds {
+		if in.kind.Polled {
+			polled = append(polled, in)
+			continue
+		}
 		c.running.Go(func() { in.run(ctx, c.fail, c.listed) })
+	}
+	if len(polled) > 0 {
+		c.running.Go(func() { c.poll(ctx, polled) })
 	}
 }
 

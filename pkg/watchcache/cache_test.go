@@ -3,6 +3,7 @@ package watchcache
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"runtime"
 	"slices"
 	"sync"
@@ -13,9 +14,11 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -213,4 +216,146 @@ func TestCacheFollowsARealAPIServer(t *testing.T) {
 	if len(errs) > 0 {
 		t.Errorf("errors reported while the server was up: %v", errs)
 	}
+}
+
+// countingTransport counts the requests that pass, as "list" or "watch".
+type countingTransport struct {
+	rt     http.RoundTripper
+	mu     *sync.Mutex
+	counts map[string]int
+}
+
+func (c countingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	what := "list"
+	if req.URL.Query().Get("watch") == "true" {
+		what = "watch"
+	}
+	c.mu.Lock()
+	c.counts[what]++
+	c.mu.Unlock()
+	return c.rt.RoundTrip(req)
+}
+
+// TestPolledKindIsListedNotWatched: a polled kind is listed at start and then once a poll
+// interval, never watched; what changed behind the cache's back reaches the handler after the
+// next list; the caller's own writes (Remember, Forget) are read back at once, without a request
+// and without waking the handler; an object the kind's selector excludes is not remembered.
+func TestPolledKindIsListedNotWatched(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts an API server")
+	}
+	if _, err := framework.LocateTools(framework.ToolKubeAPIServer, framework.ToolEtcd); err != nil {
+		t.Skipf("needs a real API server: %v", err)
+	}
+	cp := framework.StartControlPlane(t, "user", framework.ControlPlaneOptions{})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	api := cp.Client
+	mine := map[string]string{"owner": "me"}
+	cm := func(name string, lbl map[string]string) *corev1.ConfigMap {
+		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name, Labels: lbl}, Data: map[string]string{"v": "1"}}
+	}
+	if err := api.Create(ctx, cm("before", mine)); err != nil {
+		t.Fatal(err)
+	}
+	mapper := meta.NewDefaultRESTMapper(nil)
+	mapper.Add(corev1.SchemeGroupVersion.WithKind("ConfigMap"), meta.RESTScopeNamespace)
+	start := func(interval time.Duration, rec *recorder) (*Cache, map[string]int, *sync.Mutex, context.CancelFunc) {
+		counts, mu := map[string]int{}, &sync.Mutex{}
+		cfg := rest.CopyConfig(cp.Config)
+		cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return countingTransport{rt: rt, mu: mu, counts: counts} })
+		synced := make(chan struct{})
+		c, err := New(cfg, Options{Scheme: clientgoscheme.Scheme, Mapper: mapper, PollInterval: interval, OnSynced: func() { close(synced) },
+			OnError: func(kind string, err error) { t.Errorf("%s: %v", kind, err) }},
+			[]Kind{{Object: &corev1.ConfigMap{}, Labels: labels.SelectorFromSet(mine), Handler: rec.handler(), Polled: true}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cctx, stop := context.WithCancel(ctx)
+		c.Start(cctx)
+		select {
+		case <-synced:
+		case <-ctx.Done():
+			t.Fatal("never synced")
+		}
+		return c, counts, mu, func() { stop(); c.Wait() }
+	}
+
+	t.Run("the caller's own writes are read back at once", func(t *testing.T) {
+		var rec recorder
+		goroutines := runtime.NumGoroutine()
+		c, counts, mu, stop := start(time.Hour, &rec)
+		defer stop()
+		if !rec.has("initial default/before") {
+			t.Fatalf("initial list: %v", rec.events)
+		}
+		written := cm("written", mine)
+		if err := api.Create(ctx, written); err != nil {
+			t.Fatal(err)
+		}
+		c.Remember(written)
+		got := &corev1.ConfigMap{}
+		if err := c.Get(ctx, client.ObjectKeyFromObject(written), got); err != nil || got.ResourceVersion != written.ResourceVersion {
+			t.Fatalf("a remembered write: %v %q", err, got.ResourceVersion)
+		}
+		// An unstructured write (what a server-side apply answers) is stored as the kind's type.
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("ConfigMap"))
+		u.SetNamespace("default")
+		u.SetName("applied")
+		u.SetLabels(mine)
+		u.SetResourceVersion("42")
+		c.Remember(u)
+		if err := c.Get(ctx, client.ObjectKey{Namespace: "default", Name: "applied"}, got); err != nil || got.ResourceVersion != "42" {
+			t.Fatalf("a remembered unstructured write: %v %q", err, got.ResourceVersion)
+		}
+		c.Remember(cm("foreign", nil))
+		if err := c.Get(ctx, client.ObjectKey{Namespace: "default", Name: "foreign"}, got); !apierrors.IsNotFound(err) {
+			t.Fatalf("an object the selector excludes was remembered: %v", err)
+		}
+		c.Forget(written)
+		if err := c.Get(ctx, client.ObjectKeyFromObject(written), got); !apierrors.IsNotFound(err) {
+			t.Fatalf("a forgotten object: %v", err)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if counts["list"] != 1 || counts["watch"] != 0 {
+			t.Fatalf("requests: %v, want one list and no watch", counts)
+		}
+		if len(rec.events) != 1 {
+			t.Fatalf("the handler heard of the caller's own writes: %v", rec.events)
+		}
+		// One goroutine polls; there is no stream.
+		if n := runtime.NumGoroutine() - goroutines; n > 2 {
+			t.Errorf("%d goroutines for a polled kind", n)
+		}
+	})
+
+	t.Run("changes behind the cache's back are found by the next list", func(t *testing.T) {
+		var rec recorder
+		c, counts, mu, stop := start(300*time.Millisecond, &rec)
+		defer stop()
+		behind := cm("behind", mine)
+		if err := api.Create(ctx, behind); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, "the creation", func() bool { return rec.has("add default/behind") })
+		behind.Data["v"] = "2"
+		if err := api.Update(ctx, behind); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, "the update", func() bool { return rec.has("update default/behind") })
+		if err := api.Delete(ctx, behind); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, "the deletion", func() bool { return rec.has("delete default/behind") })
+		if err := c.Get(ctx, client.ObjectKeyFromObject(behind), &corev1.ConfigMap{}); !apierrors.IsNotFound(err) {
+			t.Fatalf("Get after the deletion: %v", err)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if counts["watch"] != 0 || counts["list"] < 3 {
+			t.Fatalf("requests: %v, want lists and no watch", counts)
+		}
+	})
 }

@@ -11,6 +11,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -285,6 +286,31 @@ func ShardsSpec(ctx context.Context, t *testing.T, inputGetter func() ShardsSpec
 			return err == nil && got.DeletionTimestamp == nil, fmt.Sprintf("deployment not recreated: %v", err)
 		})
 		answer(t, "edge.s1."+zone, nodeIP(0, 1), nodeIP(0, 2))
+
+		// The routers' RBAC is not watched but listed every drift check (TestShards: 5 s): an
+		// edited ClusterRole and a deleted RoleBinding are put back by the next one.
+		role := &rbacv1.ClusterRole{}
+		roleKey := client.ObjectKey{Name: "shardgate-router-traefik"}
+		must(t, u1.Client.Get(ctx, roleKey, role))
+		want := len(role.Rules)
+		role.Rules = nil
+		must(t, u1.Client.Update(ctx, role))
+		bindings := &rbacv1.RoleBindingList{}
+		must(t, u1.Client.List(ctx, bindings, client.InNamespace(names.Namespace), client.MatchingLabels{v1alpha1.ManagedByLabel: v1alpha1.ManagedByValue}))
+		if len(bindings.Items) == 0 {
+			t.Fatal("no RoleBinding of Shardgate's to delete")
+		}
+		binding := bindings.Items[0]
+		must(t, u1.Client.Delete(ctx, &binding))
+		eventually(ctx, t, 30*time.Second, func() (bool, string) {
+			got := &rbacv1.ClusterRole{}
+			if err := u1.Client.Get(ctx, roleKey, got); err != nil {
+				return false, err.Error()
+			}
+			gotBinding := &rbacv1.RoleBinding{}
+			err := u1.Client.Get(ctx, client.ObjectKeyFromObject(&binding), gotBinding)
+			return len(got.Rules) == want && err == nil, fmt.Sprintf("ClusterRole rules %d (want %d); RoleBinding %s: %v", len(got.Rules), want, binding.Name, err)
+		})
 	})
 
 	t.Run("a shard whose selector matches no node says why", func(t *testing.T) {
@@ -322,7 +348,7 @@ func TestShards(t *testing.T) {
 			{Name: "n1", Labels: map[string]string{"role": "edge"}}, {Name: "n2", Labels: map[string]string{"role": "edge"}},
 			{Name: "n3", Labels: map[string]string{"role": "general"}}, {Name: "n4", Labels: map[string]string{"role": "general"}},
 		}}})
-	ctrl := framework.StartController(t, env.Seed, "--dns-zone="+env.DNS.Zone)
+	ctrl := framework.StartController(t, env.Seed, "--dns-zone="+env.DNS.Zone, "--drift-check-interval=5s")
 	ShardsSpec(ctx, t, func() ShardsSpecInput {
 		return ShardsSpecInput{Seed: env.Seed, Users: env.Users, DNS: env.DNS, Controller: ctrl, Fabric: env.Fabrics[0], Nodes: env.Nodes[0]}
 	})
