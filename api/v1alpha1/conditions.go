@@ -1,17 +1,24 @@
 package v1alpha1
 
-// Who writes what of a ClusterIngress. Each controller patches only its own conditions and
-// fields (merge patches with an optimistic lock), and is woken only by changes it decides from,
-// not by the others' status writes.
+// Who writes what of a ClusterIngress. Each controller reports only its own conditions and
+// fields, and is woken only by changes it decides from, not by the others' status writes. The
+// lifecycle and shard controllers post their conditions to a status board
+// (pkg/controller/cistatus.Board) which the DNS controller writes with its own status and the
+// Ready they add up to: one writer for what every new cluster reports while it is published. The
+// others patch their part themselves (merge patches with an optimistic lock).
 //
-//	controller  (package)                 writes
-//	lifecycle   pkg/controller/lifecycle  spec; SourceAvailable; the cleanup annotation; deletes it
+//	controller  (package)                 reports
+//	lifecycle   pkg/controller/lifecycle  spec; SourceAvailable (posted; a missing source also
+//	                                      written at once: its time starts the removal grace);
+//	                                      the cleanup annotation; deletes it
 //	engagement  pkg/controller/engagement nothing (engages the cluster; DNS reports the outcome)
-//	dns         pkg/controller/dns        ClusterReachable, DNSPublished, Ready; clusterID, domain,
+//	dns         pkg/controller/dns        writes the board's conditions with its own:
+//	                                      ClusterReachable, DNSPublished, Ready; clusterID, domain,
 //	                                      readyNodes, readyNodeCount, targets, targetsSummary,
 //	                                      shards, dnsEndpointRef, lastPublishedTime,
 //	                                      observedGeneration; finalizer dns-cleanup
-//	shards      pkg/controller/shards     ShardsAvailable, RoutesProtected; finalizer
+//	shards      pkg/controller/shards     ShardsAvailable, RoutesProtected (posted; CleanupPending
+//	                                      written while the cluster is deleted); finalizer
 //	                                      user-cluster-cleanup
 //	allocation  pkg/controller/allocation routes, rejectedRoutes; finalizer allocation-cleanup
 //	certificates pkg/controller/certificates CertificateReady; certificate (and the cert-manager

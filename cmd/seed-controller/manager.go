@@ -21,6 +21,7 @@ import (
 	"github.com/shardgate/shardgate/pkg/controller/allocation"
 	"github.com/shardgate/shardgate/pkg/controller/canary"
 	"github.com/shardgate/shardgate/pkg/controller/certificates"
+	"github.com/shardgate/shardgate/pkg/controller/cistatus"
 	"github.com/shardgate/shardgate/pkg/controller/claims"
 	"github.com/shardgate/shardgate/pkg/controller/dns"
 	"github.com/shardgate/shardgate/pkg/controller/engagement"
@@ -126,8 +127,10 @@ func addControllers(mgr ctrl.Manager, o options) error {
 	if err := mgr.Add(engager); err != nil { // disengages every cluster when the manager stops
 		return err
 	}
+	// The lifecycle and shard controllers' conditions, which the DNS controller writes.
+	board := cistatus.NewBoard()
 	if o.sharding {
-		if err := addSharding(mgr, o, engager); err != nil {
+		if err := addSharding(mgr, o, engager, board); err != nil {
 			return err
 		}
 	}
@@ -141,7 +144,7 @@ func addControllers(mgr ctrl.Manager, o options) error {
 	capi := sources.NewClusterAPI(dc, ctrl.Log.WithName("cluster-api"))
 	kkp := sources.NewKubermatic(dc, ctrl.Log.WithName("kubermatic"))
 	if err := lifecycle.Add(mgr, lifecycle.Config{DefaultZone: o.dnsZone, ClusterAPI: capi, Kubermatic: kkp, SecretNamespaces: o.secretNamespaces,
-		RemovalGrace: o.removalGrace, Concurrency: o.concurrency}); err != nil {
+		RemovalGrace: o.removalGrace, Concurrency: o.concurrency, Board: board}); err != nil {
 		return err
 	}
 	if err := engagement.Add(mgr, engagement.Config{Registry: engager, ClusterAPI: capi, Kubermatic: kkp, SecretNamespaces: o.secretNamespaces,
@@ -152,10 +155,10 @@ func addControllers(mgr ctrl.Manager, o options) error {
 	if len(o.dnsVerifyServers) > 0 {
 		verifier = dns.NewVerifier(o.dnsVerifyServers, o.dnsVerifyQPS, o.dnsVerifyInterval)
 	}
-	if err := dns.Add(mgr, dns.Config{Access: engager, ServedZones: o.servedZones, Concurrency: o.dnsConcurrency, Verifier: verifier}); err != nil {
+	if err := dns.Add(mgr, dns.Config{Access: engager, ServedZones: o.servedZones, Concurrency: o.dnsConcurrency, Verifier: verifier, Board: board}); err != nil {
 		return err
 	}
-	if err := shards.Add(mgr, engager, o.concurrency, o.canaryInterval > 0); err != nil {
+	if err := shards.Add(mgr, engager, board, o.concurrency, o.canaryInterval > 0); err != nil {
 		return err
 	}
 	if o.canaryInterval > 0 {
@@ -186,7 +189,7 @@ func addControllers(mgr ctrl.Manager, o options) error {
 
 // addSharding installs the gate every controller added after it passes requests through: this
 // replica serves the clusters rendezvous hashing gives it, once it holds their fence.
-func addSharding(mgr ctrl.Manager, o options, engager *clusteraccess.Engager) error {
+func addSharding(mgr ctrl.Manager, o options, engager *clusteraccess.Engager, board *cistatus.Board) error {
 	ns := o.leaderElectionNamespace
 	if ns == "" {
 		ns = ownNamespace()
@@ -215,7 +218,7 @@ func addSharding(mgr ctrl.Manager, o options, engager *clusteraccess.Engager) er
 			}
 			return keys, nil
 		},
-		OnRelease: engager.Disengage}
+		OnRelease: func(key types.NamespacedName) { engager.Disengage(key); board.Forget(key) }}
 	sharding.Install(owner)
 	return mgr.Add(owner)
 }

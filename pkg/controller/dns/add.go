@@ -22,6 +22,7 @@ import (
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
 	"github.com/shardgate/shardgate/pkg/clusteraccess"
+	"github.com/shardgate/shardgate/pkg/controller/cistatus"
 	"github.com/shardgate/shardgate/pkg/controller/predicates"
 	"github.com/shardgate/shardgate/pkg/controller/sharding"
 	"github.com/shardgate/shardgate/pkg/dnsrecords"
@@ -41,6 +42,8 @@ type Config struct {
 	Concurrency int
 	// Verifier checks the published answers at the zone's authoritative servers (nil: off).
 	Verifier *Verifier
+	// Board: the other controllers' conditions this controller writes.
+	Board *cistatus.Board
 }
 
 // Add registers the DNS controller.
@@ -48,7 +51,7 @@ func Add(mgr ctrl.Manager, cfg Config) error {
 	if err := AddIndexes(context.Background(), mgr.GetFieldIndexer()); err != nil {
 		return err
 	}
-	r := &Reconciler{Client: mgr.GetClient(), Access: cfg.Access, ServedZones: cfg.ServedZones, Clock: clock.RealClock{}, Verifier: cfg.Verifier}
+	r := &Reconciler{Client: mgr.GetClient(), Access: cfg.Access, ServedZones: cfg.ServedZones, Clock: clock.RealClock{}, Verifier: cfg.Verifier, Board: cfg.Board}
 	return ctrl.NewControllerManagedBy(mgr).Named("dns").
 		// Clusters are independent: one slow cluster must not queue the others behind it.
 		WithOptions(controller.Options{MaxConcurrentReconciles: cfg.Concurrency}).
@@ -61,6 +64,8 @@ func Add(mgr ctrl.Manager, cfg Config) error {
 		Watches(&v1alpha1.ClusterIngress{}, handler.EnqueueRequestsFromMapFunc(sameDomain(mgr.GetClient()))).
 		// Records follow nodes and router pods/Services; Ingress churn does not wake this.
 		WatchesRawSource(source.Channel(cfg.Access.Subscribe(clusteraccess.ChangeNodes|clusteraccess.ChangeManaged), &handler.EnqueueRequestForObject{})).
+		// Conditions the other controllers posted.
+		WatchesRawSource(cfg.Board.Source()).
 		WatchesRawSource(sharding.Changes()).
 		Complete(sharding.Only(r))
 }
@@ -110,8 +115,8 @@ func sameDomain(c client.Client) handler.MapFunc {
 }
 
 // notOwnStatus drops ClusterIngress updates that change nothing but fields this controller
-// writes itself: targets, nodes, shards, its own conditions. Spec, metadata and the conditions
-// other controllers own (which Ready summarises) pass.
+// writes itself: targets, nodes, shards, its own conditions and those of the board. Spec,
+// metadata and the conditions other controllers write (which Ready summarises) pass.
 var notOwnStatus = predicate.Funcs{
 	UpdateFunc: func(e event.UpdateEvent) bool {
 		o, ok1 := e.ObjectOld.(*v1alpha1.ClusterIngress)
@@ -125,7 +130,7 @@ var notOwnStatus = predicate.Funcs{
 		if predicates.ClaimsKey(o) != predicates.ClaimsKey(n) {
 			return true // a claimed shard has records of its own
 		}
-		for _, typ := range []string{v1alpha1.ConditionSourceAvailable, v1alpha1.ConditionShardsAvailable, v1alpha1.ConditionCertificateReady, v1alpha1.ConditionVIPsAvailable} {
+		for _, typ := range []string{v1alpha1.ConditionCertificateReady, v1alpha1.ConditionVIPsAvailable} {
 			a, b := meta.FindStatusCondition(o.Status.Conditions, typ), meta.FindStatusCondition(n.Status.Conditions, typ)
 			if (a == nil) != (b == nil) || (a != nil && (a.Status != b.Status || a.Reason != b.Reason)) {
 				return true

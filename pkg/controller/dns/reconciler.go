@@ -36,12 +36,25 @@ type Reconciler struct {
 	// Verifier, when set, makes DNSPublished mean the zone's authoritative servers answer
 	// exactly the desired targets (reason Propagating until they do).
 	Verifier *Verifier
+	// Board holds the conditions the lifecycle and shard controllers report: this controller
+	// writes them with its own (one status writer per cluster).
+	Board *cistatus.Board
 }
 
-// Reconcile fetches, decides, writes the DNSEndpoint only on change, and patches status once.
+// firstStatusGrace is how long a new cluster's first status write waits while the cluster is
+// still being contacted: most clusters answer within it, and their first status then says
+// reachable and published at once instead of "connecting" first (a thousand clusters engaged at
+// once: a thousand seed writes fewer). A cluster that fails or takes longer shows that.
+const firstStatusGrace = 30 * time.Second
+
+// Reconcile fetches, decides, writes the DNSEndpoint only on change, and patches status once,
+// with the conditions the other controllers posted to the board and the Ready they add up to.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	ci := &v1alpha1.ClusterIngress{}
 	if err := r.Client.Get(ctx, req.NamespacedName, ci); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.Board.Forget(req.NamespacedName)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if ci.DeletionTimestamp != nil {
@@ -56,16 +69,34 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	before := ci.Status.DeepCopy()
 	requeue, err := r.reconcileDNS(ctx, ci)
+	for _, c := range r.Board.Conditions(req.NamespacedName) {
+		meta.SetStatusCondition(&ci.Status.Conditions, c)
+	}
 	setCondition(ci, Ready(ci.Status.Conditions))
 	if err == nil {
 		ci.Status.ObservedGeneration = ci.Generation
 	}
 	if !equality.Semantic.DeepEqual(before, &ci.Status) {
+		if wait := r.firstStatusWait(before, ci); wait > 0 && err == nil {
+			return ctrl.Result{RequeueAfter: wait}, nil
+		}
 		if perr := r.patchStatus(ctx, ci, before); perr != nil {
 			return ctrl.Result{}, errors.Join(err, perr)
 		}
 	}
 	return ctrl.Result{RequeueAfter: requeue}, err
+}
+
+// firstStatusWait is how much longer the first status write of ci waits (firstStatusGrace): only
+// while no status was written yet and the cluster is still being contacted.
+func (r *Reconciler) firstStatusWait(before *v1alpha1.ClusterIngressStatus, ci *v1alpha1.ClusterIngress) time.Duration {
+	if meta.FindStatusCondition(before.Conditions, v1alpha1.ConditionClusterReachable) != nil {
+		return 0
+	}
+	if c := meta.FindStatusCondition(ci.Status.Conditions, v1alpha1.ConditionClusterReachable); c == nil || c.Reason != v1alpha1.ReasonConnecting {
+		return 0
+	}
+	return max(0, firstStatusGrace-r.Clock.Since(ci.CreationTimestamp.Time))
 }
 
 // reconcileDNS gathers what Decide needs, applies its decision to the DNSEndpoint and fills

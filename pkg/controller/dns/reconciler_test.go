@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
 	"github.com/shardgate/shardgate/pkg/clusteraccess"
+	"github.com/shardgate/shardgate/pkg/controller/cistatus"
 	"github.com/shardgate/shardgate/pkg/controller/controllertest"
 	"github.com/shardgate/shardgate/pkg/dnsrecords"
 	"github.com/shardgate/shardgate/test/framework"
@@ -67,7 +69,7 @@ func TestRecordsFollowTheClusterAndStayWithTheirHolder(t *testing.T) {
 	ns := controllertest.Namespace(t, seed.Client)
 	access := clusteraccess.NewFake()
 	cached := controllertest.CachedClient(t, seed, AddIndexes)
-	r := &Reconciler{Client: cached, Access: access, ServedZones: []string{"dns.test"}, Clock: clocktesting.NewFakeClock(time.Now())}
+	r := &Reconciler{Client: cached, Access: access, ServedZones: []string{"dns.test"}, Clock: clocktesting.NewFakeClock(time.Now()), Board: cistatus.NewBoard()}
 
 	holder := newCI(t, seed.Client, ns, "holder", "c1")
 	user := controllertest.UserCluster(access, holder, readyNode("n1", "10.0.0.1"), readyNode("n2", "10.0.0.2"))
@@ -136,7 +138,7 @@ func TestZoneNotServedTouchesNothing(t *testing.T) {
 	seed := controllertest.Seed(t)
 	ns := controllertest.Namespace(t, seed.Client)
 	access := clusteraccess.NewFake()
-	r := &Reconciler{Client: controllertest.CachedClient(t, seed, AddIndexes), Access: access, ServedZones: []string{"other.test"}, Clock: clocktesting.NewFakeClock(time.Now())}
+	r := &Reconciler{Client: controllertest.CachedClient(t, seed, AddIndexes), Access: access, ServedZones: []string{"other.test"}, Clock: clocktesting.NewFakeClock(time.Now()), Board: cistatus.NewBoard()}
 	key := newCI(t, seed.Client, ns, "c", "c")
 	controllertest.UserCluster(access, key, readyNode("n1", "10.0.0.1"))
 	controllertest.ReconcileUntil(t, r, key, publishedWith(t, seed.Client, key, v1alpha1.ReasonZoneNotServed))
@@ -147,6 +149,60 @@ func TestZoneNotServedTouchesNothing(t *testing.T) {
 	if c := meta.FindStatusCondition(ci.Status.Conditions, v1alpha1.ConditionReady); c == nil || c.Status != metav1.ConditionFalse {
 		t.Fatalf("Ready: %+v", c)
 	}
+}
+
+// TestOneWriterForTheBoard: the conditions the lifecycle and shard controllers post are written by
+// this controller, in the same write as its own and the Ready they add up to; a new cluster still
+// being contacted gets its first status only after firstStatusGrace (or once it answers).
+func TestOneWriterForTheBoard(t *testing.T) {
+	seed := controllertest.Seed(t)
+	ns := controllertest.Namespace(t, seed.Client)
+	access := clusteraccess.NewFake()
+	clock := clocktesting.NewFakeClock(time.Now())
+	r := &Reconciler{Client: controllertest.CachedClient(t, seed, AddIndexes), Access: access, ServedZones: []string{"dns.test"}, Clock: clock, Board: cistatus.NewBoard()}
+	key := newCI(t, seed.Client, ns, "board", "board")
+	user := controllertest.UserCluster(access, key, readyNode("n1", "10.0.0.1"))
+	user.St = clusteraccess.State{Phase: clusteraccess.PhaseConnecting, Reason: string(clusteraccess.PhaseConnecting), Message: "contacting the API server"}
+	r.Board.Post(key, metav1.Condition{Type: v1alpha1.ConditionSourceAvailable, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonSourcePresent, Message: "here"})
+
+	// Connecting: no status yet, a look again when the grace ends.
+	res := controllertest.Reconcile(t, r, key, 1)
+	if ci, _ := get(t, seed.Client, key); len(ci.Status.Conditions) != 0 || res.RequeueAfter <= 0 || res.RequeueAfter > firstStatusGrace {
+		t.Fatalf("first status while connecting: %+v, requeue after %s", ci.Status.Conditions, res.RequeueAfter)
+	}
+	clock.Step(firstStatusGrace)
+	controllertest.ReconcileUntil(t, r, key, func() (bool, string) {
+		ci, _ := get(t, seed.Client, key)
+		c := meta.FindStatusCondition(ci.Status.Conditions, v1alpha1.ConditionClusterReachable)
+		s := meta.FindStatusCondition(ci.Status.Conditions, v1alpha1.ConditionSourceAvailable)
+		return c != nil && c.Reason == v1alpha1.ReasonConnecting && s != nil && s.Message == "here", fmt.Sprintf("conditions %+v", ci.Status.Conditions)
+	})
+
+	// Reachable, shards not available yet: published, not Ready, in one writer's status.
+	user.St = clusteraccess.State{}
+	r.Board.Post(key, metav1.Condition{Type: v1alpha1.ConditionShardsAvailable, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonShardsApplyFailed, Message: "m"})
+	controllertest.ReconcileUntil(t, r, key, publishedWith(t, seed.Client, key, v1alpha1.ReasonPublished))
+	ci, _ := get(t, seed.Client, key)
+	if c := meta.FindStatusCondition(ci.Status.Conditions, v1alpha1.ConditionReady); c == nil || c.Status != metav1.ConditionFalse || !strings.Contains(c.Message, "ShardsAvailable") {
+		t.Fatalf("Ready with shards unavailable: %+v", c)
+	}
+	// The shards come up: Ready in the write that says so.
+	r.Board.Post(key, metav1.Condition{Type: v1alpha1.ConditionShardsAvailable, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonShardsAvailable, Message: "1 shard(s)"})
+	controllertest.ReconcileUntil(t, r, key, func() (bool, string) {
+		ci, _ := get(t, seed.Client, key)
+		s := meta.FindStatusCondition(ci.Status.Conditions, v1alpha1.ConditionShardsAvailable)
+		c := meta.FindStatusCondition(ci.Status.Conditions, v1alpha1.ConditionReady)
+		return s != nil && s.Status == metav1.ConditionTrue && c != nil && c.Status == metav1.ConditionTrue, fmt.Sprintf("conditions %+v", ci.Status.Conditions)
+	})
+
+	// Gone: the board forgets it.
+	if err := seed.Client.Delete(context.Background(), ci); err != nil {
+		t.Fatal(err)
+	}
+	controllertest.ReconcileUntil(t, r, key, func() (bool, string) {
+		_, ok := r.Board.Posted(key, v1alpha1.ConditionShardsAvailable)
+		return !ok, "the board still holds the deleted cluster's conditions"
+	})
 }
 
 func publishedWith(t *testing.T, c client.Client, key types.NamespacedName, reason string) func() (bool, string) {

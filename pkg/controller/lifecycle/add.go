@@ -26,6 +26,7 @@ import (
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
 	"github.com/shardgate/shardgate/pkg/apidiscovery"
+	"github.com/shardgate/shardgate/pkg/controller/cistatus"
 	"github.com/shardgate/shardgate/pkg/controller/predicates"
 	"github.com/shardgate/shardgate/pkg/controller/sharding"
 	"github.com/shardgate/shardgate/pkg/sources"
@@ -42,6 +43,8 @@ type Config struct {
 	// RemovalGrace: how long a cluster's ClusterIngress outlives its source.
 	RemovalGrace time.Duration
 	Concurrency  int
+	// Board takes SourceAvailable (the DNS controller writes it).
+	Board *cistatus.Board
 }
 
 // KubeconfigSecretCache restricts the manager's Secret cache to kubeconfig Secrets in the
@@ -71,7 +74,7 @@ func Add(mgr ctrl.Manager, cfg Config) error {
 		nss[ns] = true
 	}
 	r := &Reconciler{Client: mgr.GetClient(), DefaultZone: cfg.DefaultZone, ClusterAPI: cfg.ClusterAPI, Kubermatic: cfg.Kubermatic,
-		SecretNamespaces: nss, RemovalGrace: cfg.RemovalGrace, Clock: clock.RealClock{}}
+		SecretNamespaces: nss, RemovalGrace: cfg.RemovalGrace, Clock: clock.RealClock{}, Board: cfg.Board}
 	b := ctrl.NewControllerManagedBy(mgr).Named("clusteringress").
 		WithOptions(controller.Options{MaxConcurrentReconciles: cfg.Concurrency}).
 		For(&v1alpha1.ClusterIngress{}, builder.WithPredicates(predicates.MetadataOrSpecChanged)).

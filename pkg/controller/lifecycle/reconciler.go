@@ -19,6 +19,7 @@ import (
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
 	"github.com/shardgate/shardgate/pkg/apidiscovery"
+	"github.com/shardgate/shardgate/pkg/controller/cistatus"
 	"github.com/shardgate/shardgate/pkg/sources"
 	"github.com/shardgate/shardgate/pkg/validation"
 )
@@ -43,6 +44,8 @@ type Reconciler struct {
 	// RemovalGrace: see LifecycleInput.Grace.
 	RemovalGrace time.Duration
 	Clock        clock.PassiveClock
+	// Board takes SourceAvailable; the DNS controller writes it.
+	Board *cistatus.Board
 }
 
 // Reconcile handles the source named by req (Cluster or kubeconfig Secret, same key as its
@@ -188,14 +191,23 @@ func withoutSourceRefs(refs []metav1.OwnerReference) []metav1.OwnerReference {
 	return out
 }
 
+// setSourceCondition posts SourceAvailable to the board: the DNS controller writes it with its
+// own status. A missing source is also written here at once, because its transition time starts
+// the removal grace period (DecideLifecycle), and it keeps its first message: it says when
+// removal happens.
 func (r *Reconciler) setSourceCondition(ctx context.Context, ci *v1alpha1.ClusterIngress, status metav1.ConditionStatus, reason, msg string) error {
-	if c := meta.FindStatusCondition(ci.Status.Conditions, v1alpha1.ConditionSourceAvailable); c != nil && c.Status == status && c.Reason == reason &&
-		(status == metav1.ConditionTrue || c.Message != "") {
-		return nil // a missing source keeps its first message: it says when removal happens
+	written := meta.FindStatusCondition(ci.Status.Conditions, v1alpha1.ConditionSourceAvailable)
+	same := written != nil && written.Status == status && written.Reason == reason
+	if same && status == metav1.ConditionFalse && written.Message != "" {
+		msg = written.Message
+	}
+	c := metav1.Condition{Type: v1alpha1.ConditionSourceAvailable, Status: status, Reason: reason, Message: msg, ObservedGeneration: ci.Generation}
+	r.Board.Post(client.ObjectKeyFromObject(ci), c)
+	if status == metav1.ConditionTrue || same {
+		return nil
 	}
 	before := ci.DeepCopy()
-	meta.SetStatusCondition(&ci.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionSourceAvailable, Status: status,
-		Reason: reason, Message: msg, ObservedGeneration: ci.Generation})
+	meta.SetStatusCondition(&ci.Status.Conditions, c)
 	return r.Client.Status().Patch(ctx, ci, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}), client.FieldOwner(v1alpha1.FieldOwner))
 }
 

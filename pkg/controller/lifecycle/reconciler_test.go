@@ -8,7 +8,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
 	"github.com/shardgate/shardgate/pkg/apidiscovery"
+	"github.com/shardgate/shardgate/pkg/controller/cistatus"
 	"github.com/shardgate/shardgate/pkg/controller/controllertest"
 	"github.com/shardgate/shardgate/test/framework"
 )
@@ -38,9 +38,15 @@ func setup(t *testing.T) *env {
 	clock := clocktesting.NewFakeClock(time.Now())
 	e := &env{c: seed.Client, ns: ns, clock: clock, sel: map[string]string{"profile": ns},
 		r: &Reconciler{Client: seed.Client, DefaultZone: "seed.test", ClusterAPI: &apidiscovery.API{},
-			SecretNamespaces: map[string]bool{ns: true}, RemovalGrace: time.Minute, Clock: clock}}
+			SecretNamespaces: map[string]bool{ns: true}, RemovalGrace: time.Minute, Clock: clock, Board: cistatus.NewBoard()}}
 	e.profile(t, ns, e.sel)
 	return e
+}
+
+// posted is the SourceAvailable the reconciler posted for key (the DNS controller writes it).
+func (e *env) posted(key types.NamespacedName) metav1.Condition {
+	c, _ := e.r.Board.Posted(key, v1alpha1.ConditionSourceAvailable)
+	return c
 }
 
 func (e *env) profile(t *testing.T, name string, sel map[string]string) *v1alpha1.IngressProfile {
@@ -97,7 +103,7 @@ func TestSelectedSourceGetsAClusterIngress(t *testing.T) {
 	if !slices.Equal(ci.Finalizers, []string{v1alpha1.DNSCleanupFinalizer, v1alpha1.AllocationCleanupFinalizer, v1alpha1.UserClusterCleanupFinalizer}) {
 		t.Fatalf("finalizers: %v", ci.Finalizers)
 	}
-	if c := meta.FindStatusCondition(ci.Status.Conditions, v1alpha1.ConditionSourceAvailable); c == nil || c.Status != metav1.ConditionTrue {
+	if c, ok := e.r.Board.Posted(key, v1alpha1.ConditionSourceAvailable); !ok || c.Status != metav1.ConditionTrue {
 		t.Fatalf("SourceAvailable: %+v", c)
 	}
 	// Not selected, in another namespace, or without the label: nothing.
@@ -148,8 +154,15 @@ func TestVanishedSourceWaitsTheGracePeriod(t *testing.T) {
 	}
 	res := controllertest.Reconcile(t, e.r, key, 1)
 	ci := e.ci(t, key)
-	if c := meta.FindStatusCondition(ci.Status.Conditions, v1alpha1.ConditionSourceAvailable); c == nil || c.Reason != v1alpha1.ReasonSourceMissing {
-		t.Fatalf("SourceAvailable: %+v", c)
+	missing, ok := e.r.Board.Posted(key, v1alpha1.ConditionSourceAvailable)
+	if !ok || missing.Reason != v1alpha1.ReasonSourceMissing {
+		t.Fatalf("SourceAvailable: %+v", missing)
+	}
+	// Reconciled again while missing: the message (when removal happens) stays the first one.
+	e.clock.Step(10 * time.Second)
+	controllertest.Reconcile(t, e.r, key, 1)
+	if again, _ := e.r.Board.Posted(key, v1alpha1.ConditionSourceAvailable); again.Message != missing.Message {
+		t.Fatalf("SourceAvailable's message moved: %q, was %q", again.Message, missing.Message)
 	}
 	if res.RequeueAfter != time.Minute {
 		t.Fatalf("requeue after %s, want the grace period", res.RequeueAfter)
@@ -157,8 +170,8 @@ func TestVanishedSourceWaitsTheGracePeriod(t *testing.T) {
 	// Recreated within the grace period: adopted.
 	e.secret(t, "gitops", e.sel)
 	controllertest.Reconcile(t, e.r, key, 1)
-	if again := e.ci(t, key); again.UID != ci.UID || meta.FindStatusCondition(again.Status.Conditions, v1alpha1.ConditionSourceAvailable).Status != metav1.ConditionTrue {
-		t.Fatalf("not adopted: %+v", again.Status.Conditions)
+	if again, c := e.ci(t, key), e.posted(key); again.UID != ci.UID || c.Status != metav1.ConditionTrue {
+		t.Fatalf("not adopted: %+v", c)
 	}
 	// Gone for good: deleted once the grace period has passed (the API server keeps it while
 	// the test's finalizer-less object is deleted at once).
@@ -209,9 +222,9 @@ func TestDeselectedOrDeletingClusterIsRemoved(t *testing.T) {
 	if ci := e.ci(t, ckey); ci == nil || ci.Spec.ClusterRef.Kind != v1alpha1.SourceKindCluster {
 		t.Fatalf("Cluster source: %+v", ci)
 	}
-	blind := &Reconciler{Client: e.c, DefaultZone: "seed.test", ClusterAPI: &apidiscovery.API{}, Clock: e.clock, RemovalGrace: time.Minute}
+	blind := &Reconciler{Client: e.c, DefaultZone: "seed.test", ClusterAPI: &apidiscovery.API{}, Clock: e.clock, RemovalGrace: time.Minute, Board: cistatus.NewBoard()}
 	controllertest.Reconcile(t, blind, ckey, 2)
-	if ci := e.ci(t, ckey); ci == nil || meta.FindStatusCondition(ci.Status.Conditions, v1alpha1.ConditionSourceAvailable).Status != metav1.ConditionTrue {
+	if c, ok := blind.Board.Posted(ckey, v1alpha1.ConditionSourceAvailable); e.ci(t, ckey) == nil || (ok && c.Status != metav1.ConditionTrue) {
 		t.Fatal("a controller that cannot see Cluster API touched a Cluster's ClusterIngress")
 	}
 	if err := e.c.Delete(context.Background(), c); err != nil {

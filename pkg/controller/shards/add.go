@@ -14,6 +14,7 @@ import (
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
 	"github.com/shardgate/shardgate/pkg/clusteraccess"
+	"github.com/shardgate/shardgate/pkg/controller/cistatus"
 	"github.com/shardgate/shardgate/pkg/controller/predicates"
 	"github.com/shardgate/shardgate/pkg/controller/sharding"
 )
@@ -25,7 +26,8 @@ import (
 
 // Add registers the shard controller; canary: the controller checks shards' canary routes, so
 // they are rendered (unless a profile turns them off).
-func Add(mgr ctrl.Manager, access clusteraccess.Access, concurrency int, canary bool) error {
+// board takes the conditions it reports.
+func Add(mgr ctrl.Manager, access clusteraccess.Access, board *cistatus.Board, concurrency int, canary bool) error {
 	return ctrl.NewControllerManagedBy(mgr).Named("shards").
 		// Clusters are independent: one slow cluster must not queue the others behind it.
 		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
@@ -35,5 +37,5 @@ func Add(mgr ctrl.Manager, access clusteraccess.Access, concurrency int, canary 
 		// Drift of managed objects, and nodes (which shards can schedule).
 		WatchesRawSource(source.Channel(access.Subscribe(clusteraccess.ChangeManaged|clusteraccess.ChangeNodes), &handler.EnqueueRequestForObject{})).
 		WatchesRawSource(sharding.Changes()).
-		Complete(sharding.Only(&Reconciler{Client: mgr.GetClient(), Access: access, SecretReader: mgr.GetAPIReader(), Clock: clock.RealClock{}, Canary: canary}))
+		Complete(sharding.Only(&Reconciler{Client: mgr.GetClient(), Access: access, SecretReader: mgr.GetAPIReader(), Clock: clock.RealClock{}, Canary: canary, Board: board}))
 }

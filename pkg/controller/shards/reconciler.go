@@ -2,7 +2,6 @@ package shards
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -21,6 +20,7 @@ import (
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
 	"github.com/shardgate/shardgate/pkg/clusteraccess"
+	"github.com/shardgate/shardgate/pkg/controller/cistatus"
 	"github.com/shardgate/shardgate/pkg/ingressclass"
 	"github.com/shardgate/shardgate/pkg/names"
 	"github.com/shardgate/shardgate/pkg/render"
@@ -29,7 +29,8 @@ import (
 
 // Reconciler deploys every shard of a ClusterIngress into its user cluster with server-side
 // apply, prunes the objects of removed shards, and repairs drift (the user-cluster cache wakes it
-// on any change to a managed object). It reports ShardsAvailable and RoutesProtected, and on
+// on any change to a managed object). It reports ShardsAvailable and RoutesProtected (through
+// the status board), and on
 // deletion removes everything Shardgate put into the cluster (reconciler_delete.go).
 type Reconciler struct {
 	Client client.Client
@@ -40,6 +41,10 @@ type Reconciler struct {
 	Clock        clock.PassiveClock
 	// Canary renders every shard's canary route (the canary controller checks them).
 	Canary bool
+	// Board takes ShardsAvailable and RoutesProtected; the DNS controller writes them. (While the
+	// cluster is being cleaned up, CleanupPending is written here: the DNS controller is then
+	// removing records, not writing status.)
+	Board *cistatus.Board
 }
 
 // Reconcile renders, applies, prunes, and reports.
@@ -58,18 +63,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			return ctrl.Result{}, err
 		}
 	}
-	before := ci.DeepCopy()
 	conds, err := r.reconcileShards(ctx, ci)
-	for _, c := range conds {
-		c.ObservedGeneration = ci.Generation
-		meta.SetStatusCondition(&ci.Status.Conditions, c)
+	for i := range conds {
+		conds[i].ObservedGeneration = ci.Generation
 	}
-	if !equalConditions(before.Status.Conditions, ci.Status.Conditions) {
-		patch := client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})
-		if perr := r.Client.Status().Patch(ctx, ci, patch, client.FieldOwner(v1alpha1.FieldOwner)); perr != nil {
-			return ctrl.Result{}, errors.Join(err, perr)
-		}
-	}
+	r.Board.Post(req.NamespacedName, conds...)
 	return ctrl.Result{}, err
 }
 

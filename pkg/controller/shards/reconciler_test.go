@@ -16,6 +16,7 @@ import (
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
 	"github.com/shardgate/shardgate/pkg/clusteraccess"
+	"github.com/shardgate/shardgate/pkg/controller/cistatus"
 	"github.com/shardgate/shardgate/pkg/controller/controllertest"
 	"github.com/shardgate/shardgate/pkg/ingressclass"
 	"github.com/shardgate/shardgate/pkg/names"
@@ -48,6 +49,16 @@ func conditionOf(t *testing.T, c client.Client, key types.NamespacedName, typ st
 	return meta.FindStatusCondition(ci.Status.Conditions, typ)
 }
 
+// posted is the condition of type typ the reconciler posted for key (the DNS controller writes it).
+func posted(t *testing.T, r *Reconciler, key types.NamespacedName, typ string) *metav1.Condition {
+	t.Helper()
+	c, ok := r.Board.Posted(key, typ)
+	if !ok {
+		t.Fatalf("no %s posted", typ)
+	}
+	return &c
+}
+
 func exists(t *testing.T, c client.Client, obj client.Object, key client.ObjectKey) bool {
 	t.Helper()
 	err := c.Get(context.Background(), key, obj)
@@ -61,7 +72,7 @@ func TestShardsAreDeployedRepairedAndRemoved(t *testing.T) {
 	seed := controllertest.Seed(t)
 	ns := controllertest.Namespace(t, seed.Client)
 	access := clusteraccess.NewFake()
-	r := &Reconciler{Client: seed.Client, Access: access}
+	r := &Reconciler{Client: seed.Client, Access: access, Board: cistatus.NewBoard()}
 	key := newCI(t, seed.Client, ns, v1alpha1.ShardSpec{Name: "default", NodeSelector: map[string]string{"role": "edge", "zone": "a"}})
 	user := controllertest.UserCluster(access, key)
 	user.Caps = clusteraccess.Capabilities{AdmissionPolicy: true, Version: "v1.37"}
@@ -86,10 +97,10 @@ func TestShardsAreDeployedRepairedAndRemoved(t *testing.T) {
 			t.Errorf("%T %s not applied", o.obj, o.key)
 		}
 	}
-	if c := conditionOf(t, seed.Client, key, v1alpha1.ConditionShardsAvailable); c.Reason != v1alpha1.ReasonNoNodeMatchesSelector {
+	if c := posted(t, r, key, v1alpha1.ConditionShardsAvailable); c.Reason != v1alpha1.ReasonNoNodeMatchesSelector {
 		t.Errorf("ShardsAvailable: %+v", c)
 	}
-	if c := conditionOf(t, seed.Client, key, v1alpha1.ConditionRoutesProtected); c.Status != metav1.ConditionTrue {
+	if c := posted(t, r, key, v1alpha1.ConditionRoutesProtected); c.Status != metav1.ConditionTrue {
 		t.Errorf("RoutesProtected: %+v", c)
 	}
 	// No other default class: the shardgate class is made the default, once.
@@ -105,7 +116,7 @@ func TestShardsAreDeployedRepairedAndRemoved(t *testing.T) {
 		t.Fatal(err)
 	}
 	controllertest.Reconcile(t, r, key, 1)
-	if c := conditionOf(t, seed.Client, key, v1alpha1.ConditionShardsAvailable); c.Status != metav1.ConditionTrue {
+	if c := posted(t, r, key, v1alpha1.ConditionShardsAvailable); c.Status != metav1.ConditionTrue {
 		t.Errorf("ShardsAvailable: %+v", c)
 	}
 
@@ -136,7 +147,7 @@ func TestShardsAreDeployedRepairedAndRemoved(t *testing.T) {
 	// Unobservable: nothing is touched.
 	user.St = clusteraccess.State{Phase: clusteraccess.PhaseUnreachable}
 	controllertest.Reconcile(t, r, key, 1)
-	if c := conditionOf(t, seed.Client, key, v1alpha1.ConditionShardsAvailable); c.Status != metav1.ConditionUnknown {
+	if c := posted(t, r, key, v1alpha1.ConditionShardsAvailable); c.Status != metav1.ConditionUnknown {
 		t.Errorf("ShardsAvailable while unobservable: %+v", c)
 	}
 	// Deleted while unobservable: waits, CleanupPending; observable again: everything goes.
@@ -172,12 +183,12 @@ func TestWithoutAdmissionPolicyAPI(t *testing.T) {
 	seed := controllertest.Seed(t)
 	ns := controllertest.Namespace(t, seed.Client)
 	access := clusteraccess.NewFake()
-	r := &Reconciler{Client: seed.Client, Access: access}
+	r := &Reconciler{Client: seed.Client, Access: access, Board: cistatus.NewBoard()}
 	key := newCI(t, seed.Client, ns)
 	user := controllertest.UserCluster(access, key)
 	user.Caps = clusteraccess.Capabilities{Version: "v1.29"}
 	controllertest.Reconcile(t, r, key, 2)
-	if c := conditionOf(t, seed.Client, key, v1alpha1.ConditionRoutesProtected); c.Reason != v1alpha1.ReasonPolicyUnsupported {
+	if c := posted(t, r, key, v1alpha1.ConditionRoutesProtected); c.Reason != v1alpha1.ReasonPolicyUnsupported {
 		t.Fatalf("RoutesProtected: %+v", c)
 	}
 	if exists(t, user.Client, &admissionregistrationv1.ValidatingAdmissionPolicy{}, client.ObjectKey{Name: "shardgate-allocation"}) {

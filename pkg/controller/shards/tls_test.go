@@ -17,6 +17,7 @@ import (
 	"github.com/shardgate/shardgate/pkg/certs"
 	"github.com/shardgate/shardgate/pkg/certs/certstest"
 	"github.com/shardgate/shardgate/pkg/clusteraccess"
+	"github.com/shardgate/shardgate/pkg/controller/cistatus"
 	"github.com/shardgate/shardgate/pkg/controller/controllertest"
 	"github.com/shardgate/shardgate/pkg/names"
 	"github.com/shardgate/shardgate/pkg/render"
@@ -30,7 +31,7 @@ func TestRoutersGetTheCertificate(t *testing.T) {
 	seed := controllertest.Seed(t)
 	ns := controllertest.Namespace(t, seed.Client)
 	access := clusteraccess.NewFake()
-	r := &Reconciler{Client: seed.Client, Access: access, SecretReader: seed.Client, Clock: clock.RealClock{}}
+	r := &Reconciler{Client: seed.Client, Access: access, SecretReader: seed.Client, Clock: clock.RealClock{}, Board: cistatus.NewBoard()}
 	key := newCI(t, seed.Client, ns)
 	ci := &v1alpha1.ClusterIngress{}
 	must(t, seed.Client.Get(ctx, key, ci))
