@@ -71,18 +71,37 @@ func eventually(t *testing.T, what string, cond func() bool) {
 	t.Fatalf("not within 20 s: %s", what)
 }
 
-// TestCacheFollowsARealAPIServer: against a real kube-apiserver, the cache lists (initial adds),
-// follows creations, updates and deletions through watches that the server ends every second or
-// two (each resumed where it was), keeps only what the server-side label selector matches, and
-// serves Get and List from its store, copies only. A watch costs at most two goroutines.
-func TestCacheFollowsARealAPIServer(t *testing.T) {
+// apiServer starts a real kube-apiserver for the test (skipped in -short runs and without the tools).
+func apiServer(t *testing.T) *framework.ControlPlane {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("starts an API server")
 	}
 	if _, err := framework.LocateTools(framework.ToolKubeAPIServer, framework.ToolEtcd); err != nil {
 		t.Skipf("needs a real API server: %v", err)
 	}
-	cp := framework.StartControlPlane(t, "user", framework.ControlPlaneOptions{})
+	return framework.StartControlPlane(t, "user", framework.ControlPlaneOptions{})
+}
+
+// startSynced starts c and waits for synced (closed by its OnSynced); the returned func stops it.
+func startSynced(ctx context.Context, t *testing.T, c *Cache, synced <-chan struct{}) context.CancelFunc {
+	t.Helper()
+	cctx, stop := context.WithCancel(ctx)
+	c.Start(cctx)
+	select {
+	case <-synced:
+	case <-ctx.Done():
+		t.Fatal("never synced")
+	}
+	return stop
+}
+
+// TestCacheFollowsARealAPIServer: against a real kube-apiserver, the cache lists (initial adds),
+// follows creations, updates and deletions through watches that the server ends every second or
+// two (each resumed where it was), keeps only what the server-side label selector matches, and
+// serves Get and List from its store, copies only. A watch costs at most two goroutines.
+func TestCacheFollowsARealAPIServer(t *testing.T) {
+	cp := apiServer(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	api := cp.Client
@@ -124,13 +143,7 @@ func TestCacheFollowsARealAPIServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cctx, stop := context.WithCancel(ctx)
-	c.Start(cctx)
-	select {
-	case <-synced:
-	case <-ctx.Done():
-		t.Fatal("never synced")
-	}
+	stop := startSynced(ctx, t, c, synced)
 	if !c.Synced() || !cms.has("initial a/before") || cms.has("initial a/foreign") || !nss.has("initial /a") || nss.has("initial /b") {
 		t.Fatalf("initial list: configmaps %v, namespaces %v", cms.events, nss.events)
 	}
@@ -241,13 +254,7 @@ func (c countingTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 // next list; the caller's own writes (Remember, Forget) are read back at once, without a request
 // and without waking the handler; an object the kind's selector excludes is not remembered.
 func TestPolledKindIsListedNotWatched(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts an API server")
-	}
-	if _, err := framework.LocateTools(framework.ToolKubeAPIServer, framework.ToolEtcd); err != nil {
-		t.Skipf("needs a real API server: %v", err)
-	}
-	cp := framework.StartControlPlane(t, "user", framework.ControlPlaneOptions{})
+	cp := apiServer(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	api := cp.Client
@@ -271,13 +278,7 @@ func TestPolledKindIsListedNotWatched(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		cctx, stop := context.WithCancel(ctx)
-		c.Start(cctx)
-		select {
-		case <-synced:
-		case <-ctx.Done():
-			t.Fatal("never synced")
-		}
+		stop := startSynced(ctx, t, c, synced)
 		return c, counts, mu, func() { stop(); c.Wait() }
 	}
 
