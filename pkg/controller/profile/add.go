@@ -8,6 +8,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -28,5 +29,5 @@ func Add(mgr ctrl.Manager, defaultZone string) error {
 		Watches(&v1alpha1.ClusterIngress{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 			return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: o.(*v1alpha1.ClusterIngress).Spec.Profile}}}
 		}), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		Complete(sharding.Only(&Reconciler{Client: mgr.GetClient(), DefaultZone: defaultZone}))
+		Complete(sharding.Only(&Reconciler{Client: mgr.GetClient(), DefaultZone: defaultZone, Clock: clock.RealClock{}}))
 }

@@ -2,10 +2,13 @@ package profile
 
 import (
 	"context"
+	"sync"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -17,7 +20,15 @@ import (
 type Reconciler struct {
 	Client      client.Client
 	DefaultZone string
+	Clock       clock.PassiveClock
+	// written: when this replica last wrote each profile's status.
+	written sync.Map
 }
+
+// countInterval is how often a profile's matchingClusters alone is written: a thousand clusters
+// created at a start would otherwise write the count a hundred times over. A change of the
+// condition is written at once.
+const countInterval = 5 * time.Second
 
 // Reconcile validates the profile and counts the clusters it is in force for.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
@@ -49,5 +60,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if equality.Semantic.DeepEqual(before.Status, p.Status) {
 		return ctrl.Result{}, nil
 	}
-	return ctrl.Result{}, r.Client.Status().Patch(ctx, p, client.MergeFrom(before), client.FieldOwner(v1alpha1.FieldOwner))
+	countOnly := before.Status.DeepCopy()
+	countOnly.MatchingClusters = p.Status.MatchingClusters
+	if last, ok := r.written.Load(p.Name); ok && equality.Semantic.DeepEqual(countOnly, &p.Status) {
+		if wait := countInterval - r.Clock.Since(last.(time.Time)); wait > 0 {
+			return ctrl.Result{RequeueAfter: wait}, nil
+		}
+	}
+	if err := r.Client.Status().Patch(ctx, p, client.MergeFrom(before), client.FieldOwner(v1alpha1.FieldOwner)); err != nil {
+		return ctrl.Result{}, err
+	}
+	r.written.Store(p.Name, r.Clock.Now())
+	return ctrl.Result{}, nil
 }

@@ -4,10 +4,12 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
 	"github.com/shardgate/shardgate/pkg/controller/controllertest"
@@ -20,7 +22,8 @@ func TestProfileStatus(t *testing.T) {
 	seed := controllertest.Seed(t)
 	ns := controllertest.Namespace(t, seed.Client)
 	ctx := context.Background()
-	r := &Reconciler{Client: seed.Client, DefaultZone: "seed.test"}
+	clock := clocktesting.NewFakePassiveClock(time.Now())
+	r := &Reconciler{Client: seed.Client, DefaultZone: "seed.test", Clock: clock}
 	p := &v1alpha1.IngressProfile{ObjectMeta: metav1.ObjectMeta{Name: ns}}
 	if err := seed.Client.Create(ctx, p); err != nil {
 		t.Fatal(err)
@@ -41,6 +44,24 @@ func TestProfileStatus(t *testing.T) {
 	if p.Status.MatchingClusters != 2 || c == nil || c.Status != metav1.ConditionTrue || p.Status.ObservedGeneration != p.Generation {
 		t.Fatalf("status %+v", p.Status)
 	}
+	// A third cluster right after: the count alone waits for countInterval, then is written.
+	ci := &v1alpha1.ClusterIngress{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "c"}, Spec: v1alpha1.ClusterIngressSpec{
+		ClusterRef: v1alpha1.ClusterReference{Kind: v1alpha1.SourceKindSecret, Name: "c"}, Profile: ns, ClusterID: "c"}}
+	if err := seed.Client.Create(ctx, ci); err != nil {
+		t.Fatal(err)
+	}
+	if res := controllertest.Reconcile(t, r, key, 1); res.RequeueAfter <= 0 || res.RequeueAfter > countInterval {
+		t.Fatalf("the count was not held back: requeue after %s", res.RequeueAfter)
+	}
+	if err := seed.Client.Get(ctx, key, p); err != nil || p.Status.MatchingClusters != 2 {
+		t.Fatalf("count written within countInterval: %d %v", p.Status.MatchingClusters, err)
+	}
+	clock.SetTime(clock.Now().Add(countInterval))
+	controllertest.Reconcile(t, r, key, 1)
+	if err := seed.Client.Get(ctx, key, p); err != nil || p.Status.MatchingClusters != 3 {
+		t.Fatalf("count after countInterval: %d %v", p.Status.MatchingClusters, err)
+	}
+	// A condition change is written at once.
 	p.Spec.ClusterSelector = metav1.LabelSelector{MatchLabels: map[string]string{"not a key!": "x"}}
 	if err := seed.Client.Update(ctx, p); err != nil {
 		t.Fatal(err)
