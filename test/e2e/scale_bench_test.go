@@ -1,12 +1,15 @@
 package e2e
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -49,7 +52,12 @@ func scaleRun(b *testing.B, n, dead int) {
 	defer cancel()
 	start := time.Now()
 	const perBackend = 250
-	env := framework.StartEnvironment(b, framework.EnvironmentOptions{UserClusters: (n + perBackend - 1) / perBackend})
+	// The seed's audit log says which writes each cluster took until its DNSEndpoint existed.
+	dir := framework.TestDir(b)
+	policy, auditLog := filepath.Join(dir, "audit-policy.yaml"), filepath.Join(dir, "audit.log")
+	must(b, os.WriteFile(policy, []byte(auditPolicy), 0o644))
+	env := framework.StartEnvironment(b, framework.EnvironmentOptions{UserClusters: (n + perBackend - 1) / perBackend,
+		SeedAPIServerFlags: map[string]string{"audit-policy-file": policy, "audit-log-path": auditLog, "audit-log-format": "json"}})
 	seed := env.Seed
 	var muxes []*framework.ClusterMux
 	for _, u := range env.Users {
@@ -101,15 +109,19 @@ func scaleRun(b *testing.B, n, dead int) {
 	must(b, err)
 	started := time.Now()
 	ctl := framework.StartController(b, seed, append(flags, fmt.Sprintf("--pprof-bind-address=127.0.0.1:%d", pprofPort))...)
+	profiled := cpuProfile(b, pprofPort, os.Getenv("SHARDGATE_SCALE_CPUPROFILE"))
 	waitAllTargets(ctx, b, seed, n, func(int) int { return 3 })
 	published := time.Since(started)
 	writesToPublish := seedWrites(ctx, b, seed) - writes0
 	byResource := seedWritesByResource(ctx, b, seed)
 	publishCPU := scrape(b, ctl, userHosts).cpu
+	<-profiled
 	// The DNSEndpoints come first; the routers' objects in every cluster and their status follow.
 	// Settled: 10 s without a write to either side.
 	settled := settle(ctx, b, ctl, seed, userHosts)
 	settledAfter := time.Since(started)
+	writesToSettle := seedWrites(ctx, b, seed) - writes0
+	toPublish, inAll := writesPerCluster(b, auditLog)
 	engaged := scrape(b, ctl, userHosts)
 
 	// Steady state: nothing changes for 60 s.
@@ -158,8 +170,10 @@ func scaleRun(b *testing.B, n, dead int) {
 		n, published.Round(100*time.Millisecond), publishCPU)
 	fmt.Printf("  start -> every controller settled (routers' objects applied in every cluster, status written): %s; writes since publication: %s\n",
 		settledAfter.Round(100*time.Millisecond), settled)
-	fmt.Printf("  seed writes to publish: %.1f per cluster (goal <= 3); 409 conflicts from the seed: %.0f\n",
-		float64(writesToPublish)/float64(n), engaged.sum("seed ", " 409"))
+	fmt.Printf("  seed writes to publish: %.2f per cluster (goal <= 3), %.2f until settled; 409 conflicts from the seed: %.0f\n",
+		float64(writesToPublish)/float64(n), float64(writesToSettle)/float64(n), engaged.sum("seed ", " 409"))
+	fmt.Printf("    per published cluster, from the seed's audit log: %s writes until its DNSEndpoint was created, %s until settled (%d clusters)\n",
+		spread(toPublish), spread(inAll), len(toPublish))
 	var kinds []string
 	for k, v := range byResource {
 		kinds = append(kinds, fmt.Sprintf("%s %d", k, v))
@@ -273,6 +287,90 @@ func settle(ctx context.Context, b *testing.B, ctl *framework.Controller, seed *
 
 // goroutineTop groups the controller's goroutines by the function that started them and the one
 // they wait in, largest groups first.
+// writesPerCluster reads the seed's audit log (auditPolicy): for every cluster whose DNSEndpoint
+// was created, the successful writes to its ClusterIngress (status included) and DNSEndpoint up to
+// and including that creation, and all of them so far.
+func writesPerCluster(b *testing.B, path string) (toPublish, inAll []int) {
+	f, err := os.Open(path)
+	must(b, err)
+	defer f.Close()
+	type count struct {
+		before, all int
+		published   bool
+	}
+	per := map[string]*count{}
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		var e auditEvent
+		if json.Unmarshal(sc.Bytes(), &e) != nil || e.ResponseStatus.Code >= 300 ||
+			(e.ObjectRef.Resource != "clusteringresses" && e.ObjectRef.Resource != "dnsendpoints") {
+			continue
+		}
+		k := e.ObjectRef.Namespace + "/" + e.ObjectRef.Name
+		c := per[k]
+		if c == nil {
+			c = &count{}
+			per[k] = c
+		}
+		c.all++
+		if !c.published {
+			c.before++
+		}
+		if e.ObjectRef.Resource == "dnsendpoints" && e.Verb == "create" {
+			c.published = true
+		}
+	}
+	must(b, sc.Err())
+	for _, c := range per {
+		if c.published {
+			toPublish, inAll = append(toPublish, c.before), append(inAll, c.all)
+		}
+	}
+	return toPublish, inAll
+}
+
+// spread is "mean (p50 x, max y)" of counts.
+func spread(v []int) string {
+	if len(v) == 0 {
+		return "none"
+	}
+	slices.Sort(v)
+	sum := 0
+	for _, x := range v {
+		sum += x
+	}
+	return fmt.Sprintf("%.2f (p50 %d, max %d)", float64(sum)/float64(len(v)), v[len(v)/2], v[len(v)-1])
+}
+
+// cpuProfile writes a 60 s CPU profile of the controller to path, from now (path "": none); the
+// channel closes when it is written. For where publication spends its time:
+// SHARDGATE_SCALE_CPUPROFILE=/tmp/publish.pprof, then go tool pprof -top bin/… /tmp/publish.pprof.
+func cpuProfile(b *testing.B, port int, path string) <-chan struct{} {
+	done := make(chan struct{})
+	if path == "" {
+		close(done)
+		return done
+	}
+	go func() {
+		defer close(done)
+		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/profile?seconds=60", port))
+		if err != nil {
+			b.Errorf("CPU profile: %v", err)
+			return
+		}
+		defer resp.Body.Close()
+		raw, err := io.ReadAll(resp.Body)
+		if err == nil {
+			err = os.WriteFile(path, raw, 0o644)
+		}
+		if err != nil {
+			b.Errorf("CPU profile: %v", err)
+		}
+	}()
+	return done
+}
+
 func goroutineTop(b *testing.B, port, top int) string {
 	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/goroutine?debug=1", port))
 	must(b, err)

@@ -288,28 +288,26 @@ func ShardsSpec(ctx context.Context, t *testing.T, inputGetter func() ShardsSpec
 		answer(t, "edge.s1."+zone, nodeIP(0, 1), nodeIP(0, 2))
 
 		// The routers' RBAC is not watched but listed every drift check (TestShards: 5 s): an
-		// edited ClusterRole and a deleted RoleBinding are put back by the next one.
+		// edited ClusterRole and a deleted ClusterRoleBinding are put back by the next one.
 		role := &rbacv1.ClusterRole{}
 		roleKey := client.ObjectKey{Name: "shardgate-router-traefik"}
 		must(t, u1.Client.Get(ctx, roleKey, role))
 		want := len(role.Rules)
 		role.Rules = nil
 		must(t, u1.Client.Update(ctx, role))
-		bindings := &rbacv1.RoleBindingList{}
-		must(t, u1.Client.List(ctx, bindings, client.InNamespace(names.Namespace), client.MatchingLabels{v1alpha1.ManagedByLabel: v1alpha1.ManagedByValue}))
-		if len(bindings.Items) == 0 {
-			t.Fatal("no RoleBinding of Shardgate's to delete")
-		}
-		binding := bindings.Items[0]
-		must(t, u1.Client.Delete(ctx, &binding))
+		binding := &rbacv1.ClusterRoleBinding{}
+		bindingKey := client.ObjectKey{Name: "shardgate-router-edge"}
+		must(t, u1.Client.Get(ctx, bindingKey, binding))
+		must(t, u1.Client.Delete(ctx, binding))
 		eventually(ctx, t, 30*time.Second, func() (bool, string) {
 			got := &rbacv1.ClusterRole{}
 			if err := u1.Client.Get(ctx, roleKey, got); err != nil {
 				return false, err.Error()
 			}
-			gotBinding := &rbacv1.RoleBinding{}
-			err := u1.Client.Get(ctx, client.ObjectKeyFromObject(&binding), gotBinding)
-			return len(got.Rules) == want && err == nil, fmt.Sprintf("ClusterRole rules %d (want %d); RoleBinding %s: %v", len(got.Rules), want, binding.Name, err)
+			again := &rbacv1.ClusterRoleBinding{}
+			err := u1.Client.Get(ctx, bindingKey, again)
+			return len(got.Rules) == want && err == nil && again.UID != binding.UID,
+				fmt.Sprintf("ClusterRole rules %d (want %d); ClusterRoleBinding %s: %v", len(got.Rules), want, bindingKey.Name, err)
 		})
 	})
 
