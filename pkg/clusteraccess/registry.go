@@ -26,7 +26,7 @@ type Options struct {
 	// that accepts a request and never answers cannot hold a reconcile.
 	WriteTimeout time.Duration
 	// DriftInterval: the managed kinds no decision reads (RepairOnly) are not watched but listed
-	// this often (default 2 min, within 10 %); a change found is drift, repaired then.
+	// this often (default 3 min, within 10 %); a change found is drift, repaired then.
 	DriftInterval time.Duration
 	// Kubeconfig is what the operator allows in kubeconfigs.
 	Kubeconfig KubeconfigPolicy
@@ -64,7 +64,7 @@ func NewEngager(opts Options) (*Engager, error) {
 	def(&opts.ConnectBackoff, time.Second)
 	def(&opts.MaxConnectBackoff, 2*time.Minute)
 	def(&opts.WriteTimeout, 30*time.Second)
-	def(&opts.DriftInterval, 2*time.Minute)
+	def(&opts.DriftInterval, 3*time.Minute)
 	if opts.Scheme == nil {
 		opts.Scheme = UserClusterScheme()
 	}
