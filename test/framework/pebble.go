@@ -8,8 +8,11 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -24,6 +27,7 @@ type Pebble struct {
 	CABundle []byte
 	mgmt     string
 	proc     *Process
+	proxy    *http.Server
 }
 
 // PebbleOptions configures StartPebble.
@@ -43,6 +47,7 @@ func StartPebble(t testing.TB, dnsSrv *DNSServer, opts PebbleOptions) *Pebble {
 		if t.Failed() {
 			t.Logf("--- pebble (tail) ---\n%s", p.proc.Tail(4000))
 		}
+		_ = p.proxy.Close()
 		_ = p.proc.Stop()
 	})
 	return p
@@ -120,7 +125,50 @@ func startPebble(testDir string, dnsSrv *DNSServer, opts PebbleOptions) (*Pebble
 		_ = p.proc.Stop()
 		return nil, fmt.Errorf("pebble not answering: %w\n%s", err, p.proc.Tail(2000))
 	}
+	if err := p.serveWithOrderLocation(fmt.Sprintf("127.0.0.1:%d", ports[0]), certPEM, keyPEM); err != nil {
+		_ = p.proc.Stop()
+		return nil, err
+	}
 	return p, nil
+}
+
+// serveWithOrderLocation puts Pebble's ACME API behind a proxy that adds the order's URL as the
+// Location of every finalize answer, as Let's Encrypt's Boulder sends it and Pebble does not.
+// cert-manager's ACME client (golang.org/x/crypto/acme CreateOrderCert) polls an order that is
+// still "processing" after finalize at that Location; without it it polls "" and fails with
+// `Post "": unsupported protocol scheme`, and under load cert-manager then backs the Certificate
+// off for up to an hour (TestTLS failed so in CI). Everything else passes through untouched: the
+// Host is kept, so Pebble's URLs and the JWS "url" checks name the proxy.
+func (p *Pebble) serveWithOrderLocation(pebbleAddr string, certPEM, keyPEM []byte) error {
+	cert, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		return err
+	}
+	l, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12})
+	if err != nil {
+		return err
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(p.CABundle)
+	target := &url.URL{Scheme: "https", Host: pebbleAddr}
+	proxy := &httputil.ReverseProxy{
+		Rewrite: func(r *httputil.ProxyRequest) {
+			r.SetURL(target)
+			r.Out.Host = r.In.Host
+		},
+		Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}},
+		ModifyResponse: func(resp *http.Response) error {
+			req := resp.Request
+			if id, ok := strings.CutPrefix(req.URL.Path, "/finalize-order/"); ok && resp.Header.Get("Location") == "" && resp.StatusCode == http.StatusOK {
+				resp.Header.Set("Location", "https://"+req.Host+"/my-order/"+id)
+			}
+			return nil
+		},
+	}
+	p.proxy = &http.Server{Handler: proxy, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = p.proxy.Serve(l) }()
+	p.Directory = "https://" + l.Addr().String() + "/dir"
+	return nil
 }
 
 // Roots is a pool with the root Pebble issues under (fetched from its management interface).
