@@ -129,11 +129,6 @@ func addControllers(mgr ctrl.Manager, o options) error {
 	}
 	// The lifecycle and shard controllers' conditions, which the DNS controller writes.
 	board := cistatus.NewBoard()
-	if o.sharding {
-		if err := addSharding(mgr, o, engager, board); err != nil {
-			return err
-		}
-	}
 	dc, err := discovery.NewDiscoveryClientForConfig(mgr.GetConfig())
 	if err != nil {
 		return err
@@ -143,6 +138,12 @@ func addControllers(mgr ctrl.Manager, o options) error {
 	}
 	capi := sources.NewClusterAPI(dc, ctrl.Log.WithName("cluster-api"))
 	kkp := sources.NewKubermatic(dc, ctrl.Log.WithName("kubermatic"))
+	if o.sharding {
+		keys := lifecycle.ClusterKeys(mgr.GetCache(), capi, kkp, len(o.secretNamespaces) > 0)
+		if err := addSharding(mgr, o, engager, board, keys); err != nil {
+			return err
+		}
+	}
 	if err := lifecycle.Add(mgr, lifecycle.Config{DefaultZone: o.dnsZone, ClusterAPI: capi, Kubermatic: kkp, SecretNamespaces: o.secretNamespaces,
 		RemovalGrace: o.removalGrace, Concurrency: o.concurrency, Board: board}); err != nil {
 		return err
@@ -188,8 +189,11 @@ func addControllers(mgr ctrl.Manager, o options) error {
 }
 
 // addSharding installs the gate every controller added after it passes requests through: this
-// replica serves the clusters rendezvous hashing gives it, once it holds their fence.
-func addSharding(mgr ctrl.Manager, o options, engager *clusteraccess.Engager, board *cistatus.Board) error {
+// replica serves the clusters rendezvous hashing gives it, once it holds their fence. keys lists
+// every cluster a controller may be asked for, sources without a ClusterIngress yet included: when
+// owners change, each is announced to its new owner.
+func addSharding(mgr ctrl.Manager, o options, engager *clusteraccess.Engager, board *cistatus.Board,
+	keys func(context.Context) ([]types.NamespacedName, error)) error {
 	ns := o.leaderElectionNamespace
 	if ns == "" {
 		ns = ownNamespace()
@@ -207,17 +211,7 @@ func addSharding(mgr ctrl.Manager, o options, engager *clusteraccess.Engager, bo
 	}
 	owner := &sharding.Owner{Client: leases, Reader: leases, Identity: o.replicaID, Namespace: ns,
 		LeaseDuration: o.shardLease, Renew: o.shardLease / 5, Log: ctrl.Log.WithName("sharding"),
-		Keys: func(ctx context.Context) ([]types.NamespacedName, error) {
-			var list v1alpha1.ClusterIngressList
-			if err := mgr.GetCache().List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
-				return nil, err
-			}
-			keys := make([]types.NamespacedName, 0, len(list.Items))
-			for i := range list.Items {
-				keys = append(keys, client.ObjectKeyFromObject(&list.Items[i]))
-			}
-			return keys, nil
-		},
+		Keys:      keys,
 		OnRelease: func(key types.NamespacedName) { engager.Disengage(key); board.Forget(key) }}
 	sharding.Install(owner)
 	return mgr.Add(owner)

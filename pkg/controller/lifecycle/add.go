@@ -5,6 +5,7 @@ package lifecycle
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -132,45 +133,72 @@ func HasLabel(key string) predicate.Predicate {
 
 // allSources maps a profile change to every cluster source and ClusterIngress, since selection
 // is global.
-func allSources(c client.Client, capi, kkp *apidiscovery.API, secrets bool) handler.MapFunc {
+func allSources(c client.Reader, capi, kkp *apidiscovery.API, secrets bool) handler.MapFunc {
+	keys := ClusterKeys(c, capi, kkp, secrets)
 	return func(ctx context.Context, _ client.Object) []reconcile.Request {
-		var reqs []reconcile.Request
-		add := func(ns, name string) {
-			reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: name}})
+		ks, _ := keys(ctx) // what could be listed; a failed list is retried by its informer's events
+		reqs := make([]reconcile.Request, 0, len(ks))
+		for _, k := range ks {
+			reqs = append(reqs, reconcile.Request{NamespacedName: k})
 		}
+		return reqs
+	}
+}
+
+// ClusterKeys lists the key of every cluster the lifecycle controller decides on: each Cluster
+// API and Kubermatic Cluster, each kubeconfig Secret (when Secrets register clusters) and each
+// ClusterIngress (one whose source is gone still needs a decision), once each. A source without
+// a ClusterIngress yet counts too: when sharding hands clusters to a new replica, a cluster not
+// created yet must reach its new owner as well. Lists that fail are reported together; the keys
+// of the others are returned.
+func ClusterKeys(c client.Reader, capi, kkp *apidiscovery.API, secrets bool) func(context.Context) ([]types.NamespacedName, error) {
+	return func(ctx context.Context) ([]types.NamespacedName, error) {
+		seen := map[types.NamespacedName]bool{}
+		var keys []types.NamespacedName
+		add := func(ns, name string) {
+			k := types.NamespacedName{Namespace: ns, Name: name}
+			if !seen[k] {
+				seen[k] = true
+				keys = append(keys, k)
+			}
+		}
+		var errs []error
 		if capi.Available() {
 			cl := &clusterv1.ClusterList{}
-			if err := c.List(ctx, cl); err == nil {
-				for _, x := range cl.Items {
-					add(x.Namespace, x.Name)
-				}
+			if err := c.List(ctx, cl, client.UnsafeDisableDeepCopy); err != nil {
+				errs = append(errs, fmt.Errorf("listing Cluster API Clusters: %w", err))
+			}
+			for _, x := range cl.Items {
+				add(x.Namespace, x.Name)
 			}
 		}
 		if kkp.Available() {
 			kl := &sources.KubermaticClusterList{}
-			if err := c.List(ctx, kl); err == nil {
-				for _, x := range kl.Items {
-					if x.Status.NamespaceName != "" {
-						add(x.Status.NamespaceName, x.Name)
-					}
+			if err := c.List(ctx, kl, client.UnsafeDisableDeepCopy); err != nil {
+				errs = append(errs, fmt.Errorf("listing Kubermatic Clusters: %w", err))
+			}
+			for _, x := range kl.Items {
+				if x.Status.NamespaceName != "" {
+					add(x.Status.NamespaceName, x.Name)
 				}
 			}
 		}
 		if secrets {
-			sl := &corev1.SecretList{}
-			if err := c.List(ctx, sl, client.HasLabels{v1alpha1.KubeconfigSecretLabel}); err == nil {
-				for _, x := range sl.Items {
-					add(x.Namespace, x.Name)
-				}
+			sl := &corev1.SecretList{} // the cache's (kubeconfig Secrets only); never copied, never logged
+			if err := c.List(ctx, sl, client.HasLabels{v1alpha1.KubeconfigSecretLabel}, client.UnsafeDisableDeepCopy); err != nil {
+				errs = append(errs, fmt.Errorf("listing kubeconfig Secrets: %w", err))
 			}
-		}
-		// ClusterIngresses whose source is gone still need a decision (frozen or removed).
-		cis := &v1alpha1.ClusterIngressList{}
-		if err := c.List(ctx, cis); err == nil {
-			for _, x := range cis.Items {
+			for _, x := range sl.Items {
 				add(x.Namespace, x.Name)
 			}
 		}
-		return reqs
+		cis := &v1alpha1.ClusterIngressList{}
+		if err := c.List(ctx, cis, client.UnsafeDisableDeepCopy); err != nil {
+			errs = append(errs, fmt.Errorf("listing ClusterIngresses: %w", err))
+		}
+		for _, x := range cis.Items {
+			add(x.Namespace, x.Name)
+		}
+		return keys, errors.Join(errs...)
 	}
 }

@@ -238,3 +238,43 @@ func TestDeselectedOrDeletingClusterIsRemoved(t *testing.T) {
 	c.Finalizers = nil
 	_ = e.c.Update(context.Background(), c)
 }
+
+// ClusterKeys lists a cluster by its source before it has a ClusterIngress, and a ClusterIngress
+// whose source is gone, each once; Secrets count only when Secrets register clusters and only
+// with the kubeconfig label.
+func TestClusterKeysIncludeSourcesWithoutAClusterIngress(t *testing.T) {
+	e := setup(t)
+	ctx := context.Background()
+	notYet := e.secret(t, "not-yet", e.sel)
+	both := e.secret(t, "both", e.sel)
+	controllertest.Reconcile(t, e.r, both, 1)
+	unlabelled := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "unlabelled"}}
+	if err := e.c.Create(ctx, unlabelled); err != nil {
+		t.Fatal(err)
+	}
+	orphan := e.secret(t, "orphan", e.sel)
+	controllertest.Reconcile(t, e.r, orphan, 1)
+	if err := e.c.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "orphan"}}); err != nil {
+		t.Fatal(err)
+	}
+	inNS := func(secrets bool) []string {
+		keys, err := ClusterKeys(e.c, &apidiscovery.API{}, &apidiscovery.API{}, secrets)(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, k := range keys {
+			if k.Namespace == e.ns {
+				out = append(out, k.Name)
+			}
+		}
+		slices.Sort(out)
+		return out
+	}
+	if got, want := inNS(true), []string{both.Name, notYet.Name, orphan.Name}; !slices.Equal(got, want) {
+		t.Fatalf("keys with Secrets: %v, want %v", got, want)
+	}
+	if got, want := inNS(false), []string{both.Name, orphan.Name}; !slices.Equal(got, want) {
+		t.Fatalf("keys without Secrets: %v, want %v", got, want)
+	}
+}

@@ -49,8 +49,9 @@ type Owner struct {
 	Identity, Namespace string
 	// LeaseDuration: a replica not renewed for this long is gone; Renew: how often it renews.
 	LeaseDuration, Renew time.Duration
-	// Keys lists every ClusterIngress key (the cache), to tell the new owners when the live
-	// set changes.
+	// Keys lists every cluster key a controller may be asked for (ClusterIngresses and the
+	// sources of clusters not created yet, from the cache), to tell the new owners when the live
+	// set changes. On an error, the keys it did list are announced.
 	Keys func(ctx context.Context) ([]types.NamespacedName, error)
 	// OnRelease is called for a cluster this replica gave up, before its fence is released
 	// (the engager disengages it).
@@ -301,9 +302,12 @@ func (o *Owner) fresh(now time.Time) bool {
 func (o *Owner) enter(ctx context.Context, key types.NamespacedName) (context.Context, func(), verdict) {
 	o.mu.Lock()
 	now := o.now()
-	if o.stopping || !o.fresh(now) || len(o.live) == 0 {
+	if o.stopping || !o.fresh(now) || !slices.Contains(o.live, o.Identity) {
+		// We may no longer count as live: do nothing until renewed. Or our renewal is not in the
+		// last list yet (the first list may come before our first renewal): who serves what
+		// is not known yet, so the request is kept rather than dropped as another's.
 		o.mu.Unlock()
-		return nil, nil, waiting // we may no longer count as live: do nothing until renewed
+		return nil, nil, waiting
 	}
 	if ownerKey(o.live, key) != o.Identity {
 		o.mu.Unlock()
@@ -541,9 +545,8 @@ func (o *Owner) announce(ctx context.Context) {
 		return
 	}
 	keys, err := o.Keys(ctx)
-	if err != nil {
-		o.Log.Error(err, "listing clusters to hand over")
-		return
+	if err != nil { // the keys that could be listed are announced all the same
+		o.Log.Error(err, "listing clusters to hand over", "listed", len(keys))
 	}
 	o.mu.Lock()
 	subs := slices.Clone(o.subs)

@@ -284,3 +284,89 @@ func TestLapsedReplicaReclaimsWithAWrite(t *testing.T) {
 		t.Fatalf("entered by r3=%v r1=%v but the fence names %q", v3 == mine, r1Verdict == mine, holder)
 	}
 }
+
+// A cluster whose ClusterIngress does not exist yet (only its source does) is dropped as "not
+// mine" by every replica but its owner. If the owner goes before creating it, the replica the
+// cluster moves to is told of it through the keys Keys lists — even when a list behind Keys failed
+// (TestSharding lost every cluster of a start this way while only ClusterIngresses were announced).
+func TestHandOverAnnouncesClustersNotCreatedYet(t *testing.T) {
+	ctx := context.Background()
+	c, clk := leaseStore(t)
+	r1, r2 := replica(c, clk, "r1"), replica(c, clk, "r2")
+	const n = 20
+	var sources []types.NamespacedName
+	for i := range n {
+		sources = append(sources, key(i))
+	}
+	r2.Keys = func(context.Context) ([]types.NamespacedName, error) {
+		return sources, fmt.Errorf("listing Cluster API Clusters: the server is away")
+	}
+	told := r2.subscribe()
+	r1.tick(ctx)
+	r2.tick(ctx)
+	r1.tick(ctx)
+	drain := func() map[types.NamespacedName]bool {
+		got := map[types.NamespacedName]bool{}
+		for {
+			select {
+			case e := <-told:
+				got[client.ObjectKeyFromObject(e.Object)] = true
+			default:
+				return got
+			}
+		}
+	}
+	drain() // r2's own first view
+	var r1s []types.NamespacedName
+	for _, k := range sources {
+		if _, _, v := r2.enter(ctx, k); v == notMine {
+			r1s = append(r1s, k)
+		}
+	}
+	if len(r1s) == 0 {
+		t.Fatal("r1 serves none of the clusters")
+	}
+	// r1 dies before creating anything: r2 sees it gone and must be told of r1's clusters.
+	for range 6 {
+		clk.t = clk.t.Add(2 * time.Second)
+		r2.tick(ctx)
+	}
+	got := drain()
+	for _, k := range r1s {
+		if !got[k] {
+			t.Fatalf("r2 was not told of %s, which moved to it from the dead r1 (told %d keys)", k, len(got))
+		}
+		if _, done, v := r2.enter(ctx, k); v != mine {
+			t.Fatalf("r2 cannot serve %s after r1 died", k)
+		} else {
+			done()
+		}
+	}
+}
+
+// A replica whose last list of the live replicas came before its own first renewal does not know
+// yet what it serves: it keeps every request (waiting) rather than dropping them as others'.
+func TestUnlistedReplicaKeepsRequests(t *testing.T) {
+	ctx := context.Background()
+	c, clk := leaseStore(t)
+	r1, r2 := replica(c, clk, "r1"), replica(c, clk, "r2")
+	r1.tick(ctx)
+	if got := len(serve(ctx, r1, 20)); got != 20 { // r1 alone holds every fence
+		t.Fatalf("r1 alone serves %d of 20", got)
+	}
+	r2.followTick(ctx, false) // lists [r1] before r2's Lease exists
+	r2.renewTick(ctx)
+	for i := range 20 {
+		if _, _, v := r2.enter(ctx, key(i)); v != waiting {
+			t.Fatalf("r2, not in its own list of live replicas yet, decided %s (%d) instead of waiting", key(i), v)
+		}
+	}
+	r2.followTick(ctx, false)
+	if got := len(serve(ctx, r2, 20)); got != 0 {
+		t.Fatalf("r2 served %d clusters whose fences r1 holds", got)
+	}
+	r1.tick(ctx)
+	if got := len(serve(ctx, r2, 20)); got == 0 {
+		t.Fatal("r2 serves nothing once listed and r1 gave its share back")
+	}
+}
