@@ -114,7 +114,7 @@ func scaleRun(b *testing.B, n, dead int) {
 	published := time.Since(started)
 	writesToPublish := seedWrites(ctx, b, seed) - writes0
 	byResource := seedWritesByResource(ctx, b, seed)
-	publishCPU := scrape(b, ctl, userHosts).cpu
+	atPublish := scrape(b, ctl, userHosts)
 	<-profiled
 	// The DNSEndpoints come first; the routers' objects in every cluster and their status follow.
 	// Settled: 10 s without a write to either side.
@@ -167,7 +167,8 @@ func scaleRun(b *testing.B, n, dead int) {
 	fmt.Printf("  per engaged cluster: RSS %.2f MiB (goal <= 1.5), heap %.2f MiB, goroutines %.0f (goal <= 40)\n",
 		per(engaged.rss, base.rss)/(1<<20), per(engaged.heap, base.heap)/(1<<20), per(engaged.goroutines, base.goroutines))
 	fmt.Printf("  controller start -> all %d DNSEndpoints published: %s (goal <= 60 s at 1,000), using %.0f CPU-seconds of the controller\n",
-		n, published.Round(100*time.Millisecond), publishCPU)
+		n, published.Round(100*time.Millisecond), atPublish.cpu)
+	fmt.Printf("    user API requests until then, per cluster: %s\n", perCluster(atPublish, "user", n))
 	fmt.Printf("  start -> every controller settled (routers' objects applied in every cluster, status written): %s; writes since publication: %s\n",
 		settledAfter.Round(100*time.Millisecond), settled)
 	fmt.Printf("  seed writes to publish: %.2f per cluster (goal <= 3), %.2f until settled; 409 conflicts from the seed: %.0f\n",
@@ -219,6 +220,19 @@ func delta(before, after controllerFigures, target string) string {
 	for k, v := range after.requests {
 		if d := v - before.requests[k]; strings.HasPrefix(k, target+" ") && d > 0 {
 			out = append(out, fmt.Sprintf("%s %.0f", strings.TrimPrefix(k, target+" "), d))
+		}
+	}
+	slices.Sort(out)
+	return strings.Join(out, ", ")
+}
+
+// perCluster is "method code: count per cluster" of the requests to target ("user" or "seed") a
+// controller made since its start, for n clusters.
+func perCluster(f controllerFigures, target string, n int) string {
+	var out []string
+	for k, v := range f.requests {
+		if strings.HasPrefix(k, target+" ") && v > 0 {
+			out = append(out, fmt.Sprintf("%s %.2f", strings.TrimPrefix(k, target+" "), v/float64(n)))
 		}
 	}
 	slices.Sort(out)
