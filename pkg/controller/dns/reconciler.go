@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -39,7 +40,22 @@ type Reconciler struct {
 	// Board holds the conditions the lifecycle and shard controllers report: this controller
 	// writes them with its own (one status writer per cluster).
 	Board *cistatus.Board
+
+	// written holds, per cluster, when its records were last updated while the status saying so
+	// waits (statusAfterRecords).
+	written sync.Map // types.NamespacedName → time.Time
 }
+
+// statusAfterRecords: after an update of a published cluster's records, the status that reports
+// it (targets, ready nodes, lastPublishedTime) is written this much later, by a reconcile queued
+// behind the others. When a hundred clusters' nodes change at once, every DNSEndpoint is then
+// written before any of their status: the records — what users resolve — do not wait behind
+// status writes (at 1,000 clusters, 100 changing at once: p99 1.66 s with both in one reconcile).
+// A cluster's first records are never deferred: their status holds the domain.
+const statusAfterRecords = time.Second
+
+// statusPriority queues the deferred status writes behind the changes still to be published.
+var statusPriority = -100
 
 // firstStatusGrace is how long a new cluster's first status write waits while the cluster is
 // still being contacted: most clusters answer within it, and their first status then says
@@ -54,6 +70,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.Client.Get(ctx, req.NamespacedName, ci); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.Board.Forget(req.NamespacedName)
+			r.written.Delete(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -68,7 +85,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 	}
 	before := ci.Status.DeepCopy()
-	requeue, err := r.reconcileDNS(ctx, ci)
+	requeue, updated, err := r.reconcileDNS(ctx, ci)
+	if updated && err == nil {
+		return ctrl.Result{RequeueAfter: statusAfterRecords, Priority: &statusPriority}, nil
+	}
 	for _, c := range r.Board.Conditions(req.NamespacedName) {
 		meta.SetStatusCondition(&ci.Status.Conditions, c)
 	}
@@ -83,6 +103,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if perr := r.patchStatus(ctx, ci, before); perr != nil {
 			return ctrl.Result{}, errors.Join(err, perr)
 		}
+	}
+	if t, ok := r.written.Load(req.NamespacedName); ok && ci.Status.LastPublishedTime != nil && !ci.Status.LastPublishedTime.Time.Before(t.(time.Time)) {
+		r.written.CompareAndDelete(req.NamespacedName, t)
 	}
 	return ctrl.Result{RequeueAfter: requeue}, err
 }
@@ -103,20 +126,22 @@ func (r *Reconciler) firstStatusWait(before *v1alpha1.ClusterIngressStatus, ci *
 // ci.Status; with a Verifier, it then checks the answers and says when to look again. Bad
 // configuration ends in a condition and a nil error (nothing to retry until the input changes);
 // none of it touches the records.
-func (r *Reconciler) reconcileDNS(ctx context.Context, ci *v1alpha1.ClusterIngress) (time.Duration, error) {
+// updated says the records of a cluster that holds its domain were just updated, and its status
+// is left to a later reconcile (statusAfterRecords).
+func (r *Reconciler) reconcileDNS(ctx context.Context, ci *v1alpha1.ClusterIngress) (requeue time.Duration, updated bool, err error) {
 	var prev *metav1.Condition
 	if c := meta.FindStatusCondition(ci.Status.Conditions, v1alpha1.ConditionDNSPublished); c != nil {
 		prev = c.DeepCopy()
 	}
-	records, err := r.publish(ctx, ci)
-	if err != nil {
-		return 0, err
+	records, updated, err := r.publish(ctx, ci)
+	if err != nil || updated {
+		return 0, updated, err
 	}
 	ci.Status.DNSVerifiedBy = nil
 	if r.Verifier == nil {
-		return 0, nil
+		return 0, false, nil
 	}
-	return r.verify(ctx, ci, prev, records), nil
+	return r.verify(ctx, ci, prev, records), false, nil
 }
 
 // verify checks published records at the zone's authoritative servers: DNSPublished stays
@@ -151,8 +176,9 @@ func (r *Reconciler) verify(ctx context.Context, ci *v1alpha1.ClusterIngress, pr
 }
 
 // publish is reconcileDNS without verification; it returns the records the DNSEndpoint holds
-// for a cluster that holds its domain.
-func (r *Reconciler) publish(ctx context.Context, ci *v1alpha1.ClusterIngress) ([]dnsrecords.Endpoint, error) {
+// for a cluster that holds its domain, and whether it updated them (a first write, which holds
+// the domain, does not count: its status is written at once).
+func (r *Reconciler) publish(ctx context.Context, ci *v1alpha1.ClusterIngress) ([]dnsrecords.Endpoint, bool, error) {
 	key := client.ObjectKeyFromObject(ci)
 	cluster, engaged := r.Access.Get(key)
 	var blocked *clusteraccess.State
@@ -168,15 +194,15 @@ func (r *Reconciler) publish(ctx context.Context, ci *v1alpha1.ClusterIngress) (
 	domain, problem := RequestedDomain(ci.Spec, r.ServedZones)
 	if problem != nil {
 		setCondition(ci, *problem)
-		return nil, nil
+		return nil, false, nil
 	}
 	holder, err := r.domainHolder(ctx, ci, domain)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	current, err := r.currentEndpoint(ctx, key)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	in := Input{Self: key, Holder: holder, Domain: domain, Spec: ci.Spec, Engaged: engaged, CurrentExists: current != nil,
 		Observed: engaged && cluster.Synced() && state.Phase == clusteraccess.PhaseReachable}
@@ -190,24 +216,25 @@ func (r *Reconciler) publish(ctx context.Context, ci *v1alpha1.ClusterIngress) (
 	if in.Observed {
 		nodes, err := cluster.Nodes(ctx)
 		if err != nil {
-			return nil, clusteraccess.DescribeError("read the user cluster's cache", err)
+			return nil, false, clusteraccess.DescribeError("read the user cluster's cache", err)
 		}
 		if in.Shards, in.Replicas, err = shardInputs(ctx, cluster.Reader(), domain, ci.Shards(), nodes, ci.Status.VIPs); err != nil {
-			return nil, clusteraccess.DescribeError("read the user cluster's cache", err)
+			return nil, false, clusteraccess.DescribeError("read the user cluster's cache", err)
 		}
 	}
 	d := Decide(in)
 	setCondition(ci, d.Published)
 	if !d.Hold {
-		return nil, nil
+		return nil, false, nil
 	}
+	before := ci.Status.Domain // held already when the status says so: an update may defer its status
 	ci.Status.ClusterID, ci.Status.Domain = ci.Spec.ClusterID, domain
 	r.recordPlan(ci, key, d.Plan, in.Replicas)
 	pending := cluster.TakePendingChange()
 	if d.Write {
 		if err := r.write(ctx, ci, current, d.Endpoints); err != nil {
 			setCondition(ci, *published(metav1.ConditionFalse, v1alpha1.ReasonDNSWriteFailed, err.Error()))
-			return nil, err
+			return nil, false, err
 		}
 		log.FromContext(ctx).Info("DNSEndpoint written", "domain", domain, "targets", d.Plan.Targets, "keptLast", d.Plan.KeptLast)
 		now := r.Clock.Now()
@@ -215,6 +242,12 @@ func (r *Reconciler) publish(ctx context.Context, ci *v1alpha1.ClusterIngress) (
 		if !pending.IsZero() {
 			convergence.Observe(now.Sub(pending).Seconds())
 		}
+		if current != nil && ci.Status.Domain == before {
+			r.written.Store(key, now)
+			return d.Endpoints, true, nil
+		}
+	} else if t, ok := r.written.Load(key); ok && (ci.Status.LastPublishedTime == nil || ci.Status.LastPublishedTime.Time.Before(t.(time.Time))) {
+		ci.Status.LastPublishedTime = &metav1.Time{Time: t.(time.Time)} // the deferred status of the last update
 	}
 	if current != nil || d.Write {
 		ci.Status.DNSEndpointRef = ci.Name
@@ -227,9 +260,9 @@ func (r *Reconciler) publish(ctx context.Context, ci *v1alpha1.ClusterIngress) (
 	}
 	setTargets(ci, d.Plan.Targets)
 	if !d.Write && current != nil {
-		return current.Spec.Endpoints, nil
+		return current.Spec.Endpoints, false, nil
 	}
-	return d.Endpoints, nil
+	return d.Endpoints, false, nil
 }
 
 // recordPlan puts the per-shard outcome on status.

@@ -165,7 +165,11 @@ func TestOneWriterForTheBoard(t *testing.T) {
 	user.St = clusteraccess.State{Phase: clusteraccess.PhaseConnecting, Reason: string(clusteraccess.PhaseConnecting), Message: "contacting the API server"}
 	r.Board.Post(key, metav1.Condition{Type: v1alpha1.ConditionSourceAvailable, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonSourcePresent, Message: "here"})
 
-	// Connecting: no status yet, a look again when the grace ends.
+	// Connecting: no status yet, a look again when the grace ends. (Once the cache has the
+	// ClusterIngress: before, a reconcile finds nothing to do.)
+	controllertest.ReconcileUntil(t, r, key, func() (bool, string) {
+		return r.Client.Get(context.Background(), key, &v1alpha1.ClusterIngress{}) == nil, "the cache does not hold the ClusterIngress yet"
+	})
 	res := controllertest.Reconcile(t, r, key, 1)
 	if ci, _ := get(t, seed.Client, key); len(ci.Status.Conditions) != 0 || res.RequeueAfter <= 0 || res.RequeueAfter > firstStatusGrace {
 		t.Fatalf("first status while connecting: %+v, requeue after %s", ci.Status.Conditions, res.RequeueAfter)
@@ -215,4 +219,48 @@ func publishedWith(t *testing.T, c client.Client, key types.NamespacedName, reas
 
 func controllerHas(ci *v1alpha1.ClusterIngress, f string) bool {
 	return slices.Contains(ci.Finalizers, f)
+}
+
+// A node change of a published cluster updates its records at once and its status a second
+// later, in a reconcile queued behind the other changes; the status then says when the records
+// were written. A cluster's first records come with their status (it holds the domain).
+func TestRecordsFirstStatusAfter(t *testing.T) {
+	seed := controllertest.Seed(t)
+	ns := controllertest.Namespace(t, seed.Client)
+	access := clusteraccess.NewFake()
+	clock := clocktesting.NewFakeClock(time.Now().Truncate(time.Second))
+	r := &Reconciler{Client: controllertest.CachedClient(t, seed, AddIndexes), Access: access, ServedZones: []string{"dns.test"}, Clock: clock, Board: cistatus.NewBoard()}
+	key := newCI(t, seed.Client, ns, "first", "first")
+	user := controllertest.UserCluster(access, key, readyNode("n1", "10.0.0.1"))
+	controllertest.ReconcileUntil(t, r, key, func() (bool, string) {
+		ci, ep := get(t, seed.Client, key)
+		return ep != nil && ci.Status.Domain == "first.dns.test", fmt.Sprintf("first write: endpoint %v, domain %q", ep != nil, ci.Status.Domain)
+	})
+	ci, _ := get(t, seed.Client, key)
+	if !slices.Equal(ci.Status.Targets, []string{"10.0.0.1"}) || ci.Status.LastPublishedTime == nil {
+		t.Fatalf("the first records' status: %+v", ci.Status)
+	}
+
+	clock.Step(time.Minute)
+	written := clock.Now()
+	if err := user.Client.Create(context.Background(), readyNode("n2", "10.0.0.2")); err != nil {
+		t.Fatal(err)
+	}
+	res := controllertest.Reconcile(t, r, key, 1)
+	ci, ep := get(t, seed.Client, key)
+	if got := dnsrecords.Targets(ep.Spec.Endpoints); !slices.Equal(got, []string{"10.0.0.1", "10.0.0.2"}) {
+		t.Fatalf("records after the node change: %v", got)
+	}
+	if !slices.Equal(ci.Status.Targets, []string{"10.0.0.1"}) || res.RequeueAfter != statusAfterRecords || res.Priority == nil || *res.Priority >= 0 {
+		t.Fatalf("status written with the records (targets %v) or not queued behind the others (%+v)", ci.Status.Targets, res)
+	}
+	clock.Step(statusAfterRecords)
+	controllertest.ReconcileUntil(t, r, key, func() (bool, string) {
+		ci, _ := get(t, seed.Client, key)
+		return slices.Equal(ci.Status.Targets, []string{"10.0.0.1", "10.0.0.2"}) && ci.Status.LastPublishedTime != nil && ci.Status.LastPublishedTime.Time.Equal(written),
+			fmt.Sprintf("status targets %v, lastPublishedTime %v (records written %v)", ci.Status.Targets, ci.Status.LastPublishedTime, written)
+	})
+	if _, ok := r.written.Load(key); ok {
+		t.Fatal("the deferred write is still remembered after its status was written")
+	}
 }
