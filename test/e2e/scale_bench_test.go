@@ -19,6 +19,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
@@ -448,6 +449,9 @@ func allChange(ctx context.Context, b *testing.B, seed *framework.ControlPlane, 
 	if ready {
 		want = 3
 	}
+	// The DNSEndpoints are watched, from before the changes: polling a thousand of them from the
+	// seed every few milliseconds would load the seed API server the controller writes to.
+	events := watchEndpoints(ctx, b, seed)
 	var mu sync.Mutex
 	written := map[string]time.Time{}
 	done := make(chan struct{})
@@ -462,24 +466,26 @@ func allChange(ctx context.Context, b *testing.B, seed *framework.ControlPlane, 
 		})
 	}()
 	seen := map[string]time.Time{}
-	deadline := time.Now().Add(2 * time.Minute)
+	deadline := time.NewTimer(2 * time.Minute)
+	defer deadline.Stop()
 	for len(seen) < k {
-		var eps dnsrecords.DNSEndpointList
-		must(b, seed.Client.List(ctx, &eps, client.InNamespace("default")))
-		now := time.Now()
-		for _, ep := range eps.Items {
-			var i int
-			if _, err := fmt.Sscanf(ep.Name, "u%d", &i); err != nil || i >= k {
-				continue
-			}
-			if _, ok := seen[ep.Name]; !ok && len(ep.Spec.Endpoints) > 0 && len(ep.Spec.Endpoints[0].Targets) == want {
-				seen[ep.Name] = now
-			}
-		}
-		if time.Now().After(deadline) {
+		var ev watch.Event
+		select {
+		case ev = <-events:
+		case <-deadline.C:
 			b.Fatalf("after 2 min %d of %d DNSEndpoints show the change", len(seen), k)
 		}
-		time.Sleep(5 * time.Millisecond)
+		ep, ok := ev.Object.(*dnsrecords.DNSEndpoint)
+		if !ok {
+			b.Fatalf("watching DNSEndpoints: %v", ev.Object)
+		}
+		var i int
+		if _, err := fmt.Sscanf(ep.Name, "u%d", &i); err != nil || i >= k {
+			continue
+		}
+		if _, ok := seen[ep.Name]; !ok && len(ep.Spec.Endpoints) > 0 && len(ep.Spec.Endpoints[0].Targets) == want {
+			seen[ep.Name] = time.Now()
+		}
 	}
 	<-done
 	out := make([]time.Duration, 0, len(seen))
@@ -488,6 +494,19 @@ func allChange(ctx context.Context, b *testing.B, seed *framework.ControlPlane, 
 		out = append(out, max(0, at.Sub(written[name])))
 	}
 	return out
+}
+
+// watchEndpoints watches the seed's DNSEndpoints in default from now until ctx ends.
+func watchEndpoints(ctx context.Context, b *testing.B, seed *framework.ControlPlane) <-chan watch.Event {
+	wc, err := client.NewWithWatch(seed.Config, client.Options{Scheme: seed.Client.Scheme()})
+	must(b, err)
+	var eps dnsrecords.DNSEndpointList
+	must(b, wc.List(ctx, &eps, client.InNamespace("default")))
+	w, err := wc.Watch(ctx, &dnsrecords.DNSEndpointList{}, client.InNamespace("default"),
+		&client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: eps.ResourceVersion}})
+	must(b, err)
+	b.Cleanup(w.Stop)
+	return w.ResultChan()
 }
 
 // parallel runs f(0..n-1) on 32 workers and fails b with the first error.
@@ -534,23 +553,47 @@ func setReady(ctx context.Context, u *framework.ControlPlane, name string, ready
 
 // waitAllTargets waits until DNSEndpoint u<i> has want(i) targets for every i < n.
 func waitAllTargets(ctx context.Context, b *testing.B, seed *framework.ControlPlane, n int, want func(int) int) {
-	deadline := time.Now().Add(10 * time.Minute)
+	// Watched, not polled: listing a thousand DNSEndpoints every few milliseconds would load the
+	// seed API server the controller is publishing through.
+	wc, err := client.NewWithWatch(seed.Config, client.Options{Scheme: seed.Client.Scheme()})
+	must(b, err)
+	var eps dnsrecords.DNSEndpointList
+	must(b, wc.List(ctx, &eps, client.InNamespace("default")))
+	w, err := wc.Watch(ctx, &dnsrecords.DNSEndpointList{}, client.InNamespace("default"),
+		&client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: eps.ResourceVersion}})
+	must(b, err)
+	defer w.Stop()
+	ok := map[string]bool{}
+	note := func(ep *dnsrecords.DNSEndpoint) {
+		var i int
+		if _, err := fmt.Sscanf(ep.Name, "u%d", &i); err == nil && i < n {
+			ok[ep.Name] = len(ep.Spec.Endpoints) > 0 && len(ep.Spec.Endpoints[0].Targets) == want(i)
+		}
+	}
+	for i := range eps.Items {
+		note(&eps.Items[i])
+	}
+	deadline := time.NewTimer(10 * time.Minute)
+	defer deadline.Stop()
 	for {
-		var eps dnsrecords.DNSEndpointList
-		must(b, seed.Client.List(ctx, &eps, client.InNamespace("default")))
 		done := 0
-		for _, ep := range eps.Items {
-			var i int
-			if _, err := fmt.Sscanf(ep.Name, "u%d", &i); err == nil && i < n && len(ep.Spec.Endpoints) > 0 && len(ep.Spec.Endpoints[0].Targets) == want(i) {
+		for _, v := range ok {
+			if v {
 				done++
 			}
 		}
 		if done == n {
 			return
 		}
-		if time.Now().After(deadline) {
+		select {
+		case ev := <-w.ResultChan():
+			ep, isEP := ev.Object.(*dnsrecords.DNSEndpoint)
+			if !isEP {
+				b.Fatalf("watching DNSEndpoints: %v", ev.Object)
+			}
+			note(ep)
+		case <-deadline.C:
 			b.Fatalf("after 10 min %d of %d clusters published", done, n)
 		}
-		time.Sleep(50 * time.Millisecond)
 	}
 }
