@@ -449,9 +449,8 @@ func allChange(ctx context.Context, b *testing.B, seed *framework.ControlPlane, 
 	if ready {
 		want = 3
 	}
-	// The DNSEndpoints are watched, from before the changes: polling a thousand of them from the
-	// seed every few milliseconds would load the seed API server the controller writes to.
-	events := watchEndpoints(ctx, b, seed)
+	_, events := watchEndpoints(ctx, b, seed) // from before the changes
+
 	var mu sync.Mutex
 	written := map[string]time.Time{}
 	done := make(chan struct{})
@@ -496,8 +495,10 @@ func allChange(ctx context.Context, b *testing.B, seed *framework.ControlPlane, 
 	return out
 }
 
-// watchEndpoints watches the seed's DNSEndpoints in default from now until ctx ends.
-func watchEndpoints(ctx context.Context, b *testing.B, seed *framework.ControlPlane) <-chan watch.Event {
+// watchEndpoints lists the seed's DNSEndpoints in default and watches them from that list until
+// ctx ends. Watched, not polled: listing a thousand of them every few milliseconds would load the
+// seed API server the controller writes through.
+func watchEndpoints(ctx context.Context, b *testing.B, seed *framework.ControlPlane) ([]dnsrecords.DNSEndpoint, <-chan watch.Event) {
 	wc, err := client.NewWithWatch(seed.Config, client.Options{Scheme: seed.Client.Scheme()})
 	must(b, err)
 	var eps dnsrecords.DNSEndpointList
@@ -506,7 +507,7 @@ func watchEndpoints(ctx context.Context, b *testing.B, seed *framework.ControlPl
 		&client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: eps.ResourceVersion}})
 	must(b, err)
 	b.Cleanup(w.Stop)
-	return w.ResultChan()
+	return eps.Items, w.ResultChan()
 }
 
 // parallel runs f(0..n-1) on 32 workers and fails b with the first error.
@@ -553,16 +554,7 @@ func setReady(ctx context.Context, u *framework.ControlPlane, name string, ready
 
 // waitAllTargets waits until DNSEndpoint u<i> has want(i) targets for every i < n.
 func waitAllTargets(ctx context.Context, b *testing.B, seed *framework.ControlPlane, n int, want func(int) int) {
-	// Watched, not polled: listing a thousand DNSEndpoints every few milliseconds would load the
-	// seed API server the controller is publishing through.
-	wc, err := client.NewWithWatch(seed.Config, client.Options{Scheme: seed.Client.Scheme()})
-	must(b, err)
-	var eps dnsrecords.DNSEndpointList
-	must(b, wc.List(ctx, &eps, client.InNamespace("default")))
-	w, err := wc.Watch(ctx, &dnsrecords.DNSEndpointList{}, client.InNamespace("default"),
-		&client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: eps.ResourceVersion}})
-	must(b, err)
-	defer w.Stop()
+	items, events := watchEndpoints(ctx, b, seed)
 	ok := map[string]bool{}
 	note := func(ep *dnsrecords.DNSEndpoint) {
 		var i int
@@ -570,8 +562,8 @@ func waitAllTargets(ctx context.Context, b *testing.B, seed *framework.ControlPl
 			ok[ep.Name] = len(ep.Spec.Endpoints) > 0 && len(ep.Spec.Endpoints[0].Targets) == want(i)
 		}
 	}
-	for i := range eps.Items {
-		note(&eps.Items[i])
+	for i := range items {
+		note(&items[i])
 	}
 	deadline := time.NewTimer(10 * time.Minute)
 	defer deadline.Stop()
@@ -586,7 +578,7 @@ func waitAllTargets(ctx context.Context, b *testing.B, seed *framework.ControlPl
 			return
 		}
 		select {
-		case ev := <-w.ResultChan():
+		case ev := <-events:
 			ep, isEP := ev.Object.(*dnsrecords.DNSEndpoint)
 			if !isEP {
 				b.Fatalf("watching DNSEndpoints: %v", ev.Object)
