@@ -9,6 +9,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -30,7 +31,8 @@ func (c *engaged) installCRDs() (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	cl, err := client.New(withTimeout(c.cfg, c.e.opts.ConnectTimeout), client.Options{Scheme: c.e.opts.Scheme, Mapper: c.e.mapper})
+	cl, err := client.New(withTimeout(c.cfg, c.e.opts.ConnectTimeout), client.Options{HTTPClient: c.httpClient(c.e.opts.ConnectTimeout),
+		Scheme: c.e.opts.Scheme, Mapper: c.e.mapper})
 	if err != nil {
 		return false, err
 	}
@@ -53,11 +55,29 @@ func (c *engaged) installCRDs() (bool, error) {
 		if err != nil {
 			return false, err
 		}
+		if established(u) {
+			continue // the apply's answer says so: no need to ask (the case at every engagement but the first)
+		}
 		if err := waitEstablished(ctx, cl, u.GetName()); err != nil {
 			return false, err
 		}
 	}
 	return true, nil
+}
+
+// established reads the Established condition of a CRD as the server returned it.
+func established(u *unstructured.Unstructured) bool {
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	return runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, crd) == nil && crdEstablished(crd)
+}
+
+func crdEstablished(crd *apiextensionsv1.CustomResourceDefinition) bool {
+	for _, cond := range crd.Status.Conditions {
+		if cond.Type == apiextensionsv1.Established && cond.Status == apiextensionsv1.ConditionTrue {
+			return true
+		}
+	}
+	return false
 }
 
 func waitEstablished(ctx context.Context, cl client.Client, name string) error {
@@ -66,10 +86,8 @@ func waitEstablished(ctx context.Context, cl client.Client, name string) error {
 		if err := cl.Get(ctx, client.ObjectKey{Name: name}, crd); err != nil {
 			return err
 		}
-		for _, cond := range crd.Status.Conditions {
-			if cond.Type == apiextensionsv1.Established && cond.Status == apiextensionsv1.ConditionTrue {
-				return nil
-			}
+		if crdEstablished(crd) {
+			return nil
 		}
 		select {
 		case <-ctx.Done():

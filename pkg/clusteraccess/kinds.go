@@ -35,6 +35,9 @@ type Capabilities struct {
 	AdmissionPolicy bool
 	// Version is the server's major.minor ("v1.37"), parsed, never the server's own text.
 	Version string
+	// StreamingLists: the server knows streaming lists (sendInitialEvents, Kubernetes 1.27+), so
+	// the cache asks for them; whether it serves them (1.32, 1.34+) its first answer tells.
+	StreamingLists bool
 	// CRDs: Shardgate's user-cluster CRDs (RoutedIP, IngressClaim) are installed and established
 	// (Shardgate installs them at first contact; false when its role may not).
 	CRDs bool

@@ -1,6 +1,7 @@
 // Package watchcache is a lean list-and-watch cache for the many user clusters one controller
 // engages: per kind, one goroutine lists, watches, decodes each event inline, keeps the store and
-// calls the kind's handler. client-go's shared informer costs about twelve goroutines per watch
+// calls the kind's handler. Where the server streams lists (Options.StreamingLists), the list and
+// the first watch are one request. client-go's shared informer costs about twelve goroutines per watch
 // (reflector, stream decoder, FIFO, processor, one pair per listener, resync, controller-runtime's
 // stop plumbing) and a ring buffer per listener; at a thousand clusters of twenty watches that is
 // a quarter of a million goroutines (BenchmarkSeedScale). Here a watch costs its own goroutine
@@ -59,6 +60,10 @@ type Kind struct {
 type Options struct {
 	Scheme *runtime.Scheme
 	Mapper meta.RESTMapper
+	// HTTPClient, if set, carries the cache's requests instead of a client of its own built from
+	// the config (to share one connection with the caller's other clients). Its transport should
+	// not ask for compression (see New).
+	HTTPClient *http.Client
 	// OnError is told of every failed list or watch, with the kind's name. The cache retries
 	// by itself (backing off up to 30 s).
 	OnError func(kind string, err error)
@@ -67,6 +72,11 @@ type Options struct {
 	// WatchTimeout: each watch asks the server to end it after a random time between this and
 	// twice this (default 5 min), then watches again from where it was.
 	WatchTimeout time.Duration
+	// StreamingLists: list the watched kinds with streaming lists (a watch that begins with the
+	// current objects, KEP-3157), one request per kind instead of a list and a watch. Set it only
+	// for servers that know the parameter (Kubernetes 1.27+: older ones would ignore it); a server
+	// that refuses (1.33, or the WatchList feature off) is listed and watched from then on.
+	StreamingLists bool
 	// PollInterval: polled kinds are listed again after a random time within 10 % of this
 	// (default 2 min); a failed list is retried backing off as a failed watch is.
 	PollInterval time.Duration
@@ -77,12 +87,14 @@ type Cache struct {
 	opts    Options
 	kinds   map[schema.GroupVersionKind]*informer
 	pending atomic.Int32 // kinds not listed yet
-	once    sync.Once
-	running sync.WaitGroup
+	// streaming: the server is asked for streaming lists (Options.StreamingLists, until it refuses).
+	streaming atomic.Bool
+	once      sync.Once
+	running   sync.WaitGroup
 }
 
 // New builds a cache of kinds served by the API server of cfg. Nothing is requested before Start.
-// Every request goes through cfg's transport (its wrappers included) as JSON.
+// Every request goes through cfg's transport (its wrappers included), or Options.HTTPClient, as JSON.
 func New(cfg *rest.Config, opts Options, kinds []Kind) (*Cache, error) {
 	if opts.WatchTimeout == 0 {
 		opts.WatchTimeout = 5 * time.Minute
@@ -96,9 +108,12 @@ func New(cfg *rest.Config, opts Options, kinds []Kind) (*Cache, error) {
 	// ~43 KB for the life of its stream: twenty watches, most of a megabyte per cluster, to save
 	// bytes on streams that carry a few events an hour.
 	cfg.DisableCompression = true
-	httpClient, err := rest.HTTPClientFor(cfg)
-	if err != nil {
-		return nil, err
+	httpClient := opts.HTTPClient
+	if httpClient == nil {
+		var err error
+		if httpClient, err = rest.HTTPClientFor(cfg); err != nil {
+			return nil, err
+		}
 	}
 	codecs := codecsFor(opts.Scheme)
 	c := &Cache{opts: opts, kinds: map[schema.GroupVersionKind]*informer{}}
@@ -110,6 +125,7 @@ func New(cfg *rest.Config, opts Options, kinds []Kind) (*Cache, error) {
 		c.kinds[in.gvk] = in
 	}
 	c.pending.Store(int32(len(c.kinds)))
+	c.streaming.Store(opts.StreamingLists)
 	return c, nil
 }
 
@@ -151,7 +167,7 @@ func (c *Cache) Start(ctx context.Context) {
 			polled = append(polled, in)
 			continue
 		}
-		c.running.Go(func() { in.run(ctx, c.fail, c.listed) })
+		c.running.Go(func() { in.run(ctx, c.fail, c.listed, &c.streaming) })
 	}
 	if len(polled) > 0 {
 		c.running.Go(func() { c.poll(ctx, polled) })

@@ -99,9 +99,34 @@ func startSynced(ctx context.Context, t *testing.T, c *Cache, synced <-chan stru
 // TestCacheFollowsARealAPIServer: against a real kube-apiserver, the cache lists (initial adds),
 // follows creations, updates and deletions through watches that the server ends every second or
 // two (each resumed where it was), keeps only what the server-side label selector matches, and
-// serves Get and List from its store, copies only. A watch costs at most two goroutines.
+// serves Get and List from its store, copies only. A watch costs at most two goroutines. The
+// same with streaming lists: no list request at all, every kind one watch that begins with its
+// objects; and where the server refuses them (the WatchList feature off, as on Kubernetes 1.33),
+// lists and watches, no error reported.
 func TestCacheFollowsARealAPIServer(t *testing.T) {
-	cp := apiServer(t)
+	for name, tc := range map[string]struct {
+		streaming bool
+		flags     map[string]string
+		lists     bool // list requests expected
+	}{
+		"listed and watched": {lists: true},
+		"streamed lists":     {streaming: true},
+		"streaming refused":  {streaming: true, flags: map[string]string{"feature-gates": "WatchList=false"}, lists: true},
+	} {
+		t.Run(name, func(t *testing.T) { // one at a time: the goroutines are counted
+			followsARealAPIServer(t, tc.streaming, tc.flags, tc.lists)
+		})
+	}
+}
+
+func followsARealAPIServer(t *testing.T, streaming bool, flags map[string]string, lists bool) {
+	if testing.Short() {
+		t.Skip("starts an API server")
+	}
+	if _, err := framework.LocateTools(framework.ToolKubeAPIServer, framework.ToolEtcd); err != nil {
+		t.Skipf("needs a real API server: %v", err)
+	}
+	cp := framework.StartControlPlane(t, "user", framework.ControlPlaneOptions{APIServerFlags: flags})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	api := cp.Client
@@ -129,8 +154,13 @@ func TestCacheFollowsARealAPIServer(t *testing.T) {
 	synced := make(chan struct{})
 	var errs []string
 	var errMu sync.Mutex
+	counts, countMu := map[string]int{}, &sync.Mutex{}
+	cfg := rest.CopyConfig(cp.Config)
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return countingTransport{rt: rt, mu: countMu, counts: counts}
+	})
 	goroutines := runtime.NumGoroutine()
-	c, err := New(cp.Config, Options{Scheme: scheme, Mapper: mapper, WatchTimeout: time.Second,
+	c, err := New(cfg, Options{Scheme: scheme, Mapper: mapper, WatchTimeout: time.Second, StreamingLists: streaming,
 		OnSynced: func() { close(synced) },
 		OnError: func(kind string, err error) {
 			errMu.Lock()
@@ -228,6 +258,11 @@ func TestCacheFollowsARealAPIServer(t *testing.T) {
 	defer errMu.Unlock()
 	if len(errs) > 0 {
 		t.Errorf("errors reported while the server was up: %v", errs)
+	}
+	countMu.Lock()
+	defer countMu.Unlock()
+	if got := counts["list"] > 0; got != lists || counts["watch"] == 0 {
+		t.Errorf("requests %v: lists expected: %v", counts, lists)
 	}
 }
 

@@ -46,8 +46,10 @@ const (
 
 // run lists, then watches from the list's resource version, again and again: a watch the server
 // ended is resumed where it was; one whose resource version is too old (410) lists again; a
-// failure backs off and tries the watch again (or the list, if there was none yet).
-func (in *informer) run(ctx context.Context, fail func(string, error), listed func(*informer)) {
+// failure backs off and tries the watch again (or the list, if there was none yet). Where the
+// server streams lists (streaming, see Options.StreamingLists), the list and the first watch are
+// one request: a watch that starts with the current objects (sendInitialEvents).
+func (in *informer) run(ctx context.Context, fail func(string, error), listed func(*informer), streaming *atomic.Bool) {
 	delay := time.Duration(0)
 	wait := func(err error) bool {
 		if err != nil {
@@ -64,7 +66,20 @@ func (in *informer) run(ctx context.Context, fail func(string, error), listed fu
 		}
 	}
 	for ctx.Err() == nil {
-		rv, err := in.list(ctx)
+		var (
+			rv     string
+			err    error
+			stream *watchStream
+		)
+		if streaming.Load() {
+			rv, stream, err = in.streamList(ctx)
+			if refusesStreaming(err) {
+				streaming.Store(false) // for every kind of this server: list and watch from now on
+				continue
+			}
+		} else {
+			rv, err = in.list(ctx)
+		}
 		if err != nil {
 			if ctx.Err() != nil || !wait(err) {
 				return
@@ -75,11 +90,18 @@ func (in *informer) run(ctx context.Context, fail func(string, error), listed fu
 		listed(in)
 		for ctx.Err() == nil {
 			began := time.Now()
-			next, got, err := in.watch(ctx, rv)
+			if stream == nil {
+				stream, err = in.openWatch(ctx, metav1.ListOptions{ResourceVersion: rv})
+			}
+			got := false
+			if err == nil {
+				rv, got, err = in.follow(ctx, stream, rv)
+				stream.Close()
+			}
+			stream = nil
 			if got {
 				delay = 0
 			}
-			rv = next
 			if err == nil {
 				// The server ended the watch: resume. One that ends at once with nothing in it
 				// (a proxy cutting streams) is resumed after a back-off, never in a tight loop.
@@ -129,6 +151,11 @@ func (in *informer) list(ctx context.Context) (string, error) {
 		}
 		objs = append(objs, o)
 	}
+	return rv, in.replace(objs, rv)
+}
+
+// replace makes objs, listed at rv, the store's content and tells the handler the difference.
+func (in *informer) replace(objs []any, rv string) error {
 	first := !in.synced.Load()
 	before := map[string]any{}
 	if !first {
@@ -138,12 +165,12 @@ func (in *informer) list(ctx context.Context) (string, error) {
 		}
 	}
 	if err := in.store.Replace(objs, rv); err != nil {
-		return "", err
+		return err
 	}
 	in.lastRV.Store(rv)
 	h := in.kind.Handler
 	if h == nil {
-		return rv, nil
+		return nil
 	}
 	for _, o := range objs {
 		k, _ := toolscache.MetaNamespaceKeyFunc(o)
@@ -159,27 +186,111 @@ func (in *informer) list(ctx context.Context) (string, error) {
 	for k, old := range before {
 		h.OnDelete(toolscache.DeletedFinalStateUnknown{Key: k, Obj: old})
 	}
-	return rv, nil
+	return nil
 }
 
-// watch follows changes from rv until the stream ends; it returns the resource version reached,
-// whether any event came, and why it ended (nil: the server ended it).
-func (in *informer) watch(ctx context.Context, rv string) (string, bool, error) {
-	timeout := int64((in.watchTimeout + rand.N(in.watchTimeout)) / time.Second)
-	body, err := in.request(metav1.ListOptions{Watch: true, ResourceVersion: rv, AllowWatchBookmarks: true, TimeoutSeconds: &timeout}).Stream(ctx)
-	if err != nil {
-		return rv, false, err
-	}
-	defer body.Close()
+// watchStream is an open watch: its events, and how to end it.
+type watchStream struct {
+	dec    *restwatch.Decoder
+	body   io.Closer
+	cancel context.CancelFunc
+}
+
+// Close ends the stream.
+func (s *watchStream) Close() {
+	s.cancel()
+	_ = s.body.Close()
+}
+
+// openWatch starts a watch of the kind with opts (bookmarks on; the server ends it after a random
+// time between WatchTimeout and twice that).
+func (in *informer) openWatch(ctx context.Context, opts metav1.ListOptions) (*watchStream, error) {
 	info, ok := runtime.SerializerInfoForMediaType(in.codecs.SupportedMediaTypes(), runtime.ContentTypeJSON)
 	if !ok || info.StreamSerializer == nil {
-		return rv, false, errors.New("no JSON stream decoder")
+		return nil, errors.New("no JSON stream decoder")
+	}
+	timeout := int64((in.watchTimeout + rand.N(in.watchTimeout)) / time.Second)
+	opts.Watch, opts.AllowWatchBookmarks, opts.TimeoutSeconds = true, true, &timeout
+	ctx, cancel := context.WithCancel(ctx)
+	body, err := in.request(opts).Stream(ctx)
+	if err != nil {
+		cancel()
+		return nil, err
 	}
 	dec := restwatch.NewDecoder(streaming.NewDecoder(info.StreamSerializer.NewFrameReader(body), info.StreamSerializer.Serializer),
 		in.codecs.UniversalDeserializer())
+	return &watchStream{dec: dec, body: body, cancel: cancel}, nil
+}
+
+// errInitialEventsUnended: a streaming list whose initial events did not end within the time a
+// list may take (a server or proxy that ignores sendInitialEvents would send them forever).
+var errInitialEventsUnended = errors.New("the streamed list did not end within a minute")
+
+// streamList opens a watch that begins with every current object (sendInitialEvents, the
+// streaming list of KEP-3157, served by Kubernetes 1.32 and 1.34+) and reads it until the
+// bookmark that ends the initial events: the store is replaced with them as after a list, and the
+// stream, at the bookmark's resource version, is returned to be followed as a watch.
+func (in *informer) streamList(ctx context.Context) (string, *watchStream, error) {
+	send := true
+	s, err := in.openWatch(ctx, metav1.ListOptions{SendInitialEvents: &send, ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan})
+	if err != nil {
+		return "", nil, err
+	}
+	timer := time.AfterFunc(time.Minute, s.cancel)
+	fail := func(err error) (string, *watchStream, error) {
+		if !timer.Stop() {
+			err = errInitialEventsUnended
+		}
+		s.Close()
+		return "", nil, err
+	}
+	var objs []any
+	for {
+		typ, obj, err := s.dec.Decode()
+		if err != nil {
+			return fail(err)
+		}
+		switch typ {
+		case watch.Added:
+			o, err := in.trim(obj)
+			if err != nil {
+				return fail(err)
+			}
+			objs = append(objs, o)
+		case watch.Bookmark:
+			m, err := meta.Accessor(obj)
+			if err != nil || m.GetAnnotations()[metav1.InitialEventsAnnotationKey] != "true" {
+				continue
+			}
+			if !timer.Stop() {
+				return fail(errInitialEventsUnended)
+			}
+			rv := m.GetResourceVersion()
+			if err := in.replace(objs, rv); err != nil {
+				s.Close()
+				return "", nil, err
+			}
+			return rv, s, nil
+		case watch.Error:
+			return fail(apierrors.FromObject(obj))
+		default:
+			return fail(fmt.Errorf("unexpected %s event before the end of a streamed list", typ))
+		}
+	}
+}
+
+// refusesStreaming says whether err is a server's (or proxy's) refusal of streaming lists:
+// Kubernetes 1.33 and servers with the WatchList feature off answer 422 Invalid.
+func refusesStreaming(err error) bool {
+	return apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) || errors.Is(err, errInitialEventsUnended)
+}
+
+// follow applies the stream's events from rv until it ends; it returns the resource version
+// reached, whether any event came, and why it ended (nil: the server ended it).
+func (in *informer) follow(ctx context.Context, s *watchStream, rv string) (string, bool, error) {
 	got := false
 	for {
-		typ, obj, err := dec.Decode()
+		typ, obj, err := s.dec.Decode()
 		switch {
 		case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF) && ctx.Err() == nil:
 			return rv, got, nil

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -20,6 +21,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
@@ -37,6 +40,11 @@ import (
 // The user clusters are distinct clusters, each with its own server URL, TLS server name (so its
 // own connection), token, three nodes, namespaces and objects, served 250 to a real
 // kube-apiserver through a framework.ClusterMux (a real API server per cluster costs ~275 MiB).
+// Where publication's time goes: a timeline of the clusters' creation and publication (audit
+// log), the controllers' reconciles and queue waits, CPU-seconds by process; optional CPU
+// profiles of the controller (SHARDGATE_SCALE_CPUPROFILE=file) and of one user API server
+// (SHARDGATE_SCALE_BACKEND_CPUPROFILE=file), and controller flags to try
+// (SHARDGATE_SCALE_CONTROLLER_FLAGS).
 func BenchmarkSeedScale(b *testing.B) {
 	n := 1000
 	if v, err := strconv.Atoi(os.Getenv("SHARDGATE_SCALE_CLUSTERS")); err == nil && v > 0 {
@@ -72,6 +80,8 @@ func scaleRun(b *testing.B, n, dead int) {
 	id := func(i int) string { return fmt.Sprintf("u%d", i) }
 	createProfileB(ctx, b, seed)
 	flags := []string{"--dns-zone=bench.test"}
+	// SHARDGATE_SCALE_CONTROLLER_FLAGS: more flags for the controller, e.g. "--dns-concurrency=16".
+	flags = append(flags, strings.Fields(os.Getenv("SHARDGATE_SCALE_CONTROLLER_FLAGS"))...)
 
 	// The controller's own cost with no cluster, on the same seed.
 	idle := framework.StartController(b, seed, flags...)
@@ -106,23 +116,28 @@ func scaleRun(b *testing.B, n, dead int) {
 	}
 
 	writes0 := seedWrites(ctx, b, seed)
+	cpu0 := processCPU(b)
 	pprofPort, err := framework.FreePort()
 	must(b, err)
 	started := time.Now()
 	ctl := framework.StartController(b, seed, append(flags, fmt.Sprintf("--pprof-bind-address=127.0.0.1:%d", pprofPort))...)
 	profiled := cpuProfile(b, pprofPort, os.Getenv("SHARDGATE_SCALE_CPUPROFILE"))
+	backendProfiled := apiServerProfile(b, env.Users[0], os.Getenv("SHARDGATE_SCALE_BACKEND_CPUPROFILE"))
 	waitAllTargets(ctx, b, seed, n, func(int) int { return 3 })
 	published := time.Since(started)
+	cpuPublish := cpuSpent(cpu0, processCPU(b), published)
 	writesToPublish := seedWrites(ctx, b, seed) - writes0
 	byResource := seedWritesByResource(ctx, b, seed)
 	atPublish := scrape(b, ctl, userHosts)
 	<-profiled
+	<-backendProfiled
 	// The DNSEndpoints come first; the routers' objects in every cluster and their status follow.
 	// Settled: 10 s without a write to either side.
 	settled := settle(ctx, b, ctl, seed, userHosts)
 	settledAfter := time.Since(started)
 	writesToSettle := seedWrites(ctx, b, seed) - writes0
-	toPublish, inAll := writesPerCluster(b, auditLog)
+	audit := auditByCluster(b, auditLog)
+	toPublish, inAll := writesPerCluster(audit)
 	engaged := scrape(b, ctl, userHosts)
 
 	// Steady state: nothing changes for 60 s.
@@ -170,6 +185,9 @@ func scaleRun(b *testing.B, n, dead int) {
 	fmt.Printf("  controller start -> all %d DNSEndpoints published: %s (goal <= 60 s at 1,000), using %.0f CPU-seconds of the controller\n",
 		n, published.Round(100*time.Millisecond), atPublish.cpu)
 	fmt.Printf("    user API requests until then, per cluster: %s\n", perCluster(atPublish, "user", n))
+	fmt.Printf("    %s\n", timeline(audit, started))
+	fmt.Printf("    reconciles until then (mean time, mean wait in the queue): %s\n", reconcileFigures(atPublish))
+	fmt.Printf("    CPU-seconds until then, by process: %s\n", cpuPublish)
 	fmt.Printf("  start -> every controller settled (routers' objects applied in every cluster, status written): %s; writes since publication: %s\n",
 		settledAfter.Round(100*time.Millisecond), settled)
 	fmt.Printf("  seed writes to publish: %.2f per cluster (goal <= 3), %.2f until settled; 409 conflicts from the seed: %.0f\n",
@@ -202,6 +220,9 @@ type controllerFigures struct {
 	rss, heap, goroutines, cpu float64
 	// requests counts the controller's requests by "user|seed method code".
 	requests map[string]float64
+	// reconciles: per controller, "total", "time" (seconds in Reconcile) and "queued" (seconds
+	// its requests waited in the work queue), with "count" of those waits.
+	reconciles map[string]map[string]float64
 }
 
 // sum adds the requests whose key starts with prefix and contains part.
@@ -244,7 +265,13 @@ func perCluster(f controllerFigures, target string, n int) string {
 func scrape(b *testing.B, c *framework.Controller, userHosts map[string]bool) controllerFigures {
 	m, err := c.Metrics()
 	must(b, err)
-	f := controllerFigures{requests: map[string]float64{}}
+	f := controllerFigures{requests: map[string]float64{}, reconciles: map[string]map[string]float64{}}
+	reconciled := func(name, what string, v float64) {
+		if f.reconciles[name] == nil {
+			f.reconciles[name] = map[string]float64{}
+		}
+		f.reconciles[name][what] += v
+	}
 	for _, line := range strings.Split(m, "\n") {
 		fields := strings.Fields(line)
 		if len(fields) < 2 || strings.HasPrefix(line, "#") {
@@ -263,12 +290,16 @@ func scrape(b *testing.B, c *framework.Controller, userHosts map[string]bool) co
 			f.goroutines = v
 		case fields[0] == "process_cpu_seconds_total":
 			f.cpu = v
+		case strings.HasPrefix(line, "controller_runtime_reconcile_total{"):
+			reconciled(label(line, "controller"), "total", v)
+		case strings.HasPrefix(line, "controller_runtime_reconcile_time_seconds_sum{"):
+			reconciled(label(line, "controller"), "time", v)
+		case strings.HasPrefix(line, "workqueue_queue_duration_seconds_sum{"):
+			reconciled(label(line, "name"), "queued", v)
+		case strings.HasPrefix(line, "workqueue_queue_duration_seconds_count{"):
+			reconciled(label(line, "name"), "count", v)
 		case strings.HasPrefix(line, "rest_client_requests_total{"):
-			label := func(name string) string {
-				_, rest, _ := strings.Cut(line, name+`="`)
-				v, _, _ := strings.Cut(rest, `"`)
-				return v
-			}
+			label := func(name string) string { return label(line, name) }
 			target := "seed"
 			if userHosts[label("host")] {
 				target = "user"
@@ -277,6 +308,31 @@ func scrape(b *testing.B, c *framework.Controller, userHosts map[string]bool) co
 		}
 	}
 	return f
+}
+
+// label is the value of a Prometheus label in a metrics line.
+func label(line, name string) string {
+	_, rest, _ := strings.Cut(line, name+`="`)
+	v, _, _ := strings.Cut(rest, `"`)
+	return v
+}
+
+// reconcileFigures says, per controller that reconciled, how many reconciles, their mean time
+// and the mean time a request waited in its queue.
+func reconcileFigures(f controllerFigures) string {
+	var out []string
+	for name, m := range f.reconciles {
+		if m["total"] == 0 {
+			continue
+		}
+		queued := 0.0
+		if m["count"] > 0 {
+			queued = m["queued"] / m["count"]
+		}
+		out = append(out, fmt.Sprintf("%s %.0f (%.0f ms, queued %.0f ms)", name, m["total"], 1000*m["time"]/m["total"], 1000*queued))
+	}
+	slices.Sort(out)
+	return strings.Join(out, ", ")
 }
 
 // settle waits until neither the seed nor a user cluster got a write from the controller for
@@ -300,20 +356,22 @@ func settle(ctx context.Context, b *testing.B, ctl *framework.Controller, seed *
 	return fmt.Sprintf("user %s", delta(first, scrape(b, ctl, userHosts), "user"))
 }
 
-// goroutineTop groups the controller's goroutines by the function that started them and the one
-// they wait in, largest groups first.
-// writesPerCluster reads the seed's audit log (auditPolicy): for every cluster whose DNSEndpoint
-// was created, the successful writes to its ClusterIngress (status included) and DNSEndpoint up to
-// and including that creation, and all of them so far.
-func writesPerCluster(b *testing.B, path string) (toPublish, inAll []int) {
+// clusterAudit is what the seed's audit log says of one cluster's ClusterIngress and DNSEndpoint.
+type clusterAudit struct {
+	// before: successful writes up to and including the DNSEndpoint's creation; all: so far.
+	before, all int
+	// created and published: when its ClusterIngress and its DNSEndpoint were created.
+	created, published time.Time
+}
+
+// auditByCluster reads the seed's audit log (auditPolicy): for every cluster, its successful
+// writes to its ClusterIngress (status included) and DNSEndpoint up to and including the
+// DNSEndpoint's creation and all of them so far, and when both objects were created.
+func auditByCluster(b *testing.B, path string) map[string]*clusterAudit {
 	f, err := os.Open(path)
 	must(b, err)
 	defer f.Close()
-	type count struct {
-		before, all int
-		published   bool
-	}
-	per := map[string]*count{}
+	per := map[string]*clusterAudit{}
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
@@ -325,24 +383,59 @@ func writesPerCluster(b *testing.B, path string) (toPublish, inAll []int) {
 		k := e.ObjectRef.Namespace + "/" + e.ObjectRef.Name
 		c := per[k]
 		if c == nil {
-			c = &count{}
+			c = &clusterAudit{}
 			per[k] = c
 		}
 		c.all++
-		if !c.published {
+		if c.published.IsZero() {
 			c.before++
 		}
-		if e.ObjectRef.Resource == "dnsendpoints" && e.Verb == "create" {
-			c.published = true
+		switch {
+		case e.Verb != "create":
+		case e.ObjectRef.Resource == "dnsendpoints":
+			c.published = e.StageTimestamp
+		default:
+			c.created = e.StageTimestamp
 		}
 	}
 	must(b, sc.Err())
+	return per
+}
+
+// writesPerCluster: of every published cluster, the writes until its DNSEndpoint was created and
+// so far.
+func writesPerCluster(per map[string]*clusterAudit) (toPublish, inAll []int) {
 	for _, c := range per {
-		if c.published {
+		if !c.published.IsZero() {
 			toPublish, inAll = append(toPublish, c.before), append(inAll, c.all)
 		}
 	}
 	return toPublish, inAll
+}
+
+// timeline says when, after start, the clusters' ClusterIngresses and DNSEndpoints were created
+// and how long each cluster took from one to the other (p10, p50, p90, max): whether publication
+// waits on the clusters being created or on reaching them.
+func timeline(per map[string]*clusterAudit, start time.Time) string {
+	var created, published, between []time.Duration
+	for _, c := range per {
+		if c.created.IsZero() || c.published.IsZero() {
+			continue
+		}
+		created = append(created, c.created.Sub(start))
+		published = append(published, c.published.Sub(start))
+		between = append(between, c.published.Sub(c.created))
+	}
+	q := func(d []time.Duration) string {
+		if len(d) == 0 {
+			return "none"
+		}
+		slices.Sort(d)
+		at := func(p int) time.Duration { return d[(len(d)-1)*p/100].Round(100 * time.Millisecond) }
+		return fmt.Sprintf("%s / %s / %s / %s", at(10), at(50), at(90), at(100))
+	}
+	return fmt.Sprintf("ClusterIngress created %s; DNSEndpoint created %s; from one to the other %s (p10 / p50 / p90 / max, %d clusters)",
+		q(created), q(published), q(between), len(between))
 }
 
 // spread is "mean (p50 x, max y)" of counts.
@@ -381,6 +474,35 @@ func cpuProfile(b *testing.B, port int, path string) <-chan struct{} {
 		}
 		if err != nil {
 			b.Errorf("CPU profile: %v", err)
+		}
+	}()
+	return done
+}
+
+// goroutineTop groups the controller's goroutines by the function that started them and the one
+// they wait in, largest groups first.
+// apiServerProfile writes a 60 s CPU profile of the user API server cp (which serves a quarter of
+// the clusters) to path, from now (path "": none); the channel closes when it is written.
+func apiServerProfile(b *testing.B, cp *framework.ControlPlane, path string) <-chan struct{} {
+	done := make(chan struct{})
+	if path == "" {
+		close(done)
+		return done
+	}
+	go func() {
+		defer close(done)
+		cfg := rest.CopyConfig(cp.Config)
+		cfg.Timeout = 2 * time.Minute
+		cs, err := kubernetes.NewForConfig(cfg)
+		if err == nil {
+			var raw []byte
+			raw, err = cs.Discovery().RESTClient().Get().AbsPath("/debug/pprof/profile").Param("seconds", "60").DoRaw(context.Background())
+			if err == nil {
+				err = os.WriteFile(path, raw, 0o644)
+			}
+		}
+		if err != nil {
+			b.Errorf("API server CPU profile: %v", err)
 		}
 	}()
 	return done
@@ -588,4 +710,91 @@ func waitAllTargets(ctx context.Context, b *testing.B, seed *framework.ControlPl
 			b.Fatalf("after 10 min %d of %d clusters published", done, n)
 		}
 	}
+}
+
+// cpuSample is the CPU time (clock ticks) of every process by pid and of the whole machine.
+type cpuSample struct {
+	procs       map[int]procCPU
+	busy, total int64
+}
+
+type procCPU struct {
+	group string
+	ticks int64
+}
+
+// processCPU reads /proc: each process's user+system time, grouped by what it is in the harness
+// (the seed's kube-apiserver is the one writing an audit log; this process serves the cluster
+// muxes), and the machine's busy and total time.
+func processCPU(b *testing.B) cpuSample {
+	s := cpuSample{procs: map[int]procCPU{}}
+	raw, err := os.ReadFile("/proc/stat")
+	must(b, err)
+	line, _, _ := strings.Cut(string(raw), "\n")
+	for i, f := range strings.Fields(line)[1:] {
+		if i >= 8 { // guest time is counted in user time already
+			break
+		}
+		v, _ := strconv.ParseInt(f, 10, 64)
+		s.total += v
+		if i != 3 && i != 4 { // idle, iowait
+			s.busy += v
+		}
+	}
+	entries, err := os.ReadDir("/proc")
+	must(b, err)
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		open, end := strings.IndexByte(string(stat), '('), strings.LastIndexByte(string(stat), ')')
+		if open < 0 || end < open {
+			continue
+		}
+		comm, rest := string(stat[open+1:end]), strings.Fields(string(stat[end+1:]))
+		if len(rest) < 13 {
+			continue
+		}
+		utime, _ := strconv.ParseInt(rest[11], 10, 64)
+		stime, _ := strconv.ParseInt(rest[12], 10, 64)
+		group := "other"
+		switch {
+		case pid == os.Getpid():
+			group = "bench and cluster muxes"
+		case comm == "kube-apiserver":
+			cmdline, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+			group = "user kube-apiservers"
+			if strings.Contains(string(cmdline), "audit-log-path") {
+				group = "seed kube-apiserver"
+			}
+		case comm == "etcd", comm == "seed-controller":
+			group = comm
+		}
+		s.procs[pid] = procCPU{group: group, ticks: utime + stime}
+	}
+	return s
+}
+
+// cpuSpent says how many CPU-seconds each group of processes used between two samples (a process
+// started meanwhile counts from zero) and how busy the machine was over wall.
+func cpuSpent(before, after cpuSample, wall time.Duration) string {
+	const hz = 100 // USER_HZ on Linux
+	by := map[string]float64{}
+	for pid, p := range after.procs {
+		by[p.group] += float64(p.ticks-before.procs[pid].ticks) / hz
+	}
+	var parts []string
+	for g, v := range by {
+		if v >= 0.5 {
+			parts = append(parts, fmt.Sprintf("%s %.0f", g, v))
+		}
+	}
+	slices.Sort(parts)
+	cores := float64(after.busy-before.busy) / hz / wall.Seconds()
+	return fmt.Sprintf("%s; machine busy %.2f of %d cores", strings.Join(parts, ", "), cores, runtime.NumCPU())
 }

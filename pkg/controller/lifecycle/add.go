@@ -79,7 +79,10 @@ func Add(mgr ctrl.Manager, cfg Config) error {
 	b := ctrl.NewControllerManagedBy(mgr).Named("clusteringress").
 		WithOptions(controller.Options{MaxConcurrentReconciles: cfg.Concurrency}).
 		For(&v1alpha1.ClusterIngress{}, builder.WithPredicates(predicates.MetadataOrSpecChanged)).
-		Watches(&v1alpha1.IngressProfile{}, handler.EnqueueRequestsFromMapFunc(allSources(mgr.GetClient(), cfg.ClusterAPI, cfg.Kubermatic, len(nss) > 0)))
+		// A profile's spec, creation and deletion decide; its status (matchingClusters, written
+		// every few seconds while clusters come) does not, and each write would wake every cluster.
+		Watches(&v1alpha1.IngressProfile{}, handler.EnqueueRequestsFromMapFunc(allSources(mgr.GetClient(), cfg.ClusterAPI, cfg.Kubermatic, len(nss) > 0)),
+			builder.WithPredicates(predicates.MetadataOrSpecChanged))
 	if len(nss) > 0 { // no namespaces listed: no Secret is ever watched (an empty list would mean all)
 		b = b.Watches(&corev1.Secret{}, &handler.EnqueueRequestForObject{}, builder.WithPredicates(HasLabel(v1alpha1.KubeconfigSecretLabel)))
 	}
