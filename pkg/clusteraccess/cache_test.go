@@ -17,17 +17,24 @@ import (
 	"github.com/shardgate/shardgate/test/framework"
 )
 
-// TestCacheListsEveryManagedKind builds the user-cluster cache as an engagement does, against a
-// real API server, and lists every managed kind the way pruning does (in its cached namespace,
-// by Shardgate's label): a kind the cache cannot list would leave removed objects behind.
-func TestCacheListsEveryManagedKind(t *testing.T) {
+// userAPIServer starts a real kube-apiserver as the user cluster of a test (skipped in -short runs
+// and without the tools).
+func userAPIServer(t *testing.T) *framework.ControlPlane {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("starts an API server")
 	}
 	if _, err := framework.LocateTools(framework.ToolKubeAPIServer, framework.ToolEtcd); err != nil {
 		t.Skipf("needs a real API server: %v", err)
 	}
-	cp := framework.StartControlPlane(t, "user", framework.ControlPlaneOptions{})
+	return framework.StartControlPlane(t, "user", framework.ControlPlaneOptions{})
+}
+
+// TestCacheListsEveryManagedKind builds the user-cluster cache as an engagement does, against a
+// real API server, and lists every managed kind the way pruning does (in its cached namespace,
+// by Shardgate's label): a kind the cache cannot list would leave removed objects behind.
+func TestCacheListsEveryManagedKind(t *testing.T) {
+	cp := userAPIServer(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	scheme := UserClusterScheme()

@@ -25,13 +25,7 @@ import (
 // thousand handshakes, not five thousand (on both sides: the user clusters' API servers do the
 // other half of every handshake).
 func TestOneConnectionPerCluster(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts an API server")
-	}
-	if _, err := framework.LocateTools(framework.ToolKubeAPIServer, framework.ToolEtcd); err != nil {
-		t.Skipf("needs a real API server: %v", err)
-	}
-	cp := framework.StartControlPlane(t, "user", framework.ControlPlaneOptions{})
+	cp := userAPIServer(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 

@@ -71,8 +71,9 @@ func eventually(t *testing.T, what string, cond func() bool) {
 	t.Fatalf("not within 20 s: %s", what)
 }
 
-// apiServer starts a real kube-apiserver for the test (skipped in -short runs and without the tools).
-func apiServer(t *testing.T) *framework.ControlPlane {
+// apiServer starts a real kube-apiserver with flags for the test (skipped in -short runs and
+// without the tools).
+func apiServer(t *testing.T, flags map[string]string) *framework.ControlPlane {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("starts an API server")
@@ -80,7 +81,7 @@ func apiServer(t *testing.T) *framework.ControlPlane {
 	if _, err := framework.LocateTools(framework.ToolKubeAPIServer, framework.ToolEtcd); err != nil {
 		t.Skipf("needs a real API server: %v", err)
 	}
-	return framework.StartControlPlane(t, "user", framework.ControlPlaneOptions{})
+	return framework.StartControlPlane(t, "user", framework.ControlPlaneOptions{APIServerFlags: flags})
 }
 
 // startSynced starts c and waits for synced (closed by its OnSynced); the returned func stops it.
@@ -120,13 +121,7 @@ func TestCacheFollowsARealAPIServer(t *testing.T) {
 }
 
 func followsARealAPIServer(t *testing.T, streaming bool, flags map[string]string, lists bool) {
-	if testing.Short() {
-		t.Skip("starts an API server")
-	}
-	if _, err := framework.LocateTools(framework.ToolKubeAPIServer, framework.ToolEtcd); err != nil {
-		t.Skipf("needs a real API server: %v", err)
-	}
-	cp := framework.StartControlPlane(t, "user", framework.ControlPlaneOptions{APIServerFlags: flags})
+	cp := apiServer(t, flags)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	api := cp.Client
@@ -289,7 +284,7 @@ func (c countingTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 // next list; the caller's own writes (Remember, Forget) are read back at once, without a request
 // and without waking the handler; an object the kind's selector excludes is not remembered.
 func TestPolledKindIsListedNotWatched(t *testing.T) {
-	cp := apiServer(t)
+	cp := apiServer(t, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	api := cp.Client

@@ -455,6 +455,33 @@ func spread(v []int) string {
 // channel closes when it is written. For where publication spends its time:
 // SHARDGATE_SCALE_CPUPROFILE=/tmp/publish.pprof, then go tool pprof -top bin/… /tmp/publish.pprof.
 func cpuProfile(b *testing.B, port int, path string) <-chan struct{} {
+	return profileTo(b, path, func() ([]byte, error) {
+		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/profile?seconds=60", port))
+		if err != nil {
+			return nil, err
+		}
+		defer resp.Body.Close()
+		return io.ReadAll(resp.Body)
+	})
+}
+
+// apiServerProfile writes a 60 s CPU profile of the user API server cp (which serves a quarter of
+// the clusters) to path, from now (path "": none); the channel closes when it is written.
+func apiServerProfile(b *testing.B, cp *framework.ControlPlane, path string) <-chan struct{} {
+	return profileTo(b, path, func() ([]byte, error) {
+		cfg := rest.CopyConfig(cp.Config)
+		cfg.Timeout = 2 * time.Minute
+		cs, err := kubernetes.NewForConfig(cfg)
+		if err != nil {
+			return nil, err
+		}
+		return cs.Discovery().RESTClient().Get().AbsPath("/debug/pprof/profile").Param("seconds", "60").DoRaw(context.Background())
+	})
+}
+
+// profileTo writes what fetch returns to path in the background (path "": nothing); the channel
+// closes when it is done.
+func profileTo(b *testing.B, path string, fetch func() ([]byte, error)) <-chan struct{} {
 	done := make(chan struct{})
 	if path == "" {
 		close(done)
@@ -462,18 +489,12 @@ func cpuProfile(b *testing.B, port int, path string) <-chan struct{} {
 	}
 	go func() {
 		defer close(done)
-		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/profile?seconds=60", port))
-		if err != nil {
-			b.Errorf("CPU profile: %v", err)
-			return
-		}
-		defer resp.Body.Close()
-		raw, err := io.ReadAll(resp.Body)
+		raw, err := fetch()
 		if err == nil {
 			err = os.WriteFile(path, raw, 0o644)
 		}
 		if err != nil {
-			b.Errorf("CPU profile: %v", err)
+			b.Errorf("CPU profile for %s: %v", path, err)
 		}
 	}()
 	return done
@@ -481,33 +502,6 @@ func cpuProfile(b *testing.B, port int, path string) <-chan struct{} {
 
 // goroutineTop groups the controller's goroutines by the function that started them and the one
 // they wait in, largest groups first.
-// apiServerProfile writes a 60 s CPU profile of the user API server cp (which serves a quarter of
-// the clusters) to path, from now (path "": none); the channel closes when it is written.
-func apiServerProfile(b *testing.B, cp *framework.ControlPlane, path string) <-chan struct{} {
-	done := make(chan struct{})
-	if path == "" {
-		close(done)
-		return done
-	}
-	go func() {
-		defer close(done)
-		cfg := rest.CopyConfig(cp.Config)
-		cfg.Timeout = 2 * time.Minute
-		cs, err := kubernetes.NewForConfig(cfg)
-		if err == nil {
-			var raw []byte
-			raw, err = cs.Discovery().RESTClient().Get().AbsPath("/debug/pprof/profile").Param("seconds", "60").DoRaw(context.Background())
-			if err == nil {
-				err = os.WriteFile(path, raw, 0o644)
-			}
-		}
-		if err != nil {
-			b.Errorf("API server CPU profile: %v", err)
-		}
-	}()
-	return done
-}
-
 func goroutineTop(b *testing.B, port, top int) string {
 	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/goroutine?debug=1", port))
 	must(b, err)
