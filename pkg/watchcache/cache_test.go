@@ -243,8 +243,9 @@ func followsARealAPIServer(t *testing.T, streaming bool, flags map[string]string
 	}
 
 	// Two kinds: at most two goroutines each (the cache's and the HTTP/2 stream's) and the
-	// connection's reader.
-	if n := runtime.NumGoroutine() - goroutines; n > 2*2+1 {
+	// connections' readers: one, or two when the first requests of a fresh transport race to dial
+	// (net/http keeps both; seen under CI load with the refused streaming list's extra round trip).
+	if n := runtime.NumGoroutine() - goroutines; n > 2*2+2 {
 		t.Errorf("%d goroutines for two watches", n)
 	}
 	stop()
