@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -43,7 +45,8 @@ import (
 // Where publication's time goes: a timeline of the clusters' creation and publication (audit
 // log), the controllers' reconciles and queue waits, CPU-seconds by process; optional CPU
 // profiles of the controller (SHARDGATE_SCALE_CPUPROFILE=file) and of one user API server
-// (SHARDGATE_SCALE_BACKEND_CPUPROFILE=file), and controller flags to try
+// (SHARDGATE_SCALE_BACKEND_CPUPROFILE=file) and of this process, the cluster muxes
+// (SHARDGATE_SCALE_HARNESS_CPUPROFILE=file), and controller flags to try
 // (SHARDGATE_SCALE_CONTROLLER_FLAGS).
 func BenchmarkSeedScale(b *testing.B) {
 	n := 1000
@@ -123,6 +126,7 @@ func scaleRun(b *testing.B, n, dead int) {
 	ctl := framework.StartController(b, seed, append(flags, fmt.Sprintf("--pprof-bind-address=127.0.0.1:%d", pprofPort))...)
 	profiled := cpuProfile(b, pprofPort, os.Getenv("SHARDGATE_SCALE_CPUPROFILE"))
 	backendProfiled := apiServerProfile(b, env.Users[0], os.Getenv("SHARDGATE_SCALE_BACKEND_CPUPROFILE"))
+	harnessProfiled := harnessProfile(b, os.Getenv("SHARDGATE_SCALE_HARNESS_CPUPROFILE"))
 	waitAllTargets(ctx, b, seed, n, func(int) int { return 3 })
 	published := time.Since(started)
 	cpuPublish := cpuSpent(cpu0, processCPU(b), published)
@@ -131,6 +135,7 @@ func scaleRun(b *testing.B, n, dead int) {
 	atPublish := scrape(b, ctl, userHosts)
 	<-profiled
 	<-backendProfiled
+	<-harnessProfiled
 	// The DNSEndpoints come first; the routers' objects in every cluster and their status follow.
 	// Settled: 10 s without a write to either side.
 	settled := settle(ctx, b, ctl, seed, userHosts)
@@ -476,6 +481,20 @@ func apiServerProfile(b *testing.B, cp *framework.ControlPlane, path string) <-c
 			return nil, err
 		}
 		return cs.Discovery().RESTClient().Get().AbsPath("/debug/pprof/profile").Param("seconds", "60").DoRaw(context.Background())
+	})
+}
+
+// harnessProfile writes a 60 s CPU profile of this process (the bench and the cluster muxes) to
+// path, from now (path "": none); the channel closes when it is written.
+func harnessProfile(b *testing.B, path string) <-chan struct{} {
+	return profileTo(b, path, func() ([]byte, error) {
+		var buf bytes.Buffer
+		if err := pprof.StartCPUProfile(&buf); err != nil {
+			return nil, err
+		}
+		time.Sleep(time.Minute)
+		pprof.StopCPUProfile()
+		return buf.Bytes(), nil
 	})
 }
 
