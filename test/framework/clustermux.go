@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"encoding/json"
 	"fmt"
+	"hash/fnv"
 	"io"
 	"net"
 	"net/http"
@@ -47,7 +48,9 @@ type ClusterMux struct {
 	caPEM   []byte
 	srv     *http.Server
 	addr    string
-	proxy   http.RoundTripper
+	// proxies reach the backend, each over its own connection; a cluster always uses the same
+	// one (proxyFor).
+	proxies []http.RoundTripper
 	base    *url.URL
 
 	mu     sync.Mutex
@@ -77,9 +80,23 @@ func StartClusterMux(t testing.TB, backend *ControlPlane) *ClusterMux {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rt, err := rest.TransportFor(backend.Config)
+	// Each cluster keeps twelve watches open: 250 clusters on one connection would be 3,000
+	// streams, over kube-apiserver's limit per connection (1,000). Clusters are spread over
+	// backendConns connections of one each: Go's HTTP client otherwise dials a connection for
+	// every request that finds none yet and keeps only one, so a thousand clusters engaged at
+	// once made ~2,400 TLS handshakes to the backends (CPU the user clusters would not cost).
+	tlsConfig, err := rest.TLSConfigFor(backend.Config)
 	if err != nil {
 		t.Fatal(err)
+	}
+	var proxies []http.RoundTripper
+	for range backendConns {
+		one := &http.Transport{TLSClientConfig: tlsConfig.Clone(), ForceAttemptHTTP2: true, MaxConnsPerHost: 1}
+		rt, err := rest.HTTPWrappersForConfig(backend.Config, one)
+		if err != nil {
+			t.Fatal(err)
+		}
+		proxies = append(proxies, rt)
 	}
 	base, err := url.Parse(backend.Config.Host)
 	if err != nil {
@@ -89,11 +106,22 @@ func StartClusterMux(t testing.TB, backend *ControlPlane) *ClusterMux {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := &ClusterMux{Backend: backend, caPEM: ca.pem, addr: l.Addr().String(), proxy: rt, base: base, tokens: map[string]string{}}
+	m := &ClusterMux{Backend: backend, caPEM: ca.pem, addr: l.Addr().String(), proxies: proxies, base: base, tokens: map[string]string{}}
 	m.srv = &http.Server{Handler: m, TLSConfig: &tls.Config{Certificates: []tls.Certificate{cert}, NextProtos: []string{"h2", "http/1.1"}}}
 	go func() { _ = m.srv.ServeTLS(l, "", "") }()
 	t.Cleanup(func() { _ = m.srv.Close() })
 	return m
+}
+
+// backendConns is how many connections a mux keeps to its backend: 250 clusters of twelve
+// watches each fit with room to spare.
+const backendConns = 16
+
+// proxyFor is the backend connection cluster id's requests take.
+func (m *ClusterMux) proxyFor(id string) http.RoundTripper {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(id))
+	return m.proxies[h.Sum32()%uint32(len(m.proxies))]
 }
 
 // systemNamespaces are the namespaces every cluster has from its start.
@@ -202,7 +230,7 @@ func (m *ClusterMux) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		out.Body, out.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
 		out.Header.Set("Content-Length", strconv.Itoa(len(body)))
 	}
-	resp, err := m.proxy.RoundTrip(out)
+	resp, err := m.proxyFor(id).RoundTrip(out)
 	if err != nil {
 		http.Error(w, "backend: "+err.Error(), http.StatusBadGateway)
 		return

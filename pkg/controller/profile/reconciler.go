@@ -36,8 +36,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.Client.Get(ctx, req.NamespacedName, p); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	// Read only, to count: no copy of every ClusterIngress out of the cache (at 1,000 clusters
+	// created at once this list ran ~400 times, 400,000 deep copies).
 	cis := &v1alpha1.ClusterIngressList{}
-	if err := r.Client.List(ctx, cis); err != nil {
+	if err := r.Client.List(ctx, cis, client.UnsafeDisableDeepCopy); err != nil {
 		return ctrl.Result{}, err
 	}
 	before := p.DeepCopy()
