@@ -10,11 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
@@ -126,26 +124,8 @@ rules:
 	}
 	engage := func() {
 		t.Helper()
-		e, err := NewEngager(Options{Log: logr.Discard()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer e.Stop()
-		key := types.NamespacedName{Namespace: "default", Name: "c1"}
-		if err := e.Engage(key, kc); err != nil {
-			t.Fatal(err)
-		}
-		for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
-			if c, ok := e.Get(key); ok && c.Observable() {
-				if !c.Capabilities().CRDs {
-					t.Fatal("the CRDs are not installed")
-				}
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatal("not observable within a minute")
-			}
-		}
+		e, _ := engageObservable(t, kc)
+		e.Stop()
 	}
 	// writes counts Shardgate's successful CRD writes in the audit log, by CRD name.
 	writes := func() map[string]int {

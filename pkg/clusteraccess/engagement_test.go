@@ -65,29 +65,9 @@ func TestOneConnectionPerCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := NewEngager(Options{Log: logr.Discard()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	e, cl := engageObservable(t, kc)
 	defer e.Stop()
 	key := types.NamespacedName{Namespace: "default", Name: "c1"}
-	if err := e.Engage(key, kc); err != nil {
-		t.Fatal(err)
-	}
-	var cl Cluster
-	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
-		c, ok := e.Get(key)
-		if ok && c.Observable() {
-			cl = c
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("not observable within a minute: %+v", c.State())
-		}
-	}
-	if !cl.Capabilities().CRDs {
-		t.Fatal("the CRDs were not installed")
-	}
 	if _, err := cl.Identity(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -107,4 +87,33 @@ func TestOneConnectionPerCluster(t *testing.T) {
 	}
 	e.Stop()
 	l.Close()
+}
+
+// engageObservable engages the cluster of kubeconfig kc as default/c1 and waits until it is
+// observable with Shardgate's CRDs installed; the caller stops the Engager.
+func engageObservable(t *testing.T, kc []byte) (*Engager, Cluster) {
+	t.Helper()
+	e, err := NewEngager(Options{Log: logr.Discard()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := types.NamespacedName{Namespace: "default", Name: "c1"}
+	if err := e.Engage(key, kc); err != nil {
+		e.Stop()
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
+		c, ok := e.Get(key)
+		if ok && c.Observable() {
+			if !c.Capabilities().CRDs {
+				e.Stop()
+				t.Fatal("the CRDs were not installed")
+			}
+			return e, c
+		}
+		if time.Now().After(deadline) {
+			e.Stop()
+			t.Fatalf("not observable within a minute: %+v", c.State())
+		}
+	}
 }
