@@ -21,13 +21,19 @@ import (
 // and without the tools).
 func userAPIServer(t *testing.T) *framework.ControlPlane {
 	t.Helper()
+	return userAPIServerWithFlags(t, nil)
+}
+
+// userAPIServerWithFlags is userAPIServer with these kube-apiserver flags.
+func userAPIServerWithFlags(t *testing.T, flags map[string]string) *framework.ControlPlane {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("starts an API server")
 	}
 	if _, err := framework.LocateTools(framework.ToolKubeAPIServer, framework.ToolEtcd); err != nil {
 		t.Skipf("needs a real API server: %v", err)
 	}
-	return framework.StartControlPlane(t, "user", framework.ControlPlaneOptions{})
+	return framework.StartControlPlane(t, "user", framework.ControlPlaneOptions{APIServerFlags: flags})
 }
 
 // TestCacheListsEveryManagedKind builds the user-cluster cache as an engagement does, against a

@@ -96,12 +96,6 @@ func TestCRDUpToDate(t *testing.T) {
 // log, the writes of Shardgate's CRDs: the first engagement applies them, the second only reads
 // them, and after someone else edits one, the third applies that one again and undoes the edit.
 func TestCRDsAppliedOnlyWhenNeeded(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts an API server")
-	}
-	if _, err := framework.LocateTools(framework.ToolKubeAPIServer, framework.ToolEtcd); err != nil {
-		t.Skipf("needs a real API server: %v", err)
-	}
 	dir := framework.TestDir(t)
 	policy, auditLog := filepath.Join(dir, "audit-policy.yaml"), filepath.Join(dir, "audit.log")
 	if err := os.WriteFile(policy, []byte(`apiVersion: audit.k8s.io/v1
@@ -116,8 +110,7 @@ rules:
 `), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cp := framework.StartControlPlane(t, "user", framework.ControlPlaneOptions{APIServerFlags: map[string]string{
-		"audit-policy-file": policy, "audit-log-path": auditLog, "audit-log-format": "json"}})
+	cp := userAPIServerWithFlags(t, map[string]string{"audit-policy-file": policy, "audit-log-path": auditLog, "audit-log-format": "json"})
 	kc, err := framework.KubeconfigFromConfig(cp.Config, "user")
 	if err != nil {
 		t.Fatal(err)
