@@ -57,10 +57,19 @@ tls:
 
 // traefikTLSArgs turn on TLS for every route on the websecure entry point with the default
 // store, read from the mounted configuration and reloaded when kubelet updates it.
+//
+// The file provider watches the mount's directory, not the configuration file: kubelet updates a
+// projected volume by writing the new files into a new hidden directory and switching the
+// `..data` symlink to it, and Traefik's watch of one file (which follows the symlink to the file
+// in the hidden directory) fires when that directory is removed at the first update and never
+// again, so the second renewal never reached the routers. The directory's own watch sees every
+// switch. Traefik also reads kubelet's hidden copy of the configuration (it descends into
+// subdirectories), which is the same file: it logs that the store is "already configured,
+// skipping" at each reload, and that is all.
 func traefikTLSArgs(in *TLSInput) []string {
 	args := []string{
 		"--entryPoints.websecure.http.tls=true",
-		"--providers.file.filename=" + tlsMountPath + "/" + tlsConfigFile,
+		"--providers.file.directory=" + tlsMountPath,
 		"--providers.file.watch=true",
 	}
 	if in.RedirectHTTP {

@@ -34,7 +34,7 @@ func TestTraefikTLS(t *testing.T) {
 		d := renderTLS(t, v1alpha1.ShardSpec{Name: "edge", Publishing: p}, &TLSInput{RedirectHTTP: true})
 		pod := d.Spec.Template.Spec
 		args := pod.Containers[0].Args
-		for _, want := range []string{"--entryPoints.websecure.http.tls=true", "--providers.file.filename=/etc/shardgate/tls/dynamic.yaml",
+		for _, want := range []string{"--entryPoints.websecure.http.tls=true", "--providers.file.directory=/etc/shardgate/tls",
 			"--providers.file.watch=true", "--entryPoints.web.http.redirections.entryPoint.to=:443"} {
 			if !slices.Contains(args, want) {
 				t.Errorf("%s: no %s in %v", p, want, args)

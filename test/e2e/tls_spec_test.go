@@ -126,23 +126,29 @@ func TLSSpec(ctx context.Context, t *testing.T, inputGetter func() TLSSpecInput)
 		return // the rest builds on a served certificate
 	}
 
-	t.Run("a renewal reaches the routers without a failed request", func(t *testing.T) {
-		before := servedSerial()
-		stop := loopTLSClient(ctx, in.DNS, in.Fabric, "app.t1."+zone, roots)
-		start := time.Now()
-		renew(ctx, t, seed, client.ObjectKey{Namespace: k.Namespace, Name: certs.CertificateName(k.Name)})
-		eventually(ctx, t, 4*time.Minute, func() (bool, string) {
-			s := servedSerial()
-			return s != "" && s != before, fmt.Sprintf("routers still serve %s", s)
-		})
-		took := time.Since(start)
-		time.Sleep(2 * time.Second)
-		n, failed := stop()
-		t.Logf("renewal: new serial served %s after the trigger; client: %d HTTPS requests, %d failed", took.Round(100*time.Millisecond), n, failed)
-		if n < 20 || failed > 0 {
-			t.Fatalf("%d of %d HTTPS requests failed across the renewal", failed, n)
+	// Twice: kubelet swaps a projected volume's files for new ones (a symlink switch), and a router
+	// that watched only its configuration file saw the first swap and none after it.
+	for i := 1; i <= 2; i++ {
+		if !t.Run(fmt.Sprintf("renewal %d reaches the routers without a failed request", i), func(t *testing.T) {
+			before := servedSerial()
+			stop := loopTLSClient(ctx, in.DNS, in.Fabric, "app.t1."+zone, roots)
+			start := time.Now()
+			renew(ctx, t, seed, client.ObjectKey{Namespace: k.Namespace, Name: certs.CertificateName(k.Name)})
+			eventually(ctx, t, 4*time.Minute, func() (bool, string) {
+				s := servedSerial()
+				return s != "" && s != before, fmt.Sprintf("routers still serve %s (%s)", s, renewalStages(ctx, seed, u, k))
+			})
+			took := time.Since(start)
+			time.Sleep(2 * time.Second)
+			n, failed := stop()
+			t.Logf("renewal %d: new serial served %s after the trigger; client: %d HTTPS requests, %d failed", i, took.Round(100*time.Millisecond), n, failed)
+			if n < 20 || failed > 0 {
+				t.Fatalf("%d of %d HTTPS requests failed across the renewal", failed, n)
+			}
+		}) {
+			break
 		}
-	})
+	}
 
 	t.Run("a shard added joins the certificate", func(t *testing.T) {
 		p := &v1alpha1.IngressProfile{}
@@ -246,6 +252,29 @@ func renew(ctx context.Context, t *testing.T, seed *framework.ControlPlane, k cl
 		cmapi.CertificateCondition{Type: cmapi.CertificateConditionIssuing, Status: cmmeta.ConditionTrue, Reason: "ManuallyTriggered",
 			Message: "Certificate re-issuance manually triggered", LastTransitionTime: &now})
 	must(t, seed.Client.Status().Update(ctx, c))
+}
+
+// renewalStages says how far a new certificate got on its way to the routers: the serial of the
+// seed's issued Secret, of status.certificate, and of the routers' Secret in the user cluster.
+func renewalStages(ctx context.Context, seed, user *framework.ControlPlane, k client.ObjectKey) string {
+	serial := func(c client.Client, key client.ObjectKey) string {
+		s := &corev1.Secret{}
+		if err := c.Get(ctx, key, s); err != nil {
+			return err.Error()
+		}
+		kp, err := certs.ParseKeyPair(s.Data)
+		if err != nil {
+			return err.Error()
+		}
+		return kp.Serial()
+	}
+	status := "none"
+	if ci := (&v1alpha1.ClusterIngress{}); seed.Client.Get(ctx, k, ci) == nil && ci.Status.Certificate != nil {
+		status = ci.Status.Certificate.SerialNumber
+	}
+	return fmt.Sprintf("issued %s, status %s, user cluster %s",
+		serial(seed.Client, client.ObjectKey{Namespace: k.Namespace, Name: certs.CertificateName(k.Name)}), status,
+		serial(user.Client, client.ObjectKey{Namespace: names.Namespace, Name: names.TLSSecretName}))
 }
 
 // loopTLSClient sends verified HTTPS requests for host (resolved through BIND each time) every

@@ -24,18 +24,24 @@ import (
 type Board struct {
 	mu    sync.Mutex
 	conds map[types.NamespacedName][]metav1.Condition
+	// posts counts every Post; last is the count at key's latest one (for ForgetUnlessPostedSince).
+	posts uint64
+	last  map[types.NamespacedName]uint64
 	wake  chan event.GenericEvent
 }
 
 // NewBoard returns an empty board.
 func NewBoard() *Board {
-	return &Board{conds: map[types.NamespacedName][]metav1.Condition{}, wake: make(chan event.GenericEvent, 4096)}
+	return &Board{conds: map[types.NamespacedName][]metav1.Condition{}, last: map[types.NamespacedName]uint64{},
+		wake: make(chan event.GenericEvent, 4096)}
 }
 
 // Post records conds (without their transition times: the writer sets those) as key's latest,
 // and wakes the writer when one of them differs from what was posted before.
 func (b *Board) Post(key types.NamespacedName, conds ...metav1.Condition) {
 	b.mu.Lock()
+	b.posts++
+	b.last[key] = b.posts
 	changed := false
 	cur := b.conds[key]
 	for _, c := range conds {
@@ -81,6 +87,27 @@ func (b *Board) Forget(key types.NamespacedName) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	delete(b.conds, key)
+	delete(b.last, key)
+}
+
+// Mark is a point in the board's history, for ForgetUnlessPostedSince.
+func (b *Board) Mark() uint64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.posts
+}
+
+// ForgetUnlessPostedSince drops what was posted for key unless something was posted for it after
+// mark. For a reader whose cache says key is gone: a post made while it was reading is about an
+// object the cache does not hold yet (created a moment ago), not one that is gone.
+func (b *Board) ForgetUnlessPostedSince(key types.NamespacedName, mark uint64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.last[key] > mark {
+		return
+	}
+	delete(b.conds, key)
+	delete(b.last, key)
 }
 
 // Source wakes the writer (the DNS controller) for every ClusterIngress whose posted conditions

@@ -67,9 +67,13 @@ const firstStatusGrace = 30 * time.Second
 // with the conditions the other controllers posted to the board and the Ready they add up to.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	ci := &v1alpha1.ClusterIngress{}
+	mark := r.Board.Mark()
 	if err := r.Client.Get(ctx, req.NamespacedName, ci); err != nil {
 		if apierrors.IsNotFound(err) {
-			r.Board.Forget(req.NamespacedName)
+			// Gone, or not in this cache yet: a controller that posts for a new ClusterIngress
+			// posts again when its own cache (this one) has it, so only what was posted since
+			// this read began must stay.
+			r.Board.ForgetUnlessPostedSince(req.NamespacedName, mark)
 			r.written.Delete(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)

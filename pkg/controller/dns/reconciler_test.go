@@ -161,15 +161,22 @@ func TestOneWriterForTheBoard(t *testing.T) {
 	clock := clocktesting.NewFakeClock(time.Now())
 	r := &Reconciler{Client: controllertest.CachedClient(t, seed, AddIndexes), Access: access, ServedZones: []string{"dns.test"}, Clock: clock, Board: cistatus.NewBoard()}
 	key := newCI(t, seed.Client, ns, "board", "board")
+	// The grace counts from the creation the API server stamped, which is later than the clock's
+	// start by however long the cache took to start.
+	created, _ := get(t, seed.Client, key)
+	clock.SetTime(created.CreationTimestamp.Time)
 	user := controllertest.UserCluster(access, key, readyNode("n1", "10.0.0.1"))
 	user.St = clusteraccess.State{Phase: clusteraccess.PhaseConnecting, Reason: string(clusteraccess.PhaseConnecting), Message: "contacting the API server"}
-	r.Board.Post(key, metav1.Condition{Type: v1alpha1.ConditionSourceAvailable, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonSourcePresent, Message: "here"})
+	source := metav1.Condition{Type: v1alpha1.ConditionSourceAvailable, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonSourcePresent, Message: "here"}
+	r.Board.Post(key, source)
 
 	// Connecting: no status yet, a look again when the grace ends. (Once the cache has the
-	// ClusterIngress: before, a reconcile finds nothing to do.)
+	// ClusterIngress: before, a reconcile finds nothing to do and forgets what was posted, which
+	// the lifecycle controller posts again when its cache, the same, has the ClusterIngress.)
 	controllertest.ReconcileUntil(t, r, key, func() (bool, string) {
 		return r.Client.Get(context.Background(), key, &v1alpha1.ClusterIngress{}) == nil, "the cache does not hold the ClusterIngress yet"
 	})
+	r.Board.Post(key, source)
 	res := controllertest.Reconcile(t, r, key, 1)
 	if ci, _ := get(t, seed.Client, key); len(ci.Status.Conditions) != 0 || res.RequeueAfter <= 0 || res.RequeueAfter > firstStatusGrace {
 		t.Fatalf("first status while connecting: %+v, requeue after %s", ci.Status.Conditions, res.RequeueAfter)
