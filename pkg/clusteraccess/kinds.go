@@ -91,6 +91,9 @@ func RouteKinds() []client.Object {
 // RoutedIPKinds are cached whole where Shardgate's CRDs are installed: every RoutedIP is a
 // request to place, and EndpointSlices (trimmed to where their endpoints run, TrimEndpointSlice)
 // say which nodes serve each RoutedIP's Service; every IngressClaim asks for a dedicated shard.
+// EndpointSlices are watched on demand, from the first time a cluster's RoutedIPs need them:
+// they change with every pod that comes or goes in the user cluster, and most clusters have no
+// RoutedIP.
 func RoutedIPKinds(caps Capabilities) []client.Object {
 	if !caps.CRDs {
 		return nil
@@ -135,7 +138,7 @@ func cacheKinds(caps Capabilities, handler func(client.Object) toolscache.Resour
 	for _, k := range RoutedIPKinds(caps) {
 		kind := watchcache.Kind{Object: k, Handler: handler(k)}
 		if _, slice := k.(*discoveryv1.EndpointSlice); slice {
-			kind.Transform = TrimEndpointSlice
+			kind.Transform, kind.OnDemand = TrimEndpointSlice, true
 		}
 		kinds = append(kinds, kind)
 	}

@@ -54,6 +54,11 @@ type Kind struct {
 	// changed between two lists. For kinds whose change only needs repairing in a while (objects
 	// only the caller writes), at no goroutine or stream of their own.
 	Polled bool
+	// OnDemand: watched from the first read of the kind on, not from Start; that read waits for
+	// the kind's first list (up to onDemandWait). For kinds that only some clusters' decisions
+	// read, so the others hold no stream for them (and hear none of their changes). Synced and
+	// OnSynced do not wait for it.
+	OnDemand bool
 }
 
 // Options configure a Cache.
@@ -86,11 +91,16 @@ type Options struct {
 type Cache struct {
 	opts    Options
 	kinds   map[schema.GroupVersionKind]*informer
-	pending atomic.Int32 // kinds not listed yet
+	pending atomic.Int32 // kinds not listed yet (on-demand ones excepted)
 	// streaming: the server is asked for streaming lists (Options.StreamingLists, until it refuses).
 	streaming atomic.Bool
 	once      sync.Once
 	running   sync.WaitGroup
+	// ctx is Start's, for the on-demand kinds started later; ended says it is done (no kind
+	// starts after that: running's count may be zero and Wait under way).
+	mu    sync.Mutex
+	ctx   context.Context
+	ended bool
 }
 
 // New builds a cache of kinds served by the API server of cfg. Nothing is requested before Start.
@@ -124,7 +134,11 @@ func New(cfg *rest.Config, opts Options, kinds []Kind) (*Cache, error) {
 		}
 		c.kinds[in.gvk] = in
 	}
-	c.pending.Store(int32(len(c.kinds)))
+	for _, in := range c.kinds {
+		if !in.kind.OnDemand {
+			c.pending.Add(1)
+		}
+	}
 	c.streaming.Store(opts.StreamingLists)
 	return c, nil
 }
@@ -154,23 +168,69 @@ func newInformer(cfg *rest.Config, httpClient *http.Client, codecs serializer.Co
 		return nil, err
 	}
 	return &informer{kind: k, gvk: gvk, mapping: mapping, rc: rc, codecs: codecs, scheme: opts.Scheme,
-		param: runtime.NewParameterCodec(opts.Scheme), watchTimeout: opts.WatchTimeout,
+		param: runtime.NewParameterCodec(opts.Scheme), watchTimeout: opts.WatchTimeout, listedOnce: make(chan struct{}),
 		store: toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, toolscache.Indexers{toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc})}, nil
 }
 
 // Start lists and watches every watched kind until ctx ends, one goroutine each, and polls the
-// polled kinds from one more; it returns at once.
+// polled kinds from one more; on-demand kinds start at their first read. It returns at once.
 func (c *Cache) Start(ctx context.Context) {
+	c.mu.Lock()
+	c.ctx = ctx
+	c.mu.Unlock()
+	// Counted while ctx lasts, so that an on-demand kind starting meanwhile never adds to a
+	// WaitGroup whose Wait may have begun.
+	c.running.Add(1)
+	context.AfterFunc(ctx, func() {
+		c.mu.Lock()
+		c.ended = true
+		c.mu.Unlock()
+		c.running.Done()
+	})
 	var polled []*informer
 	for _, in := range c.kinds {
-		if in.kind.Polled {
+		switch {
+		case in.kind.OnDemand:
+		case in.kind.Polled:
 			polled = append(polled, in)
-			continue
+		default:
+			c.running.Go(func() { in.run(ctx, c.fail, c.listed, &c.streaming) })
 		}
-		c.running.Go(func() { in.run(ctx, c.fail, c.listed, &c.streaming) })
 	}
 	if len(polled) > 0 {
 		c.running.Go(func() { c.poll(ctx, polled) })
+	}
+}
+
+// onDemandWait bounds how long a read waits for an on-demand kind's first list: a server that
+// does not answer fails the read (the caller tries again later) instead of holding its worker.
+const onDemandWait = 10 * time.Second
+
+// ready starts an on-demand kind at its first read and waits for its first list.
+func (c *Cache) ready(ctx context.Context, in *informer) error {
+	if !in.kind.OnDemand || in.synced.Load() {
+		return nil
+	}
+	c.mu.Lock()
+	switch {
+	case c.ctx == nil || c.ended:
+		c.mu.Unlock()
+		return fmt.Errorf("the cache is not running: %s not listed", in.gvk.Kind)
+	case !in.started:
+		in.started = true
+		cctx := c.ctx
+		c.running.Go(func() { in.run(cctx, c.fail, c.listed, &c.streaming) })
+	}
+	c.mu.Unlock()
+	t := time.NewTimer(onDemandWait)
+	defer t.Stop()
+	select {
+	case <-in.listedOnce:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return fmt.Errorf("%s not listed yet", in.gvk.Kind)
 	}
 }
 
@@ -185,7 +245,11 @@ func (c *Cache) fail(kind string, err error) {
 
 // listed is called by each kind after each successful list.
 func (c *Cache) listed(in *informer) {
-	if in.synced.CompareAndSwap(false, true) && c.pending.Add(-1) == 0 {
+	if !in.synced.CompareAndSwap(false, true) {
+		return
+	}
+	close(in.listedOnce)
+	if !in.kind.OnDemand && c.pending.Add(-1) == 0 {
 		c.once.Do(func() {
 			if c.opts.OnSynced != nil {
 				c.opts.OnSynced()

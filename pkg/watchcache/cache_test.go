@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"path"
 	"runtime"
 	"slices"
 	"sync"
@@ -262,7 +263,8 @@ func followsARealAPIServer(t *testing.T, streaming bool, flags map[string]string
 	}
 }
 
-// countingTransport counts the requests that pass, as "list" or "watch".
+// countingTransport counts the requests that pass, as "list" or "watch", and as that followed by
+// the resource ("list configmaps").
 type countingTransport struct {
 	rt     http.RoundTripper
 	mu     *sync.Mutex
@@ -276,6 +278,7 @@ func (c countingTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 	}
 	c.mu.Lock()
 	c.counts[what]++
+	c.counts[what+" "+path.Base(req.URL.Path)]++
 	c.mu.Unlock()
 	return c.rt.RoundTrip(req)
 }
@@ -390,4 +393,87 @@ func TestPolledKindIsListedNotWatched(t *testing.T) {
 			t.Fatalf("requests: %v, want lists and no watch", counts)
 		}
 	})
+}
+
+// TestOnDemandKindStartsAtItsFirstRead: an on-demand kind is neither listed nor watched until
+// it is first read (the cache is synced without it); that read waits for its list and sees what
+// the server holds, and from then on it is watched like the others. A cache that is not running
+// refuses the read instead of starting anything.
+func TestOnDemandKindStartsAtItsFirstRead(t *testing.T) {
+	cp := apiServer(t, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	api := cp.Client
+	cm := func(name string) *corev1.ConfigMap {
+		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name}, Data: map[string]string{"v": "1"}}
+	}
+	if err := api.Create(ctx, cm("before")); err != nil {
+		t.Fatal(err)
+	}
+	mapper := meta.NewDefaultRESTMapper(nil)
+	mapper.Add(corev1.SchemeGroupVersion.WithKind("ConfigMap"), meta.RESTScopeNamespace)
+	mapper.Add(corev1.SchemeGroupVersion.WithKind("Namespace"), meta.RESTScopeRoot)
+	counts, mu := map[string]int{}, &sync.Mutex{}
+	requests := func(what string) int {
+		mu.Lock()
+		defer mu.Unlock()
+		return counts[what]
+	}
+	cfg := rest.CopyConfig(cp.Config)
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return countingTransport{rt: rt, mu: mu, counts: counts} })
+	newCache := func(rec *recorder, onSynced func()) *Cache {
+		c, err := New(cfg, Options{Scheme: clientgoscheme.Scheme, Mapper: mapper, OnSynced: onSynced,
+			OnError: func(kind string, err error) { t.Errorf("%s: %v", kind, err) }},
+			[]Kind{{Object: &corev1.Namespace{}}, {Object: &corev1.ConfigMap{}, Handler: rec.handler(), OnDemand: true}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+
+	var idle recorder
+	if err := newCache(&idle, nil).List(ctx, &corev1.ConfigMapList{}); err == nil || requests("list configmaps")+requests("watch configmaps") != 0 {
+		t.Fatalf("a cache not started read an on-demand kind: %v, requests %v", err, counts)
+	}
+
+	var rec recorder
+	synced := make(chan struct{})
+	c := newCache(&rec, func() { close(synced) })
+	stop := startSynced(ctx, t, c, synced)
+	defer func() { stop(); c.Wait() }()
+	rec.mu.Lock()
+	heard := len(rec.events)
+	rec.mu.Unlock()
+	if !c.Synced() || requests("list configmaps")+requests("watch configmaps") != 0 || heard != 0 {
+		t.Fatalf("synced %v before any read, requests %v, events %v: want synced without the on-demand kind", c.Synced(), counts, rec.events)
+	}
+
+	list := &corev1.ConfigMapList{}
+	if err := c.List(ctx, list, client.InNamespace("default")); err != nil {
+		t.Fatal(err)
+	}
+	if names := itemNames(list); !slices.Contains(names, "before") {
+		t.Fatalf("first read: %v, want the ConfigMap the server held", names)
+	}
+	if !rec.has("initial default/before") {
+		t.Fatalf("handler after the first read: %v", rec.events)
+	}
+	if err := api.Create(ctx, cm("after")); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the creation after the first read", func() bool { return rec.has("add default/after") })
+	if err := c.Get(ctx, client.ObjectKey{Namespace: "default", Name: "after"}, &corev1.ConfigMap{}); err != nil {
+		t.Fatal(err)
+	}
+	if n := requests("list configmaps") + requests("watch configmaps"); n < 1 {
+		t.Fatalf("requests %v: the on-demand kind was never requested", counts)
+	}
+}
+
+func itemNames(l *corev1.ConfigMapList) []string {
+	var out []string
+	for _, i := range l.Items {
+		out = append(out, i.Name)
+	}
+	return out
 }

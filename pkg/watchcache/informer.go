@@ -34,7 +34,9 @@ type informer struct {
 	watchTimeout time.Duration
 	store        toolscache.Indexer
 	synced       atomic.Bool
-	lastRV       atomic.Value // string: the resource version the store is at
+	listedOnce   chan struct{} // closed at the first list
+	started      bool          // an on-demand kind's goroutine runs (Cache.mu)
+	lastRV       atomic.Value  // string: the resource version the store is at
 }
 
 // Backoff after a failed list or watch: doubling from 800 ms to 30 s, jittered, reset by a

@@ -19,7 +19,7 @@ var _ client.Reader = &Cache{}
 
 // Get copies the stored object named key into obj; NotFound when there is none. A kind the
 // cache does not hold is an error, never a request.
-func (c *Cache) Get(_ context.Context, key client.ObjectKey, obj client.Object, _ ...client.GetOption) error {
+func (c *Cache) Get(ctx context.Context, key client.ObjectKey, obj client.Object, _ ...client.GetOption) error {
 	gvk, err := apiutil.GVKForObject(obj, c.opts.Scheme)
 	if err != nil {
 		return err
@@ -27,6 +27,9 @@ func (c *Cache) Get(_ context.Context, key client.ObjectKey, obj client.Object, 
 	in, ok := c.kinds[gvk]
 	if !ok {
 		return fmt.Errorf("the cache does not hold %s", gvk.Kind)
+	}
+	if err := c.ready(ctx, in); err != nil {
+		return err
 	}
 	k := key.Name
 	if key.Namespace != "" {
@@ -54,7 +57,7 @@ func (c *Cache) Get(_ context.Context, key client.ObjectKey, obj client.Object, 
 
 // List copies the stored objects of the list's kind into list, in one namespace when asked, and
 // those matching a label selector when given. Field selectors are refused.
-func (c *Cache) List(_ context.Context, list client.ObjectList, opts ...client.ListOption) error {
+func (c *Cache) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
 	var lo client.ListOptions
 	lo.ApplyOptions(opts)
 	if lo.FieldSelector != nil && !lo.FieldSelector.Empty() {
@@ -68,6 +71,9 @@ func (c *Cache) List(_ context.Context, list client.ObjectList, opts ...client.L
 	in, ok := c.kinds[gvk]
 	if !ok {
 		return fmt.Errorf("the cache does not hold %s", gvk.Kind)
+	}
+	if err := c.ready(ctx, in); err != nil {
+		return err
 	}
 	var items []any
 	if lo.Namespace != "" {

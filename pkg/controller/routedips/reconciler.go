@@ -158,11 +158,16 @@ func (r *Reconciler) gather(ctx context.Context, ci *v1alpha1.ClusterIngress, cl
 	if g.nodes, err = cluster.Nodes(ctx); err != nil {
 		return nil, clusteraccess.DescribeError("read the user cluster's nodes", err)
 	}
-	eps := &discoveryv1.EndpointSliceList{}
-	if err := cluster.Reader().List(ctx, eps); err != nil {
-		return nil, clusteraccess.DescribeError("read the user cluster's EndpointSlices", err)
+	// EndpointSlices say where a RoutedIP's Service runs; a cluster without RoutedIPs needs none,
+	// and its cache then never watches them (they are read on demand: every pod's coming and
+	// going in the user cluster changes one).
+	if len(g.claims) > 0 {
+		eps := &discoveryv1.EndpointSliceList{}
+		if err := cluster.Reader().List(ctx, eps); err != nil {
+			return nil, clusteraccess.DescribeError("read the user cluster's EndpointSlices", err)
+		}
+		g.slices = eps.Items
 	}
-	g.slices = eps.Items
 	classes := &v1alpha1.ClusterRoutedIPClassList{}
 	if err := r.Client.List(ctx, classes); err != nil {
 		return nil, err

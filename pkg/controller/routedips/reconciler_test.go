@@ -18,6 +18,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
 	"github.com/shardgate/shardgate/pkg/clusteraccess"
@@ -163,6 +164,44 @@ func jobs(t *testing.T, c client.Client, ns string) []batchv1.Job {
 	l := &batchv1.JobList{}
 	must(t, c.List(context.Background(), l, client.InNamespace(ns)))
 	return l.Items
+}
+
+// TestEndpointSlicesReadOnlyForRoutedIPs: a cluster without RoutedIPs is decided without reading
+// its EndpointSlices (its cache then never watches them: they are watched on demand); once a
+// RoutedIP appears, they are read.
+func TestEndpointSlicesReadOnlyForRoutedIPs(t *testing.T) {
+	ctx := context.Background()
+	seed := controllertest.Seed(t)
+	ns := controllertest.Namespace(t, seed.Client)
+	ci := &v1alpha1.ClusterIngress{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "plain"}, Spec: v1alpha1.ClusterIngressSpec{
+		ClusterRef: v1alpha1.ClusterReference{Kind: v1alpha1.SourceKindSecret, Name: "plain"}, Profile: "p", ClusterID: "plain",
+		DNS: v1alpha1.ResolveDNS(v1alpha1.DNSSettings{Zone: "z.test"}, ""), Shards: v1alpha1.ResolveShards(nil)}}
+	must(t, seed.Client.Create(ctx, ci))
+	key := client.ObjectKeyFromObject(ci)
+	now := time.Now()
+	access := clusteraccess.NewFake()
+	u := controllertest.UserCluster(access, key, node("n1", now), routerSlice("n1"))
+	u.Caps.CRDs = true
+	var sliceLists int
+	u.Client = interceptor.NewClient(u.Client.(client.WithWatch), interceptor.Funcs{
+		List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+			if _, ok := list.(*discoveryv1.EndpointSliceList); ok {
+				sliceLists++
+			}
+			return c.List(ctx, list, opts...)
+		}})
+	r := &Reconciler{Client: seed.Client, APIReader: seed.Client, Access: access, JobNamespace: ns, Clock: clocktesting.NewFakePassiveClock(now), Recorder: events.NewFakeRecorder(100)}
+
+	controllertest.Reconcile(t, r, key, 2)
+	if sliceLists != 0 {
+		t.Fatalf("EndpointSlices read %d times for a cluster without RoutedIPs", sliceLists)
+	}
+	must(t, u.Client.Create(ctx, &v1alpha1.RoutedIP{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "mine"},
+		Spec: v1alpha1.RoutedIPSpec{ClassName: "none", Address: "198.51.100.7", ServiceRef: v1alpha1.ServiceReference{Name: "svc"}}}))
+	controllertest.Reconcile(t, r, key, 1)
+	if sliceLists == 0 {
+		t.Fatal("EndpointSlices not read once a RoutedIP asks for an address")
+	}
 }
 
 func assertTainted(t *testing.T, u *clusteraccess.FakeCluster, want ...string) {
