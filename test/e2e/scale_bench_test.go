@@ -734,6 +734,9 @@ func waitAllTargets(ctx context.Context, b *testing.B, seed *framework.ControlPl
 type cpuSample struct {
 	procs       map[int]procCPU
 	busy, total int64
+	// steal: time the hypervisor gave this VM's CPUs to others (part of busy), which makes the
+	// same work take longer from one run, or one day, to the next.
+	steal int64
 }
 
 type procCPU struct {
@@ -757,6 +760,9 @@ func processCPU(b *testing.B) cpuSample {
 		s.total += v
 		if i != 3 && i != 4 { // idle, iowait
 			s.busy += v
+		}
+		if i == 7 {
+			s.steal = v
 		}
 	}
 	entries, err := os.ReadDir("/proc")
@@ -814,5 +820,6 @@ func cpuSpent(before, after cpuSample, wall time.Duration) string {
 	}
 	slices.Sort(parts)
 	cores := float64(after.busy-before.busy) / hz / wall.Seconds()
-	return fmt.Sprintf("%s; machine busy %.2f of %d cores", strings.Join(parts, ", "), cores, runtime.NumCPU())
+	stolen := float64(after.steal-before.steal) / hz / wall.Seconds()
+	return fmt.Sprintf("%s; machine busy %.2f of %d cores (%.2f of them stolen by the hypervisor)", strings.Join(parts, ", "), cores, runtime.NumCPU(), stolen)
 }
