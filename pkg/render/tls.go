@@ -60,10 +60,11 @@ tls:
 //
 // The file provider watches the mount's directory, not the configuration file: kubelet updates a
 // projected volume by writing the new files into a new hidden directory and switching the
-// `..data` symlink to it, and Traefik's watch of one file (which follows the symlink to the file
-// in the hidden directory) fires when that directory is removed at the first update and never
-// again, so the second renewal never reached the routers. The directory's own watch sees every
-// switch. Traefik also reads kubelet's hidden copy of the configuration (it descends into
+// `..data` symlink to it. Traefik's watch of one file (which follows the symlink into the hidden
+// directory) fires when that directory is removed at the first update and is gone after it; from
+// then on only kubelet's fsGroup pass, which comes before the switch, woke it, so a renewal
+// reached the routers only when Traefik happened to read after the switch. In directory mode
+// the `..data` switch itself, and the old directory's removal, wake it at every update. Traefik also reads kubelet's hidden copy of the configuration (it descends into
 // subdirectories), which is the same file: it logs that the store is "already configured,
 // skipping" at each reload, and that is all.
 func traefikTLSArgs(in *TLSInput) []string {

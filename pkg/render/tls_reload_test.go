@@ -56,7 +56,7 @@ func TestRoutersReloadEveryKubeletUpdate(t *testing.T) {
 		t.Fatal(err)
 	}
 	port := fmt.Sprint(p)
-	args := []string{"--entryPoints.websecure.address=127.0.0.1:" + port, "--ping=false", "--log.level=DEBUG"}
+	args := []string{"--entryPoints.websecure.address=127.0.0.1:" + port, "--log.level=DEBUG"}
 	for _, a := range traefikTLSArgs(&TLSInput{}) {
 		args = append(args, strings.ReplaceAll(a, tlsMountPath, mount))
 	}
