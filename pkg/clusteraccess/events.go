@@ -23,6 +23,9 @@ type Change uint8
 const (
 	// ChangeNodes is a node added, removed, or changed in what DNS reads from it.
 	ChangeNodes Change = 1 << iota
+	// ChangeNodeLabels is a node added, removed, or relabelled: what shards' nodeSelectors match.
+	// A readiness flip is not one, so a hundred nodes going NotReady do not re-run every shard.
+	ChangeNodeLabels
 	// ChangeManaged is any change to an object Shardgate manages (router pods included).
 	ChangeManaged
 	// ChangeRoutes is any change to an Ingress, a Namespace or an IngressClass.
@@ -99,17 +102,22 @@ func changeOf(obj client.Object) Change {
 }
 
 func (e *Engager) nodeHandler(c *engaged) toolscache.ResourceEventHandler {
-	changed := func() { e.changed(c, ChangeNodes) }
+	// A node added or removed changes what every node subscriber decides from.
+	const addedOrRemoved = ChangeNodes | ChangeNodeLabels
 	return toolscache.ResourceEventHandlerFuncs{
-		AddFunc: func(any) { changed() },
+		AddFunc: func(any) { e.changed(c, addedOrRemoved) },
 		UpdateFunc: func(oldObj, newObj any) {
 			o, ok1 := oldObj.(*corev1.Node)
 			n, ok2 := newObj.(*corev1.Node)
-			if !ok1 || !ok2 || nodeChanged(o, n) {
-				changed()
+			what := addedOrRemoved
+			if ok1 && ok2 {
+				what = nodeChange(o, n)
+			}
+			if what != 0 {
+				e.changed(c, what)
 			}
 		},
-		DeleteFunc: func(any) { changed() },
+		DeleteFunc: func(any) { e.changed(c, addedOrRemoved) },
 	}
 }
 

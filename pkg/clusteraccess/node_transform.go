@@ -1,6 +1,8 @@
 package clusteraccess
 
 import (
+	"maps"
+	"slices"
 	"unique"
 
 	corev1 "k8s.io/api/core/v1"
@@ -55,30 +57,19 @@ func internLabels(in map[string]string) map[string]string {
 	return out
 }
 
-// nodeChanged reports whether a trimmed node changed in anything Shardgate decides from. Kubelet
-// heartbeats change only fields TrimNode drops, so they cause no reconcile.
-func nodeChanged(a, b *corev1.Node) bool {
+// nodeChange says what an update of a trimmed node changed of what Shardgate decides from: 0
+// for kubelet heartbeats (they change only fields TrimNode drops), ChangeNodes for anything DNS
+// reads, with ChangeNodeLabels when the labels changed (what shards' nodeSelectors match).
+func nodeChange(a, b *corev1.Node) Change {
+	if !maps.Equal(a.Labels, b.Labels) {
+		return ChangeNodes | ChangeNodeLabels
+	}
 	if a.Spec.Unschedulable != b.Spec.Unschedulable || (a.DeletionTimestamp == nil) != (b.DeletionTimestamp == nil) ||
-		len(a.Labels) != len(b.Labels) || len(a.Spec.Taints) != len(b.Spec.Taints) ||
-		len(a.Status.Addresses) != len(b.Status.Addresses) || readyStatus(a) != readyStatus(b) {
-		return true
+		!slices.Equal(a.Status.Addresses, b.Status.Addresses) || readyStatus(a) != readyStatus(b) ||
+		!slices.EqualFunc(a.Spec.Taints, b.Spec.Taints, func(x, y corev1.Taint) bool { return x.Key == y.Key && x.Effect == y.Effect && x.Value == y.Value }) {
+		return ChangeNodes
 	}
-	for k, v := range a.Labels {
-		if b.Labels[k] != v {
-			return true
-		}
-	}
-	for i := range a.Spec.Taints {
-		if a.Spec.Taints[i].Key != b.Spec.Taints[i].Key || a.Spec.Taints[i].Effect != b.Spec.Taints[i].Effect || a.Spec.Taints[i].Value != b.Spec.Taints[i].Value {
-			return true
-		}
-	}
-	for i := range a.Status.Addresses {
-		if a.Status.Addresses[i] != b.Status.Addresses[i] {
-			return true
-		}
-	}
-	return false
+	return 0
 }
 
 func readyStatus(n *corev1.Node) corev1.ConditionStatus {

@@ -73,28 +73,39 @@ func TestTrimNodeKeepsWhatDecisionsNeed(t *testing.T) {
 	}
 }
 
-func TestNodeChanged(t *testing.T) {
+func TestNodeChange(t *testing.T) {
 	base, _ := TrimNode(realisticNode(1))
 	a := base.(*corev1.Node)
 	heartbeat := realisticNode(1)
 	heartbeat.Status.Conditions[3].LastHeartbeatTime = metav1.Now()
 	hb, _ := TrimNode(heartbeat)
-	if nodeChanged(a, hb.(*corev1.Node)) {
-		t.Fatal("a heartbeat counts as a change")
+	if got := nodeChange(a, hb.(*corev1.Node)); got != 0 {
+		t.Fatalf("a heartbeat counts as a change: %b", got)
 	}
-	for name, mutate := range map[string]func(*corev1.Node){
-		"ready":    func(n *corev1.Node) { n.Status.Conditions[0].Status = corev1.ConditionFalse },
-		"cordon":   func(n *corev1.Node) { n.Spec.Unschedulable = true },
-		"label":    func(n *corev1.Node) { n.Labels = map[string]string{"x": "y"} },
-		"taint":    func(n *corev1.Node) { n.Spec.Taints = []corev1.Taint{{Key: "k", Effect: corev1.TaintEffectNoExecute}} },
-		"address":  func(n *corev1.Node) { n.Status.Addresses = n.Status.Addresses[:1] },
-		"deleting": func(n *corev1.Node) { now := metav1.Now(); n.DeletionTimestamp = &now },
+	for name, tc := range map[string]struct {
+		mutate func(*corev1.Node)
+		want   Change
+	}{
+		"ready":     {func(n *corev1.Node) { n.Status.Conditions[0].Status = corev1.ConditionFalse }, ChangeNodes},
+		"cordon":    {func(n *corev1.Node) { n.Spec.Unschedulable = true }, ChangeNodes},
+		"taint":     {func(n *corev1.Node) { n.Spec.Taints = []corev1.Taint{{Key: "k", Effect: corev1.TaintEffectNoExecute}} }, ChangeNodes},
+		"address":   {func(n *corev1.Node) { n.Status.Addresses = n.Status.Addresses[:1] }, ChangeNodes},
+		"deleting":  {func(n *corev1.Node) { now := metav1.Now(); n.DeletionTimestamp = &now }, ChangeNodes},
+		"labels":    {func(n *corev1.Node) { n.Labels = map[string]string{"x": "y"} }, ChangeNodes | ChangeNodeLabels},
+		"one label": {func(n *corev1.Node) { n.Labels["topology.kubernetes.io/zone"] = "elsewhere" }, ChangeNodes | ChangeNodeLabels},
 	} {
 		b := a.DeepCopy()
-		mutate(b)
-		if !nodeChanged(a, b) {
-			t.Errorf("%s not seen as a change", name)
+		tc.mutate(b)
+		if got := nodeChange(a, b); got != tc.want {
+			t.Errorf("%s: change %b, want %b", name, got, tc.want)
 		}
+	}
+	tainted := a.DeepCopy()
+	tainted.Spec.Taints = []corev1.Taint{{Key: "k", Value: "v1", Effect: corev1.TaintEffectNoSchedule}}
+	retainted := tainted.DeepCopy()
+	retainted.Spec.Taints[0].Value = "v2"
+	if got := nodeChange(tainted, retainted); got != ChangeNodes {
+		t.Errorf("a taint's new value: change %b, want %b", got, ChangeNodes)
 	}
 }
 

@@ -181,8 +181,11 @@ func scaleRun(b *testing.B, n, dead int) {
 	hundred := allChange(ctx, b, seed, min(n, 100), set, false)
 	hundred = append(hundred, allChange(ctx, b, seed, min(n, 100), set, true)...)
 	k := min(n, 250)
+	beforeAll, cpuBeforeAll, beforeAllAt := scrape(b, ctl, userHosts), processCPU(b), time.Now()
 	all := allChange(ctx, b, seed, k, set, false)
 	all = append(all, allChange(ctx, b, seed, k, set, true)...)
+	duringAll := scrape(b, ctl, userHosts).since(beforeAll)
+	cpuAll := cpuSpent(cpuBeforeAll, processCPU(b), time.Since(beforeAllAt))
 
 	p := func(d []time.Duration, q int) time.Duration {
 		slices.Sort(d)
@@ -219,6 +222,8 @@ func scaleRun(b *testing.B, n, dead int) {
 	fmt.Printf("  goroutines by where they wait (top 12, whole process):\n%s", goroutineTop(b, pprofPort, 12))
 	fmt.Printf("  node change -> DNSEndpoint: one at a time p50 %s p99 %s; %d at once p50 %s p99 %s; %d at once p50 %s p99 %s (goal p99 <= 1 s)\n",
 		p(one, 50), p(one, 99), min(n, 100), p(hundred, 50), p(hundred, 99), k, p(all, 50), p(all, 99))
+	fmt.Printf("    while %d changed at once, out and back in: reconciles %s; seed requests %s; CPU-seconds by process: %s\n",
+		k, reconcileFigures(duringAll), delta(controllerFigures{}, duringAll, "seed"), cpuAll)
 	b.ReportMetric(per(engaged.rss, base.rss)/(1<<20), "rss-MiB/cluster")
 	b.ReportMetric(per(engaged.goroutines, base.goroutines), "goroutines/cluster")
 	b.ReportMetric(published.Seconds(), "publish-s")
@@ -244,6 +249,21 @@ func (f controllerFigures) sum(prefix, part string) float64 {
 		}
 	}
 	return t
+}
+
+// since is f less the counters of before: what the controller did between the two scrapes.
+func (f controllerFigures) since(before controllerFigures) controllerFigures {
+	out := controllerFigures{cpu: f.cpu - before.cpu, requests: map[string]float64{}, reconciles: map[string]map[string]float64{}}
+	for k, v := range f.requests {
+		out.requests[k] = v - before.requests[k]
+	}
+	for name, m := range f.reconciles {
+		out.reconciles[name] = map[string]float64{}
+		for k, v := range m {
+			out.reconciles[name][k] = v - before.reconciles[name][k]
+		}
+	}
+	return out
 }
 
 // delta is "method code: count" of the requests to target ("user" or "seed") between two scrapes.

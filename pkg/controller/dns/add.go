@@ -58,8 +58,9 @@ func Add(mgr ctrl.Manager, cfg Config) error {
 		// Spec, deletion and other controllers' conditions it summarises into Ready; not its own
 		// status-only writes (they would start a pass per pass).
 		For(&v1alpha1.ClusterIngress{}, builder.WithPredicates(notOwnStatus)).
-		// external-dns writes DNSEndpoint status; only spec changes (or deletion) matter here.
-		Owns(&dnsrecords.DNSEndpoint{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		// external-dns writes DNSEndpoint status; only spec changes (or deletion) matter here, and
+		// not this controller's own updates.
+		Owns(&dnsrecords.DNSEndpoint{}, builder.WithPredicates(predicate.GenerationChangedPredicate{}, r.notOwnUpdate())).
 		// A domain freed or taken elsewhere changes who holds it.
 		Watches(&v1alpha1.ClusterIngress{}, handler.EnqueueRequestsFromMapFunc(sameDomain(mgr.GetClient()))).
 		// Records follow nodes and router pods/Services; Ingress churn does not wake this.

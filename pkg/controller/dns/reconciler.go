@@ -17,7 +17,9 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
 	"github.com/shardgate/shardgate/pkg/clusteraccess"
@@ -44,6 +46,11 @@ type Reconciler struct {
 	// written holds, per cluster, when its records were last updated while the status saying so
 	// waits (statusAfterRecords).
 	written sync.Map // types.NamespacedName → time.Time
+	// ownUpdates holds, per cluster, the generation its DNSEndpoint got from this controller's
+	// last update. The watch event of that update is no cause to reconcile: the status it calls
+	// for is already queued behind the others (statusAfterRecords), and reconciling at once would
+	// put it ahead of them again. An edit by anyone else bumps the generation past it.
+	ownUpdates sync.Map // types.NamespacedName → int64
 }
 
 // statusAfterRecords: after an update of a published cluster's records, the status that reports
@@ -75,6 +82,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			// this read began must stay.
 			r.Board.ForgetUnlessPostedSince(req.NamespacedName, mark)
 			r.written.Delete(req.NamespacedName)
+			r.ownUpdates.Delete(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -298,11 +306,25 @@ func (r *Reconciler) write(ctx context.Context, ci *v1alpha1.ClusterIngress, cur
 	}
 	patch := client.MergeFrom(current.DeepCopy())
 	current.Spec.Endpoints = want
+	key := client.ObjectKeyFromObject(current)
+	// A spec change adds one to the generation; the watch event can come before the response.
+	r.ownUpdates.Store(key, current.Generation+1)
 	if err := r.Client.Patch(ctx, current, patch, client.FieldOwner(v1alpha1.FieldOwner)); err != nil {
+		r.ownUpdates.Delete(key)
 		return fmt.Errorf("update DNSEndpoint: %w", err)
 	}
+	r.ownUpdates.Store(key, current.Generation)
 	dnsWrites.WithLabelValues("update").Inc()
 	return nil
+}
+
+// notOwnUpdate drops the watch event of the DNSEndpoint update this controller just made
+// (ownUpdates); creation, deletion and anyone else's edit pass.
+func (r *Reconciler) notOwnUpdate() predicate.Predicate {
+	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		g, ok := r.ownUpdates.Load(client.ObjectKeyFromObject(e.ObjectNew))
+		return !ok || g.(int64) != e.ObjectNew.GetGeneration()
+	}}
 }
 
 func (r *Reconciler) currentEndpoint(ctx context.Context, key types.NamespacedName) (*dnsrecords.DNSEndpoint, error) {

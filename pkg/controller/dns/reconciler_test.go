@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
 	"github.com/shardgate/shardgate/pkg/clusteraccess"
@@ -260,6 +261,17 @@ func TestRecordsFirstStatusAfter(t *testing.T) {
 	}
 	if !slices.Equal(ci.Status.Targets, []string{"10.0.0.1"}) || res.RequeueAfter != statusAfterRecords || res.Priority == nil || *res.Priority >= 0 {
 		t.Fatalf("status written with the records (targets %v) or not queued behind the others (%+v)", ci.Status.Targets, res)
+	}
+	// The watch event of that update must not run the status ahead of its queue; anyone else's
+	// edit of the records must be repaired at once.
+	own := event.UpdateEvent{ObjectOld: ep, ObjectNew: ep}
+	if r.notOwnUpdate().Update(own) {
+		t.Fatalf("the controller's own update (generation %d) wakes it", ep.Generation)
+	}
+	edited := ep.DeepCopy()
+	edited.Generation++
+	if !r.notOwnUpdate().Update(event.UpdateEvent{ObjectOld: ep, ObjectNew: edited}) {
+		t.Fatal("an edit after the controller's update does not wake it")
 	}
 	clock.Step(statusAfterRecords)
 	controllertest.ReconcileUntil(t, r, key, func() (bool, string) {

@@ -34,8 +34,9 @@ func Add(mgr ctrl.Manager, access clusteraccess.Access, board *cistatus.Board, c
 		// Spec, deletion and the domain matter; the other controllers' status writes do not.
 		// A renewed certificate (status.certificate) is handed to the routers.
 		For(&v1alpha1.ClusterIngress{}, builder.WithPredicates(predicate.Or(predicates.MetadataOrSpecChanged, predicates.DomainChanged, predicates.CertificateChanged, predicates.VIPsChanged, predicates.ClaimsChanged))).
-		// Drift of managed objects, and nodes (which shards can schedule).
-		WatchesRawSource(source.Channel(access.Subscribe(clusteraccess.ChangeManaged|clusteraccess.ChangeNodes), &handler.EnqueueRequestForObject{})).
+		// Drift of managed objects, and nodes' labels (which shards' nodeSelectors match); not
+		// readiness, which the routers' pods report.
+		WatchesRawSource(source.Channel(access.Subscribe(clusteraccess.ChangeManaged|clusteraccess.ChangeNodeLabels), &handler.EnqueueRequestForObject{})).
 		WatchesRawSource(sharding.Changes()).
 		Complete(sharding.Only(&Reconciler{Client: mgr.GetClient(), Access: access, SecretReader: mgr.GetAPIReader(), Clock: clock.RealClock{}, Canary: canary, Board: board}))
 }
