@@ -26,8 +26,12 @@ func Main(m *testing.M) {
 		os.Exit(130)
 	}()
 	code := m.Run()
-	if err := StopAll(); err != nil {
+	err := StopAll()
+	if err != nil {
 		fmt.Fprintf(os.Stderr, "framework: stopping leftover components: %v\n", err)
+	}
+	if code == 0 && err == nil && runDirTemp {
+		_ = os.RemoveAll(runDir) // a failed run keeps its logs
 	}
 	os.Exit(code)
 }

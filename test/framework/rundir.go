@@ -13,6 +13,9 @@ var (
 	runDirOnce sync.Once
 	runDir     string
 	runDirErr  error
+	// runDirTemp: RunDir made runDir itself (no SHARDGATE_RUN_DIR), so Main removes it after a
+	// passing run; shared environments keep their data there, outside any one test's directory.
+	runDirTemp bool
 )
 
 // RunDir is the directory that holds every log, certificate and data directory of this test
@@ -25,6 +28,7 @@ func RunDir() (string, error) {
 			return
 		}
 		runDir, runDirErr = os.MkdirTemp("", "shardgate-run-")
+		runDirTemp = runDirErr == nil
 	})
 	return runDir, runDirErr
 }
