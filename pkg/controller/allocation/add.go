@@ -12,6 +12,7 @@ import (
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
 	"github.com/shardgate/shardgate/pkg/clusteraccess"
+	"github.com/shardgate/shardgate/pkg/controller/conflicts"
 	"github.com/shardgate/shardgate/pkg/controller/predicates"
 	"github.com/shardgate/shardgate/pkg/controller/sharding"
 )
@@ -29,5 +30,5 @@ func Add(mgr ctrl.Manager, access clusteraccess.Access, concurrency int) error {
 		// Routes, and router Deployments (their readiness is LeastLoaded's capacity).
 		WatchesRawSource(source.Channel(access.Subscribe(clusteraccess.ChangeRoutes|clusteraccess.ChangeManaged), &handler.EnqueueRequestForObject{})).
 		WatchesRawSource(sharding.Changes()).
-		Complete(sharding.Only(&Reconciler{Client: mgr.GetClient(), Access: access}))
+		Complete(sharding.Only(conflicts.Retried("allocation", &Reconciler{Client: mgr.GetClient(), Access: access})))
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/shardgate/shardgate/api/v1alpha1"
 	"github.com/shardgate/shardgate/pkg/canary"
 	"github.com/shardgate/shardgate/pkg/clusteraccess"
+	"github.com/shardgate/shardgate/pkg/controller/conflicts"
 	"github.com/shardgate/shardgate/pkg/controller/predicates"
 	"github.com/shardgate/shardgate/pkg/controller/sharding"
 )
@@ -72,7 +73,7 @@ func Add(mgr ctrl.Manager, cfg Config) error {
 		// Checks are timed (RequeueAfter); spec, deletion and the domain start one at once.
 		For(&v1alpha1.ClusterIngress{}, builder.WithPredicates(predicate.Or(predicates.MetadataOrSpecChanged, predicates.DomainChanged, predicates.ClaimsChanged))).
 		WatchesRawSource(sharding.Changes()).
-		Complete(sharding.Only(r))
+		Complete(sharding.Only(conflicts.Retried("canary", r)))
 }
 
 // connectDialer opens each connection as a CONNECT tunnel through the HTTP proxy at proxyAddr,

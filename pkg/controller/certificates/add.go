@@ -17,6 +17,7 @@ import (
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
 	"github.com/shardgate/shardgate/pkg/apidiscovery"
+	"github.com/shardgate/shardgate/pkg/controller/conflicts"
 	"github.com/shardgate/shardgate/pkg/controller/predicates"
 	"github.com/shardgate/shardgate/pkg/controller/sharding"
 )
@@ -44,7 +45,7 @@ func Add(mgr ctrl.Manager, cfg Config) error {
 		// status writes do not.
 		For(&v1alpha1.ClusterIngress{}, builder.WithPredicates(predicate.Or(predicates.MetadataOrSpecChanged, predicates.DomainChanged, predicates.ClaimsChanged))).
 		WatchesRawSource(sharding.Changes()).
-		Build(sharding.Only(r))
+		Build(sharding.Only(conflicts.Retried("certificates", r)))
 	if err != nil {
 		return err
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
 	"github.com/shardgate/shardgate/pkg/clusteraccess"
+	"github.com/shardgate/shardgate/pkg/controller/conflicts"
 	"github.com/shardgate/shardgate/pkg/controller/predicates"
 	"github.com/shardgate/shardgate/pkg/controller/sharding"
 )
@@ -30,5 +31,5 @@ func Add(mgr ctrl.Manager, access clusteraccess.Access, concurrency int) error {
 		// Claims and Ingresses (what they bind), router Deployments (claimed shards' readiness).
 		WatchesRawSource(source.Channel(access.Subscribe(clusteraccess.ChangeClaims|clusteraccess.ChangeRoutes|clusteraccess.ChangeManaged), &handler.EnqueueRequestForObject{})).
 		WatchesRawSource(sharding.Changes()).
-		Complete(sharding.Only(r))
+		Complete(sharding.Only(conflicts.Retried("claims", r)))
 }

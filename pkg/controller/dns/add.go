@@ -23,6 +23,7 @@ import (
 	"github.com/shardgate/shardgate/api/v1alpha1"
 	"github.com/shardgate/shardgate/pkg/clusteraccess"
 	"github.com/shardgate/shardgate/pkg/controller/cistatus"
+	"github.com/shardgate/shardgate/pkg/controller/conflicts"
 	"github.com/shardgate/shardgate/pkg/controller/predicates"
 	"github.com/shardgate/shardgate/pkg/controller/sharding"
 	"github.com/shardgate/shardgate/pkg/dnsrecords"
@@ -68,7 +69,7 @@ func Add(mgr ctrl.Manager, cfg Config) error {
 		// Conditions the other controllers posted.
 		WatchesRawSource(cfg.Board.Source()).
 		WatchesRawSource(sharding.Changes()).
-		Complete(sharding.Only(r))
+		Complete(sharding.Only(conflicts.Retried("dns", r)))
 }
 
 // AddIndexes adds the ClusterIngress field indexes the controller lists by (the domain asked for

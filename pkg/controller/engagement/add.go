@@ -16,6 +16,7 @@ import (
 	"github.com/shardgate/shardgate/api/v1alpha1"
 	"github.com/shardgate/shardgate/pkg/apidiscovery"
 	"github.com/shardgate/shardgate/pkg/clusteraccess"
+	"github.com/shardgate/shardgate/pkg/controller/conflicts"
 	"github.com/shardgate/shardgate/pkg/controller/lifecycle"
 	"github.com/shardgate/shardgate/pkg/controller/predicates"
 	"github.com/shardgate/shardgate/pkg/controller/sharding"
@@ -49,7 +50,7 @@ func Add(mgr ctrl.Manager, cfg Config) error {
 	if len(nss) > 0 {
 		b = b.Watches(&corev1.Secret{}, &handler.EnqueueRequestForObject{}, builder.WithPredicates(lifecycle.HasLabel(v1alpha1.KubeconfigSecretLabel)))
 	}
-	c, err := b.WatchesRawSource(sharding.Changes()).Build(sharding.Only(r))
+	c, err := b.WatchesRawSource(sharding.Changes()).Build(sharding.Only(conflicts.Retried("engagement", r)))
 	if err != nil {
 		return fmt.Errorf("engagement controller: %w", err)
 	}

@@ -28,6 +28,7 @@ import (
 	"github.com/shardgate/shardgate/api/v1alpha1"
 	"github.com/shardgate/shardgate/pkg/apidiscovery"
 	"github.com/shardgate/shardgate/pkg/controller/cistatus"
+	"github.com/shardgate/shardgate/pkg/controller/conflicts"
 	"github.com/shardgate/shardgate/pkg/controller/predicates"
 	"github.com/shardgate/shardgate/pkg/controller/sharding"
 	"github.com/shardgate/shardgate/pkg/sources"
@@ -86,7 +87,7 @@ func Add(mgr ctrl.Manager, cfg Config) error {
 	if len(nss) > 0 { // no namespaces listed: no Secret is ever watched (an empty list would mean all)
 		b = b.Watches(&corev1.Secret{}, &handler.EnqueueRequestForObject{}, builder.WithPredicates(HasLabel(v1alpha1.KubeconfigSecretLabel)))
 	}
-	c, err := b.WatchesRawSource(sharding.Changes()).Build(sharding.Only(r))
+	c, err := b.WatchesRawSource(sharding.Changes()).Build(sharding.Only(conflicts.Retried("clusteringress", r)))
 	if err != nil {
 		return fmt.Errorf("clusteringress controller: %w", err)
 	}

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
+	"github.com/shardgate/shardgate/pkg/controller/conflicts"
 	"github.com/shardgate/shardgate/pkg/controller/sharding"
 )
 
@@ -29,5 +30,5 @@ func Add(mgr ctrl.Manager, defaultZone string) error {
 		Watches(&v1alpha1.ClusterIngress{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 			return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: o.(*v1alpha1.ClusterIngress).Spec.Profile}}}
 		}), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		Complete(sharding.Only(&Reconciler{Client: mgr.GetClient(), DefaultZone: defaultZone, Clock: clock.RealClock{}}))
+		Complete(sharding.Only(conflicts.Retried("profile", &Reconciler{Client: mgr.GetClient(), DefaultZone: defaultZone, Clock: clock.RealClock{}})))
 }

@@ -23,6 +23,7 @@ import (
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
 	"github.com/shardgate/shardgate/pkg/clusteraccess"
+	"github.com/shardgate/shardgate/pkg/controller/conflicts"
 	"github.com/shardgate/shardgate/pkg/controller/predicates"
 	"github.com/shardgate/shardgate/pkg/controller/sharding"
 	"github.com/shardgate/shardgate/pkg/routedip"
@@ -60,7 +61,7 @@ func Add(mgr ctrl.Manager, cfg Config) error {
 		Watches(&batchv1.Job{}, handler.EnqueueRequestsFromMapFunc(r.clusterOfJob), jobs).
 		Watches(&v1alpha1.ClusterRoutedIPClass{}, handler.EnqueueRequestsFromMapFunc(r.clustersOfClass)).
 		WatchesRawSource(sharding.Changes()).
-		Complete(sharding.Only(r)); err != nil {
+		Complete(sharding.Only(conflicts.Retried("routedips", r))); err != nil {
 		return err
 	}
 	f := &FirewallReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), JobNamespace: cfg.JobNamespace, Clock: clock.RealClock{},
@@ -73,7 +74,7 @@ func Add(mgr ctrl.Manager, cfg Config) error {
 		Watches(&batchv1.Job{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 			return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: o.GetLabels()[routedip.JobClassLabel]}}}
 		}), jobs).
-		Complete(sharding.Only(f))
+		Complete(sharding.Only(conflicts.Retried("routedip-firewall", f)))
 }
 
 // clusterOfJob maps an assign Job to its ClusterIngress (by the hash on its label).

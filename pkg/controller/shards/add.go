@@ -15,6 +15,7 @@ import (
 	"github.com/shardgate/shardgate/api/v1alpha1"
 	"github.com/shardgate/shardgate/pkg/clusteraccess"
 	"github.com/shardgate/shardgate/pkg/controller/cistatus"
+	"github.com/shardgate/shardgate/pkg/controller/conflicts"
 	"github.com/shardgate/shardgate/pkg/controller/predicates"
 	"github.com/shardgate/shardgate/pkg/controller/sharding"
 )
@@ -38,5 +39,5 @@ func Add(mgr ctrl.Manager, access clusteraccess.Access, board *cistatus.Board, c
 		// readiness, which the routers' pods report.
 		WatchesRawSource(source.Channel(access.Subscribe(clusteraccess.ChangeManaged|clusteraccess.ChangeNodeLabels), &handler.EnqueueRequestForObject{})).
 		WatchesRawSource(sharding.Changes()).
-		Complete(sharding.Only(&Reconciler{Client: mgr.GetClient(), Access: access, SecretReader: mgr.GetAPIReader(), Clock: clock.RealClock{}, Canary: canary, Board: board}))
+		Complete(sharding.Only(conflicts.Retried("shards", &Reconciler{Client: mgr.GetClient(), Access: access, SecretReader: mgr.GetAPIReader(), Clock: clock.RealClock{}, Canary: canary, Board: board})))
 }

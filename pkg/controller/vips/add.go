@@ -14,6 +14,7 @@ import (
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
 	"github.com/shardgate/shardgate/pkg/clusteraccess"
+	"github.com/shardgate/shardgate/pkg/controller/conflicts"
 	"github.com/shardgate/shardgate/pkg/controller/predicates"
 	"github.com/shardgate/shardgate/pkg/controller/sharding"
 )
@@ -32,5 +33,5 @@ func Add(mgr ctrl.Manager, access clusteraccess.Access) error {
 		// and the agents' reports of who holds a VIP.
 		WatchesRawSource(source.Channel(access.Subscribe(clusteraccess.ChangeNodes|clusteraccess.ChangeManaged|clusteraccess.ChangeVIPReports), &handler.EnqueueRequestForObject{})).
 		WatchesRawSource(sharding.Changes()).
-		Complete(sharding.Only(r))
+		Complete(sharding.Only(conflicts.Retried("vips", r)))
 }
