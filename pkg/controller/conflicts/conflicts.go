@@ -41,7 +41,9 @@ func Retried(controller string, r reconcile.Reconciler) reconcile.Reconciler {
 }
 
 // onlyConflicts reports whether err is a conflict, or joins nothing but conflicts: a conflict
-// joined with another error must not hide that error.
+// joined with another error must not hide that error. Only the seed's conflicts count: a user
+// cluster's errors reach the controllers through clusteraccess.DescribeError, which keeps none of
+// the server's error, so a hostile user cluster cannot make its failures quiet with a 409.
 func onlyConflicts(err error) bool {
 	if j, ok := err.(interface{ Unwrap() []error }); ok {
 		errs := j.Unwrap()

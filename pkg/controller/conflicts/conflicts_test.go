@@ -11,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/shardgate/shardgate/pkg/clusteraccess"
 )
 
 var conflict = apierrors.NewConflict(schema.GroupResource{Group: "shardgate.io", Resource: "clusteringresses"}, "c1", errors.New("the object has been modified"))
@@ -27,6 +29,9 @@ func TestOnlyConflicts(t *testing.T) {
 		"conflict and another": {errors.Join(other, conflict), false},
 		"another":              {other, false},
 		"not found":            {apierrors.NewNotFound(schema.GroupResource{Resource: "secrets"}, "s"), false},
+		// A user cluster's answers reach controllers only described (none of its own error): its
+		// 409 cannot make a failure quiet.
+		"a user cluster's conflict": {clusteraccess.DescribeError("apply Deployment router-default", conflict), false},
 	} {
 		if got := onlyConflicts(tc.err); got != tc.want {
 			t.Errorf("%s: %v, want %v", name, got, tc.want)
