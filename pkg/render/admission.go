@@ -10,14 +10,16 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
+	"github.com/shardgate/shardgate/pkg/names"
 )
 
 // admissionPolicyName names the ValidatingAdmissionPolicy and its binding.
 const admissionPolicyName = "shardgate-allocation"
 
 // AdmissionPolicy renders a ValidatingAdmissionPolicy (and binding) that lets only Shardgate,
-// acting as shardgateUser, set or change an Ingress' shard label and allocation annotations:
-// a user who labels an Ingress by hand is refused by the API server itself. It covers the status
+// acting as shardgateUser, set or change an Ingress' shard label and allocation annotations, and
+// the managed-by label outside Shardgate's namespace: a user who labels an Ingress by hand is
+// refused by the API server itself. It covers the status
 // subresource too: the API server keeps label and annotation changes sent through it, and
 // routers (and other ingress controllers) may write Ingress status.
 func AdmissionPolicy(shardgateUser string) ([]*unstructured.Unstructured, error) {
@@ -43,6 +45,16 @@ func AdmissionPolicy(shardgateUser string) ([]*unstructured.Unstructured, error)
 					Expression: fmt.Sprintf("variables.isShardgate || object.metadata.?labels[?%q].orValue('') == (oldObject == null ? '' : oldObject.metadata.?labels[?%q].orValue(''))", v1alpha1.ShardLabel, v1alpha1.ShardLabel),
 					Message:    "the " + v1alpha1.ShardLabel + " label is set by Shardgate, which allocates every Ingress to a shard; remove it from your manifest",
 					Reason:     ptr.To(metav1.StatusReasonForbidden),
+				},
+				{
+					// Only Shardgate's own objects in its namespace carry the managed-by label; on a
+					// tenant's Ingress it would pass for Shardgate's canary.
+					Expression: fmt.Sprintf("variables.isShardgate || object.metadata.namespace == %q || "+
+						"object.metadata.?labels[?%q].orValue('') == (oldObject == null ? '' : oldObject.metadata.?labels[?%q].orValue(''))",
+						names.Namespace, v1alpha1.ManagedByLabel, v1alpha1.ManagedByLabel),
+					Message: "the " + v1alpha1.ManagedByLabel + " label marks Shardgate's own objects in " + names.Namespace +
+						"; remove it from your manifest",
+					Reason: ptr.To(metav1.StatusReasonForbidden),
 				},
 				{
 					Expression: "variables.isShardgate || (" + strings.Join(ann, " && ") + ")",

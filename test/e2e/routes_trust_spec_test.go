@@ -30,7 +30,7 @@ type RoutesTrustSpecInput struct {
 
 // RoutesTrustSpec proves what a user-cluster owner relies on: other ingress controllers keep
 // their Ingresses and their default class, tenants with the built-in edit role cannot set
-// allocation fields (not even through the status subresource), what Shardgate stops rendering is
+// allocation fields or the managed-by label (not even through the status subresource), what Shardgate stops rendering is
 // removed, and a cluster that is no longer selected is left as if Shardgate had never been there.
 // All of it runs with config/user-cluster/rbac.yaml, the ClusterRole operators bind instead of
 // cluster-admin.
@@ -97,6 +97,12 @@ func RoutesTrustSpec(ctx context.Context, t *testing.T, inputGetter func() Route
 		byHand.Labels = map[string]string{v1alpha1.ShardLabel: v1alpha1.DefaultShardName}
 		if err := alice.Create(ctx, byHand); !apierrors.IsForbidden(err) {
 			t.Fatalf("edit user set the shard label on create: %v", err)
+		}
+		// The managed-by label would make her Ingress pass for Shardgate's own canary.
+		managed := routeIngress("team", "managed", "")
+		managed.Labels = map[string]string{v1alpha1.ManagedByLabel: v1alpha1.ManagedByValue}
+		if err := alice.Create(ctx, managed); !apierrors.IsForbidden(err) {
+			t.Fatalf("edit user set the managed-by label on create: %v", err)
 		}
 		got := &networkingv1.Ingress{}
 		must(t, alice.Get(ctx, client.ObjectKey{Namespace: "team", Name: "mine"}, got))

@@ -178,8 +178,7 @@ func collectRoutes(ctx context.Context, rd client.Reader, policy v1alpha1.Defaul
 	var routes []allocation.Route
 	for i := range il.Items {
 		ing := &il.Items[i]
-		// Shardgate's own (the shards' canary routes) are not routes to allocate.
-		if ing.DeletionTimestamp != nil || ing.Labels[v1alpha1.ManagedByLabel] == v1alpha1.ManagedByValue {
+		if ing.DeletionTimestamp != nil || shardgatesOwn(ing) {
 			continue
 		}
 		if !ingressclass.Ours(ing, classless) {
@@ -204,4 +203,11 @@ func collectRoutes(ctx context.Context, rd client.Reader, policy v1alpha1.Defaul
 		routes = append(routes, r)
 	}
 	return byKey, routes, released, nil
+}
+
+// shardgatesOwn reports whether ing is one of Shardgate's own routes (the shards' canaries), which
+// are not allocated: the managed-by label counts only in Shardgate's namespace, which tenants
+// cannot write. Anywhere else it is a tenant's Ingress like any other, checked and allocated.
+func shardgatesOwn(ing *networkingv1.Ingress) bool {
+	return ing.Namespace == names.Namespace && ing.Labels[v1alpha1.ManagedByLabel] == v1alpha1.ManagedByValue
 }

@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	"github.com/shardgate/shardgate/pkg/clusteraccess"
+	"github.com/shardgate/shardgate/pkg/names"
 )
 
 // prunable is a kind of object Shardgate owns in a user cluster, as the typed list the
@@ -16,6 +17,8 @@ import (
 type prunable struct {
 	kind string
 	list client.ObjectList
+	// namespace limits the list ("" for every namespace).
+	namespace string
 }
 
 // prunableKinds are every kind the user-cluster cache watches for Shardgate's label, except pods
@@ -23,7 +26,8 @@ type prunable struct {
 // by label). One list serves pruning removed shards and removing everything on cleanup, and it
 // is the engager's own list, so a rendered kind cannot be forgotten here (TestRenderedKindsArePrunable).
 func prunableKinds(scheme *runtime.Scheme, caps clusteraccess.Capabilities) ([]prunable, error) {
-	// Ingresses: the shards' canary routes (only Shardgate's own carry the managed-by label).
+	// Ingresses: the shards' canary routes, in Shardgate's namespace only: a tenant's Ingress
+	// carrying the managed-by label is not Shardgate's to delete.
 	objs := append(clusteraccess.ManagedKinds(caps), &corev1.Namespace{}, &networkingv1.IngressClass{}, &networkingv1.Ingress{})
 	var out []prunable
 	for _, o := range objs {
@@ -39,7 +43,11 @@ func prunableKinds(scheme *runtime.Scheme, caps clusteraccess.Capabilities) ([]p
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, prunable{kind: gvk.Kind, list: l.(client.ObjectList)})
+		p := prunable{kind: gvk.Kind, list: l.(client.ObjectList)}
+		if _, ok := o.(*networkingv1.Ingress); ok {
+			p.namespace = names.Namespace
+		}
+		out = append(out, p)
 	}
 	return out, nil
 }

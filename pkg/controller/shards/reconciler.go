@@ -167,7 +167,11 @@ func (r *Reconciler) prune(ctx context.Context, cluster clusteraccess.Cluster, d
 	}
 	for _, kind := range kinds {
 		list := kind.list.DeepCopyObject().(client.ObjectList)
-		if err := cluster.Reader().List(ctx, list, client.MatchingLabels{v1alpha1.ManagedByLabel: v1alpha1.ManagedByValue}); err != nil {
+		opts := []client.ListOption{client.MatchingLabels{v1alpha1.ManagedByLabel: v1alpha1.ManagedByValue}}
+		if kind.namespace != "" {
+			opts = append(opts, client.InNamespace(kind.namespace))
+		}
+		if err := cluster.Reader().List(ctx, list, opts...); err != nil {
 			return clusteraccess.DescribeError("list "+kind.kind, err)
 		}
 		items, err := meta.ExtractList(list)
