@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -35,57 +36,110 @@ type DesiredInput struct {
 	Canary bool
 }
 
-// DesiredObjects renders the shared objects, every shard's objects, the users' info ConfigMap,
-// and the admission policy that reserves allocation fields to Shardgate, each stamped with the
-// hash of its own content.
+// Desired is what the shard controller applies: the cluster-wide objects (shared by every shard,
+// the certificate, the users' info ConfigMap, the admission policy), then each shard's own.
+type Desired struct {
+	Cluster []*unstructured.Unstructured
+	Shards  []ShardObjects
+}
+
+// ShardObjects are one shard's objects, or why they could not be rendered.
+type ShardObjects struct {
+	Name    string
+	Objects []*unstructured.Unstructured
+	Err     error
+}
+
+// All is every rendered object, cluster-wide first.
+func (d Desired) All() []*unstructured.Unstructured {
+	out := slices.Clone(d.Cluster)
+	for _, s := range d.Shards {
+		out = append(out, s.Objects...)
+	}
+	return out
+}
+
+// DesiredObjects is RenderDesired's objects in order, failing on any shard's error (for tests
+// and tools that want everything or nothing).
 func DesiredObjects(in DesiredInput) ([]*unstructured.Unstructured, error) {
-	var out []*unstructured.Unstructured
+	d, err := RenderDesired(in)
+	if err != nil {
+		return nil, err
+	}
+	for _, s := range d.Shards {
+		if s.Err != nil {
+			return nil, s.Err
+		}
+	}
+	return d.All(), nil
+}
+
+// RenderDesired renders the cluster-wide objects and every shard's objects, each stamped with
+// the hash of its own content. A shard that cannot be rendered carries its error and leaves the
+// others whole: one shard (a tenant's claim among them) never keeps the cluster's certificate,
+// admission policy or other shards from being applied.
+func RenderDesired(in DesiredInput) (Desired, error) {
+	var d Desired
 	sharedDone := map[v1alpha1.Flavour]bool{}
 	for _, s := range in.Shards {
 		f, ok := FlavourFor(s.Flavour)
 		if !ok {
-			return nil, fmt.Errorf("shard %s: unknown flavour %q", s.Name, s.Flavour)
+			d.Shards = append(d.Shards, ShardObjects{Name: s.Name, Err: fmt.Errorf("shard %s: unknown flavour %q", s.Name, s.Flavour)})
+			continue
 		}
 		if !sharedDone[s.Flavour] {
 			shared, err := SharedObjects(f)
 			if err != nil {
-				return nil, err
+				return Desired{}, err
 			}
-			out = append(out, shared...)
+			d.Cluster = append(d.Cluster, shared...)
 			sharedDone[s.Flavour] = true
 		}
 		objs, err := f.Render(RenderInput{Domain: names.ShardDomain(s.Name, in.ClusterDomain), Shard: s, DNSTTL: in.TTL, TLS: in.TLS, VIP: in.VIP[s.Name], Canary: in.Canary})
 		if err != nil {
-			return nil, fmt.Errorf("shard %s: %w", s.Name, err)
+			d.Shards = append(d.Shards, ShardObjects{Name: s.Name, Err: fmt.Errorf("shard %s: %w", s.Name, err)})
+			continue
 		}
-		out = append(out, objs...)
+		so := ShardObjects{Name: s.Name}
+		for _, o := range objs {
+			if o.GetLabels()[v1alpha1.ShardLabel] == "" {
+				d.Cluster = append(d.Cluster, o) // shared by every shard of the flavour (its ClusterRole)
+			} else {
+				so.Objects = append(so.Objects, o)
+			}
+		}
+		d.Shards = append(d.Shards, so)
 	}
 	if in.TLS != nil {
 		tls, err := TLSObjects(in.TLS)
 		if err != nil {
-			return nil, err
+			return Desired{}, err
 		}
-		out = append(out, tls...)
+		d.Cluster = append(d.Cluster, tls...)
 	}
 	info, err := UserInfo(in.ClusterDomain, in.Shards, in.TLS != nil)
 	if err != nil {
-		return nil, err
+		return Desired{}, err
 	}
-	out = append(out, info)
+	d.Cluster = append(d.Cluster, info)
 	if in.AdmissionPolicy {
 		policy, err := AdmissionPolicy(in.ShardgateUser)
 		if err != nil {
-			return nil, err
+			return Desired{}, err
 		}
-		out = append(out, policy...)
+		d.Cluster = append(d.Cluster, policy...)
 	}
-	out = dedupe(out)
-	for _, o := range out {
+	seen := map[string]bool{}
+	d.Cluster = dedupe(d.Cluster, seen)
+	for i := range d.Shards {
+		d.Shards[i].Objects = dedupe(d.Shards[i].Objects, seen)
+	}
+	for _, o := range d.All() {
 		if err := StampHash(o); err != nil {
-			return nil, err
+			return Desired{}, err
 		}
 	}
-	return out, nil
+	return d, nil
 }
 
 // StampHash sets AppliedHashAnnotation to the hash of the object without it.
@@ -109,10 +163,9 @@ func StampHash(o *unstructured.Unstructured) error {
 	return nil
 }
 
-// dedupe keeps the first of objects with the same kind and name (the shared ClusterRole is
-// rendered once per shard).
-func dedupe(objs []*unstructured.Unstructured) []*unstructured.Unstructured {
-	seen := map[string]bool{}
+// dedupe keeps the first of objects with the same kind and name, across calls sharing seen (the
+// shared ClusterRole is rendered once per shard).
+func dedupe(objs []*unstructured.Unstructured, seen map[string]bool) []*unstructured.Unstructured {
 	var out []*unstructured.Unstructured
 	for _, o := range objs {
 		k := ObjKey(o.GetKind(), o.GetNamespace(), o.GetName())

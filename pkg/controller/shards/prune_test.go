@@ -23,7 +23,7 @@ func TestPruneKeepsTenantIngresses(t *testing.T) {
 	stale := &networkingv1.Ingress{ObjectMeta: metav1.ObjectMeta{Namespace: names.Namespace, Name: names.CanaryName("gone"), Labels: managed}}
 	user := controllertest.UserCluster(clusteraccess.NewFake(), types.NamespacedName{Namespace: "seed", Name: "c1"}, tenant, stale)
 	r := &Reconciler{}
-	if err := r.prune(context.Background(), user, nil); err != nil {
+	if err := r.prune(context.Background(), user, nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	if !exists(t, user.Client, &networkingv1.Ingress{}, client.ObjectKeyFromObject(tenant)) {
@@ -34,3 +34,19 @@ func TestPruneKeepsTenantIngresses(t *testing.T) {
 	}
 }
 
+// TestPruneKeepsUnrenderedShards (issue 28 item 4): a shard that could not be rendered keeps its
+// live objects; a removed shard's go.
+func TestPruneKeepsUnrenderedShards(t *testing.T) {
+	failed := &networkingv1.Ingress{ObjectMeta: metav1.ObjectMeta{Namespace: names.Namespace, Name: names.CanaryName("bad"), Labels: names.RouterSelector("bad")}}
+	removed := &networkingv1.Ingress{ObjectMeta: metav1.ObjectMeta{Namespace: names.Namespace, Name: names.CanaryName("gone"), Labels: names.RouterSelector("gone")}}
+	user := controllertest.UserCluster(clusteraccess.NewFake(), types.NamespacedName{Namespace: "seed", Name: "c1"}, failed, removed)
+	if err := (&Reconciler{}).prune(context.Background(), user, nil, map[string]bool{"bad": true}); err != nil {
+		t.Fatal(err)
+	}
+	if !exists(t, user.Client, &networkingv1.Ingress{}, client.ObjectKeyFromObject(failed)) {
+		t.Error("the unrendered shard's object was pruned")
+	}
+	if exists(t, user.Client, &networkingv1.Ingress{}, client.ObjectKeyFromObject(removed)) {
+		t.Error("the removed shard's object was kept")
+	}
+}

@@ -103,31 +103,38 @@ func (r *Reconciler) reconcileShards(ctx context.Context, ci *v1alpha1.ClusterIn
 		err = clusteraccess.DescribeError("read the user cluster's cache", err)
 		return available(metav1.ConditionUnknown, v1alpha1.ReasonConnecting, err.Error()), err
 	}
-	desired, err := render.DesiredObjects(render.DesiredInput{ClusterDomain: domain, TTL: ci.Spec.DNS.TTL, Shards: shards,
+	desired, err := render.RenderDesired(render.DesiredInput{ClusterDomain: domain, TTL: ci.Spec.DNS.TTL, Shards: shards,
 		ShardgateUser: user, AdmissionPolicy: caps.AdmissionPolicy, TLS: tls, VIP: vips, Canary: r.Canary && !ci.Spec.Canary.Disabled})
 	if err != nil {
 		return available(metav1.ConditionFalse, v1alpha1.ReasonShardsInvalid, err.Error()), nil
 	}
 	w := cluster.Writer()
-	for _, o := range desired {
+	failed, err := applyDesired(desired, func(o *unstructured.Unstructured) error {
 		same, err := upToDate(ctx, cluster.Reader(), w.Scheme(), o)
 		if err != nil {
-			err = clusteraccess.DescribeError("read the user cluster's cache", err)
-			return available(metav1.ConditionUnknown, v1alpha1.ReasonConnecting, err.Error()), err
+			return clusteraccess.DescribeError("read the user cluster's cache", err)
 		}
 		if same {
-			continue
+			return nil
 		}
-		if err := w.Apply(ctx, client.ApplyConfigurationFromUnstructured(o), client.FieldOwner(v1alpha1.FieldOwner), client.ForceOwnership); err != nil {
-			err = clusteraccess.DescribeError(fmt.Sprintf("apply %s %s", o.GetKind(), o.GetName()), err)
-			return available(metav1.ConditionFalse, v1alpha1.ReasonShardsApplyFailed, err.Error()), err
-		}
+		err = w.Apply(ctx, client.ApplyConfigurationFromUnstructured(o), client.FieldOwner(v1alpha1.FieldOwner), client.ForceOwnership)
+		return clusteraccess.DescribeError(fmt.Sprintf("apply %s %s", o.GetKind(), o.GetName()), err)
+	})
+	if err != nil {
+		return available(metav1.ConditionFalse, v1alpha1.ReasonShardsApplyFailed, err.Error()), err
 	}
-	if err := r.prune(ctx, cluster, desired); err != nil {
+	// A shard that failed keeps what it has running: its rendered objects are desired, and the
+	// live objects of one that could not be rendered are kept by its label.
+	if err := r.prune(ctx, cluster, desired.All(), unrendered(desired)); err != nil {
 		return available(metav1.ConditionFalse, v1alpha1.ReasonShardsApplyFailed, err.Error()), err
 	}
 	if err := r.defaultClass(ctx, cluster, v1alpha1.ResolveIngressClass(ci.Spec.IngressClass).Default); err != nil {
 		return available(metav1.ConditionFalse, v1alpha1.ReasonShardsApplyFailed, err.Error()), err
+	}
+	if len(failed) > 0 {
+		err := failureError(shards, failed)
+		return []metav1.Condition{condition(v1alpha1.ConditionShardsAvailable, metav1.ConditionFalse, v1alpha1.ReasonShardsApplyFailed, err.Error()),
+			Protection(caps)}, err
 	}
 	obs, err := observeRouters(ctx, cluster.Reader(), shards)
 	if err != nil {
@@ -155,8 +162,9 @@ func orUnknown(v string) string {
 	return v
 }
 
-// prune deletes managed objects that are not desired (all of them when desired is empty).
-func (r *Reconciler) prune(ctx context.Context, cluster clusteraccess.Cluster, desired []*unstructured.Unstructured) error {
+// prune deletes managed objects that are not desired (all of them when desired is empty), except
+// those of the shards in keep.
+func (r *Reconciler) prune(ctx context.Context, cluster clusteraccess.Cluster, desired []*unstructured.Unstructured, keep map[string]bool) error {
 	want := map[string]bool{}
 	for _, o := range desired {
 		want[render.ObjKey(o.GetKind(), o.GetNamespace(), o.GetName())] = true
@@ -180,7 +188,7 @@ func (r *Reconciler) prune(ctx context.Context, cluster clusteraccess.Cluster, d
 		}
 		for _, item := range items {
 			o := item.(client.Object)
-			if want[render.ObjKey(kind.kind, o.GetNamespace(), o.GetName())] || o.GetDeletionTimestamp() != nil {
+			if want[render.ObjKey(kind.kind, o.GetNamespace(), o.GetName())] || keep[o.GetLabels()[v1alpha1.ShardLabel]] || o.GetDeletionTimestamp() != nil {
 				continue
 			}
 			log.FromContext(ctx).Info("pruning", "kind", kind.kind, "namespace", o.GetNamespace(), "name", o.GetName())

@@ -39,7 +39,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, ci *v1alpha1.ClusterIn
 			"the user cluster cannot be observed; Shardgate's objects stay in it until it can (remove finalizer "+
 				v1alpha1.UserClusterCleanupFinalizer+" to give up)")
 	}
-	if err := r.prune(ctx, cluster, nil); err != nil {
+	if err := r.prune(ctx, cluster, nil, nil); err != nil {
 		return ctrl.Result{}, errors.Join(err, r.setCleanupPending(ctx, ci, err.Error()))
 	}
 	log.FromContext(ctx).Info("user cluster cleaned up: Shardgate's objects and allocation marks removed")
