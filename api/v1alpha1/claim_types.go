@@ -104,7 +104,7 @@ type IngressClaimStatus struct {
 	// +optional
 	BoundCount int32 `json:"boundCount,omitempty"`
 	// conditions: Bound (reasons Bound, Provisioning, Released, ClaimsNotAllowed,
-	// OverLimits, NamesTooLong, EditRefused).
+	// OverLimits, InvalidResources, HostsHeld, ShardNameTaken, NamesTooLong, EditRefused).
 	// +optional
 	// +listType=map
 	// +listMapKey=type
@@ -145,8 +145,9 @@ type ClaimSettings struct {
 	// +kubebuilder:default=2
 	// +kubebuilder:validation:Minimum=1
 	MaxReplicas int32 `json:"maxReplicas,omitempty"`
-	// maxResources: the most a claim's router container may request or limit, per resource
-	// (a claim without resources gets none set).
+	// maxResources: the most a claim's router container may request or limit, per resource;
+	// also the limit of a claim that sets none (a claim may set only cpu, memory and
+	// ephemeral-storage, and only those listed here when the list is not empty).
 	// +optional
 	MaxResources corev1.ResourceList `json:"maxResources,omitempty"`
 	// maxPerNamespace: claims admitted per namespace (oldest first).
@@ -186,6 +187,11 @@ type ClaimRecord struct {
 	// everBound: some Ingress it names existed once (reclaim applies only after that).
 	// +optional
 	EverBound bool `json:"everBound,omitempty"`
+	// ingressesGoneSince: when every Ingress it bound was first seen gone; the reclaim policy
+	// applies only once they have stayed gone for the reclaim grace (an Ingress replaced with
+	// `kubectl replace --force` comes back within it).
+	// +optional
+	IngressesGoneSince *metav1.Time `json:"ingressesGoneSince,omitempty"`
 }
 
 // Claim reasons (the claim's Bound condition, status.claims[].reason).
@@ -197,6 +203,14 @@ const (
 	ReasonClaimOverLimits   = "OverLimits"
 	ReasonClaimNamesTooLong = "NamesTooLong"
 	ReasonClaimEditRefused  = "EditRefused"
+	// ReasonClaimInvalidResources: resources the API server would refuse for the router
+	// (requests above limits, negative quantities, resources.claims, names a router cannot set).
+	ReasonClaimInvalidResources = "InvalidResources"
+	// ReasonClaimHostsHeld: the claimed shard's domain would take hosts another namespace holds.
+	ReasonClaimHostsHeld = "HostsHeld"
+	// ReasonClaimShardNameTaken: a profile shard now has the claimed shard's name (the profile's
+	// shard wins); the claim is provisioned again under another name.
+	ReasonClaimShardNameTaken = "ShardNameTaken"
 )
 
 func init() {
@@ -237,9 +251,24 @@ func (ci *ClusterIngress) Shards() []ShardSpec {
 		return out
 	}
 	out = append([]ShardSpec(nil), out...)
+	for _, c := range ci.ActiveClaims() {
+		out = append(out, ClaimedShard(c, ci.Spec.Claims))
+	}
+	return out
+}
+
+// ActiveClaims are the claim records that hold a shard. A record whose shard a profile shard
+// has since taken is left out: the profile's shard wins (until the claims controller provisions
+// the claim again under another name), so a claim never makes the cluster's shard set invalid.
+func (ci *ClusterIngress) ActiveClaims() []ClaimRecord {
+	profile := map[string]bool{}
+	for _, s := range ci.Spec.ShardsOrDefault() {
+		profile[s.Name] = true
+	}
+	var out []ClaimRecord
 	for _, c := range ci.Status.Claims {
-		if c.Shard != "" {
-			out = append(out, ClaimedShard(c, ci.Spec.Claims))
+		if c.Shard != "" && !profile[c.Shard] {
+			out = append(out, c)
 		}
 	}
 	return out

@@ -177,7 +177,7 @@ func addControllers(mgr ctrl.Manager, o options) error {
 	if err := vips.Add(mgr, engager); err != nil {
 		return err
 	}
-	if err := claims.Add(mgr, engager, o.concurrency); err != nil {
+	if err := claims.Add(mgr, engager, o.concurrency, o.claimReclaimGrace); err != nil {
 		return err
 	}
 	if o.routedIPJobNamespace == "" {

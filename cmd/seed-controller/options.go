@@ -33,6 +33,7 @@ type options struct {
 	secretNamespaces        stringList
 	allowInsecure           bool
 	removalGrace            time.Duration
+	claimReclaimGrace       time.Duration
 	kubeconfigResync        time.Duration
 	concurrency             int
 	routedIPJobNamespace    string
@@ -85,6 +86,7 @@ func (o *options) bind(fs *flag.FlagSet) {
 	fs.Var(&o.secretNamespaces, "kubeconfig-secret-namespaces", "comma-separated seed namespaces whose Secrets labelled shardgate.io/kubeconfig register user clusters (default: the controller's own namespace)")
 	fs.BoolVar(&o.allowInsecure, "allow-insecure-kubeconfigs", false, "accept user-cluster kubeconfigs with plain http:// servers or insecure-skip-tls-verify (lab seeds only)")
 	fs.DurationVar(&o.removalGrace, "source-removal-grace", 5*time.Minute, "how long a cluster's records and objects outlive its deleted source, so a Secret deleted and recreated (GitOps rotation) loses nothing")
+	fs.DurationVar(&o.claimReclaimGrace, "claim-reclaim-grace", 5*time.Minute, "how long every Ingress an IngressClaim bound must stay gone before its reclaim policy (Retain, Delete) applies, so an Ingress replaced with kubectl replace --force or a GitOps Replace sync loses nothing")
 	fs.DurationVar(&o.kubeconfigResync, "kubeconfig-resync-period", 2*time.Minute, "how often Cluster API kubeconfig Secrets are read again (they are read by name, never watched); a refused credential re-reads at once")
 	fs.DurationVar(&o.driftInterval, "drift-check-interval", 3*time.Minute, "how often the routers' RBAC, ServiceAccounts, ConfigMaps, PodDisruptionBudgets and admission policy in every user cluster are listed to repair hand edits (they are not watched: at 1,000 clusters the watches would cost 16,000 goroutines); the routers' Deployments, Services, pods and certificate are watched and repaired at once")
 	fs.IntVar(&o.concurrency, "concurrency", 8, "user clusters each controller reconciles at once")

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
@@ -44,23 +45,34 @@ type Input struct {
 	Ingresses map[string]bool
 	// Ready are the claimed shards' ready routers.
 	Ready map[string]int32
+	// HeldHosts are the hosts allocated Ingresses hold, with the namespace holding each.
+	HeldHosts map[string]string
+	// Now and Grace: a claim is reclaimed only once every Ingress it bound has been gone for Grace.
+	Now   time.Time
+	Grace time.Duration
 }
 
 // Output is the new records, and the claims to delete (reclaim policy Delete).
 type Output struct {
 	Records []v1alpha1.ClaimRecord
 	Delete  []string // namespace/name
+	// RequeueAfter is when the first running reclaim grace ends (0: none runs).
+	RequeueAfter time.Duration
 }
 
 // Decide admits claims oldest first: a claim already admitted stays admitted (turning claims off
-// or lowering limits refuses only new claims; an edit over the limits keeps the admitted replicas
-// and resources, EditRefused); a new one needs claims allowed, its replicas and resources within
-// the profile's maxima and its namespace under maxPerNamespace. Each admitted claim keeps its
-// shard (named <claim>-<namespace> when that is a free shard name, else claim-<hash>) and binds
-// the Ingresses it names that exist and no older claim binds. Once every Ingress it named is gone
-// its reclaim policy applies: Retain releases it (routers stay, nothing binds until the claim's
-// next edit), Recycle keeps it bound, Delete removes its record (so its shard and names go) and
-// the claim.
+// or lowering limits refuses only new claims; an edit over the limits or with resources the API
+// server would refuse keeps the admitted replicas and resources, EditRefused); a new one needs
+// claims allowed, its replicas and resources within the profile's maxima and valid for a
+// container, and its namespace under maxPerNamespace. Its router's limits default to
+// maxResources. Each admitted claim keeps its shard (named <claim>-<namespace> when that is a
+// free shard name, else claim-<hash>); a new shard whose domain would take a host another
+// namespace holds is refused (held hosts win), and a shard whose name a profile shard has since
+// taken is provisioned again under another name (the profile's shard wins). A claim binds the
+// Ingresses it names that exist and no older claim binds. Once every Ingress it bound has been
+// gone for the grace (a `kubectl replace --force` comes back within it), its reclaim policy
+// applies: Retain releases it (routers stay, nothing binds until the claim's next edit), Recycle
+// keeps it bound, Delete removes its record (so its shard and names go) and the claim.
 func Decide(in Input) Output {
 	s := v1alpha1.ResolveClaims(in.Settings)
 	claims := slices.Clone(in.Claims)
@@ -69,8 +81,9 @@ func Decide(in Input) Output {
 	})
 	old := map[string]v1alpha1.ClaimRecord{}
 	taken := map[string]bool{}
+	profile := map[string]bool{}
 	for _, n := range in.ProfileShards {
-		taken[n] = true
+		taken[n], profile[n] = true, true
 	}
 	for _, r := range in.Records {
 		old[r.Namespace+"/"+r.Name] = r
@@ -84,9 +97,17 @@ func Decide(in Input) Output {
 	for _, c := range claims {
 		prev, had := old[c.Key()]
 		rec := v1alpha1.ClaimRecord{Namespace: c.Namespace, Name: c.Name, Shard: prev.Shard, Replicas: prev.Replicas,
-			Resources: prev.Resources, EverBound: prev.EverBound, ReleasedGeneration: prev.ReleasedGeneration}
+			Resources: prev.Resources, EverBound: prev.EverBound, ReleasedGeneration: prev.ReleasedGeneration,
+			IngressesGoneSince: prev.IngressesGoneSince}
 		admitted := had && prev.Shard != ""
+		lostName := ""
+		if admitted && profile[prev.Shard] {
+			// The profile's shard wins its name: the claim starts over as a new one.
+			lostName, admitted = prev.Shard, false
+			rec = v1alpha1.ClaimRecord{Namespace: c.Namespace, Name: c.Name}
+		}
 		problem := overLimits(c, s, perNamespace[c.Namespace])
+		invalid := invalidResources(c.Spec.Resources, s.MaxResources)
 		switch {
 		case !admitted && !s.Allowed:
 			out.Records = append(out.Records, failed(rec, v1alpha1.ReasonClaimsNotAllowed, "the cluster's IngressProfile does not allow IngressClaims"))
@@ -94,20 +115,19 @@ func Decide(in Input) Output {
 		case !admitted && problem != "":
 			out.Records = append(out.Records, failed(rec, v1alpha1.ReasonClaimOverLimits, problem))
 			continue
+		case !admitted && invalid != "":
+			out.Records = append(out.Records, failed(rec, v1alpha1.ReasonClaimInvalidResources, invalid))
+			continue
 		case !admitted:
 			rec.Shard = shardName(c, taken)
-			taken[rec.Shard] = true
-		}
-		if problem == "" {
-			rec.Replicas, rec.Resources = max(c.Spec.Replicas, 1), *c.Spec.Resources.DeepCopy()
-		}
-		if in.ClusterDomain != "" {
-			if err := dnsname.CheckDomain(names.ShardDomain(rec.Shard, in.ClusterDomain)); err != nil && !admitted {
-				out.Records = append(out.Records, failed(v1alpha1.ClaimRecord{Namespace: c.Namespace, Name: c.Name},
-					v1alpha1.ReasonClaimNamesTooLong, fmt.Sprintf("the claimed shard's domain %s: %v; use a shorter claim or namespace name", names.ShardDomain(rec.Shard, in.ClusterDomain), err)))
-				delete(taken, rec.Shard)
+			if reason, msg := refuseShard(rec.Shard, c.Namespace, in); reason != "" {
+				out.Records = append(out.Records, failed(rec, reason, msg))
 				continue
 			}
+			taken[rec.Shard] = true
+		}
+		if problem == "" && invalid == "" {
+			rec.Replicas, rec.Resources = max(c.Spec.Replicas, 1), AdmittedResources(c.Spec.Resources, s.MaxResources)
 		}
 		perNamespace[c.Namespace]++
 		// An edit of a released claim binds it again.
@@ -125,19 +145,29 @@ func Decide(in Input) Output {
 			}
 			slices.Sort(rec.Ingresses)
 		}
+		graceNote := ""
 		switch {
 		case len(rec.Ingresses) > 0:
-			rec.EverBound = true
-		case rec.EverBound && !released:
-			// Every Ingress it named is gone: reclaim.
-			switch c.Spec.ReclaimPolicy {
-			case v1alpha1.ReclaimDelete:
+			rec.EverBound, rec.IngressesGoneSince = true, nil
+		case rec.EverBound && !released && c.Spec.ReclaimPolicy != v1alpha1.ReclaimRecycle:
+			// Every Ingress it bound is gone: reclaim once they have stayed gone for the grace.
+			if rec.IngressesGoneSince == nil {
+				rec.IngressesGoneSince = &metav1.Time{Time: in.Now}
+			}
+			if left := rec.IngressesGoneSince.Add(in.Grace).Sub(in.Now); left > 0 {
+				out.RequeueAfter = soonest(out.RequeueAfter, left)
+				graceNote = fmt.Sprintf("; every Ingress it named is gone: reclaimed (%s) in %s unless one comes back",
+					cmp.Or(c.Spec.ReclaimPolicy, v1alpha1.ReclaimRetain), left.Round(time.Second))
+				break
+			}
+			rec.IngressesGoneSince = nil
+			if c.Spec.ReclaimPolicy == v1alpha1.ReclaimDelete {
 				out.Delete = append(out.Delete, c.Key())
 				continue
-			case v1alpha1.ReclaimRecycle:
-			default:
-				rec.ReleasedGeneration, released = max(c.Generation, 1), true
 			}
+			rec.ReleasedGeneration, released = max(c.Generation, 1), true
+		default:
+			rec.IngressesGoneSince = nil
 		}
 		ready := in.Ready[rec.Shard]
 		switch {
@@ -150,8 +180,13 @@ func Decide(in Input) Output {
 			rec.Phase, rec.Reason, rec.Message = v1alpha1.ClaimBound, v1alpha1.ReasonClaimBound,
 				fmt.Sprintf("shard %s: %d ready routers serving %d Ingresses", rec.Shard, ready, len(rec.Ingresses))
 		}
-		if problem != "" {
-			rec.Reason, rec.Message = v1alpha1.ReasonClaimEditRefused, "the edit is refused ("+problem+"); the admitted replicas and resources stay"
+		rec.Message += graceNote
+		if edit := strings.Join(slices.DeleteFunc([]string{problem, invalid}, func(p string) bool { return p == "" }), "; "); edit != "" {
+			rec.Reason, rec.Message = v1alpha1.ReasonClaimEditRefused, "the edit is refused ("+edit+"); the admitted replicas and resources stay"
+		}
+		if lostName != "" {
+			rec.Reason, rec.Message = v1alpha1.ReasonClaimShardNameTaken, fmt.Sprintf(
+				"the profile's shard %s took this claim's shard name; its routers are provisioned again as shard %s", lostName, rec.Shard)
 		}
 		out.Records = append(out.Records, rec)
 	}
@@ -159,6 +194,37 @@ func Decide(in Input) Output {
 		return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
 	})
 	return out
+}
+
+// refuseShard says why a new claimed shard cannot be provisioned ("" when it can): its domain's
+// names are too long, or it would take a host another namespace holds.
+func refuseShard(shard, namespace string, in Input) (reason, msg string) {
+	if in.ClusterDomain == "" {
+		return "", ""
+	}
+	domain := names.ShardDomain(shard, in.ClusterDomain)
+	if err := dnsname.CheckDomain(domain); err != nil {
+		return v1alpha1.ReasonClaimNamesTooLong, fmt.Sprintf("the claimed shard's domain %s: %v; use a shorter claim or namespace name", domain, err)
+	}
+	var held []string
+	for h, ns := range in.HeldHosts {
+		if h = strings.ToLower(h); ns != namespace && (h == domain || strings.HasSuffix(h, "."+domain)) {
+			held = append(held, h+" (namespace "+ns+")")
+		}
+	}
+	if len(held) == 0 {
+		return "", ""
+	}
+	slices.Sort(held)
+	return v1alpha1.ReasonClaimHostsHeld, fmt.Sprintf("the claimed shard's domain %s would take hosts other namespaces hold: %s; "+
+		"use another claim name", domain, strings.Join(held[:min(len(held), 3)], ", "))
+}
+
+func soonest(a, b time.Duration) time.Duration {
+	if a == 0 {
+		return b
+	}
+	return min(a, b)
 }
 
 func failed(rec v1alpha1.ClaimRecord, reason, msg string) v1alpha1.ClaimRecord {

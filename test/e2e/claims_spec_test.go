@@ -35,7 +35,8 @@ func TestIngressClaim(t *testing.T) {
 	env := framework.StartEnvironment(t, framework.EnvironmentOptions{UserClusters: 1, DNS: true,
 		RealNodes: [][]framework.RealNodeSpec{{{Name: "n1"}, {Name: "n2"}}}})
 	seed, u, zone, fab := env.Seed, env.Users[0], env.DNS.Zone, env.Fabrics[0]
-	framework.StartController(t, seed, "--dns-zone="+zone)
+	// A short reclaim grace: the Retain and Delete subtests wait for it to pass.
+	framework.StartController(t, seed, "--dns-zone="+zone, "--claim-reclaim-grace=5s")
 	sel := map[string]string{"claims": "yes"}
 	// Claimed routers on the host network (DNS answers the nodes they run on, HTTP goes to port 80
 	// there); the shared shard behind a NodePort Service, reached through its pods (the harness

@@ -114,8 +114,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 // their claimed shard.
 func claimPins(ci *v1alpha1.ClusterIngress) map[string]string {
 	pins := map[string]string{}
-	for _, c := range ci.Status.Claims {
-		if c.Shard == "" || c.Phase != v1alpha1.ClaimPending && c.Phase != v1alpha1.ClaimBound {
+	for _, c := range ci.ActiveClaims() {
+		if c.Phase != v1alpha1.ClaimPending && c.Phase != v1alpha1.ClaimBound {
 			continue
 		}
 		for _, name := range c.Ingresses {

@@ -5,6 +5,9 @@
 package claims
 
 import (
+	"time"
+
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -22,9 +25,11 @@ import (
 // +kubebuilder:rbac:groups=shardgate.io,resources=clusteringresses,verbs=get;list;watch
 // +kubebuilder:rbac:groups=shardgate.io,resources=clusteringresses/status,verbs=get;update;patch
 
-// Add registers the claims controller.
-func Add(mgr ctrl.Manager, access clusteraccess.Access, concurrency int) error {
-	r := &Reconciler{Client: mgr.GetClient(), Access: access, Recorder: mgr.GetEventRecorder("shardgate-claims")}
+// Add registers the claims controller; reclaimGrace is how long a claim's Ingresses must stay
+// gone before its reclaim policy applies.
+func Add(mgr ctrl.Manager, access clusteraccess.Access, concurrency int, reclaimGrace time.Duration) error {
+	r := &Reconciler{Client: mgr.GetClient(), Access: access, Recorder: mgr.GetEventRecorder("shardgate-claims"),
+		ReclaimGrace: reclaimGrace, Clock: clock.RealClock{}}
 	return ctrl.NewControllerManagedBy(mgr).Named("claims").
 		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
 		For(&v1alpha1.ClusterIngress{}, builder.WithPredicates(predicate.Or(predicates.MetadataOrSpecChanged, predicates.DomainChanged))).

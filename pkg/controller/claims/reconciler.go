@@ -3,6 +3,7 @@ package claims
 import (
 	"context"
 	"slices"
+	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -13,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -29,6 +31,10 @@ type Reconciler struct {
 	Client   client.Client
 	Access   clusteraccess.Access
 	Recorder events.EventRecorder
+	// ReclaimGrace is how long every Ingress a claim bound must stay gone before its reclaim
+	// policy applies (an Ingress replaced with `kubectl replace --force` is gone for a moment).
+	ReclaimGrace time.Duration
+	Clock        clock.PassiveClock
 }
 
 // Reconcile gathers the cluster's claims, Ingresses and claimed routers' readiness, decides,
@@ -54,7 +60,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, clusteraccess.DescribeError("read the user cluster's Ingresses", err)
 	}
 	in := claims.Input{Settings: ci.Spec.Claims, Records: ci.Status.Claims, ClusterDomain: ci.Status.Domain,
-		Ingresses: map[string]bool{}, Ready: map[string]int32{}}
+		Ingresses: map[string]bool{}, Ready: map[string]int32{}, HeldHosts: map[string]string{},
+		Now: r.Clock.Now(), Grace: r.ReclaimGrace}
 	for _, s := range ci.Spec.ShardsOrDefault() {
 		in.ProfileShards = append(in.ProfileShards, s.Name)
 	}
@@ -66,6 +73,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	for _, i := range ings.Items {
 		if i.DeletionTimestamp == nil {
 			in.Ingresses[i.Namespace+"/"+i.Name] = true
+		}
+		// Hosts count as held once Shardgate allocated them (the annotations only it may write).
+		if i.Annotations[v1alpha1.AllocationAnnotation] == v1alpha1.AllocationAllocated {
+			for _, h := range strings.Split(i.Annotations[v1alpha1.HostsAnnotation], ",") {
+				if h != "" {
+					in.HeldHosts[h] = i.Namespace
+				}
+			}
 		}
 	}
 	for _, rec := range ci.Status.Claims {
@@ -113,7 +128,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			return ctrl.Result{RequeueAfter: 5 * time.Second}, nil
 		}
 	}
-	return ctrl.Result{}, nil
+	// A reclaim grace running out changes nothing the cluster would report.
+	return ctrl.Result{RequeueAfter: out.RequeueAfter}, nil
 }
 
 // writeStatus mirrors the record into the claim's status.
