@@ -34,7 +34,8 @@ type Reconciler struct {
 	// ReclaimGrace is how long every Ingress a claim bound must stay gone before its reclaim
 	// policy applies (an Ingress replaced with `kubectl replace --force` is gone for a moment).
 	ReclaimGrace time.Duration
-	Clock        clock.PassiveClock
+	// Clock dates when a claim's Ingresses were first seen gone (nil: the real clock).
+	Clock clock.PassiveClock
 }
 
 // Reconcile gathers the cluster's claims, Ingresses and claimed routers' readiness, decides,
@@ -61,7 +62,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	in := claims.Input{Settings: ci.Spec.Claims, Records: ci.Status.Claims, ClusterDomain: ci.Status.Domain,
 		Ingresses: map[string]bool{}, Ready: map[string]int32{}, HeldHosts: map[string]string{},
-		Now: r.Clock.Now(), Grace: r.ReclaimGrace}
+		Now: r.now(), Grace: r.ReclaimGrace}
 	for _, s := range ci.Spec.ShardsOrDefault() {
 		in.ProfileShards = append(in.ProfileShards, s.Name)
 	}
@@ -172,4 +173,11 @@ func (r *Reconciler) eventTransitions(ci *v1alpha1.ClusterIngress, before, after
 		}
 		r.Recorder.Eventf(ci, nil, typ, "Claim"+string(c.Phase), "Claim", "IngressClaim %s: %s", key, c.Message)
 	}
+}
+
+func (r *Reconciler) now() time.Time {
+	if r.Clock == nil {
+		return time.Now()
+	}
+	return r.Clock.Now()
 }
