@@ -221,7 +221,7 @@ func (c *engaged) startCache() error {
 		MaxObjectBytes: o.MaxObjectBytes,
 		BudgetRetry:    o.BudgetRetry,
 		OnBudget:       c.budget,
-	}, cacheKinds(caps, o.MaxObjects, handler))
+	}, cacheKinds(caps, budget{objects: o.MaxObjects, bytes: o.MaxKindBytes}, handler))
 	if err != nil {
 		return err
 	}
@@ -367,6 +367,10 @@ func budgetMessage(err error) string {
 	if be.Bytes {
 		return fmt.Sprintf("a %s larger than %d bytes (--max-object-bytes): Shardgate stopped reading the cluster "+
 			"and changes nothing in it until it is within its budget", be.Kind, be.Limit)
+	}
+	if be.Stored {
+		return fmt.Sprintf("more than %d bytes of %s objects (--max-bytes-per-kind): Shardgate stopped reading the "+
+			"cluster and changes nothing in it until it is within its budget", be.Limit, be.Kind)
 	}
 	return fmt.Sprintf("more than %d %s objects (--max-objects-per-kind): Shardgate stopped reading the cluster "+
 		"and changes nothing in it until it is within its budget", be.Limit, be.Kind)

@@ -127,15 +127,21 @@ var routeTransforms = map[string]toolscache.TransformFunc{
 // trimmed to a few hundred bytes each, so their budget is this many times the others'.
 const endpointSliceBudgetFactor = 5
 
+// budget is what a cluster's cache may hold of each kind: objects, and bytes stored.
+type budget struct {
+	objects int
+	bytes   int64
+}
+
 // cacheKinds are what a user-cluster cache lists and watches, each with its server-side selector,
-// trim and budget (maxObjects per kind); handler gives each kind its event handler (nil: none).
-func cacheKinds(caps Capabilities, maxObjects int, handler func(client.Object) toolscache.ResourceEventHandler) []watchcache.Kind {
+// trim and budget (b, per kind); handler gives each kind its event handler (nil: none).
+func cacheKinds(caps Capabilities, b budget, handler func(client.Object) toolscache.ResourceEventHandler) []watchcache.Kind {
 	if handler == nil {
 		handler = func(client.Object) toolscache.ResourceEventHandler { return nil }
 	}
-	kinds := []watchcache.Kind{{Object: &corev1.Node{}, Transform: TrimNode, Handler: handler(&corev1.Node{}), MaxObjects: maxObjects}}
+	kinds := []watchcache.Kind{{Object: &corev1.Node{}, Transform: TrimNode, Handler: handler(&corev1.Node{}), MaxObjects: b.objects, MaxBytes: b.bytes}}
 	for _, k := range ManagedKinds(caps) {
-		kind := watchcache.Kind{Object: k, Labels: managedSelector(), Handler: handler(k), Polled: RepairOnly(k), MaxObjects: maxObjects}
+		kind := watchcache.Kind{Object: k, Labels: managedSelector(), Handler: handler(k), Polled: RepairOnly(k), MaxObjects: b.objects, MaxBytes: b.bytes}
 		if _, secret := k.(*corev1.Secret); secret {
 			// The one Secret Shardgate owns (the routers' certificate), by name and namespace: its
 			// role lets it read no other Secret.
@@ -146,13 +152,13 @@ func cacheKinds(caps Capabilities, maxObjects int, handler func(client.Object) t
 	}
 	for _, k := range RouteKinds() {
 		// All of them, trimmed.
-		kinds = append(kinds, watchcache.Kind{Object: k, Handler: handler(k), Transform: routeTransforms[kindName(k)], MaxObjects: maxObjects})
+		kinds = append(kinds, watchcache.Kind{Object: k, Handler: handler(k), Transform: routeTransforms[kindName(k)], MaxObjects: b.objects, MaxBytes: b.bytes})
 	}
 	for _, k := range RoutedIPKinds(caps) {
-		kind := watchcache.Kind{Object: k, Handler: handler(k), Transform: routeTransforms[kindName(k)], MaxObjects: maxObjects}
+		kind := watchcache.Kind{Object: k, Handler: handler(k), Transform: routeTransforms[kindName(k)], MaxObjects: b.objects, MaxBytes: b.bytes}
 		if _, slice := k.(*discoveryv1.EndpointSlice); slice {
 			kind.Transform, kind.OnDemand = TrimEndpointSlice, true
-			kind.MaxObjects = maxObjects * endpointSliceBudgetFactor
+			kind.MaxObjects, kind.MaxBytes = b.objects*endpointSliceBudgetFactor, b.bytes*endpointSliceBudgetFactor
 		}
 		kinds = append(kinds, kind)
 	}

@@ -29,11 +29,13 @@ type Options struct {
 	// this often (default 3 min, within 10 %); a change found is drift, repaired then.
 	DriftInterval time.Duration
 	// MaxObjects is the per-cluster budget of objects of each kind the cache holds (default
-	// DefaultMaxObjects; EndpointSlices get five times it); MaxObjectBytes bounds one object
+	// DefaultMaxObjects), MaxKindBytes that of the bytes they take once trimmed (default
+	// DefaultMaxKindBytes); EndpointSlices get five times both. MaxObjectBytes bounds one object
 	// (default DefaultMaxObjectBytes). A cluster over them is Unreachable (FailureBudget) and
 	// listed again after BudgetRetry (default 1 min), doubling up to 16 times that.
 	MaxObjects     int
 	MaxObjectBytes int64
+	MaxKindBytes   int64
 	BudgetRetry    time.Duration
 	// Kubeconfig is what the operator allows in kubeconfigs.
 	Kubeconfig KubeconfigPolicy
@@ -45,12 +47,14 @@ type Options struct {
 	Log logr.Logger
 }
 
-// Default budgets of a user cluster's cache: ten thousand objects of each kind, and no object
-// larger than 4 MiB (a real API server refuses requests over 3 MiB and etcd values over 1.5 MiB,
-// so only a hostile server sends one).
+// Default budgets of a user cluster's cache: ten thousand objects of each kind taking no more
+// than 64 MiB once trimmed (a trimmed Ingress takes well under 1 KiB), and no object larger than
+// 4 MiB (a real API server refuses requests over 3 MiB and etcd values over 1.5 MiB, so only a
+// hostile server sends one).
 const (
 	DefaultMaxObjects     = 10000
 	DefaultMaxObjectBytes = 4 << 20
+	DefaultMaxKindBytes   = 64 << 20
 )
 
 // Engager keeps one long-lived, small cache per engaged user cluster, probes its health, and
@@ -86,6 +90,9 @@ func NewEngager(opts Options) (*Engager, error) {
 	}
 	if opts.MaxObjectBytes == 0 {
 		opts.MaxObjectBytes = DefaultMaxObjectBytes
+	}
+	if opts.MaxKindBytes == 0 {
+		opts.MaxKindBytes = DefaultMaxKindBytes
 	}
 	if opts.Scheme == nil {
 		opts.Scheme = UserClusterScheme()

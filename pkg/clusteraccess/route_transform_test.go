@@ -129,10 +129,10 @@ func keys(m map[string]string) []string {
 // TestCacheKindsHaveBudgetsAndTrims: every kind the user-cluster cache holds has the budget,
 // and every kind a tenant or owner fills at will is trimmed.
 func TestCacheKindsHaveBudgetsAndTrims(t *testing.T) {
-	for _, k := range cacheKinds(Capabilities{AdmissionPolicy: true, CRDs: true}, 100, nil) {
+	for _, k := range cacheKinds(Capabilities{AdmissionPolicy: true, CRDs: true}, budget{objects: 100, bytes: 1 << 20}, nil) {
 		name := kindName(k.Object)
-		if k.MaxObjects < 100 {
-			t.Errorf("%s: budget %d", name, k.MaxObjects)
+		if k.MaxObjects < 100 || k.MaxBytes < 1<<20 {
+			t.Errorf("%s: budget %d objects, %d bytes", name, k.MaxObjects, k.MaxBytes)
 		}
 		switch name {
 		case "Ingress", "Namespace", "IngressClass", "IngressClaim", "RoutedIP", "Node", "EndpointSlice":

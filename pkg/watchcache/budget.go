@@ -6,6 +6,8 @@ import (
 	"io"
 	"math/rand/v2"
 	"time"
+
+	toolscache "k8s.io/client-go/tools/cache"
 )
 
 // A user cluster decides how many objects it holds and how large they are: a tenant with
@@ -16,17 +18,21 @@ import (
 // read, one object at a time: a list that goes past them stops there, its objects are dropped,
 // and the store keeps what it held before.
 
-// BudgetError says that a kind went past its budget: more than Limit objects, or (Bytes) one
-// object larger than Limit bytes.
+// BudgetError says that a kind went past its budget: more than Limit objects, (Bytes) one
+// object larger than Limit bytes, or (Stored) its objects taking more than Limit bytes.
 type BudgetError struct {
-	Kind  string
-	Limit int64
-	Bytes bool
+	Kind   string
+	Limit  int64
+	Bytes  bool
+	Stored bool
 }
 
 func (e *BudgetError) Error() string {
-	if e.Bytes {
+	switch {
+	case e.Bytes:
 		return fmt.Sprintf("a %s larger than %d bytes", e.Kind, e.Limit)
+	case e.Stored:
+		return fmt.Sprintf("more than %d bytes of %s objects", e.Limit, e.Kind)
 	}
 	return fmt.Sprintf("more than %d %s objects", e.Limit, e.Kind)
 }
@@ -71,6 +77,60 @@ func (in *informer) countOver(n int) error {
 	if in.kind.MaxObjects > 0 && n > in.kind.MaxObjects {
 		return &BudgetError{Kind: in.gvk.Kind, Limit: int64(in.kind.MaxObjects)}
 	}
+	return nil
+}
+
+// bytesOver is the kind's BudgetError when its objects taking total bytes is more than its byte
+// budget.
+func (in *informer) bytesOver(total int64) error {
+	if in.kind.MaxBytes > 0 && total > in.kind.MaxBytes {
+		return &BudgetError{Kind: in.gvk.Kind, Limit: in.kind.MaxBytes, Stored: true}
+	}
+	return nil
+}
+
+// storedSize estimates what a stored object takes: its protobuf size where its type has one
+// (every Kubernetes type: a walk of the trimmed object, no allocation), else the raw bytes it was
+// decoded from (Shardgate's own CRD types, trimmed little).
+func storedSize(o any, raw int64) int64 {
+	if s, ok := o.(interface{ Size() int }); ok {
+		return int64(s.Size())
+	}
+	return raw
+}
+
+// recount records the sizes of a list's objects, where the kind has a byte budget.
+func (in *informer) recount(objs []any, sizes []int64) {
+	if in.kind.MaxBytes == 0 {
+		return
+	}
+	in.sizes, in.bytes = make(map[string]int64, len(objs)), 0
+	for i, o := range objs {
+		k, _ := toolscache.MetaNamespaceKeyFunc(o)
+		in.sizes[k] = sizes[i]
+		in.bytes += sizes[i]
+	}
+}
+
+// resize records that the object of key takes size bytes now (0: gone), unless that puts the
+// kind over its byte budget.
+func (in *informer) resize(key string, size int64) error {
+	if in.kind.MaxBytes == 0 {
+		return nil
+	}
+	next := in.bytes - in.sizes[key] + size
+	if err := in.bytesOver(next); err != nil && size > 0 {
+		return err
+	}
+	if in.sizes == nil {
+		in.sizes = map[string]int64{}
+	}
+	if size == 0 {
+		delete(in.sizes, key)
+	} else {
+		in.sizes[key] = size
+	}
+	in.bytes = next
 	return nil
 }
 

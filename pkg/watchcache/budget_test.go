@@ -87,19 +87,26 @@ func TestBudgetStopsAServerThatNeverEnds(t *testing.T) {
 		streaming bool
 		huge      bool
 		bytes     bool
+		stored    bool
 	}{
 		{name: "list"},
 		{name: "streamed list", streaming: true},
 		{name: "one object without end", huge: true, bytes: true},
+		{name: "list past the stored bytes", stored: true},
+		{name: "streamed list past the stored bytes", streaming: true, stored: true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			budgetStopsAServer(t, tt.streaming, tt.huge, tt.bytes)
+			budgetStopsAServer(t, tt.streaming, tt.huge, tt.bytes, tt.stored)
 		})
 	}
 }
 
-func budgetStopsAServer(t *testing.T, streaming, huge, bytes bool) {
-	const maxObjects, maxBytes = 1000, 1 << 20
+func budgetStopsAServer(t *testing.T, streaming, huge, bytes, stored bool) {
+	const maxBytes = 1 << 20
+	maxObjects, maxStored := 1000, int64(0)
+	if stored {
+		maxObjects, maxStored = 0, 100<<10
+	}
 	srv := &endlessServer{huge: huge, gone: make(chan struct{})}
 	hs := httptest.NewServer(srv)
 	defer hs.Close()
@@ -108,7 +115,7 @@ func budgetStopsAServer(t *testing.T, streaming, huge, bytes bool) {
 	reports := make(chan error, 10)
 	c, err := New(&rest.Config{Host: hs.URL}, Options{Scheme: clientgoscheme.Scheme, Mapper: mapper, StreamingLists: streaming,
 		MaxObjectBytes: maxBytes, BudgetRetry: time.Hour, OnBudget: func(kind string, err error) { reports <- err }},
-		[]Kind{{Object: &corev1.ConfigMap{}, MaxObjects: maxObjects}})
+		[]Kind{{Object: &corev1.ConfigMap{}, MaxObjects: maxObjects, MaxBytes: maxStored}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,10 +125,10 @@ func budgetStopsAServer(t *testing.T, streaming, huge, bytes bool) {
 	select {
 	case err := <-reports:
 		var be *BudgetError
-		if !errors.As(err, &be) || be.Kind != "ConfigMap" || be.Bytes != bytes {
+		if !errors.As(err, &be) || be.Kind != "ConfigMap" || be.Bytes != bytes || be.Stored != stored {
 			t.Fatalf("OnBudget was told %v", err)
 		}
-		if want := int64(maxObjects); !bytes && be.Limit != want {
+		if want := int64(maxObjects); !bytes && !stored && be.Limit != want {
 			t.Errorf("limit %d, want %d", be.Limit, want)
 		}
 	case <-time.After(20 * time.Second):

@@ -62,6 +62,9 @@ type Kind struct {
 	// MaxObjects is the kind's budget (0: none): a list or watch that would hold more stops at
 	// the first object past it (see BudgetError and Options.OnBudget).
 	MaxObjects int
+	// MaxBytes is the kind's budget of stored bytes (0: none), each object counted at its
+	// protobuf size once trimmed (the bytes it was read from, for types without one).
+	MaxBytes int64
 }
 
 // Options configure a Cache.

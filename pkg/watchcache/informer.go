@@ -35,12 +35,14 @@ type informer struct {
 	watchTimeout time.Duration
 	store        toolscache.Indexer
 	synced       atomic.Bool
-	listedOnce   chan struct{} // closed at the first list
-	started      bool          // an on-demand kind's goroutine runs (Cache.mu)
-	lastRV       atomic.Value  // string: the resource version the store is at
-	maxBytes     int64         // Options.MaxObjectBytes
-	count        int           // objects in the store (the kind's goroutine's)
-	over         atomic.Bool   // over its budget since the last list
+	listedOnce   chan struct{}    // closed at the first list
+	started      bool             // an on-demand kind's goroutine runs (Cache.mu)
+	lastRV       atomic.Value     // string: the resource version the store is at
+	maxBytes     int64            // Options.MaxObjectBytes
+	count        int              // objects in the store (the kind's goroutine's)
+	sizes        map[string]int64 // stored size by key, where the kind has a byte budget
+	bytes        int64            // their sum
+	over         atomic.Bool      // over its budget since the last list
 }
 
 // Backoff after a failed list or watch: doubling from 800 ms to 30 s, jittered, reset by a
@@ -164,82 +166,91 @@ func (in *informer) list(ctx context.Context) (string, error) {
 	}
 	defer func() { _ = body.Close() }()
 	b := &boundedReader{r: body, max: in.maxBytes}
-	rv, objs, err := in.decodeList(json.NewDecoder(b), b)
+	rv, objs, sizes, err := in.decodeList(json.NewDecoder(b), b)
 	if err != nil {
 		return "", in.overBudget(b, err)
 	}
-	return rv, in.replace(objs, rv)
+	return rv, in.replace(objs, sizes, rv)
 }
 
 // decodeList reads a list answer ({"metadata": {...}, "items": [...]}, keys in any order),
 // trimming each item as it comes.
-func (in *informer) decodeList(dec *json.Decoder, b *boundedReader) (string, []any, error) {
+func (in *informer) decodeList(dec *json.Decoder, b *boundedReader) (string, []any, []int64, error) {
 	if err := expectDelim(dec, '{'); err != nil {
-		return "", nil, err
+		return "", nil, nil, err
 	}
 	var (
-		rv   string
-		objs []any
+		rv    string
+		objs  []any
+		sizes []int64
 	)
 	for dec.More() {
 		b.reset()
 		key, err := dec.Token()
 		if err != nil {
-			return "", nil, err
+			return "", nil, nil, err
 		}
 		switch key {
 		case "metadata":
 			var lm metav1.ListMeta
 			if err := dec.Decode(&lm); err != nil {
-				return "", nil, err
+				return "", nil, nil, err
 			}
 			rv = lm.ResourceVersion
 		case "items":
-			if objs, err = in.decodeItems(dec, b); err != nil {
-				return "", nil, err
+			if objs, sizes, err = in.decodeItems(dec, b); err != nil {
+				return "", nil, nil, err
 			}
 		default:
 			var skip json.RawMessage
 			if err := dec.Decode(&skip); err != nil {
-				return "", nil, err
+				return "", nil, nil, err
 			}
 		}
 	}
-	return rv, objs, expectDelim(dec, '}')
+	return rv, objs, sizes, expectDelim(dec, '}')
 }
 
-// decodeItems reads a list's items (null or an array), trimmed, stopping at the first past the
-// kind's budget.
-func (in *informer) decodeItems(dec *json.Decoder, b *boundedReader) ([]any, error) {
+// decodeItems reads a list's items (null or an array), trimmed, with the size each is stored in,
+// stopping at the first past the kind's budget.
+func (in *informer) decodeItems(dec *json.Decoder, b *boundedReader) ([]any, []int64, error) {
 	t, err := dec.Token()
 	if err != nil || t == nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if t != json.Delim('[') {
-		return nil, fmt.Errorf("the list's items are a %v, not an array", t)
+		return nil, nil, fmt.Errorf("the list's items are a %v, not an array", t)
 	}
-	var objs []any
+	var (
+		objs  []any
+		sizes []int64
+		total int64
+	)
 	for dec.More() {
 		if err := in.countOver(len(objs) + 1); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		b.reset()
 		var raw json.RawMessage
 		if err := dec.Decode(&raw); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		gvk := in.gvk // items carry no kind: it is the list's
 		obj, _, err := in.codecs.UniversalDeserializer().Decode(raw, &gvk, nil)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		o, err := in.trim(obj)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		objs = append(objs, o)
+		size := storedSize(o, int64(len(raw)))
+		if total += size; in.bytesOver(total) != nil {
+			return nil, nil, in.bytesOver(total)
+		}
+		objs, sizes = append(objs, o), append(sizes, size)
 	}
-	return objs, expectDelim(dec, ']')
+	return objs, sizes, expectDelim(dec, ']')
 }
 
 func expectDelim(dec *json.Decoder, d json.Delim) error {
@@ -253,8 +264,9 @@ func expectDelim(dec *json.Decoder, d json.Delim) error {
 	return nil
 }
 
-// replace makes objs, listed at rv, the store's content and tells the handler the difference.
-func (in *informer) replace(objs []any, rv string) error {
+// replace makes objs, listed at rv, the store's content and tells the handler the difference;
+// sizes are what each takes (storedSize).
+func (in *informer) replace(objs []any, sizes []int64, rv string) error {
 	first := !in.synced.Load()
 	before := map[string]any{}
 	if !first {
@@ -267,6 +279,7 @@ func (in *informer) replace(objs []any, rv string) error {
 		return err
 	}
 	in.count = len(objs)
+	in.recount(objs, sizes)
 	in.lastRV.Store(rv)
 	h := in.kind.Handler
 	if h == nil {
@@ -359,7 +372,11 @@ func (in *informer) streamList(ctx context.Context) (string, *watchStream, error
 		s.Close()
 		return "", nil, err
 	}
-	var objs []any
+	var (
+		objs  []any
+		sizes []int64
+		total int64
+	)
 	for {
 		typ, obj, err := s.next(in)
 		if err != nil {
@@ -374,7 +391,11 @@ func (in *informer) streamList(ctx context.Context) (string, *watchStream, error
 			if err != nil {
 				return fail(err)
 			}
-			objs = append(objs, o)
+			size := storedSize(o, s.bounded.n)
+			if total += size; in.bytesOver(total) != nil {
+				return fail(in.bytesOver(total))
+			}
+			objs, sizes = append(objs, o), append(sizes, size)
 		case watch.Bookmark:
 			m, err := meta.Accessor(obj)
 			if err != nil || m.GetAnnotations()[metav1.InitialEventsAnnotationKey] != "true" {
@@ -384,7 +405,7 @@ func (in *informer) streamList(ctx context.Context) (string, *watchStream, error
 				return fail(errInitialEventsUnended)
 			}
 			rv := m.GetResourceVersion()
-			if err := in.replace(objs, rv); err != nil {
+			if err := in.replace(objs, sizes, rv); err != nil {
 				s.Close()
 				return "", nil, err
 			}
@@ -425,15 +446,15 @@ func (in *informer) follow(ctx context.Context, s *watchStream, rv string) (stri
 		if next := resourceVersion(obj); next != "" {
 			rv = next
 		}
-		if err := in.apply(typ, obj); err != nil {
+		if err := in.apply(typ, obj, s.bounded.n); err != nil {
 			return rv, got, err
 		}
 		in.lastRV.Store(rv)
 	}
 }
 
-// apply keeps one event in the store and tells the handler.
-func (in *informer) apply(typ watch.EventType, obj runtime.Object) error {
+// apply keeps one event (raw bytes long) in the store and tells the handler.
+func (in *informer) apply(typ watch.EventType, obj runtime.Object, raw int64) error {
 	if typ == watch.Bookmark {
 		return nil
 	}
@@ -455,6 +476,12 @@ func (in *informer) apply(typ watch.EventType, obj runtime.Object) error {
 			}
 			in.count++
 		}
+		if err := in.resize(k, storedSize(o, raw)); err != nil {
+			if !exists {
+				in.count--
+			}
+			return err
+		}
 		if err := in.store.Update(o); err != nil {
 			return err
 		}
@@ -471,6 +498,7 @@ func (in *informer) apply(typ watch.EventType, obj runtime.Object) error {
 				return err
 			}
 			in.count--
+			_ = in.resize(k, 0)
 		}
 		if h != nil {
 			h.OnDelete(o)
