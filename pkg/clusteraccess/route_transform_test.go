@@ -30,7 +30,7 @@ func bloatedMeta(ns, name string, keep map[string]string) metav1.ObjectMeta {
 	}
 	return metav1.ObjectMeta{Namespace: ns, Name: name, UID: "u1", ResourceVersion: "7", Generation: 3,
 		Labels: map[string]string{"app": "shop", v1alpha1.ShardLabel: "default"}, Annotations: ann,
-		ManagedFields:   []metav1.ManagedFieldsEntry{{Manager: "kubectl", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:metadata":{}}`)}}},
+		ManagedFields:   []metav1.ManagedFieldsEntry{{Manager: "kubectl", FieldsV1: fieldsV1([]byte(`{"f:metadata":{}}`))}},
 		OwnerReferences: []metav1.OwnerReference{{Name: "owner"}}, Finalizers: []string{"example.com/f"}}
 }
 
