@@ -160,3 +160,8 @@ const (
 	// takes its label and annotations back (users may not remove them themselves).
 	AllocationReleased = "Released"
 )
+
+// ReasonObjectBudgetExceeded (ClusterReachable=False): the user cluster holds more objects of a
+// kind than the per-cluster budget, or one too large; Shardgate stopped reading it and changes
+// nothing in it until it is within its budget again.
+const ReasonObjectBudgetExceeded = "ObjectBudgetExceeded"

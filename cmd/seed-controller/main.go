@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"runtime/debug"
 
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -39,6 +40,10 @@ func run(ctx context.Context, args []string) error {
 		return err
 	}
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
+	if limit, ok := softMemoryLimit(os.Getenv); ok {
+		debug.SetMemoryLimit(limit)
+		ctrl.Log.WithName("setup").Info("soft memory limit", "bytes", limit)
+	}
 
 	cfg, err := seedConfig(opts.kubeconfig, opts.seedQPS, opts.seedBurst)
 	if err != nil {

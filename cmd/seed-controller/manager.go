@@ -120,7 +120,8 @@ func newManager(cfg *rest.Config, o options) (ctrl.Manager, error) {
 // cluster, whatever the number of controllers reading it.
 func addControllers(mgr ctrl.Manager, o options) error {
 	engager, err := clusteraccess.NewEngager(clusteraccess.Options{Log: ctrl.Log.WithName("engager"), DriftInterval: o.driftInterval,
-		Kubeconfig: clusteraccess.KubeconfigPolicy{AllowInsecure: o.allowInsecure}})
+		Kubeconfig: clusteraccess.KubeconfigPolicy{AllowInsecure: o.allowInsecure}, MaxObjects: o.maxObjects, MaxObjectBytes: o.maxObjectBytes,
+		MaxKindBytes: o.maxKindBytes})
 	if err != nil {
 		return err
 	}

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/shardgate/shardgate/pkg/canary"
+	"github.com/shardgate/shardgate/pkg/clusteraccess"
 )
 
 // options are the controller's command-line settings.
@@ -51,6 +52,9 @@ type options struct {
 	replicaID               string
 	shardLease              time.Duration
 	driftInterval           time.Duration
+	maxObjects              int
+	maxObjectBytes          int64
+	maxKindBytes            int64
 }
 
 // stringList is a comma-separated flag value.
@@ -89,6 +93,9 @@ func (o *options) bind(fs *flag.FlagSet) {
 	fs.DurationVar(&o.claimReclaimGrace, "claim-reclaim-grace", 5*time.Minute, "how long every Ingress an IngressClaim bound must stay gone before its reclaim policy (Retain, Delete) applies, so an Ingress replaced with kubectl replace --force or a GitOps Replace sync loses nothing")
 	fs.DurationVar(&o.kubeconfigResync, "kubeconfig-resync-period", 2*time.Minute, "how often Cluster API kubeconfig Secrets are read again (they are read by name, never watched); a refused credential re-reads at once")
 	fs.DurationVar(&o.driftInterval, "drift-check-interval", 3*time.Minute, "how often the routers' RBAC, ServiceAccounts, ConfigMaps, PodDisruptionBudgets and admission policy in every user cluster are listed to repair hand edits (they are not watched: at 1,000 clusters the watches would cost 16,000 goroutines); the routers' Deployments, Services, pods and certificate are watched and repaired at once")
+	fs.IntVar(&o.maxObjects, "max-objects-per-kind", clusteraccess.DefaultMaxObjects, "per-cluster budget: a user cluster holding more objects of one kind (Ingresses, Namespaces, Nodes, IngressClaims, RoutedIPs...; EndpointSlices five times it) is not read further and reported ClusterReachable=False/ObjectBudgetExceeded, its records and routers kept, and read again after a back-off from 1 to 16 min; bounds the controller's memory per cluster")
+	fs.Int64Var(&o.maxObjectBytes, "max-object-bytes", clusteraccess.DefaultMaxObjectBytes, "the largest object read from a user cluster (a real API server stores none over 1.5 MiB); a larger one puts its cluster over budget like --max-objects-per-kind")
+	fs.Int64Var(&o.maxKindBytes, "max-bytes-per-kind", clusteraccess.DefaultMaxKindBytes, "per-cluster budget: the bytes one kind's objects may take in the cache once trimmed (EndpointSlices five times it); past it, as past --max-objects-per-kind")
 	fs.IntVar(&o.concurrency, "concurrency", 8, "user clusters each controller reconciles at once")
 	fs.IntVar(&o.dnsConcurrency, "dns-concurrency", 8, "user clusters the DNS controller reconciles at once: a node change writes the DNSEndpoint, its status a second later (BenchmarkSeedScale at 1,000 clusters, a hundred changing at once: 1.14 s p99 with 8; 16 and 32 did no better and made the controller conflict with its own status writes its cache had not seen yet)")
 	fs.Var(&o.dnsVerifyServers, "dns-verify-servers", "comma-separated authoritative servers of the zones (host:port): DNSPublished then means they answer exactly the desired targets (Propagating until they do); default none: it means the DNSEndpoint is written")
@@ -153,6 +160,9 @@ func (o *options) validate() error {
 	}
 	if o.driftInterval < time.Second {
 		return fmt.Errorf("--drift-check-interval must be at least 1s")
+	}
+	if o.maxObjects < 1 || o.maxObjectBytes < 1<<10 || o.maxKindBytes < 1<<10 {
+		return fmt.Errorf("--max-objects-per-kind must be at least 1, --max-object-bytes and --max-bytes-per-kind at least 1024")
 	}
 	if o.seedQPS <= 0 || o.seedBurst < 1 {
 		return fmt.Errorf("--kube-api-qps and --kube-api-burst must be positive")

@@ -57,7 +57,7 @@ func TestCacheListsEveryManagedKind(t *testing.T) {
 		t.Fatal(err)
 	}
 	synced := make(chan struct{})
-	ca, err := watchcache.New(cp.Config, watchcache.Options{Scheme: scheme, Mapper: mapper, OnSynced: func() { close(synced) }}, cacheKinds(caps, nil))
+	ca, err := watchcache.New(cp.Config, watchcache.Options{Scheme: scheme, Mapper: mapper, OnSynced: func() { close(synced) }}, cacheKinds(caps, budget{}, nil))
 	if err != nil {
 		t.Fatal(err)
 	}

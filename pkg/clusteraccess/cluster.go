@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 	"sync"
@@ -75,7 +76,8 @@ type engaged struct {
 	identity    string // the user Shardgate acts as in the cluster, once known
 	state       State
 	synced      bool
-	pendingFrom time.Time // first node change not yet published, for the convergence histogram
+	overBudget  map[string]string // kind → fixed description, for the kinds over their budget
+	pendingFrom time.Time         // first node change not yet published, for the convergence histogram
 }
 
 func newEngaged(e *Engager, key types.NamespacedName, fp [32]byte, cfg *rest.Config) *engaged {
@@ -214,9 +216,12 @@ func (c *engaged) startCache() error {
 			c.mu.Lock()
 			c.synced = true
 			c.mu.Unlock()
-			c.e.setPhase(c, PhaseReachable, string(PhaseReachable), "cache synced")
+			c.reachable("cache synced")
 		},
-	}, cacheKinds(caps, handler))
+		MaxObjectBytes: o.MaxObjectBytes,
+		BudgetRetry:    o.BudgetRetry,
+		OnBudget:       c.budget,
+	}, cacheKinds(caps, budget{objects: o.MaxObjects, bytes: o.MaxKindBytes}, handler))
 	if err != nil {
 		return err
 	}
@@ -322,9 +327,70 @@ func (c *engaged) probeLoop() {
 		case err != nil:
 			c.fail("health probe", err)
 		case synced:
-			c.e.setPhase(c, PhaseReachable, string(PhaseReachable), "health probe succeeded")
+			c.reachable("health probe succeeded")
 		}
 	}
+}
+
+// budget records a kind of the cluster going over its object budget (err) or back within it
+// (nil). While any kind is over, the cluster is Unreachable with FailureBudget: its cache no
+// longer follows the cluster, so the controllers decide nothing from it and change nothing in
+// it (records, routers and allocations stay as they are), and the kind is listed again only
+// after a back-off (watchcache.Options.BudgetRetry), never in a loop, by this replica or another.
+func (c *engaged) budget(kind string, err error) {
+	if c.ctx.Err() != nil {
+		return
+	}
+	c.mu.Lock()
+	if err != nil {
+		if c.overBudget == nil {
+			c.overBudget = map[string]string{}
+		}
+		c.overBudget[kind] = budgetMessage(err)
+	} else {
+		delete(c.overBudget, kind)
+	}
+	synced := c.synced
+	c.mu.Unlock()
+	if err != nil || synced {
+		c.reachable("cache back within its budget")
+	}
+}
+
+// budgetMessage describes a budget error in fixed words (the kind is the cache's own name of it,
+// the limit the operator's flag).
+func budgetMessage(err error) string {
+	var be *watchcache.BudgetError
+	if !errors.As(err, &be) {
+		return "over its object budget"
+	}
+	if be.Bytes {
+		return fmt.Sprintf("a %s larger than %d bytes (--max-object-bytes): Shardgate stopped reading the cluster "+
+			"and changes nothing in it until it is within its budget", be.Kind, be.Limit)
+	}
+	if be.Stored {
+		return fmt.Sprintf("more than %d bytes of %s objects (--max-bytes-per-kind): Shardgate stopped reading the "+
+			"cluster and changes nothing in it until it is within its budget", be.Limit, be.Kind)
+	}
+	return fmt.Sprintf("more than %d %s objects (--max-objects-per-kind): Shardgate stopped reading the cluster "+
+		"and changes nothing in it until it is within its budget", be.Limit, be.Kind)
+}
+
+// reachable makes the cluster Reachable (msg says how that was found), unless a kind is over its
+// budget: then it stays Unreachable with FailureBudget.
+func (c *engaged) reachable(msg string) {
+	c.mu.Lock()
+	over := ""
+	for _, k := range slices.Sorted(maps.Keys(c.overBudget)) {
+		over = c.overBudget[k]
+		break
+	}
+	c.mu.Unlock()
+	if over != "" {
+		c.e.setPhase(c, PhaseUnreachable, string(FailureBudget), over)
+		return
+	}
+	c.e.setPhase(c, PhaseReachable, string(PhaseReachable), msg)
 }
 
 // setPhase records a state change and notifies subscribers; the same state again is a no-op.

@@ -25,6 +25,9 @@ const (
 	FailureCredentials Failure = "CredentialsRefused"
 	// FailureServer: the server answered with another error.
 	FailureServer Failure = "ServerError"
+	// FailureBudget: the cluster holds more objects of a kind than the per-cluster budget, or
+	// one larger than the object size limit (Options.MaxObjects, MaxObjectBytes).
+	FailureBudget Failure = "ObjectBudgetExceeded"
 )
 
 // Describe returns a short, fixed description of an error from a user-cluster request, and its

@@ -1,6 +1,8 @@
 package clusteraccess
 
 import (
+	"reflect"
+
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -81,14 +83,14 @@ func RepairOnly(o client.Object) bool {
 	return false
 }
 
-// RouteKinds are cached whole: every Ingress is a route to allocate, namespaces carry the labels
-// shard namespaceSelectors match, and every IngressClass counts for which class is the
-// cluster's default (there are only a few).
+// RouteKinds are cached all, each trimmed to what is read (TrimIngress): every Ingress is a route
+// to allocate, namespaces carry the labels shard namespaceSelectors match, and every
+// IngressClass counts for which class is the cluster's default (there are only a few).
 func RouteKinds() []client.Object {
 	return []client.Object{&networkingv1.Ingress{}, &corev1.Namespace{}, &networkingv1.IngressClass{}}
 }
 
-// RoutedIPKinds are cached whole where Shardgate's CRDs are installed: every RoutedIP is a
+// RoutedIPKinds are cached all (trimmed, TrimRoutedIP) where Shardgate's CRDs are installed: every RoutedIP is a
 // request to place, and EndpointSlices (trimmed to where their endpoints run, TrimEndpointSlice)
 // say which nodes serve each RoutedIP's Service; every IngressClaim asks for a dedicated shard.
 // EndpointSlices are watched on demand, from the first time a cluster's RoutedIPs need them:
@@ -115,15 +117,31 @@ func managedSelector() labels.Selector {
 	return labels.SelectorFromSet(labels.Set{v1alpha1.ManagedByLabel: v1alpha1.ManagedByValue})
 }
 
-// cacheKinds are what a user-cluster cache lists and watches, each with its server-side selector
-// and trim; handler gives each kind its event handler (nil: none).
-func cacheKinds(caps Capabilities, handler func(client.Object) toolscache.ResourceEventHandler) []watchcache.Kind {
+// routeTransforms trim the route kinds (see TrimIngress).
+var routeTransforms = map[string]toolscache.TransformFunc{
+	"Ingress": TrimIngress, "Namespace": TrimNamespace, "IngressClass": TrimIngressClass,
+	"IngressClaim": TrimIngressClaim, "RoutedIP": TrimRoutedIP,
+}
+
+// endpointSliceBudgetFactor: a cluster has an EndpointSlice per Service (more for large ones),
+// trimmed to a few hundred bytes each, so their budget is this many times the others'.
+const endpointSliceBudgetFactor = 5
+
+// budget is what a cluster's cache may hold of each kind: objects, and bytes stored.
+type budget struct {
+	objects int
+	bytes   int64
+}
+
+// cacheKinds are what a user-cluster cache lists and watches, each with its server-side selector,
+// trim and budget (b, per kind); handler gives each kind its event handler (nil: none).
+func cacheKinds(caps Capabilities, b budget, handler func(client.Object) toolscache.ResourceEventHandler) []watchcache.Kind {
 	if handler == nil {
 		handler = func(client.Object) toolscache.ResourceEventHandler { return nil }
 	}
-	kinds := []watchcache.Kind{{Object: &corev1.Node{}, Transform: TrimNode, Handler: handler(&corev1.Node{})}}
+	kinds := []watchcache.Kind{{Object: &corev1.Node{}, Transform: TrimNode, Handler: handler(&corev1.Node{}), MaxObjects: b.objects, MaxBytes: b.bytes}}
 	for _, k := range ManagedKinds(caps) {
-		kind := watchcache.Kind{Object: k, Labels: managedSelector(), Handler: handler(k), Polled: RepairOnly(k)}
+		kind := watchcache.Kind{Object: k, Labels: managedSelector(), Handler: handler(k), Polled: RepairOnly(k), MaxObjects: b.objects, MaxBytes: b.bytes}
 		if _, secret := k.(*corev1.Secret); secret {
 			// The one Secret Shardgate owns (the routers' certificate), by name and namespace: its
 			// role lets it read no other Secret.
@@ -133,16 +151,23 @@ func cacheKinds(caps Capabilities, handler func(client.Object) toolscache.Resour
 		kinds = append(kinds, kind)
 	}
 	for _, k := range RouteKinds() {
-		kinds = append(kinds, watchcache.Kind{Object: k, Handler: handler(k)}) // all of them
+		// All of them, trimmed.
+		kinds = append(kinds, watchcache.Kind{Object: k, Handler: handler(k), Transform: routeTransforms[kindName(k)], MaxObjects: b.objects, MaxBytes: b.bytes})
 	}
 	for _, k := range RoutedIPKinds(caps) {
-		kind := watchcache.Kind{Object: k, Handler: handler(k)}
+		kind := watchcache.Kind{Object: k, Handler: handler(k), Transform: routeTransforms[kindName(k)], MaxObjects: b.objects, MaxBytes: b.bytes}
 		if _, slice := k.(*discoveryv1.EndpointSlice); slice {
 			kind.Transform, kind.OnDemand = TrimEndpointSlice, true
+			kind.MaxObjects, kind.MaxBytes = b.objects*endpointSliceBudgetFactor, b.bytes*endpointSliceBudgetFactor
 		}
 		kinds = append(kinds, kind)
 	}
 	return kinds
+}
+
+// kindName is the Go type name of a kind's object ("Ingress").
+func kindName(o client.Object) string {
+	return reflect.TypeOf(o).Elem().Name()
 }
 
 // clusterScoped are the kinds Shardgate reads or writes that have no namespace.

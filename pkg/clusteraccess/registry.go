@@ -28,6 +28,15 @@ type Options struct {
 	// DriftInterval: the managed kinds no decision reads (RepairOnly) are not watched but listed
 	// this often (default 3 min, within 10 %); a change found is drift, repaired then.
 	DriftInterval time.Duration
+	// MaxObjects is the per-cluster budget of objects of each kind the cache holds (default
+	// DefaultMaxObjects), MaxKindBytes that of the bytes they take once trimmed (default
+	// DefaultMaxKindBytes); EndpointSlices get five times both. MaxObjectBytes bounds one object
+	// (default DefaultMaxObjectBytes). A cluster over them is Unreachable (FailureBudget) and
+	// listed again after BudgetRetry (default 1 min), doubling up to 16 times that.
+	MaxObjects     int
+	MaxObjectBytes int64
+	MaxKindBytes   int64
+	BudgetRetry    time.Duration
 	// Kubeconfig is what the operator allows in kubeconfigs.
 	Kubeconfig KubeconfigPolicy
 	// Scheme for the user-cluster caches (default: UserClusterScheme()).
@@ -37,6 +46,16 @@ type Options struct {
 	// Log for engagement events. Nothing a user cluster answered is ever logged (see Describe).
 	Log logr.Logger
 }
+
+// Default budgets of a user cluster's cache: ten thousand objects of each kind taking no more
+// than 64 MiB once trimmed (a trimmed Ingress takes well under 1 KiB), and no object larger than
+// 4 MiB (a real API server refuses requests over 3 MiB and etcd values over 1.5 MiB, so only a
+// hostile server sends one).
+const (
+	DefaultMaxObjects     = 10000
+	DefaultMaxObjectBytes = 4 << 20
+	DefaultMaxKindBytes   = 64 << 20
+)
 
 // Engager keeps one long-lived, small cache per engaged user cluster, probes its health, and
 // tells subscribed controllers (by ClusterIngress key) when something they decide from changed.
@@ -65,6 +84,16 @@ func NewEngager(opts Options) (*Engager, error) {
 	def(&opts.MaxConnectBackoff, 2*time.Minute)
 	def(&opts.WriteTimeout, 30*time.Second)
 	def(&opts.DriftInterval, 3*time.Minute)
+	def(&opts.BudgetRetry, time.Minute)
+	if opts.MaxObjects == 0 {
+		opts.MaxObjects = DefaultMaxObjects
+	}
+	if opts.MaxObjectBytes == 0 {
+		opts.MaxObjectBytes = DefaultMaxObjectBytes
+	}
+	if opts.MaxKindBytes == 0 {
+		opts.MaxKindBytes = DefaultMaxKindBytes
+	}
 	if opts.Scheme == nil {
 		opts.Scheme = UserClusterScheme()
 	}

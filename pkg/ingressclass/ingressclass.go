@@ -12,9 +12,9 @@ import (
 // DefaultClassAnnotation marks the cluster's default IngressClass.
 const DefaultClassAnnotation = "ingressclass.kubernetes.io/is-default-class"
 
-// legacyClassAnnotation is the ingress class annotation from before spec.ingressClassName; many
+// LegacyClassAnnotation is the ingress class annotation from before spec.ingressClassName; many
 // controllers still honour it, so an Ingress that names another class through it is theirs.
-const legacyClassAnnotation = "kubernetes.io/ingress.class"
+const LegacyClassAnnotation = "kubernetes.io/ingress.class"
 
 // DefaultClassMarker records on the shardgate IngressClass that Shardgate made it the default.
 // Once it is there, Shardgate never sets the default annotation again: an administrator who
@@ -49,7 +49,7 @@ func Ours(ing *networkingv1.Ingress, classless bool) bool {
 	if ing.Spec.IngressClassName != nil {
 		return *ing.Spec.IngressClassName == names.IngressClassName
 	}
-	if c, ok := ing.Annotations[legacyClassAnnotation]; ok {
+	if c, ok := ing.Annotations[LegacyClassAnnotation]; ok {
 		return c == names.IngressClassName
 	}
 	return classless

@@ -28,7 +28,7 @@ func TestClassOwnership(t *testing.T) {
 	ing := func(class *string, legacy string) *networkingv1.Ingress {
 		i := &networkingv1.Ingress{Spec: networkingv1.IngressSpec{IngressClassName: class}}
 		if legacy != "" {
-			i.Annotations = map[string]string{legacyClassAnnotation: legacy}
+			i.Annotations = map[string]string{LegacyClassAnnotation: legacy}
 		}
 		return i
 	}

@@ -59,6 +59,12 @@ type Kind struct {
 	// read, so the others hold no stream for them (and hear none of their changes). Synced and
 	// OnSynced do not wait for it.
 	OnDemand bool
+	// MaxObjects is the kind's budget (0: none): a list or watch that would hold more stops at
+	// the first object past it (see BudgetError and Options.OnBudget).
+	MaxObjects int
+	// MaxBytes is the kind's budget of stored bytes (0: none), each object counted at its
+	// protobuf size once trimmed (the bytes it was read from, for types without one).
+	MaxBytes int64
 }
 
 // Options configure a Cache.
@@ -85,6 +91,15 @@ type Options struct {
 	// PollInterval: polled kinds are listed again after a random time within 10 % of this
 	// (default 2 min); a failed list is retried backing off as a failed watch is.
 	PollInterval time.Duration
+	// MaxObjectBytes bounds what one object (one list item or watch event) may take to decode
+	// (0: no bound); a larger one puts its kind over budget.
+	MaxObjectBytes int64
+	// OnBudget is told when a kind goes over its budget (err, a *BudgetError) and when a later
+	// list finds it within again (nil). Over budget, the kind's store keeps what it held before,
+	// and the kind is listed again after BudgetRetry, doubling up to 16 times that.
+	OnBudget func(kind string, err error)
+	// BudgetRetry: see OnBudget (default 1 min).
+	BudgetRetry time.Duration
 }
 
 // Cache holds the objects of its kinds.
@@ -111,6 +126,9 @@ func New(cfg *rest.Config, opts Options, kinds []Kind) (*Cache, error) {
 	}
 	if opts.PollInterval == 0 {
 		opts.PollInterval = 2 * time.Minute
+	}
+	if opts.BudgetRetry == 0 {
+		opts.BudgetRetry = time.Minute
 	}
 	cfg = rest.CopyConfig(cfg)
 	cfg.ContentType, cfg.AcceptContentTypes = runtime.ContentTypeJSON, runtime.ContentTypeJSON
@@ -169,7 +187,8 @@ func newInformer(cfg *rest.Config, httpClient *http.Client, codecs serializer.Co
 	}
 	return &informer{kind: k, gvk: gvk, mapping: mapping, rc: rc, codecs: codecs, scheme: opts.Scheme,
 		param: runtime.NewParameterCodec(opts.Scheme), watchTimeout: opts.WatchTimeout, listedOnce: make(chan struct{}),
-		store: toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, toolscache.Indexers{toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc})}, nil
+		maxBytes: opts.MaxObjectBytes,
+		store:    toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, toolscache.Indexers{toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc})}, nil
 }
 
 // Start lists and watches every watched kind until ctx ends, one goroutine each, and polls the
@@ -194,7 +213,7 @@ func (c *Cache) Start(ctx context.Context) {
 		case in.kind.Polled:
 			polled = append(polled, in)
 		default:
-			c.running.Go(func() { in.run(ctx, c.fail, c.listed, &c.streaming) })
+			c.running.Go(func() { in.run(ctx, c) })
 		}
 	}
 	if len(polled) > 0 {
@@ -219,7 +238,7 @@ func (c *Cache) ready(ctx context.Context, in *informer) error {
 	case !in.started:
 		in.started = true
 		cctx := c.ctx
-		c.running.Go(func() { in.run(cctx, c.fail, c.listed, &c.streaming) })
+		c.running.Go(func() { in.run(cctx, c) })
 	}
 	c.mu.Unlock()
 	t := time.NewTimer(onDemandWait)
@@ -243,8 +262,9 @@ func (c *Cache) fail(kind string, err error) {
 	}
 }
 
-// listed is called by each kind after each successful list.
+// listed is called by each kind after each successful list (within its budget).
 func (c *Cache) listed(in *informer) {
+	c.budget(in, nil)
 	if !in.synced.CompareAndSwap(false, true) {
 		return
 	}

@@ -2,6 +2,7 @@ package watchcache
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -34,9 +35,14 @@ type informer struct {
 	watchTimeout time.Duration
 	store        toolscache.Indexer
 	synced       atomic.Bool
-	listedOnce   chan struct{} // closed at the first list
-	started      bool          // an on-demand kind's goroutine runs (Cache.mu)
-	lastRV       atomic.Value  // string: the resource version the store is at
+	listedOnce   chan struct{}    // closed at the first list
+	started      bool             // an on-demand kind's goroutine runs (Cache.mu)
+	lastRV       atomic.Value     // string: the resource version the store is at
+	maxBytes     int64            // Options.MaxObjectBytes
+	count        int              // objects in the store (the kind's goroutine's)
+	sizes        map[string]int64 // stored size by key, where the kind has a byte budget
+	bytes        int64            // their sum
+	over         atomic.Bool      // over its budget since the last list
 }
 
 // Backoff after a failed list or watch: doubling from 800 ms to 30 s, jittered, reset by a
@@ -50,15 +56,12 @@ const (
 // ended is resumed where it was; one whose resource version is too old (410) lists again; a
 // failure backs off and tries the watch again (or the list, if there was none yet). Where the
 // server streams lists (streaming, see Options.StreamingLists), the list and the first watch are
-// one request: a watch that starts with the current objects (sendInitialEvents).
-func (in *informer) run(ctx context.Context, fail func(string, error), listed func(*informer), streaming *atomic.Bool) {
-	delay := time.Duration(0)
-	wait := func(err error) bool {
-		if err != nil {
-			fail(in.gvk.Kind, err)
-		}
-		delay = min(max(2*delay, backoffMin), backoffMax)
-		t := time.NewTimer(delay/2 + rand.N(delay/2))
+// one request: a watch that starts with the current objects (sendInitialEvents). A kind that
+// goes over its budget is listed again after a longer back-off (Options.OnBudget).
+func (in *informer) run(ctx context.Context, c *Cache) {
+	delay, budgetDelay := time.Duration(0), time.Duration(0)
+	sleep := func(d time.Duration) bool {
+		t := time.NewTimer(d)
 		defer t.Stop()
 		select {
 		case <-ctx.Done():
@@ -67,29 +70,50 @@ func (in *informer) run(ctx context.Context, fail func(string, error), listed fu
 			return true
 		}
 	}
+	wait := func(err error) bool {
+		if err != nil {
+			c.fail(in.gvk.Kind, err)
+		}
+		delay = min(max(2*delay, backoffMin), backoffMax)
+		return sleep(jitter(delay))
+	}
+	// overBudget reports err to OnBudget and waits, when it is a BudgetError.
+	overBudget := func(err error) (budget, goOn bool) {
+		if be := (*BudgetError)(nil); !errors.As(err, &be) {
+			return false, true
+		}
+		c.budget(in, err)
+		budgetDelay = nextBudgetDelay(budgetDelay, c.opts.BudgetRetry)
+		return true, sleep(jitter(budgetDelay))
+	}
 	for ctx.Err() == nil {
 		var (
 			rv     string
 			err    error
 			stream *watchStream
 		)
-		if streaming.Load() {
+		if c.streaming.Load() {
 			rv, stream, err = in.streamList(ctx)
 			if refusesStreaming(err) {
-				streaming.Store(false) // for every kind of this server: list and watch from now on
+				c.streaming.Store(false) // for every kind of this server: list and watch from now on
 				continue
 			}
 		} else {
 			rv, err = in.list(ctx)
 		}
 		if err != nil {
-			if ctx.Err() != nil || !wait(err) {
+			if ctx.Err() != nil {
+				return
+			}
+			if budget, goOn := overBudget(err); !goOn {
+				return
+			} else if !budget && !wait(err) {
 				return
 			}
 			continue
 		}
-		delay = 0
-		listed(in)
+		delay, budgetDelay = 0, 0
+		c.listed(in)
 		for ctx.Err() == nil {
 			began := time.Now()
 			if stream == nil {
@@ -115,6 +139,11 @@ func (in *informer) run(ctx context.Context, fail func(string, error), listed fu
 			if ctx.Err() != nil {
 				return
 			}
+			if budget, goOn := overBudget(err); !goOn {
+				return
+			} else if budget {
+				break // list again, after the back-off
+			}
 			if apierrors.IsResourceExpired(err) || apierrors.IsGone(err) {
 				break // too old: list again
 			}
@@ -126,38 +155,118 @@ func (in *informer) run(ctx context.Context, fail func(string, error), listed fu
 }
 
 // list replaces the store with what the server holds now and tells the handler the difference.
+// The answer is read one item at a time (decodeList), so that the kind's budget stops a list
+// that would go past it before the rest is read.
 func (in *informer) list(ctx context.Context) (string, error) {
-	list, err := in.scheme.New(in.gvk.GroupVersion().WithKind(in.gvk.Kind + "List"))
-	if err != nil {
-		return "", err
-	}
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	err = in.request(metav1.ListOptions{}).Do(ctx).Into(list)
+	body, err := in.request(metav1.ListOptions{}).Stream(ctx)
 	if err != nil {
 		return "", err
 	}
-	items, err := meta.ExtractList(list)
+	defer func() { _ = body.Close() }()
+	b := &boundedReader{r: body, max: in.maxBytes}
+	rv, objs, sizes, err := in.decodeList(json.NewDecoder(b), b)
 	if err != nil {
-		return "", err
+		return "", in.overBudget(b, err)
 	}
-	rv := ""
-	if lm, err := meta.ListAccessor(list); err == nil {
-		rv = lm.GetResourceVersion()
-	}
-	objs := make([]any, 0, len(items))
-	for _, it := range items {
-		o, err := in.trim(it)
-		if err != nil {
-			return "", err
-		}
-		objs = append(objs, o)
-	}
-	return rv, in.replace(objs, rv)
+	return rv, in.replace(objs, sizes, rv)
 }
 
-// replace makes objs, listed at rv, the store's content and tells the handler the difference.
-func (in *informer) replace(objs []any, rv string) error {
+// decodeList reads a list answer ({"metadata": {...}, "items": [...]}, keys in any order),
+// trimming each item as it comes.
+func (in *informer) decodeList(dec *json.Decoder, b *boundedReader) (string, []any, []int64, error) {
+	if err := expectDelim(dec, '{'); err != nil {
+		return "", nil, nil, err
+	}
+	var (
+		rv    string
+		objs  []any
+		sizes []int64
+	)
+	for dec.More() {
+		b.reset()
+		key, err := dec.Token()
+		if err != nil {
+			return "", nil, nil, err
+		}
+		switch key {
+		case "metadata":
+			var lm metav1.ListMeta
+			if err := dec.Decode(&lm); err != nil {
+				return "", nil, nil, err
+			}
+			rv = lm.ResourceVersion
+		case "items":
+			if objs, sizes, err = in.decodeItems(dec, b); err != nil {
+				return "", nil, nil, err
+			}
+		default:
+			var skip json.RawMessage
+			if err := dec.Decode(&skip); err != nil {
+				return "", nil, nil, err
+			}
+		}
+	}
+	return rv, objs, sizes, expectDelim(dec, '}')
+}
+
+// decodeItems reads a list's items (null or an array), trimmed, with the size each is stored in,
+// stopping at the first past the kind's budget.
+func (in *informer) decodeItems(dec *json.Decoder, b *boundedReader) ([]any, []int64, error) {
+	t, err := dec.Token()
+	if err != nil || t == nil {
+		return nil, nil, err
+	}
+	if t != json.Delim('[') {
+		return nil, nil, fmt.Errorf("the list's items are a %v, not an array", t)
+	}
+	var (
+		objs  []any
+		sizes []int64
+		total int64
+	)
+	for dec.More() {
+		if err := in.countOver(len(objs) + 1); err != nil {
+			return nil, nil, err
+		}
+		b.reset()
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			return nil, nil, err
+		}
+		gvk := in.gvk // items carry no kind: it is the list's
+		obj, _, err := in.codecs.UniversalDeserializer().Decode(raw, &gvk, nil)
+		if err != nil {
+			return nil, nil, err
+		}
+		o, err := in.trim(obj)
+		if err != nil {
+			return nil, nil, err
+		}
+		size := storedSize(o, int64(len(raw)))
+		if total += size; in.bytesOver(total) != nil {
+			return nil, nil, in.bytesOver(total)
+		}
+		objs, sizes = append(objs, o), append(sizes, size)
+	}
+	return objs, sizes, expectDelim(dec, ']')
+}
+
+func expectDelim(dec *json.Decoder, d json.Delim) error {
+	t, err := dec.Token()
+	if err != nil {
+		return err
+	}
+	if t != d {
+		return fmt.Errorf("expected %v in the list, got %v", d, t)
+	}
+	return nil
+}
+
+// replace makes objs, listed at rv, the store's content and tells the handler the difference;
+// sizes are what each takes (storedSize).
+func (in *informer) replace(objs []any, sizes []int64, rv string) error {
 	first := !in.synced.Load()
 	before := map[string]any{}
 	if !first {
@@ -169,6 +278,8 @@ func (in *informer) replace(objs []any, rv string) error {
 	if err := in.store.Replace(objs, rv); err != nil {
 		return err
 	}
+	in.count = len(objs)
+	in.recount(objs, sizes)
 	in.lastRV.Store(rv)
 	h := in.kind.Handler
 	if h == nil {
@@ -193,9 +304,20 @@ func (in *informer) replace(objs []any, rv string) error {
 
 // watchStream is an open watch: its events, and how to end it.
 type watchStream struct {
-	dec    *restwatch.Decoder
-	body   io.Closer
-	cancel context.CancelFunc
+	dec     *restwatch.Decoder
+	body    io.Closer
+	bounded *boundedReader // reset at each event
+	cancel  context.CancelFunc
+}
+
+// next decodes the next event, within Options.MaxObjectBytes.
+func (s *watchStream) next(in *informer) (watch.EventType, runtime.Object, error) {
+	s.bounded.reset()
+	typ, obj, err := s.dec.Decode()
+	if err != nil {
+		err = in.overBudget(s.bounded, err)
+	}
+	return typ, obj, err
 }
 
 // Close ends the stream.
@@ -219,9 +341,13 @@ func (in *informer) openWatch(ctx context.Context, opts metav1.ListOptions) (*wa
 		cancel()
 		return nil, err
 	}
-	dec := restwatch.NewDecoder(streaming.NewDecoder(info.StreamSerializer.NewFrameReader(body), info.StreamSerializer.Serializer),
-		in.codecs.UniversalDeserializer())
-	return &watchStream{dec: dec, body: body, cancel: cancel}, nil
+	b := &boundedReader{r: body, max: in.maxBytes}
+	frames := info.StreamSerializer.NewFrameReader(struct {
+		io.Reader
+		io.Closer
+	}{b, body})
+	dec := restwatch.NewDecoder(streaming.NewDecoder(frames, info.StreamSerializer.Serializer), in.codecs.UniversalDeserializer())
+	return &watchStream{dec: dec, body: body, bounded: b, cancel: cancel}, nil
 }
 
 // errInitialEventsUnended: a streaming list whose initial events did not end within the time a
@@ -246,19 +372,30 @@ func (in *informer) streamList(ctx context.Context) (string, *watchStream, error
 		s.Close()
 		return "", nil, err
 	}
-	var objs []any
+	var (
+		objs  []any
+		sizes []int64
+		total int64
+	)
 	for {
-		typ, obj, err := s.dec.Decode()
+		typ, obj, err := s.next(in)
 		if err != nil {
 			return fail(err)
 		}
 		switch typ {
 		case watch.Added:
+			if err := in.countOver(len(objs) + 1); err != nil {
+				return fail(err)
+			}
 			o, err := in.trim(obj)
 			if err != nil {
 				return fail(err)
 			}
-			objs = append(objs, o)
+			size := storedSize(o, s.bounded.n)
+			if total += size; in.bytesOver(total) != nil {
+				return fail(in.bytesOver(total))
+			}
+			objs, sizes = append(objs, o), append(sizes, size)
 		case watch.Bookmark:
 			m, err := meta.Accessor(obj)
 			if err != nil || m.GetAnnotations()[metav1.InitialEventsAnnotationKey] != "true" {
@@ -268,7 +405,7 @@ func (in *informer) streamList(ctx context.Context) (string, *watchStream, error
 				return fail(errInitialEventsUnended)
 			}
 			rv := m.GetResourceVersion()
-			if err := in.replace(objs, rv); err != nil {
+			if err := in.replace(objs, sizes, rv); err != nil {
 				s.Close()
 				return "", nil, err
 			}
@@ -292,8 +429,11 @@ func refusesStreaming(err error) bool {
 func (in *informer) follow(ctx context.Context, s *watchStream, rv string) (string, bool, error) {
 	got := false
 	for {
-		typ, obj, err := s.dec.Decode()
+		typ, obj, err := s.next(in)
+		var be *BudgetError
 		switch {
+		case errors.As(err, &be):
+			return rv, got, err
 		case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF) && ctx.Err() == nil:
 			return rv, got, nil
 		case err != nil:
@@ -306,15 +446,15 @@ func (in *informer) follow(ctx context.Context, s *watchStream, rv string) (stri
 		if next := resourceVersion(obj); next != "" {
 			rv = next
 		}
-		if err := in.apply(typ, obj); err != nil {
+		if err := in.apply(typ, obj, s.bounded.n); err != nil {
 			return rv, got, err
 		}
 		in.lastRV.Store(rv)
 	}
 }
 
-// apply keeps one event in the store and tells the handler.
-func (in *informer) apply(typ watch.EventType, obj runtime.Object) error {
+// apply keeps one event (raw bytes long) in the store and tells the handler.
+func (in *informer) apply(typ watch.EventType, obj runtime.Object, raw int64) error {
 	if typ == watch.Bookmark {
 		return nil
 	}
@@ -330,6 +470,18 @@ func (in *informer) apply(typ watch.EventType, obj runtime.Object) error {
 	h := in.kind.Handler
 	switch typ {
 	case watch.Added, watch.Modified:
+		if !exists {
+			if err := in.countOver(in.count + 1); err != nil {
+				return err
+			}
+			in.count++
+		}
+		if err := in.resize(k, storedSize(o, raw)); err != nil {
+			if !exists {
+				in.count--
+			}
+			return err
+		}
 		if err := in.store.Update(o); err != nil {
 			return err
 		}
@@ -345,6 +497,8 @@ func (in *informer) apply(typ watch.EventType, obj runtime.Object) error {
 			if err := in.store.Delete(old); err != nil {
 				return err
 			}
+			in.count--
+			_ = in.resize(k, 0)
 		}
 		if h != nil {
 			h.OnDelete(o)

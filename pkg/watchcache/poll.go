@@ -2,6 +2,7 @@ package watchcache
 
 import (
 	"context"
+	"errors"
 	"math/rand/v2"
 	"time"
 
@@ -20,6 +21,10 @@ func (c *Cache) poll(ctx context.Context, kinds []*informer) {
 			if _, err := in.list(ctx); err != nil {
 				if ctx.Err() != nil {
 					return
+				}
+				if be := (*BudgetError)(nil); errors.As(err, &be) {
+					c.budget(in, err) // listed again at the next round, not backing off from 0.8 s
+					continue
 				}
 				c.fail(in.gvk.Kind, err)
 				failed = append(failed, in)

@@ -76,7 +76,7 @@ func releaseAll(ctx context.Context, cluster clusteraccess.Cluster, shardDomains
 	for i := range list.Items {
 		ing := &list.Items[i]
 		if allocation.CarriesAllocation(ing) {
-			if err := w.Update(ctx, allocation.Untell(ing), client.FieldOwner(v1alpha1.FieldOwner)); err != nil && !apierrors.IsNotFound(err) {
+			if err := patchIngress(ctx, w, ing, allocation.Untell(ing)); err != nil && !apierrors.IsNotFound(err) {
 				return clusteraccess.DescribeError(fmt.Sprintf("release Ingress %s/%s", ing.Namespace, ing.Name), err)
 			}
 		}

@@ -87,6 +87,7 @@ func TestReachable(t *testing.T) {
 		{"refused", nil, true, clusteraccess.State{Phase: clusteraccess.PhaseUnreachable, Reason: string(clusteraccess.FailureCredentials), Since: since}, metav1.ConditionFalse, v1alpha1.ReasonCredentialsRefused},
 		{"server error", nil, true, clusteraccess.State{Phase: clusteraccess.PhaseUnreachable, Reason: string(clusteraccess.FailureServer), Since: since}, metav1.ConditionFalse, v1alpha1.ReasonServerError},
 		{"unreachable", nil, true, clusteraccess.State{Phase: clusteraccess.PhaseUnreachable, Reason: string(clusteraccess.FailureUnreachable), Since: since}, metav1.ConditionFalse, v1alpha1.ReasonUnreachable},
+		{"over budget", nil, true, clusteraccess.State{Phase: clusteraccess.PhaseUnreachable, Reason: string(clusteraccess.FailureBudget), Since: since}, metav1.ConditionFalse, v1alpha1.ReasonObjectBudgetExceeded},
 		{"connecting", nil, true, clusteraccess.State{Phase: clusteraccess.PhaseConnecting}, metav1.ConditionUnknown, v1alpha1.ReasonConnecting},
 	} {
 		c := Reachable(tt.blocked, tt.engaged, tt.st)

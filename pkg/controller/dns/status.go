@@ -38,6 +38,8 @@ func unreachableReason(f clusteraccess.Failure) string {
 		return v1alpha1.ReasonCredentialsRefused
 	case clusteraccess.FailureServer:
 		return v1alpha1.ReasonServerError
+	case clusteraccess.FailureBudget:
+		return v1alpha1.ReasonObjectBudgetExceeded
 	}
 	return v1alpha1.ReasonUnreachable
 }
