@@ -49,7 +49,8 @@ func TestTraefikVIPShard(t *testing.T) {
 		!slices.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) || !slices.Equal(sc.Capabilities.Add, []corev1.Capability{"NET_ADMIN", "NET_RAW"}) {
 		t.Errorf("keepalived container: %+v %+v", k, sc)
 	}
-	for _, want := range []string{"--shard=edge", "--node-name=$(NODE_NAME)", "--node-ip=$(NODE_IP)", "--router-url=http://127.0.0.1:9000/ping"} {
+	for _, want := range []string{"--shard=edge", "--node-name=$(NODE_NAME)", "--node-ip=$(NODE_IP)", "--router-url=http://127.0.0.1:9000/ping",
+		"--configmap=router-edge-vip"} {
 		if !slices.Contains(k.Args, want) {
 			t.Errorf("keepalived args lack %s: %v", want, k.Args)
 		}
