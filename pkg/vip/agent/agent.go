@@ -88,7 +88,7 @@ func Run(ctx context.Context, o Options) error {
 	reload := time.NewTicker(o.ReloadCheck)
 	defer reload.Stop()
 	client := &http.Client{Timeout: o.ProbeInterval}
-	healthy, written := false, time.Now()
+	healthy, written, reloaded := false, time.Now(), false
 	for {
 		select {
 		case err := <-exited:
@@ -117,6 +117,13 @@ func Run(ctx context.Context, o Options) error {
 			}
 			healthy = h
 		case <-reload.C:
+			if reloaded {
+				// Reported a check after the SIGHUP, once keepalived has applied it: a joining
+				// node starts on this report and must hear adverts from then on.
+				rep.loaded(loaded)
+				rep.send(ctx)
+				reloaded = false
+			}
 			latest, ok := o.Source.Latest()
 			if !ok || latest.Config == loaded.Config {
 				rep.vips(latest)
@@ -131,9 +138,8 @@ func Run(ctx context.Context, o Options) error {
 				continue
 			}
 			loaded = latest
+			reloaded = true
 			log.Printf("configuration changed: keepalived reloaded (nodes %s)", strings.Join(vip.ConfigNodes(loaded.Config), ", "))
-			rep.loaded(loaded)
-			rep.send(ctx)
 		}
 	}
 }
