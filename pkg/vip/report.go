@@ -128,7 +128,7 @@ func MayStart(node string, nodes []string, reports map[string]NodeReport, now ti
 		}
 	}
 	if len(waiting) > 0 {
-		return false, fmt.Sprintf("%s still run a configuration without %s", strings.Join(waiting, ", "), node)
+		return false, fmt.Sprintf("still running a configuration without %s: %s", node, strings.Join(waiting, ", "))
 	}
 	return true, ""
 }
