@@ -126,13 +126,15 @@ const (
 	ReasonCertificateInvalid    = "InvalidKeyPair"
 	ReasonCertManagerMissing    = "CertManagerNotInstalled"
 	// VIPsAvailable reasons.
-	ReasonVIPsHeld      = "VIPsHeld"
-	ReasonVIPsNotHeld   = "VIPsNotHeld"
-	ReasonPoolExhausted = "PoolExhausted"
-	ReasonPoolInvalid   = "InvalidPool"
-	ReasonPoolOverlap   = "PoolOverlap"
-	ReasonAddressInUse  = "AddressInUse"
-	ReasonNoPool        = "NoPool"
+	ReasonVIPsHeld    = "VIPsHeld"
+	ReasonVIPsNotHeld = "VIPsNotHeld"
+	// ReasonDuplicateHolder: two or more nodes report holding one VIP (a split: each is master).
+	ReasonDuplicateHolder = "DuplicateHolder"
+	ReasonPoolExhausted   = "PoolExhausted"
+	ReasonPoolInvalid     = "InvalidPool"
+	ReasonPoolOverlap     = "PoolOverlap"
+	ReasonAddressInUse    = "AddressInUse"
+	ReasonNoPool          = "NoPool"
 	// RoutedIPsAssigned and RoutedIP Assigned reasons.
 	ReasonRoutedIPsAssigned   = "Assigned"
 	ReasonRoutedIPMoving      = "Moving"

@@ -21,8 +21,12 @@ import (
 func main() {
 	var o agent.Options
 	var nodeIP string
+	var files agent.Files
 	flag.StringVar(&o.Keepalived, "keepalived", "/usr/sbin/keepalived", "keepalived binary")
-	flag.StringVar(&o.Config, "config", "/etc/shardgate/keepalived/keepalived.conf", "configuration rendered by Shardgate")
+	configMap := flag.String("configmap", "", "the ConfigMap Shardgate renders the configuration into, read through the API "+
+		"(in a pod); without it, --config and --vips")
+	flag.StringVar(&files.Config, "config", "", "file with the configuration rendered by Shardgate (outside a pod)")
+	flag.StringVar(&files.VIPs, "vips", "", "file with the VIP list rendered by Shardgate (outside a pod; optional)")
 	flag.StringVar(&o.NodeName, "node-name", "", "this node's name (keepalived's config id)")
 	flag.StringVar(&nodeIP, "node-ip", "", "this node's address (VRRP source)")
 	flag.StringVar(&o.HealthFile, "health-file", "/run/keepalived/router-health", "file keepalived tracks")
@@ -30,9 +34,8 @@ func main() {
 	flag.StringVar(&o.RouterURL, "router-url", "http://127.0.0.1:9000/ping", "answers 200 while the local router serves")
 	flag.DurationVar(&o.ProbeInterval, "probe-interval", 200*time.Millisecond, "router probe interval and timeout")
 	flag.DurationVar(&o.ReloadCheck, "reload-check", time.Second, "how often the configuration is compared")
-	flag.StringVar(&o.VIPs, "vips", "/etc/shardgate/vip/vips", "the VIP list rendered by Shardgate")
-	shard := flag.String("shard", "", "the shard (names the holder Leases)")
-	namespace := flag.String("namespace", "shardgate-system", "namespace of the holder Leases")
+	shard := flag.String("shard", "", "the shard (names the nodes' report Leases)")
+	namespace := flag.String("namespace", "shardgate-system", "namespace of the ConfigMap and the report Leases")
 	flag.Parse()
 	log.SetFlags(log.LstdFlags | log.Lmicroseconds)
 	addr, err := netip.ParseAddr(nodeIP)
@@ -40,29 +43,43 @@ func main() {
 		log.Fatalf("--node-name and --node-ip are required")
 	}
 	o.NodeIP = addr
-	// In a pod, report held VIPs through Leases (the ServiceAccount may write them there only).
+	o.Source = files
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	// In a pod, read the configuration through the API and report through Leases (the
+	// ServiceAccount may read the ConfigMap and write Leases in its namespace only).
 	if os.Getenv("KUBERNETES_SERVICE_HOST") != "" && *shard != "" {
 		cfg, err := rest.InClusterConfig()
 		if err != nil {
 			log.Fatalf("in-cluster config: %v", err)
 		}
-		cfg.Timeout = 5 * time.Second
-		newClient := func() (kubernetes.Interface, error) {
-			// A transport of its own each time, so a new client is a new connection (client-go
-			// shares cached transports unless the config has its own dialer).
-			c := rest.CopyConfig(cfg)
-			c.Dial = (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 15 * time.Second}).DialContext
-			hc, err := rest.HTTPClientFor(c)
-			if err != nil {
-				return nil, err
-			}
-			return kubernetes.NewForConfigAndClient(c, hc)
+		if *configMap != "" {
+			// No client timeout: it would end every watch after it; the source bounds its own.
+			cm := &agent.ConfigMap{NewClient: newClient(cfg, 0), Namespace: *namespace, Name: *configMap}
+			go cm.Run(ctx)
+			o.Source = cm
 		}
-		o.Reporter = &agent.Reporter{NewClient: newClient, Namespace: *namespace, Shard: *shard, Node: o.NodeName}
+		o.Reporter = &agent.Reporter{NewClient: newClient(cfg, 5*time.Second), Namespace: *namespace, Shard: *shard, Node: o.NodeName}
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
-	defer stop()
+	if o.Source == files && files.Config == "" {
+		log.Fatalf("--configmap (in a pod) or --config is required")
+	}
 	if err := agent.Run(ctx, o); err != nil {
 		log.Fatal(err)
+	}
+}
+
+// newClient builds API clients with a transport of their own each time, so a new client is a new
+// connection (client-go shares cached transports unless the config has its own dialer).
+func newClient(cfg *rest.Config, timeout time.Duration) func() (kubernetes.Interface, error) {
+	return func() (kubernetes.Interface, error) {
+		c := rest.CopyConfig(cfg)
+		c.Timeout = timeout
+		c.Dial = (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 15 * time.Second}).DialContext
+		hc, err := rest.HTTPClientFor(c)
+		if err != nil {
+			return nil, err
+		}
+		return kubernetes.NewForConfigAndClient(c, hc)
 	}
 }

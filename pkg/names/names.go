@@ -96,9 +96,17 @@ func RouterSelector(shard string) map[string]string {
 	return map[string]string{v1alpha1.ShardLabel: shard, v1alpha1.ManagedByLabel: v1alpha1.ManagedByValue}
 }
 
-// VIPLeaseName is the Lease in which a VIP shard's agent reports the node holding address.
-func VIPLeaseName(shard, address string) string {
-	return "vip-" + shard + "-" + strings.NewReplacer(".", "-", ":", "-").Replace(address)
+// VIPNodeLeaseName is the Lease in which a VIP shard's agent on node reports the configuration
+// keepalived runs there and the VIPs the node holds. Node names are DNS subdomains, so the name
+// is one too while it fits 253 characters; a longer one ends in a hash of the node's name.
+func VIPNodeLeaseName(shard, node string) string {
+	name := "vip-" + shard + "-node-" + node
+	if len(name) <= 253 {
+		return name
+	}
+	sum := sha256.Sum256([]byte(node))
+	h := hostHash.EncodeToString(sum[:])[:16]
+	return strings.TrimRight(name[:253-17], ".-") + "-" + h
 }
 
 // RoutedIPName is the RoutedIP Shardgate creates in Namespace for one address of a RoutedIP shard.

@@ -151,7 +151,7 @@ func (Traefik) deployment(in RenderInput, name string, labels map[string]string,
 	}
 	if s.Publishing == v1alpha1.PublishVIP {
 		pod.Containers = append(pod.Containers, keepalivedContainer(s))
-		pod.Volumes = append(pod.Volumes, keepalivedVolumes(s)...)
+		pod.Volumes = append(pod.Volumes, keepalivedVolumes()...)
 	}
 	strategy := appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType,
 		// Surge first so capacity never drops; host ports cannot surge onto the same node, so

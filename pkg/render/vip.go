@@ -19,15 +19,13 @@ import (
 // shardgate-vip-agent (Dockerfile.vip-agent).
 const VIPAgentImage = "ghcr.io/shardgate/vip-agent:0.1.0"
 
-// vipClusterRole lets VIP routers report which node holds a VIP (Leases in shardgate-system,
-// granted there only by a RoleBinding).
+// vipClusterRole lets VIP agents read their configuration and report their node (ConfigMaps and
+// Leases in shardgate-system, granted there only by a RoleBinding).
 const vipClusterRole = "shardgate-router-vip"
 
 // Paths inside the keepalived container.
 const (
-	vipConfigDir     = "/etc/shardgate/vip"
 	vipRunDir        = "/run/keepalived"
-	vipConfigVolume  = "vip-config"
 	vipRunVolume     = "vip-run"
 	vipAgentBinary   = "/usr/local/bin/shardgate-vip-agent"
 	defaultAdvertInt = 200 * time.Millisecond
@@ -81,10 +79,16 @@ func advertInterval(s v1alpha1.ShardSpec) time.Duration {
 	return defaultAdvertInt
 }
 
+// vipRole: the agent gets and watches its shard's ConfigMap (list and watch with a name field
+// selector) and gets, creates and renews its node's report Lease and reads its peers'. One role
+// serves every VIP shard, so it cannot name each shard's ConfigMap: bound in shardgate-system
+// only, it reads that namespace's ConfigMaps, which hold no secret (keepalived and Traefik
+// configuration, the cluster's CA certificate).
 func vipRole() *rbacv1.ClusterRole {
 	return &rbacv1.ClusterRole{
 		ObjectMeta: objectMeta(vipClusterRole, "", managedLabels("")),
 		Rules: []rbacv1.PolicyRule{
+			{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list", "watch"}},
 			{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get", "create", "update"}},
 		},
 	}
@@ -105,14 +109,14 @@ func keepalivedContainer(s v1alpha1.ShardSpec) corev1.Container {
 	return corev1.Container{
 		Name: "keepalived", Image: image, ImagePullPolicy: s.ImagePullPolicy,
 		Command: []string{vipAgentBinary},
+		// The agent reads the ConfigMap through the API, not a mounted volume: the kubelet
+		// refreshes a volume a minute or more after a change, and a node joining must not start
+		// before the others run the configuration naming it.
 		Args: []string{"--shard=" + s.Name, "--node-name=$(NODE_NAME)", "--node-ip=$(NODE_IP)", "--namespace=$(POD_NAMESPACE)",
-			"--config=" + vipConfigDir + "/keepalived.conf", "--vips=" + vipConfigDir + "/vips", "--run-dir=" + vipRunDir,
+			"--configmap=" + VIPConfigName(s.Name), "--run-dir=" + vipRunDir,
 			fmt.Sprintf("--router-url=http://127.0.0.1:%d/ping", traefikAdminPort)},
-		Env: []corev1.EnvVar{env("NODE_NAME", "spec.nodeName"), env("NODE_IP", "status.hostIP"), env("POD_NAMESPACE", "metadata.namespace")},
-		VolumeMounts: []corev1.VolumeMount{
-			{Name: vipConfigVolume, MountPath: vipConfigDir, ReadOnly: true},
-			{Name: vipRunVolume, MountPath: vipRunDir},
-		},
+		Env:          []corev1.EnvVar{env("NODE_NAME", "spec.nodeName"), env("NODE_IP", "status.hostIP"), env("POD_NAMESPACE", "metadata.namespace")},
+		VolumeMounts: []corev1.VolumeMount{{Name: vipRunVolume, MountPath: vipRunDir}},
 		SecurityContext: &corev1.SecurityContext{
 			AllowPrivilegeEscalation: ptr.To(false), ReadOnlyRootFilesystem: ptr.To(true),
 			RunAsNonRoot: ptr.To(false), RunAsUser: ptr.To[int64](0), RunAsGroup: ptr.To[int64](0),
@@ -122,10 +126,8 @@ func keepalivedContainer(s v1alpha1.ShardSpec) corev1.Container {
 	}
 }
 
-func keepalivedVolumes(s v1alpha1.ShardSpec) []corev1.Volume {
+func keepalivedVolumes() []corev1.Volume {
 	return []corev1.Volume{
-		{Name: vipConfigVolume, VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
-			LocalObjectReference: corev1.LocalObjectReference{Name: VIPConfigName(s.Name)}}}},
 		{Name: vipRunVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory}}},
 	}
 }

@@ -1,6 +1,7 @@
 package render
 
 import (
+	"fmt"
 	"net/netip"
 	"slices"
 	"strings"
@@ -49,7 +50,8 @@ func TestTraefikVIPShard(t *testing.T) {
 		!slices.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) || !slices.Equal(sc.Capabilities.Add, []corev1.Capability{"NET_ADMIN", "NET_RAW"}) {
 		t.Errorf("keepalived container: %+v %+v", k, sc)
 	}
-	for _, want := range []string{"--shard=edge", "--node-name=$(NODE_NAME)", "--node-ip=$(NODE_IP)", "--router-url=http://127.0.0.1:9000/ping"} {
+	for _, want := range []string{"--shard=edge", "--node-name=$(NODE_NAME)", "--node-ip=$(NODE_IP)", "--router-url=http://127.0.0.1:9000/ping",
+		"--configmap=router-edge-vip"} {
 		if !slices.Contains(k.Args, want) {
 			t.Errorf("keepalived args lack %s: %v", want, k.Args)
 		}
@@ -71,6 +73,23 @@ func TestTraefikVIPShard(t *testing.T) {
 	}
 	if cm.Data["vips"] != "192.0.2.1 3\n192.0.2.2 4\n" {
 		t.Errorf("vips: %q", cm.Data["vips"])
+	}
+	// The agent reads its configuration through the API: no volume for it (the kubelet's
+	// refresh lagged a minute behind), and a role that may read ConfigMaps and write Leases only.
+	for _, v := range pod.Volumes {
+		if v.ConfigMap != nil {
+			t.Errorf("the agent's configuration is mounted as a volume: %+v", v)
+		}
+	}
+	for _, i := range byKind["ClusterRole"] {
+		if objs[i].GetName() != vipClusterRole {
+			continue
+		}
+		role := as[rbacv1.ClusterRole](t, objs[i])
+		want := "[{[get list watch] [] [configmaps] [] []} {[get create update] [coordination.k8s.io] [leases] [] []}]"
+		if got := fmt.Sprint(role.Rules); got != want {
+			t.Errorf("agent role: %s, want %s", got, want)
+		}
 	}
 	rb := as[rbacv1.RoleBinding](t, objs[byKind["RoleBinding"][0]])
 	if rb.Namespace != names.Namespace || rb.RoleRef.Name != vipClusterRole || rb.Subjects[0].Name != "router-edge" {

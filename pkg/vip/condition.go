@@ -3,9 +3,7 @@ package vip
 import (
 	"fmt"
 	"strings"
-	"time"
 
-	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
@@ -41,17 +39,4 @@ func Available(vips []v1alpha1.ShardVIPs, problems []Problem) metav1.Condition {
 	}
 	c.Status, c.Reason, c.Message = metav1.ConditionTrue, v1alpha1.ReasonVIPsHeld, strings.Join(held, ", ")
 	return c
-}
-
-// LeaseHolder is the node a VIP agent's Lease names while it is fresh (renewed within its
-// duration), and how long until it would expire; "" and 0 when stale or empty.
-func LeaseHolder(l *coordinationv1.Lease, now time.Time) (string, time.Duration) {
-	if l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity == "" || l.Spec.RenewTime == nil || l.Spec.LeaseDurationSeconds == nil {
-		return "", 0
-	}
-	left := l.Spec.RenewTime.Add(time.Duration(*l.Spec.LeaseDurationSeconds) * time.Second).Sub(now)
-	if left <= 0 {
-		return "", 0
-	}
-	return *l.Spec.HolderIdentity, left
 }

@@ -9,7 +9,6 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -72,9 +71,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.setHomes(ctx, ci, before.VIPs, plan.VIPs); err != nil {
 		return ctrl.Result{}, err
 	}
-	recheck := r.fillHolders(ctx, ci, plan.VIPs)
+	split, recheck := r.fillHolders(ctx, ci, plan.VIPs)
 	ci.Status.VIPs = plan.VIPs
-	c := vip.Available(plan.VIPs, plan.Problems)
+	c := vip.Available(plan.VIPs, append(plan.Problems, split...))
 	c.ObservedGeneration = ci.Generation
 	meta.SetStatusCondition(&ci.Status.Conditions, c)
 	return ctrl.Result{RequeueAfter: recheck}, r.patch(ctx, ci, before)
@@ -184,17 +183,18 @@ func (r *Reconciler) setHomes(ctx context.Context, ci *v1alpha1.ClusterIngress, 
 	return nil
 }
 
-// fillHolders sets each VIP's holder from the agents' Leases (holder while the Lease is fresh,
-// and only a node of the cluster: a Lease is writable in the user cluster, its text is not to be
-// repeated) and returns when the first fresh Lease would expire (0: none), to look again then.
-func (r *Reconciler) fillHolders(ctx context.Context, ci *v1alpha1.ClusterIngress, vips []v1alpha1.ShardVIPs) time.Duration {
+// fillHolders sets each VIP's holder from the agents' node Leases (fresh reports only, and only
+// from a node of the cluster: a Lease is writable in the user cluster, its text is not to be
+// repeated), returns a problem for each VIP two nodes report at once, and when the first fresh
+// report would expire (0: none), to look again then.
+func (r *Reconciler) fillHolders(ctx context.Context, ci *v1alpha1.ClusterIngress, vips []v1alpha1.ShardVIPs) ([]vip.Problem, time.Duration) {
 	cluster, ok := r.Access.Get(client.ObjectKeyFromObject(ci))
 	if !ok || !cluster.Observable() {
-		return 0
+		return nil, 0
 	}
 	nodes, err := cluster.Nodes(ctx)
 	if err != nil {
-		return 5 * time.Second
+		return nil, 5 * time.Second
 	}
 	isNode := map[string]bool{}
 	for _, n := range nodes {
@@ -202,28 +202,28 @@ func (r *Reconciler) fillHolders(ctx context.Context, ci *v1alpha1.ClusterIngres
 	}
 	now := r.Clock.Now()
 	var recheck time.Duration
-	for i := range vips {
-		for j := range vips[i].Addresses {
-			a := &vips[i].Addresses[j]
-			l := &coordinationv1.Lease{}
-			err := cluster.Reader().Get(ctx, client.ObjectKey{Namespace: names.Namespace, Name: names.VIPLeaseName(vips[i].Shard, a.Address)}, l)
-			if err != nil {
-				if !apierrors.IsNotFound(err) {
-					recheck = 5 * time.Second
-				}
+	holders := map[string]map[netip.Addr][]string{}
+	for _, s := range vips {
+		leases := &coordinationv1.LeaseList{}
+		if err := cluster.Reader().List(ctx, leases, client.InNamespace(names.Namespace), client.MatchingLabels(names.RouterSelector(s.Shard))); err != nil {
+			recheck = 5 * time.Second
+			continue
+		}
+		var reports []vip.NodeReport
+		for i := range leases.Items {
+			rep, ok := vip.ParseReport(&leases.Items[i])
+			// One report per node: the Lease named for it.
+			if !ok || leases.Items[i].Name != names.VIPNodeLeaseName(s.Shard, rep.Node) {
 				continue
 			}
-			holder, left := vip.LeaseHolder(l, now)
-			if !isNode[holder] {
-				holder, left = "", 0
-			}
-			a.Holder = holder
-			if left > 0 && (recheck == 0 || left < recheck) {
+			reports = append(reports, rep)
+			if left := rep.Expires.Sub(now); left > 0 && (recheck == 0 || left < recheck) {
 				recheck = left
 			}
 		}
+		holders[s.Shard] = vip.Holders(reports, func(n string) bool { return isNode[n] }, now)
 	}
-	return recheck
+	return vip.FillHolders(vips, holders), recheck
 }
 
 func (r *Reconciler) patch(ctx context.Context, ci *v1alpha1.ClusterIngress, before *v1alpha1.ClusterIngressStatus) error {

@@ -20,6 +20,7 @@ import (
 	"github.com/shardgate/shardgate/pkg/clusteraccess"
 	"github.com/shardgate/shardgate/pkg/controller/controllertest"
 	"github.com/shardgate/shardgate/pkg/names"
+	"github.com/shardgate/shardgate/pkg/vip"
 	"github.com/shardgate/shardgate/test/framework"
 )
 
@@ -55,9 +56,11 @@ func vipsOf(t *testing.T, c client.Client, key types.NamespacedName) (string, *m
 	return strings.Join(parts, " "), meta.FindStatusCondition(ci.Status.Conditions, v1alpha1.ConditionVIPsAvailable)
 }
 
-func lease(shard, addr, holder string, renewed time.Time) *coordinationv1.Lease {
-	return &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: names.Namespace, Name: names.VIPLeaseName(shard, addr)},
-		Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To(holder), LeaseDurationSeconds: ptr.To[int32](6), RenewTime: &metav1.MicroTime{Time: renewed}}}
+// lease is node's agent's report that it holds held.
+func lease(shard, node string, renewed time.Time, held ...string) *coordinationv1.Lease {
+	return &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: names.Namespace, Name: names.VIPNodeLeaseName(shard, node),
+		Labels: names.RouterSelector(shard), Annotations: map[string]string{vip.ReportHeldAnnotation: strings.Join(held, ",")}},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To(node), LeaseDurationSeconds: ptr.To[int32](6), RenewTime: &metav1.MicroTime{Time: renewed}}}
 }
 
 func TestVIPsAllocatedObservedAndReleased(t *testing.T) {
@@ -87,14 +90,19 @@ func TestVIPsAllocatedObservedAndReleased(t *testing.T) {
 	for _, n := range []string{"n1", "n2"} {
 		must(t, ua.Client.Create(context.Background(), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n}}))
 	}
-	must(t, ua.Client.Create(context.Background(), lease("edge", "10.9.0.1", "not a node\n<script>", now)))
+	notNode := lease("edge", "not-a-node", now, "10.9.0.1")
+	notNode.Spec.HolderIdentity = ptr.To("not a node\n<script>")
+	must(t, ua.Client.Create(context.Background(), notNode))
 	controllertest.Reconcile(t, r, a, 1)
 	if got, _ := vipsOf(t, seed.Client, a); got != "10.9.0.1#1@ 10.9.0.2#2@" {
 		t.Fatalf("a Lease naming no node of the cluster made a holder: %s", got)
 	}
-	must(t, ua.Client.Delete(context.Background(), lease("edge", "10.9.0.1", "", now)))
-	must(t, ua.Client.Create(context.Background(), lease("edge", "10.9.0.1", "n1", now)))
-	must(t, ua.Client.Create(context.Background(), lease("edge", "10.9.0.2", "n2", now.Add(-time.Minute))))
+	// A node's Lease under another node's name is no report either.
+	forged := lease("edge", "n2", now, "10.9.0.1")
+	forged.Name = names.VIPNodeLeaseName("edge", "n9")
+	must(t, ua.Client.Create(context.Background(), forged))
+	must(t, ua.Client.Create(context.Background(), lease("edge", "n1", now, "10.9.0.1")))
+	must(t, ua.Client.Create(context.Background(), lease("edge", "n2", now.Add(-time.Minute), "10.9.0.2")))
 	res := controllertest.Reconcile(t, r, a, 1)
 	if got, c := vipsOf(t, seed.Client, a); got != "10.9.0.1#1@n1 10.9.0.2#2@" || c.Status != metav1.ConditionFalse {
 		t.Fatalf("a with one fresh Lease: %s %+v", got, c)
@@ -103,12 +111,22 @@ func TestVIPsAllocatedObservedAndReleased(t *testing.T) {
 		t.Errorf("a fresh holder is looked at again when its Lease would expire: %s", res.RequeueAfter)
 	}
 	l := &coordinationv1.Lease{}
-	must(t, ua.Client.Get(context.Background(), client.ObjectKey{Namespace: names.Namespace, Name: names.VIPLeaseName("edge", "10.9.0.2")}, l))
+	must(t, ua.Client.Get(context.Background(), client.ObjectKey{Namespace: names.Namespace, Name: names.VIPNodeLeaseName("edge", "n2")}, l))
 	l.Spec.RenewTime = &metav1.MicroTime{Time: now}
 	must(t, ua.Client.Update(context.Background(), l))
 	controllertest.Reconcile(t, r, a, 1)
 	if got, c := vipsOf(t, seed.Client, a); got != "10.9.0.1#1@n1 10.9.0.2#2@n2" || c.Status != metav1.ConditionTrue || c.Message != "10.9.0.1 on n1, 10.9.0.2 on n2" {
 		t.Fatalf("a held: %s %+v", got, c)
+	}
+	// Two nodes reporting one VIP (a split: both are master) is a condition naming both, not
+	// whichever wrote last.
+	must(t, ua.Client.Get(context.Background(), client.ObjectKey{Namespace: names.Namespace, Name: names.VIPNodeLeaseName("edge", "n2")}, l))
+	l.Annotations[vip.ReportHeldAnnotation] = "10.9.0.1,10.9.0.2"
+	must(t, ua.Client.Update(context.Background(), l))
+	controllertest.Reconcile(t, r, a, 1)
+	if got, c := vipsOf(t, seed.Client, a); got != "10.9.0.1#1@ 10.9.0.2#2@n2" || c.Status != metav1.ConditionFalse ||
+		c.Reason != v1alpha1.ReasonDuplicateHolder || !strings.Contains(c.Message, "10.9.0.1 is held by n1 and n2") {
+		t.Fatalf("a split VIP: %s %+v", got, c)
 	}
 	clock.SetTime(now.Add(10 * time.Second))
 	controllertest.Reconcile(t, r, a, 1)

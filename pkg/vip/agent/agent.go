@@ -5,10 +5,9 @@
 package agent
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
-	"errors"
+	"encoding/hex"
 	"fmt"
 	"log"
 	"net"
@@ -17,6 +16,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strings"
 	"syscall"
 	"time"
 
@@ -26,19 +27,19 @@ import (
 // Options configure the agent.
 type Options struct {
 	Keepalived string // keepalived binary
-	Config     string // the rendered configuration (a mounted ConfigMap key)
+	Source     Source // the rendered configuration and VIP list
 	NodeName   string // keepalived's config id: selects the node's own "@<node>" lines
 	NodeIP     netip.Addr
 	HealthFile string
-	RunDir     string // where the agent writes keepalived's entry configuration and pid files
+	RunDir     string // where the agent writes keepalived's configuration and pid files
 	RouterURL  string // answers 200 while the local router serves
 	// ProbeInterval between router probes (each with this timeout too).
 	ProbeInterval time.Duration
-	// ReloadCheck: how often the configuration is compared with the one loaded.
+	// ReloadCheck: how often the configuration is compared with the one loaded (and, before
+	// keepalived starts, how often the peers' reports are read).
 	ReloadCheck time.Duration
-	// VIPs is the rendered VIP list; with Reporter set, the VIPs on the interface are reported
-	// as held by this node.
-	VIPs     string
+	// Reporter, when set, reports this node (the configuration keepalived runs, the VIPs on the
+	// interface) and holds the start back until the peers run a configuration naming this node.
 	Reporter *Reporter
 }
 
@@ -48,21 +49,22 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
-	entry := filepath.Join(o.RunDir, "keepalived.conf")
+	entry, rendered := filepath.Join(o.RunDir, "keepalived.conf"), filepath.Join(o.RunDir, "rendered.conf")
 	// keepalived reads the interface as a definition before the rendered file, which is the
 	// same for every node.
-	def := fmt.Sprintf("%s=%s\ninclude %s\n", vip.InterfaceVariable, iface, o.Config)
+	def := fmt.Sprintf("%s=%s\ninclude %s\n", vip.InterfaceVariable, iface, rendered)
 	if err := os.WriteFile(entry, []byte(def), 0o644); err != nil {
 		return err
 	}
 	if err := writeHealth(o.HealthFile, false); err != nil {
 		return err
 	}
-	// Start only once Shardgate has rendered this node among the peers: a node no other node
-	// sends adverts to would take every VIP (a pod is often scheduled before its node is in
-	// the configuration; the kubelet brings the new one within about a minute).
-	loaded, err := waitForSelf(ctx, o.Config, o.NodeName, o.ReloadCheck)
+	rep := &reports{o: o, iface: iface}
+	loaded, err := waitToStart(ctx, o, rep)
 	if err != nil {
+		return err
+	}
+	if err := writeFile(rendered, loaded.Config); err != nil {
 		return err
 	}
 	cmd := exec.CommandContext(ctx, o.Keepalived, "--vrrp", "--dont-fork", "--log-console", "--log-detail",
@@ -78,15 +80,15 @@ func Run(ctx context.Context, o Options) error {
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
 	log.Printf("keepalived started on %s (%s) as %s", iface, o.NodeIP, o.NodeName)
+	rep.loaded(loaded)
+	rep.send(ctx)
 
 	probe := time.NewTicker(o.ProbeInterval)
 	defer probe.Stop()
 	reload := time.NewTicker(o.ReloadCheck)
 	defer reload.Stop()
-	report := time.NewTicker(leaseSeconds * time.Second / 3)
-	defer report.Stop()
 	client := &http.Client{Timeout: o.ProbeInterval}
-	healthy, written := false, time.Now()
+	healthy, written, reloaded := false, time.Now(), false
 	for {
 		select {
 		case err := <-exited:
@@ -95,6 +97,9 @@ func Run(ctx context.Context, o Options) error {
 			}
 			return fmt.Errorf("keepalived exited: %w", err)
 		case <-probe.C:
+			// A change of the VIPs held is reported at once: two reports naming one VIP are
+			// a split, so the one that lost it must not say so for seconds.
+			rep.send(ctx)
 			// A change is written at once; the same health again every second, because keepalived
 			// watches the file through inotify and a write that falls between its first read and
 			// its watch while it starts is otherwise never seen (its node stayed "unhealthy").
@@ -111,46 +116,123 @@ func Run(ctx context.Context, o Options) error {
 				log.Printf("router answers: %v", h)
 			}
 			healthy = h
-		case <-report.C:
-			if o.Reporter == nil {
-				continue
-			}
-			vips, err := ReadVIPs(o.VIPs)
-			if err != nil {
-				log.Printf("%v", err)
-				continue
-			}
-			if err := o.Reporter.Report(ctx, heldOn(iface, vips)); err != nil && ctx.Err() == nil {
-				log.Printf("%v", err)
-			}
 		case <-reload.C:
-			d, err := digest(o.Config)
-			if err != nil || bytes.Equal(d, loaded) {
+			if reloaded {
+				// Reported a check after the SIGHUP, once keepalived has applied it: a joining
+				// node starts on this report and must hear adverts from then on.
+				rep.loaded(loaded)
+				rep.send(ctx)
+				reloaded = false
+			}
+			latest, ok := o.Source.Latest()
+			if !ok || latest.Config == loaded.Config {
+				rep.vips(latest)
+				continue
+			}
+			if err := writeFile(rendered, latest.Config); err != nil {
+				log.Printf("write the configuration: %v", err)
 				continue
 			}
 			if err := cmd.Process.Signal(syscall.SIGHUP); err != nil {
 				log.Printf("reload keepalived: %v", err)
 				continue
 			}
-			loaded = d
-			log.Printf("configuration changed: keepalived reloaded")
+			loaded = latest
+			reloaded = true
+			log.Printf("configuration changed: keepalived reloaded (nodes %s)", strings.Join(vip.ConfigNodes(loaded.Config), ", "))
 		}
 	}
 }
 
-// waitForSelf waits until the configuration has lines for node, and returns its digest.
-func waitForSelf(ctx context.Context, path, node string, every time.Duration) ([]byte, error) {
+// waitToStart waits until the configuration names this node and, with a Reporter, every peer
+// that runs keepalived runs a configuration naming it too (vip.MayStart), and returns the
+// configuration to start with. Meanwhile it reports this node as not running keepalived.
+func waitToStart(ctx context.Context, o Options, rep *reports) (Rendered, error) {
+	var said string
 	for {
-		b, err := os.ReadFile(path)
-		if err == nil && bytes.Contains(b, []byte("\n@"+node+" ")) {
-			return digest(path)
+		r, ok := o.Source.Latest()
+		why := "no configuration read yet"
+		if ok {
+			nodes := vip.ConfigNodes(r.Config)
+			var reports map[string]vip.NodeReport
+			var err error
+			if o.Reporter != nil && slices.Contains(nodes, o.NodeName) {
+				reports, err = o.Reporter.Peers(ctx, nodes)
+			}
+			if err != nil {
+				why = err.Error()
+			} else if start, w := vip.MayStart(o.NodeName, nodes, reports, time.Now()); start {
+				return r, nil
+			} else {
+				why = w
+			}
+			rep.vips(r)
 		}
+		if why != said {
+			log.Printf("keepalived waits: %s", why)
+			said = why
+		}
+		rep.send(ctx)
 		select {
 		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(every):
+			return Rendered{}, ctx.Err()
+		case <-time.After(o.ReloadCheck):
 		}
 	}
+}
+
+// reports keeps what this node reports and sends it when it changed, and every leaseSeconds/3 to
+// keep it fresh.
+type reports struct {
+	o     Options
+	iface string
+	now   vip.NodeReport
+	list  []netip.Addr // the VIPs rendered
+	sent  string       // what the last report said
+	at    time.Time
+}
+
+func (r *reports) loaded(c Rendered) {
+	sum := sha256.Sum256([]byte(c.Config))
+	r.now.Config, r.now.Peers = hex.EncodeToString(sum[:]), vip.ConfigNodes(c.Config)
+	r.vips(c)
+}
+
+func (r *reports) vips(c Rendered) {
+	list, err := ParseVIPs(c.VIPs)
+	if err != nil {
+		log.Printf("%v", err)
+		return
+	}
+	r.list = list
+}
+
+func (r *reports) send(ctx context.Context) {
+	if r.o.Reporter == nil {
+		return
+	}
+	r.now.Held = heldOn(r.iface, r.list)
+	said := fmt.Sprint(r.now.Annotations())
+	if said == r.sent && time.Since(r.at) < leaseSeconds*time.Second/3 {
+		return
+	}
+	if err := r.o.Reporter.Report(ctx, r.now); err != nil {
+		if ctx.Err() == nil {
+			log.Printf("%v", err)
+		}
+		r.sent = ""
+		return
+	}
+	r.sent, r.at = said, time.Now()
+}
+
+// writeFile replaces path at once (keepalived never reads half a file).
+func writeFile(path, content string) error {
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, []byte(content), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
 }
 
 // interfaceAddrs are the addresses on the named interface.
@@ -208,25 +290,8 @@ func answers(ctx context.Context, c *http.Client, url string) bool {
 // writeHealth replaces the health file at once (keepalived sees the rename through inotify):
 // 0 healthy, 1 not (multiplied by the track_file's negative weight).
 func writeHealth(path string, healthy bool) error {
-	v := "1\n"
 	if healthy {
-		v = "0\n"
+		return writeFile(path, "0\n")
 	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, []byte(v), 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
-}
-
-func digest(path string) ([]byte, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	if len(b) == 0 {
-		return nil, errors.New("empty")
-	}
-	s := sha256.Sum256(b)
-	return s[:], nil
+	return writeFile(path, "1\n")
 }

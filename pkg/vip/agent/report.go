@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
-	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -15,17 +14,19 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
-	"github.com/shardgate/shardgate/api/v1alpha1"
 	"github.com/shardgate/shardgate/pkg/names"
+	"github.com/shardgate/shardgate/pkg/vip"
 )
 
-// leaseSeconds is how long a holder report stays fresh; it is renewed every leaseSeconds/3.
+// leaseSeconds is how long a node's report stays fresh; it is renewed every leaseSeconds/3, and
+// at once when what it says changes.
 const leaseSeconds = 6
 
-// Reporter writes, for every VIP on this node's interface, the Lease naming this node as its
-// holder: what Shardgate reports as observed (the address is on the interface), not assumed.
+// Reporter writes this node's report (vip.NodeReport) in its own Lease, and reads the peers'
+// reports: what keepalived runs here and which VIPs are on the interface, observed, not assumed.
+// One Lease per node, so two nodes holding one VIP both say so.
 type Reporter struct {
-	// NewClient builds the API client. A report that fails drops it and the next builds a new one
+	// NewClient builds the API client. A call that fails drops it and the next builds a new one
 	// on a new connection: after the node's link flaps, a kept connection can stay dead for minutes.
 	NewClient func() (kubernetes.Interface, error)
 	Namespace string
@@ -35,14 +36,10 @@ type Reporter struct {
 	client kubernetes.Interface
 }
 
-// ReadVIPs parses the VIP list Shardgate renders ("<address> <routerID>" per line).
-func ReadVIPs(path string) ([]netip.Addr, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
+// ParseVIPs parses the VIP list Shardgate renders ("<address> <routerID>" per line).
+func ParseVIPs(list string) ([]netip.Addr, error) {
 	var out []netip.Addr
-	for _, line := range strings.Split(string(b), "\n") {
+	for _, line := range strings.Split(list, "\n") {
 		f := strings.Fields(line)
 		if len(f) != 2 {
 			continue
@@ -59,40 +56,38 @@ func ReadVIPs(path string) ([]netip.Addr, error) {
 	return out, nil
 }
 
-// Report renews the Lease of each held VIP.
-func (r *Reporter) Report(ctx context.Context, held []netip.Addr) error {
-	if len(held) == 0 {
-		return nil
-	}
+func (r *Reporter) leases() (func(), error) {
 	if r.client == nil {
 		c, err := r.NewClient()
 		if err != nil {
-			return fmt.Errorf("report VIP holders: %w", err)
+			return nil, err
 		}
 		r.client = c
 	}
-	var errs []string
-	for _, a := range held {
-		if err := r.renew(ctx, a); err != nil {
-			errs = append(errs, err.Error())
-		}
+	return func() { r.client = nil }, nil
+}
+
+// Report renews this node's Lease with rep.
+func (r *Reporter) Report(ctx context.Context, rep vip.NodeReport) error {
+	drop, err := r.leases()
+	if err != nil {
+		return fmt.Errorf("report: %w", err)
 	}
-	if len(errs) > 0 {
-		r.client = nil
-		return fmt.Errorf("report VIP holders: %s", strings.Join(errs, "; "))
+	if err := r.renew(ctx, rep); err != nil {
+		drop()
+		return fmt.Errorf("report: %w", err)
 	}
 	return nil
 }
 
-func (r *Reporter) renew(ctx context.Context, a netip.Addr) error {
+func (r *Reporter) renew(ctx context.Context, rep vip.NodeReport) error {
 	leases := r.client.CoordinationV1().Leases(r.Namespace)
-	name := names.VIPLeaseName(r.Shard, a.String())
+	name := names.VIPNodeLeaseName(r.Shard, r.Node)
 	now := metav1.NewMicroTime(time.Now())
 	l, err := leases.Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		l = &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: r.Namespace,
-			Labels:      map[string]string{v1alpha1.ManagedByLabel: v1alpha1.ManagedByValue, v1alpha1.ShardLabel: r.Shard},
-			Annotations: map[string]string{"shardgate.io/vip": a.String()}},
+			Labels: names.RouterSelector(r.Shard), Annotations: rep.Annotations()},
 			Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To(r.Node), LeaseDurationSeconds: ptr.To[int32](leaseSeconds),
 				AcquireTime: &now, RenewTime: &now}}
 		_, err = leases.Create(ctx, l, metav1.CreateOptions{})
@@ -101,13 +96,36 @@ func (r *Reporter) renew(ctx context.Context, a netip.Addr) error {
 	if err != nil {
 		return err
 	}
+	l.Labels, l.Annotations = names.RouterSelector(r.Shard), rep.Annotations()
 	if l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity != r.Node {
 		l.Spec.HolderIdentity, l.Spec.AcquireTime = ptr.To(r.Node), &now
-		l.Spec.LeaseTransitions = ptr.To(ptr.Deref(l.Spec.LeaseTransitions, 0) + 1)
 	}
 	l.Spec.RenewTime, l.Spec.LeaseDurationSeconds = &now, ptr.To[int32](leaseSeconds)
 	_, err = leases.Update(ctx, l, metav1.UpdateOptions{})
 	return err
+}
+
+// Peers reads the reports of nodes (a node without a Lease has none).
+func (r *Reporter) Peers(ctx context.Context, nodes []string) (map[string]vip.NodeReport, error) {
+	drop, err := r.leases()
+	if err != nil {
+		return nil, fmt.Errorf("read the peers' reports: %w", err)
+	}
+	out := map[string]vip.NodeReport{}
+	for _, n := range nodes {
+		l, err := r.client.CoordinationV1().Leases(r.Namespace).Get(ctx, names.VIPNodeLeaseName(r.Shard, n), metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			drop()
+			return nil, fmt.Errorf("read the peers' reports: %w", err)
+		}
+		if rep, ok := vip.ParseReport(l); ok {
+			out[n] = rep
+		}
+	}
+	return out, nil
 }
 
 // heldOn lists which of vips are on the interface.
