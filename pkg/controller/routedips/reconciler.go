@@ -146,15 +146,10 @@ func (r *Reconciler) gather(ctx context.Context, ci *v1alpha1.ClusterIngress, cl
 		return nil, clusteraccess.DescribeError("read the user cluster's RoutedIPs", err)
 	}
 	g.routedIPs = rips.Items
-	for _, ri := range rips.Items {
-		if ri.DeletionTimestamp != nil {
-			continue
-		}
-		g.claims = append(g.claims, routedip.Claim{Key: ri.Namespace + "/" + ri.Name, Namespace: ri.Namespace, Address: ri.Spec.Address,
-			ClassName: ri.Spec.ClassName, ServiceName: ri.Spec.ServiceRef.Name, ServiceNamespace: ri.Spec.ServiceRef.Namespace,
-			Created: ri.CreationTimestamp.Time, Shard: isShardRoutedIP(&ri)})
-	}
 	var err error
+	if g.claims, err = claimsOf(ctx, ci, cluster.Reader(), rips.Items); err != nil {
+		return nil, err
+	}
 	if g.nodes, err = cluster.Nodes(ctx); err != nil {
 		return nil, clusteraccess.DescribeError("read the user cluster's nodes", err)
 	}
@@ -185,7 +180,8 @@ func (r *Reconciler) gather(ctx context.Context, ci *v1alpha1.ClusterIngress, cl
 			continue
 		}
 		for _, rec := range o.Status.RoutedIPs {
-			g.takenElsewhere[rec.Address] = "cluster " + o.Namespace + "/" + o.Name
+			// Unnamed: the verdict reaches the user cluster, and other clusters are none of its business.
+			g.takenElsewhere[rec.Address] = "another cluster"
 		}
 	}
 	jobs := &batchv1.JobList{}
@@ -214,25 +210,31 @@ type advanced struct {
 
 // decide elects per class and advances every admitted address; records of addresses no longer
 // asked for are dropped (their holder keeps the address in the cloud: nothing tells the cloud to
-// take it away, and the taint goes with the record).
+// take it away, and the taint goes with the record), except while their class cannot be found or
+// is unusable: then the record stays as it is, frozen (routedip.Frozen).
 func (r *Reconciler) decide(ctx context.Context, ci *v1alpha1.ClusterIngress, g *gathered, verdicts []routedip.Verdict, now time.Time) ([]v1alpha1.RoutedIPRecord, []advanced) {
 	old := map[string]v1alpha1.RoutedIPRecord{}
 	for _, rec := range ci.Status.RoutedIPs {
 		old[rec.Address] = rec
 	}
-	nodes := electionNodes(g.nodes)
 	providerID := map[string]string{}
-	for _, n := range nodes {
-		providerID[n.Name] = n.ProviderID
+	for _, n := range g.nodes {
+		providerID[n.Name] = n.Spec.ProviderID
 	}
 	byClass := map[string][]routedip.Request{}
 	recs := map[string]v1alpha1.RoutedIPRecord{}
+	var records []v1alpha1.RoutedIPRecord
 	for _, v := range verdicts {
+		if rec, ok := old[v.Address]; ok && routedip.Frozen(v) && rec.ClassName == v.ClassName && rec.RoutedIP == v.Key {
+			rec.Reason, rec.Message = v.Reason, v.Message+"; the record is kept as it is until the class is usable again"
+			records = append(records, rec)
+			continue
+		}
 		if !v.Admitted {
 			continue
 		}
 		class := g.classes[v.ClassName]
-		serving, ports := serviceEndpoints(g.slices, v.Namespace, v.ServiceName)
+		serving := servingNodes(g.slices, v.Namespace, v.ServiceName)
 		rec := old[v.Address]
 		if rec.ClassName != v.ClassName || rec.RoutedIP != v.Key {
 			// A record is an address given to one RoutedIP through one class; anything else is a
@@ -240,14 +242,14 @@ func (r *Reconciler) decide(ctx context.Context, ci *v1alpha1.ClusterIngress, g 
 			rec = v1alpha1.RoutedIPRecord{Node: rec.Node, ProviderID: rec.ProviderID}
 		}
 		rec.Address, rec.ClassName, rec.RoutedIP = v.Address, v.ClassName, v.Key
-		rec.Ports = routedip.PortsOutside(ports, class.PortLo, class.PortHi)
+		rec.Ports, _ = routedip.FirewallPorts(v.Ports, class) // Admit refused ports beyond the class's bounds
 		recs[v.Address] = rec
 		byClass[v.ClassName] = append(byClass[v.ClassName], routedip.Request{Key: v.Address, Holder: rec.Node, MovingTo: rec.MovingTo, Serving: serving})
 	}
-	var records []v1alpha1.RoutedIPRecord
 	var outs []advanced
 	for className, reqs := range byClass {
 		class, obj := g.classes[className], g.classObjs[className]
+		nodes := electionNodes(g.nodes, routedip.InstancesOf(class.ProviderIDPattern, ci.Status.ClusterID))
 		for _, d := range routedip.Elect(nodes, reqs, class.PerNodeIPLimit) {
 			rec := recs[d.Key]
 			in := routedip.MoveInput{Record: rec, Target: d.Node, TargetProviderID: providerID[d.Node], Why: d.Why, Now: now,
@@ -274,8 +276,9 @@ func (r *Reconciler) decide(ctx context.Context, ci *v1alpha1.ClusterIngress, g 
 	return records, outs
 }
 
-// electionNodes reads the cached nodes.
-func electionNodes(nodes []corev1.Node) []routedip.Node {
+// electionNodes reads the cached nodes; a node whose provider ID is not proven to be one of the
+// cluster's instances is Foreign (never elected: the class's credentials never act on it).
+func electionNodes(nodes []corev1.Node, instances routedip.Instances) []routedip.Node {
 	out := make([]routedip.Node, 0, len(nodes))
 	for _, n := range nodes {
 		ready := false
@@ -285,16 +288,15 @@ func electionNodes(nodes []corev1.Node) []routedip.Node {
 			}
 		}
 		out = append(out, routedip.Node{Name: n.Name, Created: n.CreationTimestamp.Time, Ready: ready, Schedulable: !n.Spec.Unschedulable,
-			Deleting: n.DeletionTimestamp != nil, ProviderID: n.Spec.ProviderID})
+			Deleting: n.DeletionTimestamp != nil, ProviderID: n.Spec.ProviderID, Foreign: instances.Refusal(n.Spec.ProviderID) != ""})
 	}
 	return out
 }
 
-// serviceEndpoints: the nodes running a ready endpoint of namespace/name, and the ports its
-// endpoints serve on (for host-network routers, the node's own ports).
-func serviceEndpoints(all []discoveryv1.EndpointSlice, namespace, name string) (map[string]bool, []v1alpha1.FirewallPort) {
+// servingNodes: the nodes running a ready endpoint of namespace/name. (The ports come from the
+// Service spec or Shardgate's rendering, never from EndpointSlices: any object names any port.)
+func servingNodes(all []discoveryv1.EndpointSlice, namespace, name string) map[string]bool {
 	serving := map[string]bool{}
-	var ports []v1alpha1.FirewallPort
 	for _, s := range all {
 		if s.Namespace != namespace || s.Labels[discoveryv1.LabelServiceName] != name {
 			continue
@@ -304,17 +306,8 @@ func serviceEndpoints(all []discoveryv1.EndpointSlice, namespace, name string) (
 				serving[*e.NodeName] = true
 			}
 		}
-		for _, p := range s.Ports {
-			if p.Port != nil {
-				fp := v1alpha1.FirewallPort{Port: *p.Port, Protocol: corev1.ProtocolTCP}
-				if p.Protocol != nil {
-					fp.Protocol = *p.Protocol
-				}
-				ports = append(ports, fp)
-			}
-		}
 	}
-	return serving, ports
+	return serving
 }
 
 // setCondition: RoutedIPsAssigned True when every record is held by its elected node; False
@@ -357,7 +350,7 @@ func (r *Reconciler) event(ctx context.Context, ci *v1alpha1.ClusterIngress, clu
 	for i := range g.routedIPs {
 		ri := &g.routedIPs[i]
 		if ri.Namespace+"/"+ri.Name == o.Record.RoutedIP {
-			recordUserEvent(ctx, cluster.Writer(), ri, typ, o.Event.Reason, o.Event.Message)
+			recordUserEvent(ctx, cluster.Writer(), ri, typ, o.Event.Reason, o.Event.UserMessage)
 		}
 	}
 }

@@ -116,7 +116,8 @@ func patchTaints(ctx context.Context, w client.Client, n *corev1.Node, taints []
 	return w.Patch(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.Name}}, client.RawPatch("application/merge-patch+json", mustJSON(patch)))
 }
 
-// writeRoutedIPStatus mirrors the verdicts and records into each RoutedIP's status.
+// writeRoutedIPStatus mirrors the verdicts and records into each RoutedIP's status, as the user
+// cluster may see them (routedip.UserView: a class Job's output stays in the seed).
 func writeRoutedIPStatus(ctx context.Context, cluster clusteraccess.Cluster, rips []v1alpha1.RoutedIP, verdicts []routedip.Verdict, records []v1alpha1.RoutedIPRecord) error {
 	byKey := map[string]routedip.Verdict{}
 	for _, v := range verdicts {
@@ -134,13 +135,15 @@ func writeRoutedIPStatus(ctx context.Context, cluster clusteraccess.Cluster, rip
 		}
 		st := *ri.Status.DeepCopy()
 		cond := metav1.Condition{Type: "Assigned", ObservedGeneration: ri.Generation}
-		if !v.Admitted {
+		rec, held := byAddr[ri.Spec.Address]
+		held = held && rec.RoutedIP == v.Key
+		if !v.Admitted && !held {
 			st.AssignedNode, st.MovingTo, st.Phase, st.LastJob = "", "", v1alpha1.RoutedIPRefused, nil
 			cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, v.Reason, v.Message
 		} else {
-			rec := byAddr[ri.Spec.Address]
-			st.AssignedNode, st.MovingTo, st.Phase, st.LastJob = rec.Node, rec.MovingTo, rec.Phase, rec.LastJob
-			cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, rec.Reason, rec.Message
+			lastJob, msg := routedip.UserView(rec)
+			st.AssignedNode, st.MovingTo, st.Phase, st.LastJob = rec.Node, rec.MovingTo, rec.Phase, lastJob
+			cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, rec.Reason, msg
 			if rec.Reason == v1alpha1.ReasonRoutedIPsAssigned {
 				cond.Status = metav1.ConditionTrue
 			}
