@@ -21,7 +21,7 @@ func TestRoutedIPShardPublishesHeldAddressesOnly(t *testing.T) {
 	records := []v1alpha1.RoutedIPRecord{
 		{Address: "203.0.113.1", ClassName: "c", RoutedIP: key("203.0.113.1"), Node: "n1"}, // held
 		{Address: "203.0.113.2", ClassName: "c", RoutedIP: key("203.0.113.2")},             // admitted, not yet held
-		{Address: "203.0.113.3", ClassName: "c", RoutedIP: "team/mine", Node: "n2"},         // an owner's RoutedIP, not the shard's
+		{Address: "203.0.113.3", ClassName: "c", RoutedIP: "team/mine", Node: "n2"},        // an owner's RoutedIP, not the shard's
 	}
 	ins, _, err := shardInputs(context.Background(), fake.NewClientBuilder().Build(), "c1.z.test", []v1alpha1.ShardSpec{shard}, nil, nil, records)
 	if err != nil {
