@@ -25,6 +25,14 @@ import (
 	"github.com/shardgate/shardgate/pkg/routedip"
 )
 
+// reconcileDeadline bounds one cluster's pass (its user-cluster writes each may wait up to the
+// access layer's write timeout); morePassDelay is when a pass that left status writes for later
+// comes back.
+const (
+	reconcileDeadline = 15 * time.Second
+	morePassDelay     = 2 * time.Second
+)
+
 // Reconciler places one user cluster's routed IPs.
 type Reconciler struct {
 	Client client.Client
@@ -42,6 +50,10 @@ type Reconciler struct {
 // the RoutedIPs' status. Nothing changes while the cluster cannot be observed: a node that cannot be seen is
 // not a node that failed.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	// One worker serves every cluster: a user API server that holds requests may take this
+	// pass, never the next cluster's.
+	ctx, cancel := context.WithTimeout(ctx, reconcileDeadline)
+	defer cancel()
 	ci := &v1alpha1.ClusterIngress{}
 	if err := r.Client.Get(ctx, req.NamespacedName, ci); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
@@ -121,8 +133,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			moveFailures.WithLabelValues(o.Record.ClassName).Inc()
 		}
 	}
-	if err := writeRoutedIPStatus(ctx, cluster, g.routedIPs, verdicts, records); err != nil {
+	more, err := writeRoutedIPStatus(ctx, cluster, g.routedIPs, verdicts, records)
+	if err != nil {
 		return ctrl.Result{}, err
+	}
+	if more && (requeue == 0 || requeue > morePassDelay) {
+		requeue = morePassDelay
 	}
 	return ctrl.Result{RequeueAfter: requeue}, nil
 }
