@@ -50,8 +50,7 @@ type Reconciler struct {
 // the RoutedIPs' status. Nothing changes while the cluster cannot be observed: a node that cannot be seen is
 // not a node that failed.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	// One worker serves every cluster: a user API server that holds requests may take this
-	// pass, never the next cluster's.
+	// A user API server that holds requests takes this pass' worker for a bounded time.
 	ctx, cancel := context.WithTimeout(ctx, reconcileDeadline)
 	defer cancel()
 	ci := &v1alpha1.ClusterIngress{}
@@ -90,7 +89,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	now := r.Clock.Now()
-	verdicts := routedip.Admit(g.claims, ci.Spec.Profile, g.classes, g.takenElsewhere)
+	verdicts, err := r.claimAddresses(ctx, ci, routedip.Admit(g.claims, ci.Spec.Profile, g.classes, g.takenElsewhere))
+	if err != nil {
+		return ctrl.Result{}, err
+	}
 	records, outs := r.decide(ctx, ci, g, verdicts, now)
 
 	// Apply, in the seed document's order: new holders are tainted before any Job can assign them
@@ -103,6 +105,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	ci.Status.RoutedIPs = records
 	setCondition(ci, records, len(shardIPs) > 0)
 	if err := r.patch(ctx, ci, before); err != nil {
+		return ctrl.Result{}, err
+	}
+	if err := r.releaseAddresses(ctx, ci, records); err != nil {
 		return ctrl.Result{}, err
 	}
 	var requeue time.Duration
