@@ -19,9 +19,11 @@ import (
 // claimsOf reads the cluster's RoutedIPs as claims. A RoutedIP is Shardgate's shard claim only
 // when the seed's shard spec asks for exactly it (labels in the user cluster are its owner's to
 // write, so they prove nothing); its ports are those Shardgate renders for the shard's routers.
-// An owner's RoutedIP is served on its Service spec's ports (read only when there is one: the
-// cache then watches Services).
-func claimsOf(ctx context.Context, ci *v1alpha1.ClusterIngress, rd client.Reader, rips []v1alpha1.RoutedIP) ([]routedip.Claim, error) {
+// An owner's RoutedIP is served on its Service spec's ports, read from the API server (the cache
+// holds only Shardgate's Services) and only where its class exists and takes owners' RoutedIPs
+// (the others are refused without ports).
+func claimsOf(ctx context.Context, ci *v1alpha1.ClusterIngress, rd client.Reader, rips []v1alpha1.RoutedIP,
+	classes map[string]routedip.Class) ([]routedip.Claim, error) {
 	shards := map[string]*v1alpha1.RoutedIP{}
 	for _, want := range shardRequests(ci) {
 		shards[want.Name] = want
@@ -37,7 +39,7 @@ func claimsOf(ctx context.Context, ci *v1alpha1.ClusterIngress, rd client.Reader
 			Created: ri.CreationTimestamp.Time}
 		if want := shards[ri.Name]; want != nil && isShardRoutedIP(ri) && equality.Semantic.DeepEqual(want.Spec, ri.Spec) {
 			c.Shard, c.Ports = true, shardPorts(ci, want.Labels[v1alpha1.ShardLabel])
-		} else {
+		} else if class, ok := classes[ri.Spec.ClassName]; ok && class.AllowOwners {
 			ports, err := servicePorts(ctx, rd, ri.Namespace, ri.Spec.ServiceRef.Name)
 			if err != nil {
 				return nil, err

@@ -167,8 +167,16 @@ func (r *Reconciler) gather(ctx context.Context, ci *v1alpha1.ClusterIngress, cl
 		return nil, clusteraccess.DescribeError("read the user cluster's RoutedIPs", err)
 	}
 	g.routedIPs = rips.Items
+	classes := &v1alpha1.ClusterRoutedIPClassList{}
+	if err := r.Client.List(ctx, classes); err != nil {
+		return nil, err
+	}
+	for i := range classes.Items {
+		c := &classes.Items[i]
+		g.classes[c.Name], g.classObjs[c.Name] = routedip.ClassOf(c), c
+	}
 	var err error
-	if g.claims, err = claimsOf(ctx, ci, cluster.Reader(), rips.Items); err != nil {
+	if g.claims, err = claimsOf(ctx, ci, cluster.Writer(), rips.Items, g.classes); err != nil {
 		return nil, err
 	}
 	if g.nodes, err = cluster.Nodes(ctx); err != nil {
@@ -183,14 +191,6 @@ func (r *Reconciler) gather(ctx context.Context, ci *v1alpha1.ClusterIngress, cl
 			return nil, clusteraccess.DescribeError("read the user cluster's EndpointSlices", err)
 		}
 		g.slices = eps.Items
-	}
-	classes := &v1alpha1.ClusterRoutedIPClassList{}
-	if err := r.Client.List(ctx, classes); err != nil {
-		return nil, err
-	}
-	for i := range classes.Items {
-		c := &classes.Items[i]
-		g.classes[c.Name], g.classObjs[c.Name] = routedip.ClassOf(c), c
 	}
 	all := &v1alpha1.ClusterIngressList{}
 	if err := r.Client.List(ctx, all); err != nil {
