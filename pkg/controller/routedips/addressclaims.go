@@ -81,6 +81,9 @@ func (r *Reconciler) claimAddress(ctx context.Context, ci *v1alpha1.ClusterIngre
 		return false, client.IgnoreNotFound(err)
 	}
 	l.Spec.HolderIdentity = &me
+	if l.Labels == nil {
+		l.Labels = map[string]string{}
+	}
 	l.Labels[routedip.JobClusterLabel] = routedip.ClusterHash(ci.Namespace, ci.Name)
 	if err := r.Client.Update(ctx, l); err != nil { // carries the resourceVersion read: an optimistic lock
 		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
