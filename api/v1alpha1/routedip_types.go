@@ -71,6 +71,23 @@ type ClusterRoutedIPClassSpec struct {
 	// operator's, handed to tenants only on purpose.
 	// +optional
 	AllowClusterOwners bool `json:"allowClusterOwners,omitempty"`
+	// providerIDPattern proves that an instance belongs to the cluster: a node is given an
+	// address, and has ports opened, only when its spec.providerID (written by the cluster's
+	// owner) matches this regular expression in full. "{clusterID}" in it stands for the
+	// cluster's accepted ID (status.clusterID of its ClusterIngress), so one pattern names each
+	// cluster's own instances, e.g. "gce://my-project/europe-west3-[abc]/{clusterID}-[a-z0-9-]+"
+	// where instance names start with the cluster ID. Provider IDs longer than 255 characters are
+	// refused. Required: without it the class is unusable (its holdings are kept, frozen).
+	// +optional
+	// +kubebuilder:validation:MaxLength=512
+	ProviderIDPattern string `json:"providerIDPattern,omitempty"`
+	// maxPorts: how many ports (outside the NodePort range) the firewall opens for one routed IP.
+	// A cluster owner's RoutedIP whose Service has more is refused.
+	// +optional
+	// +kubebuilder:default=8
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=64
+	MaxPorts int32 `json:"maxPorts,omitempty"`
 	// firewallPostAllow: open the firewall for a new holder only after the address is assigned
 	// (default: before, so the address never lands on a node whose ports are closed).
 	// +optional

@@ -2,6 +2,9 @@ package routedip
 
 import (
 	"testing"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 	"time"
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
@@ -42,6 +45,11 @@ func TestAdmit(t *testing.T) {
 			c.ServiceNamespace = "kube-system"
 			return c
 		}()}, nil, []string{v1alpha1.ReasonServiceNotAllowed}},
+		{"more ports than the class opens", []Claim{func() Claim {
+			c := claim("a", "open", "203.0.113.10", 0, false)
+			c.Ports = []v1alpha1.FirewallPort{{Port: 80}, {Port: 2379}, {Port: 10250}}
+			return c
+		}()}, nil, []string{v1alpha1.ReasonTooManyPorts}},
 		{"held by another cluster", []Claim{claim("a", "open", "203.0.113.10", 0, true)}, map[string]string{"203.0.113.10": "cluster x/y"}, []string{v1alpha1.ReasonAddressInUse}},
 		{"oldest claim wins", []Claim{claim("young", "open", "203.0.113.10", 5, false), claim("old", "open", "203.0.113.10", 1, false)}, nil, []string{v1alpha1.ReasonAddressInUse, ""}},
 		{"a shard's claim wins over an older owner's", []Claim{claim("owner", "open", "203.0.113.10", 0, false), claim("shard", "open", "203.0.113.10", 9, true)}, nil, []string{v1alpha1.ReasonAddressInUse, ""}},
@@ -59,5 +67,32 @@ func TestAdmit(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestFrozen: a class that cannot be found or is unusable freezes its records; every other
+// refusal drops them.
+func TestFrozen(t *testing.T) {
+	for reason, want := range map[string]bool{v1alpha1.ReasonClassNotFound: true, v1alpha1.ReasonClassInvalid: true,
+		v1alpha1.ReasonClassNotAllowed: false, v1alpha1.ReasonAddressInUse: false, v1alpha1.ReasonAddressNotInClass: false} {
+		if got := Frozen(Verdict{Reason: reason}); got != want {
+			t.Errorf("%s: frozen %v", reason, got)
+		}
+	}
+	if Frozen(Verdict{Admitted: true}) {
+		t.Error("an admitted verdict frozen")
+	}
+}
+
+// TestClassOfNeedsProviderIDPattern: a class without a pattern that proves instances, or with
+// one that does not compile, is unusable.
+func TestClassOfNeedsProviderIDPattern(t *testing.T) {
+	job := batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "a"}}}}}
+	for pattern, valid := range map[string]bool{"": false, "p://{clusterID}-(": false, "p://{clusterID}-[a-z]+": true} {
+		c := ClassOf(&v1alpha1.ClusterRoutedIPClass{Spec: v1alpha1.ClusterRoutedIPClassSpec{Addresses: []string{"203.0.113.1/32"},
+			ProviderIDPattern: pattern, UpdateRoutedIP: job, UpdateFirewall: job}})
+		if (c.Invalid == "") != valid {
+			t.Errorf("pattern %q: invalid %q", pattern, c.Invalid)
+		}
 	}
 }

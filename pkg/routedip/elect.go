@@ -16,6 +16,8 @@ type Node struct {
 	Deleting    bool
 	// ProviderID is the cloud's instance ID; a node without one cannot be given an address.
 	ProviderID string
+	// Foreign: the provider ID is not proven to be one of the cluster's instances (Instances).
+	Foreign bool
 }
 
 // Request is one routed IP to place.
@@ -40,7 +42,7 @@ type Decision struct {
 }
 
 // Elect places every request: a node is eligible when it is Ready, schedulable, not being
-// deleted, has a provider ID, runs a ready endpoint of the request's Service and holds fewer
+// deleted, has a provider ID proven to be the cluster's, runs a ready endpoint of the request's Service and holds fewer
 // than limit addresses. An eligible holder keeps its address (a younger node appearing moves
 // nothing: no flapping); an eligible node a move is already under way to keeps it; every other
 // address goes to the youngest eligible node (newest creation time, then name), which is the
@@ -57,7 +59,7 @@ func Elect(nodes []Node, reqs []Request, limit int) []Decision {
 	out := make(map[string]Decision, len(reqs))
 	eligible := func(r Request, name string) bool {
 		n, ok := byName[name]
-		return ok && n.Ready && n.Schedulable && !n.Deleting && n.ProviderID != "" && r.Serving[name] && load[name] < limit
+		return ok && n.Ready && n.Schedulable && !n.Deleting && n.ProviderID != "" && !n.Foreign && r.Serving[name] && load[name] < limit
 	}
 	// Holders first, then moves under way, then the rest: the order is what makes a placement
 	// sticky.
@@ -117,7 +119,7 @@ func whyNone(r Request, nodes []Node, load map[string]int, limit int) string {
 		serving++
 		if n.Ready && n.Schedulable && !n.Deleting {
 			healthy++
-			if n.ProviderID != "" {
+			if n.ProviderID != "" && !n.Foreign {
 				withID++
 			}
 		}
@@ -128,7 +130,7 @@ func whyNone(r Request, nodes []Node, load map[string]int, limit int) string {
 	case healthy == 0:
 		return fmt.Sprintf("none of the %d nodes running a ready endpoint is Ready, schedulable and not being deleted", serving)
 	case withID == 0:
-		return fmt.Sprintf("none of the %d healthy nodes running a ready endpoint has a spec.providerID", healthy)
+		return fmt.Sprintf("none of the %d healthy nodes running a ready endpoint has a spec.providerID the class's providerIDPattern accepts for the cluster", healthy)
 	default:
 		return fmt.Sprintf("every one of the %d healthy nodes running a ready endpoint already holds %d routed IPs (the class's perNodeIPLimit)", withID, limit)
 	}

@@ -69,7 +69,12 @@ func TestWhyNone(t *testing.T) {
 	if got := Elect(n, []Request{{Key: "x", Serving: map[string]bool{}}}, 1)[0].Why; got != "no node runs a ready endpoint of the Service" {
 		t.Errorf("no endpoints: %q", got)
 	}
-	if got := Elect(n, []Request{{Key: "x", Serving: map[string]bool{"a": true}}}, 1)[0].Why; got != "none of the 1 healthy nodes running a ready endpoint has a spec.providerID" {
+	if got := Elect(n, []Request{{Key: "x", Serving: map[string]bool{"a": true}}}, 1)[0].Why; got != "none of the 1 healthy nodes running a ready endpoint has a spec.providerID the class's providerIDPattern accepts for the cluster" {
 		t.Errorf("no provider ID: %q", got)
+	}
+	// A node whose provider ID is not proven the cluster's is never elected, even the youngest.
+	n = append(n, Node{Name: "b", Ready: true, Schedulable: true, ProviderID: "p://seed", Foreign: true})
+	if d := Elect(n, []Request{{Key: "x", Serving: map[string]bool{"a": true, "b": true}}}, 1)[0]; d.Node != "" {
+		t.Errorf("foreign node elected: %+v", d)
 	}
 }

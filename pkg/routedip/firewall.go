@@ -116,3 +116,27 @@ func Opens(applied []v1alpha1.FirewallRule, providerID string, ports []v1alpha1.
 	}
 	return true
 }
+
+// DefaultMaxPorts is a class's maxPorts when unset.
+const DefaultMaxPorts = 8
+
+// FirewallPorts are the ports the firewall opens for one routed IP: the given ports outside the
+// class's NodePort range, each a valid port and protocol, at most the class's maxPorts (more is
+// an error, not a silent cut: the Service would not work as its owner wrote it).
+func FirewallPorts(ports []v1alpha1.FirewallPort, class Class) ([]v1alpha1.FirewallPort, error) {
+	for _, p := range ports {
+		if p.Port < 1 || p.Port > 65535 {
+			return nil, fmt.Errorf("port %d is not a port", p.Port)
+		}
+		switch p.Protocol {
+		case "", corev1.ProtocolTCP, corev1.ProtocolUDP, corev1.ProtocolSCTP:
+		default:
+			return nil, fmt.Errorf("protocol %.20q is not TCP, UDP or SCTP", p.Protocol)
+		}
+	}
+	out := PortsOutside(ports, class.PortLo, class.PortHi)
+	if limit := max(class.MaxPorts, 1); len(out) > limit {
+		return nil, fmt.Errorf("%d ports outside the NodePort range, more than the class's maxPorts (%d)", len(out), limit)
+	}
+	return out, nil
+}

@@ -59,11 +59,13 @@ type MoveOutput struct {
 	MoveDuration time.Duration
 }
 
-// Event is an Event to record on the RoutedIP and the ClusterIngress.
+// Event is an Event to record on the ClusterIngress (Message) and the RoutedIP (UserMessage:
+// without the Job's output, which stays in the seed).
 type Event struct {
-	Warning bool
-	Reason  string
-	Message string
+	Warning     bool
+	Reason      string
+	Message     string
+	UserMessage string
 }
 
 // Backoff before the next Job after failures in a row: 5 s, 10 s, 20 s, … at most 5 min.
@@ -110,13 +112,13 @@ func Advance(in MoveInput) MoveOutput {
 			if from != "" && from != j.Target {
 				msg = fmt.Sprintf("%s moved from %s to %s", rec.Address, from, j.Target)
 			}
-			out.Event = &Event{Reason: "Moved", Message: msg}
+			out.Event = &Event{Reason: "Moved", Message: msg, UserMessage: msg}
 		} else {
 			rec.Failures++
 			retry := metav1.NewTime(in.Now.Add(Backoff(rec.Failures)))
 			rec.RetryAfter = &retry
-			out.Event = &Event{Warning: true, Reason: v1alpha1.ReasonMoveFailed, Message: fmt.Sprintf("Job %s assigning %s to %s failed (%d in a row; next try after %s): %s",
-				j.Name, rec.Address, j.Target, rec.Failures, Backoff(rec.Failures), j.Message)}
+			failed := fmt.Sprintf("Job %s assigning %s to %s failed (%d in a row; next try after %s)", j.Name, rec.Address, j.Target, rec.Failures, Backoff(rec.Failures))
+			out.Event = &Event{Warning: true, Reason: v1alpha1.ReasonMoveFailed, Message: failed + ": " + j.Message, UserMessage: failed}
 		}
 		// The Job is gone after this step; decide the rest on the next pass, from the new record.
 		out.Record = settle(rec, in)

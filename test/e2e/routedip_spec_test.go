@@ -314,7 +314,9 @@ func createRoutedIPClass(ctx context.Context, t testing.TB, seed *framework.Cont
 	}
 	must(t, seed.Client.Create(ctx, &v1alpha1.ClusterRoutedIPClass{ObjectMeta: metav1.ObjectMeta{Name: "sim"},
 		Spec: v1alpha1.ClusterRoutedIPClassSpec{Addresses: []string{"10.125.0.10-10.125.0.19"}, PerNodeIPLimit: 1, FirewallPostAllow: postAllow, AllowClusterOwners: true,
-			FromSecretsRef: []corev1.LocalObjectReference{{Name: "simcloud"}}, UpdateRoutedIP: job("assign"), UpdateFirewall: job("firewall")}}))
+			// The harness' instances (framework.RealNode.ProviderID): its one fabric's nodes n1, n2, ….
+			ProviderIDPattern: "sim://[a-z0-9-]+/n[0-9]+",
+			FromSecretsRef:    []corev1.LocalObjectReference{{Name: "simcloud"}}, UpdateRoutedIP: job("assign"), UpdateFirewall: job("firewall")}}))
 }
 
 // servingNodes are the nodes with a ready endpoint of namespace/service.

@@ -129,6 +129,9 @@ var notOwnStatus = predicate.Funcs{
 		if predicates.VIPKey(o) != predicates.VIPKey(n) {
 			return true // a VIP shard's records are its VIPs
 		}
+		if heldRoutedIPsKey(o) != heldRoutedIPsKey(n) {
+			return true // a RoutedIP shard's records are its held addresses
+		}
 		if predicates.ClaimsKey(o) != predicates.ClaimsKey(n) {
 			return true // a claimed shard has records of its own
 		}

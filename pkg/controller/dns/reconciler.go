@@ -230,7 +230,7 @@ func (r *Reconciler) publish(ctx context.Context, ci *v1alpha1.ClusterIngress) (
 		if err != nil {
 			return nil, false, clusteraccess.DescribeError("read the user cluster's cache", err)
 		}
-		if in.Shards, in.Replicas, err = shardInputs(ctx, cluster.Reader(), domain, ci.Shards(), nodes, ci.Status.VIPs); err != nil {
+		if in.Shards, in.Replicas, err = shardInputs(ctx, cluster.Reader(), domain, ci.Shards(), nodes, ci.Status.VIPs, ci.Status.RoutedIPs); err != nil {
 			return nil, false, clusteraccess.DescribeError("read the user cluster's cache", err)
 		}
 	}

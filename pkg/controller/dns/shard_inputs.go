@@ -3,6 +3,8 @@ package dns
 import (
 	"context"
 	"slices"
+	"strconv"
+	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -18,7 +20,8 @@ import (
 // (HostNetwork: nodes with a ready router pod; NodePort: nodes matching the selector) or the
 // LoadBalancer Service's addresses, or a VIP shard's allocated VIPs; and each router Deployment's
 // ready replicas for status.
-func shardInputs(ctx context.Context, rd client.Reader, domain string, shards []v1alpha1.ShardSpec, nodes []corev1.Node, vips []v1alpha1.ShardVIPs) ([]dnsrecords.ShardInput, map[string]int32, error) {
+func shardInputs(ctx context.Context, rd client.Reader, domain string, shards []v1alpha1.ShardSpec, nodes []corev1.Node, vips []v1alpha1.ShardVIPs,
+	routedIPs []v1alpha1.RoutedIPRecord) ([]dnsrecords.ShardInput, map[string]int32, error) {
 	pods := &corev1.PodList{}
 	if err := rd.List(ctx, pods, client.InNamespace(names.Namespace), client.MatchingLabels{v1alpha1.ManagedByLabel: v1alpha1.ManagedByValue}); err != nil {
 		return nil, nil, err
@@ -40,11 +43,9 @@ func shardInputs(ctx context.Context, rd client.Reader, domain string, shards []
 			in.LoadBalancer = true
 			in.LoadBalancerIPs = dnsrecords.VIPTargets(s.Name, vips)
 		case v1alpha1.PublishRoutedIP:
-			// The cloud routes the addresses to whichever node holds them: stable targets.
+			// The cloud routes the addresses to whichever node holds them: stable targets, once held.
 			in.LoadBalancer = true
-			if s.RoutedIP != nil {
-				in.LoadBalancerIPs = slices.Sorted(slices.Values(s.RoutedIP.Addresses))
-			}
+			in.LoadBalancerIPs = heldRoutedIPs(s, routedIPs)
 		case v1alpha1.PublishLoadBalancer:
 			in.LoadBalancer = true
 			svc := &corev1.Service{}
@@ -59,4 +60,34 @@ func shardInputs(ctx context.Context, rd client.Reader, domain string, shards []
 		out = append(out, in)
 	}
 	return out, replicas, nil
+}
+
+// heldRoutedIPs are the addresses of a RoutedIP shard the cluster holds: admitted for the
+// shard's own RoutedIP and assigned to a node by the class (a record with a holder). An address
+// the shard merely asks for may be another cluster's, and publishing it would send this
+// cluster's names there. A record kept frozen through a class error still has its holder.
+func heldRoutedIPs(s v1alpha1.ShardSpec, records []v1alpha1.RoutedIPRecord) []string {
+	if s.RoutedIP == nil {
+		return nil
+	}
+	var out []string
+	for _, a := range s.RoutedIP.Addresses {
+		key := names.Namespace + "/" + names.RoutedIPName(s.Name, a)
+		if slices.ContainsFunc(records, func(r v1alpha1.RoutedIPRecord) bool {
+			return r.Address == a && r.RoutedIP == key && r.ClassName == s.RoutedIP.ClassName && r.Node != ""
+		}) {
+			out = append(out, a)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// heldRoutedIPsKey changes when a shard's published routed IPs may (records and their holders).
+func heldRoutedIPsKey(ci *v1alpha1.ClusterIngress) string {
+	var b strings.Builder
+	for _, r := range ci.Status.RoutedIPs {
+		b.WriteString(r.Address + "=" + r.RoutedIP + "@" + r.ClassName + "/" + strconv.FormatBool(r.Node != "") + ";")
+	}
+	return b.String()
 }

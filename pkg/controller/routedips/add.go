@@ -43,9 +43,12 @@ type Config struct {
 	JobNamespace string
 }
 
-// Add registers both controllers. One worker each: an address is admitted for one cluster at a
-// time (two clusters asking for the same address at once cannot both get it), and a class's
-// firewall is one map.
+// clusterWorkers: clusters are placed in parallel (a worker per cluster key at a time, so one
+// slow user cluster holds one worker, never the others' moves). Two clusters asking for one
+// address at once cannot both get it: the address' Lease in the seed decides (addressclaims.go).
+const clusterWorkers = 4
+
+// Add registers both controllers. The firewall has one worker: a class's firewall is one map.
 func Add(mgr ctrl.Manager, cfg Config) error {
 	r := &Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Access: cfg.Access, JobNamespace: cfg.JobNamespace, Clock: clock.RealClock{},
 		Recorder: mgr.GetEventRecorder("shardgate-routedips")}
@@ -53,7 +56,7 @@ func Add(mgr ctrl.Manager, cfg Config) error {
 		return o.GetNamespace() == cfg.JobNamespace && o.GetLabels()[routedip.JobKindLabel] != ""
 	}))
 	if err := ctrl.NewControllerManagedBy(mgr).Named("routedips").
-		WithOptions(controller.Options{MaxConcurrentReconciles: 1}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: clusterWorkers}).
 		For(&v1alpha1.ClusterIngress{}, builder.WithPredicates(predicates.MetadataOrSpecChanged)).
 		// RoutedIPs, the endpoints of their Services, and nodes of the user cluster.
 		WatchesRawSource(source.Channel(cfg.Access.Subscribe(clusteraccess.ChangeNodes|clusteraccess.ChangeRoutedIPs|clusteraccess.ChangeManaged), &handler.EnqueueRequestForObject{})).

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -82,19 +83,30 @@ func (f *FirewallReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	if err := f.Client.List(ctx, all); err != nil {
 		return ctrl.Result{}, err
 	}
+	c := routedip.ClassOf(class)
 	var records []v1alpha1.RoutedIPRecord
+	var left []string // what was left out of the map, per cluster (seed-side only)
 	for _, ci := range all.Items {
+		instances := routedip.InstancesOf(c.ProviderIDPattern, ci.Status.ClusterID)
 		for _, r := range ci.Status.RoutedIPs {
-			if r.ClassName == class.Name {
-				records = append(records, r)
+			if r.ClassName != class.Name {
+				continue
 			}
+			r, dropped := routedip.Trusted(r, instances, c)
+			if dropped != "" {
+				left = append(left, fmt.Sprintf("%s/%s %s: %s", ci.Namespace, ci.Name, r.Address, dropped))
+			}
+			records = append(records, r)
 		}
 	}
 	desired := routedip.DesiredFirewall(records, class.Spec.FirewallPostAllow)
 	var requeue time.Duration
 	switch {
+	case c.Invalid != "":
+		// Frozen, as the records are: an unusable class neither opens nor closes anything.
+		setFirewall(class, metav1.ConditionFalse, v1alpha1.ReasonClassInvalid, "the class is unusable, the firewall is left as it is: "+c.Invalid)
 	case routedip.FirewallHash(desired) == class.Status.FirewallHash:
-		setFirewall(class, metav1.ConditionTrue, v1alpha1.ReasonFirewallApplied, fmt.Sprintf("%d rules", len(desired)))
+		setFirewall(class, metav1.ConditionTrue, v1alpha1.ReasonFirewallApplied, fmt.Sprintf("%d rules", len(desired))+leftOut(left))
 	case class.Status.RetryAfter != nil && now.Before(class.Status.RetryAfter.Time):
 		requeue = class.Status.RetryAfter.Sub(now)
 		msg := "waiting to retry"
@@ -107,7 +119,7 @@ func (f *FirewallReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 		if err := f.Client.Create(ctx, j); err != nil && !apierrors.IsAlreadyExists(err) {
 			return ctrl.Result{}, err
 		}
-		setFirewall(class, metav1.ConditionFalse, v1alpha1.ReasonFirewallUpdating, "Job "+j.Name+" is applying the map")
+		setFirewall(class, metav1.ConditionFalse, v1alpha1.ReasonFirewallUpdating, "Job "+j.Name+" is applying the map"+leftOut(left))
 	}
 	if err := f.patch(ctx, class, before); err != nil {
 		return ctrl.Result{}, err
@@ -118,6 +130,20 @@ func (f *FirewallReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 		}
 	}
 	return ctrl.Result{RequeueAfter: requeue}, nil
+}
+
+// leftOut says which records' instances or ports the map left out (at most a few, then a count:
+// a condition is no place for a list every cluster can grow).
+func leftOut(left []string) string {
+	if len(left) == 0 {
+		return ""
+	}
+	const shown = 3
+	msg := "; left out (not the cluster's instance, or ports beyond the class's bounds): " + strings.Join(left[:min(len(left), shown)], "; ")
+	if len(left) > shown {
+		msg += fmt.Sprintf("; and %d more", len(left)-shown)
+	}
+	return msg
 }
 
 // rulesOf reads the map a firewall Job carried (the environment Shardgate gave it).

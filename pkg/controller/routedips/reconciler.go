@@ -25,6 +25,14 @@ import (
 	"github.com/shardgate/shardgate/pkg/routedip"
 )
 
+// reconcileDeadline bounds one cluster's pass (its user-cluster writes each may wait up to the
+// access layer's write timeout); morePassDelay is when a pass that left status writes for later
+// comes back.
+const (
+	reconcileDeadline = 15 * time.Second
+	morePassDelay     = 2 * time.Second
+)
+
 // Reconciler places one user cluster's routed IPs.
 type Reconciler struct {
 	Client client.Client
@@ -42,6 +50,9 @@ type Reconciler struct {
 // the RoutedIPs' status. Nothing changes while the cluster cannot be observed: a node that cannot be seen is
 // not a node that failed.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	// A user API server that holds requests takes this pass' worker for a bounded time.
+	ctx, cancel := context.WithTimeout(ctx, reconcileDeadline)
+	defer cancel()
 	ci := &v1alpha1.ClusterIngress{}
 	if err := r.Client.Get(ctx, req.NamespacedName, ci); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
@@ -78,7 +89,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	now := r.Clock.Now()
-	verdicts := routedip.Admit(g.claims, ci.Spec.Profile, g.classes, g.takenElsewhere)
+	verdicts, err := r.claimAddresses(ctx, ci, routedip.Admit(g.claims, ci.Spec.Profile, g.classes, g.takenElsewhere))
+	if err != nil {
+		return ctrl.Result{}, err
+	}
 	records, outs := r.decide(ctx, ci, g, verdicts, now)
 
 	// Apply, in the seed document's order: new holders are tainted before any Job can assign them
@@ -91,6 +105,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	ci.Status.RoutedIPs = records
 	setCondition(ci, records, len(shardIPs) > 0)
 	if err := r.patch(ctx, ci, before); err != nil {
+		return ctrl.Result{}, err
+	}
+	if err := r.releaseAddresses(ctx, ci, records); err != nil {
 		return ctrl.Result{}, err
 	}
 	var requeue time.Duration
@@ -121,8 +138,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			moveFailures.WithLabelValues(o.Record.ClassName).Inc()
 		}
 	}
-	if err := writeRoutedIPStatus(ctx, cluster, g.routedIPs, verdicts, records); err != nil {
+	more, err := writeRoutedIPStatus(ctx, cluster, g.routedIPs, verdicts, records)
+	if err != nil {
 		return ctrl.Result{}, err
+	}
+	if more && (requeue == 0 || requeue > morePassDelay) {
+		requeue = morePassDelay
 	}
 	return ctrl.Result{RequeueAfter: requeue}, nil
 }
@@ -146,15 +167,18 @@ func (r *Reconciler) gather(ctx context.Context, ci *v1alpha1.ClusterIngress, cl
 		return nil, clusteraccess.DescribeError("read the user cluster's RoutedIPs", err)
 	}
 	g.routedIPs = rips.Items
-	for _, ri := range rips.Items {
-		if ri.DeletionTimestamp != nil {
-			continue
-		}
-		g.claims = append(g.claims, routedip.Claim{Key: ri.Namespace + "/" + ri.Name, Namespace: ri.Namespace, Address: ri.Spec.Address,
-			ClassName: ri.Spec.ClassName, ServiceName: ri.Spec.ServiceRef.Name, ServiceNamespace: ri.Spec.ServiceRef.Namespace,
-			Created: ri.CreationTimestamp.Time, Shard: isShardRoutedIP(&ri)})
+	classes := &v1alpha1.ClusterRoutedIPClassList{}
+	if err := r.Client.List(ctx, classes); err != nil {
+		return nil, err
+	}
+	for i := range classes.Items {
+		c := &classes.Items[i]
+		g.classes[c.Name], g.classObjs[c.Name] = routedip.ClassOf(c), c
 	}
 	var err error
+	if g.claims, err = claimsOf(ctx, ci, cluster.Writer(), rips.Items, g.classes); err != nil {
+		return nil, err
+	}
 	if g.nodes, err = cluster.Nodes(ctx); err != nil {
 		return nil, clusteraccess.DescribeError("read the user cluster's nodes", err)
 	}
@@ -168,14 +192,6 @@ func (r *Reconciler) gather(ctx context.Context, ci *v1alpha1.ClusterIngress, cl
 		}
 		g.slices = eps.Items
 	}
-	classes := &v1alpha1.ClusterRoutedIPClassList{}
-	if err := r.Client.List(ctx, classes); err != nil {
-		return nil, err
-	}
-	for i := range classes.Items {
-		c := &classes.Items[i]
-		g.classes[c.Name], g.classObjs[c.Name] = routedip.ClassOf(c), c
-	}
 	all := &v1alpha1.ClusterIngressList{}
 	if err := r.Client.List(ctx, all); err != nil {
 		return nil, err
@@ -185,7 +201,8 @@ func (r *Reconciler) gather(ctx context.Context, ci *v1alpha1.ClusterIngress, cl
 			continue
 		}
 		for _, rec := range o.Status.RoutedIPs {
-			g.takenElsewhere[rec.Address] = "cluster " + o.Namespace + "/" + o.Name
+			// Unnamed: the verdict reaches the user cluster, and other clusters are none of its business.
+			g.takenElsewhere[rec.Address] = "another cluster"
 		}
 	}
 	jobs := &batchv1.JobList{}
@@ -214,25 +231,31 @@ type advanced struct {
 
 // decide elects per class and advances every admitted address; records of addresses no longer
 // asked for are dropped (their holder keeps the address in the cloud: nothing tells the cloud to
-// take it away, and the taint goes with the record).
+// take it away, and the taint goes with the record), except while their class cannot be found or
+// is unusable: then the record stays as it is, frozen (routedip.Frozen).
 func (r *Reconciler) decide(ctx context.Context, ci *v1alpha1.ClusterIngress, g *gathered, verdicts []routedip.Verdict, now time.Time) ([]v1alpha1.RoutedIPRecord, []advanced) {
 	old := map[string]v1alpha1.RoutedIPRecord{}
 	for _, rec := range ci.Status.RoutedIPs {
 		old[rec.Address] = rec
 	}
-	nodes := electionNodes(g.nodes)
 	providerID := map[string]string{}
-	for _, n := range nodes {
-		providerID[n.Name] = n.ProviderID
+	for _, n := range g.nodes {
+		providerID[n.Name] = n.Spec.ProviderID
 	}
 	byClass := map[string][]routedip.Request{}
 	recs := map[string]v1alpha1.RoutedIPRecord{}
+	var records []v1alpha1.RoutedIPRecord
 	for _, v := range verdicts {
+		if rec, ok := old[v.Address]; ok && routedip.Frozen(v) && rec.ClassName == v.ClassName && rec.RoutedIP == v.Key {
+			rec.Reason, rec.Message = v.Reason, v.Message+"; the record is kept as it is until the class is usable again"
+			records = append(records, rec)
+			continue
+		}
 		if !v.Admitted {
 			continue
 		}
 		class := g.classes[v.ClassName]
-		serving, ports := serviceEndpoints(g.slices, v.Namespace, v.ServiceName)
+		serving := servingNodes(g.slices, v.Namespace, v.ServiceName)
 		rec := old[v.Address]
 		if rec.ClassName != v.ClassName || rec.RoutedIP != v.Key {
 			// A record is an address given to one RoutedIP through one class; anything else is a
@@ -240,14 +263,14 @@ func (r *Reconciler) decide(ctx context.Context, ci *v1alpha1.ClusterIngress, g 
 			rec = v1alpha1.RoutedIPRecord{Node: rec.Node, ProviderID: rec.ProviderID}
 		}
 		rec.Address, rec.ClassName, rec.RoutedIP = v.Address, v.ClassName, v.Key
-		rec.Ports = routedip.PortsOutside(ports, class.PortLo, class.PortHi)
+		rec.Ports, _ = routedip.FirewallPorts(v.Ports, class) // Admit refused ports beyond the class's bounds
 		recs[v.Address] = rec
 		byClass[v.ClassName] = append(byClass[v.ClassName], routedip.Request{Key: v.Address, Holder: rec.Node, MovingTo: rec.MovingTo, Serving: serving})
 	}
-	var records []v1alpha1.RoutedIPRecord
 	var outs []advanced
 	for className, reqs := range byClass {
 		class, obj := g.classes[className], g.classObjs[className]
+		nodes := electionNodes(g.nodes, routedip.InstancesOf(class.ProviderIDPattern, ci.Status.ClusterID))
 		for _, d := range routedip.Elect(nodes, reqs, class.PerNodeIPLimit) {
 			rec := recs[d.Key]
 			in := routedip.MoveInput{Record: rec, Target: d.Node, TargetProviderID: providerID[d.Node], Why: d.Why, Now: now,
@@ -274,8 +297,9 @@ func (r *Reconciler) decide(ctx context.Context, ci *v1alpha1.ClusterIngress, g 
 	return records, outs
 }
 
-// electionNodes reads the cached nodes.
-func electionNodes(nodes []corev1.Node) []routedip.Node {
+// electionNodes reads the cached nodes; a node whose provider ID is not proven to be one of the
+// cluster's instances is Foreign (never elected: the class's credentials never act on it).
+func electionNodes(nodes []corev1.Node, instances routedip.Instances) []routedip.Node {
 	out := make([]routedip.Node, 0, len(nodes))
 	for _, n := range nodes {
 		ready := false
@@ -285,16 +309,15 @@ func electionNodes(nodes []corev1.Node) []routedip.Node {
 			}
 		}
 		out = append(out, routedip.Node{Name: n.Name, Created: n.CreationTimestamp.Time, Ready: ready, Schedulable: !n.Spec.Unschedulable,
-			Deleting: n.DeletionTimestamp != nil, ProviderID: n.Spec.ProviderID})
+			Deleting: n.DeletionTimestamp != nil, ProviderID: n.Spec.ProviderID, Foreign: instances.Refusal(n.Spec.ProviderID) != ""})
 	}
 	return out
 }
 
-// serviceEndpoints: the nodes running a ready endpoint of namespace/name, and the ports its
-// endpoints serve on (for host-network routers, the node's own ports).
-func serviceEndpoints(all []discoveryv1.EndpointSlice, namespace, name string) (map[string]bool, []v1alpha1.FirewallPort) {
+// servingNodes: the nodes running a ready endpoint of namespace/name. (The ports come from the
+// Service spec or Shardgate's rendering, never from EndpointSlices: any object names any port.)
+func servingNodes(all []discoveryv1.EndpointSlice, namespace, name string) map[string]bool {
 	serving := map[string]bool{}
-	var ports []v1alpha1.FirewallPort
 	for _, s := range all {
 		if s.Namespace != namespace || s.Labels[discoveryv1.LabelServiceName] != name {
 			continue
@@ -304,17 +327,8 @@ func serviceEndpoints(all []discoveryv1.EndpointSlice, namespace, name string) (
 				serving[*e.NodeName] = true
 			}
 		}
-		for _, p := range s.Ports {
-			if p.Port != nil {
-				fp := v1alpha1.FirewallPort{Port: *p.Port, Protocol: corev1.ProtocolTCP}
-				if p.Protocol != nil {
-					fp.Protocol = *p.Protocol
-				}
-				ports = append(ports, fp)
-			}
-		}
 	}
-	return serving, ports
+	return serving
 }
 
 // setCondition: RoutedIPsAssigned True when every record is held by its elected node; False
@@ -357,7 +371,7 @@ func (r *Reconciler) event(ctx context.Context, ci *v1alpha1.ClusterIngress, clu
 	for i := range g.routedIPs {
 		ri := &g.routedIPs[i]
 		if ri.Namespace+"/"+ri.Name == o.Record.RoutedIP {
-			recordUserEvent(ctx, cluster.Writer(), ri, typ, o.Event.Reason, o.Event.Message)
+			recordUserEvent(ctx, cluster.Writer(), ri, typ, o.Event.Reason, o.Event.UserMessage)
 		}
 	}
 }

@@ -40,6 +40,9 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, ci *v1alpha1.ClusterIn
 			return ctrl.Result{}, err
 		}
 	}
+	if err := r.releaseAddresses(ctx, ci, nil); err != nil {
+		return ctrl.Result{}, err
+	}
 	patch := client.MergeFrom(ci.DeepCopy())
 	controllerutil.RemoveFinalizer(ci, v1alpha1.RoutedIPCleanupFinalizer)
 	return ctrl.Result{}, client.IgnoreNotFound(r.Client.Patch(ctx, ci, patch))

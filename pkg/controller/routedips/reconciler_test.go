@@ -59,6 +59,7 @@ func TestMoveStartsWithTaintAndFirewallThenJob(t *testing.T) {
 	ns := controllertest.Namespace(t, seed.Client)
 	class := &v1alpha1.ClusterRoutedIPClass{ObjectMeta: metav1.ObjectMeta{Name: "c-" + ns}, Spec: v1alpha1.ClusterRoutedIPClassSpec{
 		Addresses: []string{"203.0.113.0/28"}, AllowClusterOwners: true, FromSecretsRef: []corev1.LocalObjectReference{{Name: "creds"}},
+		ProviderIDPattern: "p://[a-z]+",
 		UpdateRoutedIP: batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "a", Image: "cloud",
 			Env: []corev1.EnvVar{{Name: v1alpha1.EnvRoutedIP, Value: "spoofed"}}}}}}},
 		UpdateFirewall: batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "f", Image: "cloud"}}}}}}}
@@ -236,7 +237,7 @@ func TestFirewallMapFromEveryClustersRecords(t *testing.T) {
 	ns := controllertest.Namespace(t, seed.Client)
 	job := batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "a", Image: "cloud"}}}}}
 	class := &v1alpha1.ClusterRoutedIPClass{ObjectMeta: metav1.ObjectMeta{Name: "fw-" + ns}, Spec: v1alpha1.ClusterRoutedIPClassSpec{
-		Addresses: []string{"203.0.113.0/28"}, FirewallPostAllow: true, UpdateRoutedIP: job, UpdateFirewall: job}}
+		Addresses: []string{"203.0.113.0/28"}, FirewallPostAllow: true, UpdateRoutedIP: job, UpdateFirewall: job, ProviderIDPattern: "p://[a-z]+-n[0-9]+"}}
 	must(t, seed.Client.Create(ctx, class))
 	t.Cleanup(func() { _ = seed.Client.Delete(ctx, class) })
 	web := []v1alpha1.FirewallPort{{Port: 80, Protocol: "TCP"}}

@@ -116,8 +116,48 @@ func patchTaints(ctx context.Context, w client.Client, n *corev1.Node, taints []
 	return w.Patch(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.Name}}, client.RawPatch("application/merge-patch+json", mustJSON(patch)))
 }
 
-// writeRoutedIPStatus mirrors the verdicts and records into each RoutedIP's status.
-func writeRoutedIPStatus(ctx context.Context, cluster clusteraccess.Cluster, rips []v1alpha1.RoutedIP, verdicts []routedip.Verdict, records []v1alpha1.RoutedIPRecord) error {
+// Bounds of one pass' status writes into a user cluster: each write may wait for its API
+// server, and the cluster's owner can create refused RoutedIPs at will or keep resetting their
+// status. What is left is written on later passes (more reports it).
+const (
+	maxStatusWritesPerPass  = 16
+	maxRefusedWritesPerPass = 4
+)
+
+// statusWrite is one RoutedIP whose status differs from what it should show.
+type statusWrite struct {
+	ri      *v1alpha1.RoutedIP
+	status  v1alpha1.RoutedIPStatus
+	refused bool
+}
+
+// boundedWrites picks this pass' writes: RoutedIPs the seed serves first (in order), then at
+// most maxRefusedWritesPerPass refused ones, at most maxStatusWritesPerPass in all.
+func boundedWrites(pending []statusWrite) (now []statusWrite, more bool) {
+	refused := 0
+	for _, served := range []bool{true, false} {
+		for _, w := range pending {
+			if w.refused == served {
+				continue
+			}
+			if len(now) == maxStatusWritesPerPass || w.refused && refused == maxRefusedWritesPerPass {
+				more = true
+				continue
+			}
+			if w.refused {
+				refused++
+			}
+			now = append(now, w)
+		}
+	}
+	return now, more
+}
+
+// writeRoutedIPStatus mirrors the verdicts and records into each RoutedIP's status, as the user
+// cluster may see them (routedip.UserView: a class Job's output stays in the seed), within the
+// pass' bounds (more: some are left for the next pass).
+func writeRoutedIPStatus(ctx context.Context, cluster clusteraccess.Cluster, rips []v1alpha1.RoutedIP, verdicts []routedip.Verdict,
+	records []v1alpha1.RoutedIPRecord) (more bool, err error) {
 	byKey := map[string]routedip.Verdict{}
 	for _, v := range verdicts {
 		byKey[v.Key] = v
@@ -126,6 +166,7 @@ func writeRoutedIPStatus(ctx context.Context, cluster clusteraccess.Cluster, rip
 	for _, r := range records {
 		byAddr[r.Address] = r
 	}
+	var pending []statusWrite
 	for i := range rips {
 		ri := &rips[i]
 		v, ok := byKey[ri.Namespace+"/"+ri.Name]
@@ -134,28 +175,34 @@ func writeRoutedIPStatus(ctx context.Context, cluster clusteraccess.Cluster, rip
 		}
 		st := *ri.Status.DeepCopy()
 		cond := metav1.Condition{Type: "Assigned", ObservedGeneration: ri.Generation}
-		if !v.Admitted {
+		rec, held := byAddr[ri.Spec.Address]
+		held = held && rec.RoutedIP == v.Key
+		refused := !v.Admitted && !held
+		if refused {
 			st.AssignedNode, st.MovingTo, st.Phase, st.LastJob = "", "", v1alpha1.RoutedIPRefused, nil
 			cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, v.Reason, v.Message
 		} else {
-			rec := byAddr[ri.Spec.Address]
-			st.AssignedNode, st.MovingTo, st.Phase, st.LastJob = rec.Node, rec.MovingTo, rec.Phase, rec.LastJob
-			cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, rec.Reason, rec.Message
+			lastJob, msg := routedip.UserView(rec)
+			st.AssignedNode, st.MovingTo, st.Phase, st.LastJob = rec.Node, rec.MovingTo, rec.Phase, lastJob
+			cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, rec.Reason, msg
 			if rec.Reason == v1alpha1.ReasonRoutedIPsAssigned {
 				cond.Status = metav1.ConditionTrue
 			}
 		}
 		meta.SetStatusCondition(&st.Conditions, cond)
-		if equality.Semantic.DeepEqual(st, ri.Status) {
-			continue
-		}
-		old := ri.DeepCopy()
-		ri.Status = st
-		if err := cluster.Writer().Status().Patch(ctx, ri, client.MergeFrom(old)); err != nil && !apierrors.IsNotFound(err) {
-			return clusteraccess.DescribeError("write RoutedIP "+ri.Name+"'s status", err)
+		if !equality.Semantic.DeepEqual(st, ri.Status) {
+			pending = append(pending, statusWrite{ri: ri, status: st, refused: refused})
 		}
 	}
-	return nil
+	writes, more := boundedWrites(pending)
+	for _, w := range writes {
+		old := w.ri.DeepCopy()
+		w.ri.Status = w.status
+		if err := cluster.Writer().Status().Patch(ctx, w.ri, client.MergeFrom(old)); err != nil && !apierrors.IsNotFound(err) {
+			return more, clusteraccess.DescribeError("write RoutedIP "+w.ri.Name+"'s status", err)
+		}
+	}
+	return more, nil
 }
 
 // recordUserEvent writes an Event about a RoutedIP in the user cluster, for kubectl describe.
