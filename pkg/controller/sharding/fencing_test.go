@@ -234,12 +234,22 @@ func TestGroupPlacesKeysOnOneReplica(t *testing.T) {
 	if len(both) != 1 || both["r1"]+both["r2"] != 2 {
 		t.Fatalf("one domain's clusters served as %v, want both by one replica", both)
 	}
-	// b leaves the domain: it goes back to its own replica once the domain's replica let it go.
-	owner := "r1"
+	// b leaves the domain: it goes back to its own replica once the domain's replica let it go;
+	// a reconcile of b running there meanwhile can write no more.
+	owner, domainReplica := "r1", r1
 	if both["r2"] == 2 {
-		owner = "r2"
+		owner, domainReplica = "r2", r2
+	}
+	wctx, done, v := domainReplica.enter(ctx, b)
+	if v != mine {
+		t.Fatalf("%s does not serve %s", owner, b)
 	}
 	delete(groups, b)
+	err := Writes(c).Create(wctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: "tenants", Name: "vips"}})
+	done()
+	if ownerOf([]string{"r1", "r2"}, b) != owner && !errors.Is(err, ErrFenceLost) {
+		t.Fatalf("a write for %s, which left the domain served by %s: %v, want ErrFenceLost", b, owner, err)
+	}
 	r1.tick(ctx)
 	r2.tick(ctx)
 	alone := r1

@@ -65,11 +65,13 @@ func (o *Owner) confirm(ctx context.Context, tok *token) (context.Context, conte
 }
 
 // stillHeld: the fence tok was admitted under is still valid here, unchanged, in the same epoch,
-// and this replica counts itself fresh.
+// this replica counts itself fresh, and the key is still this replica's to serve (its owner or
+// its group may have changed since the reconcile started: the new owner redoes the work).
 func (o *Owner) stillHeld(tok *token) error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if o.stopping || !o.fresh(o.now()) || tok.epoch.Err() != nil || tok.epoch != o.epoch || !tok.f.valid || tok.f.rv != tok.rv {
+	if o.stopping || !o.fresh(o.now()) || tok.epoch.Err() != nil || tok.epoch != o.epoch || !tok.f.valid || tok.f.rv != tok.rv ||
+		o.ownerKey(o.live, tok.key) != o.Identity {
 		return ErrFenceLost
 	}
 	return nil
@@ -88,6 +90,9 @@ func fenced(ctx context.Context, write func(context.Context) error) error {
 		return write(ctx)
 	}
 	ctx, cancel, err := tok.o.confirm(ctx, tok)
+	if errors.Is(err, ErrFenceLost) {
+		refusedWrites.Inc()
+	}
 	if err != nil {
 		return err
 	}
