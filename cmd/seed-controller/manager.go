@@ -86,6 +86,7 @@ func newManager(cfg *rest.Config, o options) (ctrl.Manager, error) {
 		// The leader steps down at once on shutdown, so a new replica takes over without waiting
 		// for the lease to expire.
 		LeaderElectionReleaseOnCancel: true,
+		NewClient:                     newClient(o),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("manager: %w", err)
@@ -119,9 +120,13 @@ func newManager(cfg *rest.Config, o options) (ctrl.Manager, error) {
 // addControllers registers Shardgate's controllers. They share one Engager: one cache per user
 // cluster, whatever the number of controllers reading it.
 func addControllers(mgr ctrl.Manager, o options) error {
-	engager, err := clusteraccess.NewEngager(clusteraccess.Options{Log: ctrl.Log.WithName("engager"), DriftInterval: o.driftInterval,
-		Kubeconfig: clusteraccess.KubeconfigPolicy{AllowInsecure: o.allowInsecure}, MaxObjects: o.maxObjects, MaxObjectBytes: o.maxObjectBytes,
-		MaxKindBytes: o.maxKindBytes})
+	access := clusteraccess.Options{Log: ctrl.Log.WithName("engager"), DriftInterval: o.driftInterval,
+		Kubeconfig: clusteraccess.KubeconfigPolicy{AllowInsecure: o.allowInsecure},
+		MaxObjects: o.maxObjects, MaxObjectBytes: o.maxObjectBytes, MaxKindBytes: o.maxKindBytes}
+	if o.sharding {
+		access.WrapWriter = sharding.Writes // user-cluster writes check their fence too
+	}
+	engager, err := clusteraccess.NewEngager(access)
 	if err != nil {
 		return err
 	}
@@ -210,12 +215,42 @@ func addSharding(mgr ctrl.Manager, o options, engager *clusteraccess.Engager, bo
 	if err != nil {
 		return err
 	}
-	owner := &sharding.Owner{Client: leases, Reader: leases, Identity: o.replicaID, Namespace: ns,
+	// The fence checks before writes have a client of their own too: a burst of writes must
+	// not delay renewals.
+	checkCfg := rest.CopyConfig(mgr.GetConfig())
+	checkCfg.QPS, checkCfg.Burst = 50, 100
+	checks, err := client.New(checkCfg, client.Options{Scheme: mgr.GetScheme()})
+	if err != nil {
+		return err
+	}
+	// One L2 domain's VIP clusters are served by one replica: its planner sees all their nodes.
+	groups := &sharding.Groups{Of: vips.PlacementGroup}
+	inf, err := mgr.GetCache().GetInformer(context.Background(), &v1alpha1.ClusterIngress{})
+	if err != nil {
+		return err
+	}
+	if _, err := inf.AddEventHandler(groups.Handler()); err != nil {
+		return err
+	}
+	owner := &sharding.Owner{Client: leases, Reader: leases, Checker: checks, Identity: o.replicaID, Namespace: ns,
 		LeaseDuration: o.shardLease, Renew: o.shardLease / 5, Log: ctrl.Log.WithName("sharding"),
 		Keys:      keys,
+		Group:     groups.Get,
 		OnRelease: func(key types.NamespacedName) { engager.Disengage(key); board.Forget(key) }}
 	sharding.Install(owner)
 	return mgr.Add(owner)
+}
+
+// newClient is the manager's client; with --sharding its writes check the fence of the
+// reconcile they are made in (sharding.Writes).
+func newClient(o options) client.NewClientFunc {
+	return func(cfg *rest.Config, opts client.Options) (client.Client, error) {
+		c, err := client.New(cfg, opts)
+		if err != nil || !o.sharding {
+			return c, err
+		}
+		return sharding.Writes(c), nil
+	}
 }
 
 // canaryConfig: the canary resolves where DNS is verified when it is, else like any client.

@@ -229,6 +229,9 @@ func (c *engaged) startCache() error {
 	if err != nil {
 		return err
 	}
+	if o.WrapWriter != nil {
+		writer = o.WrapWriter(writer)
+	}
 	c.mu.Lock()
 	c.cache, c.writer = ca, writeThrough{Client: writer, cache: ca}
 	c.mu.Unlock()

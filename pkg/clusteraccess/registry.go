@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // Options tune the engager. Zero values take the defaults.
@@ -45,6 +46,9 @@ type Options struct {
 	Clock clock.WithTicker
 	// Log for engagement events. Nothing a user cluster answered is ever logged (see Describe).
 	Log logr.Logger
+	// WrapWriter, when set, wraps every cluster's writer (with --sharding: each write checks the
+	// fence of the reconcile it is made in).
+	WrapWriter func(client.Client) client.Client
 }
 
 // Default budgets of a user cluster's cache: ten thousand objects of each kind taking no more

@@ -77,6 +77,8 @@ func Add(mgr ctrl.Manager, cfg Config) error {
 		Watches(&batchv1.Job{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 			return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: o.GetLabels()[routedip.JobClassLabel]}}}
 		}), jobs).
+		// With --sharding a class is fenced like a cluster: its new owner starts when owners change.
+		WatchesRawSource(sharding.ChangesTo(handler.EnqueueRequestsFromMapFunc(f.allClasses))).
 		Complete(sharding.Only(conflicts.Retried("routedip-firewall", f)))
 }
 

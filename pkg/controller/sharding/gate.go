@@ -4,7 +4,10 @@
 // replica works for a cluster only while it holds that cluster's Lease and its own Lease is
 // fresh, and gives the cluster's Lease back only once none of its reconciles for the cluster is
 // still running. So two replicas never write for one cluster, during a hand-over either: the new
-// owner waits until the old one released (or its own Lease expired, when it died).
+// owner waits until the old one released (or its own Lease expired, when it died). Every write
+// of a gated reconcile (Writes) re-reads the fence first and is refused once it names another
+// holder or was taken again. Cluster-scoped keys (profiles, routed-IP classes) are fenced the same
+// way, and a Group places keys together (one L2 domain's VIP clusters) on one replica.
 //
 // Every per-cluster controller is gated the same way, process-wide like the metrics registry:
 // Install sets the gate once, Only wraps a reconciler, Changes feeds a controller the clusters
@@ -47,6 +50,17 @@ func Only(r reconcile.Reconciler) reconcile.Reconciler {
 		defer done()
 		return r.Reconcile(ctx, req)
 	})
+}
+
+// ChangesTo is Changes for a controller of cluster-scoped objects: h maps each announced
+// ClusterIngress to its requests (a routed-IP class's firewall: every class), so that a key's
+// new owner starts on it at once.
+func ChangesTo(h handler.EventHandler) source.Source {
+	o := installed.Load()
+	if o == nil {
+		return source.Channel(make(chan event.GenericEvent), h)
+	}
+	return source.Channel(o.subscribe(), h)
 }
 
 // Changes is a source of the ClusterIngresses (and cluster-scoped objects) whose owner changed,

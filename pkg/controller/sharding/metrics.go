@@ -14,6 +14,10 @@ var (
 		Name: "shardgate_sharding_held_clusters",
 		Help: "User clusters whose fence this replica holds: the clusters it works for (with --sharding).",
 	})
+	refusedWrites = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "shardgate_sharding_refused_writes_total",
+		Help: "Writes refused because the reconcile making them had lost its fence (with --sharding).",
+	})
 )
 
-func init() { metrics.Registry.MustRegister(liveReplicas, heldClusters) }
+func init() { metrics.Registry.MustRegister(liveReplicas, heldClusters, refusedWrites) }

@@ -56,8 +56,15 @@ type Owner struct {
 	// OnRelease is called for a cluster this replica gave up, before its fence is released
 	// (the engager disengages it).
 	OnRelease func(types.NamespacedName)
-	Log       logr.Logger
-	Now       func() time.Time
+	// Group places keys together: keys of one non-empty group are served by one replica (the
+	// VIP clusters of one L2 domain, whose planner must see every member's nodes); "" (or no
+	// Group) places a key by itself. It is called with mu held and must not call the Owner.
+	Group func(types.NamespacedName) string
+	// Checker reads a fence Lease before each fenced write (Writes); its own client, so that
+	// writes never queue renewals behind them in a rate limiter. Default: Reader.
+	Checker client.Reader
+	Log     logr.Logger
+	Now     func() time.Time
 
 	mu        sync.Mutex
 	epoch     context.Context // canceled when this replica's Lease lapses: in-flight work stops
@@ -113,6 +120,9 @@ func bound(ctx, epoch context.Context) (context.Context, context.CancelFunc) {
 type fence struct {
 	valid, busy bool
 	inflight    int
+	// rv is the fence Lease's resourceVersion after this replica last claimed it: the token
+	// every fenced write checks against a fresh read (any other holder's claim changes it).
+	rv string
 }
 
 // NeedLeaderElection is false: every replica takes part.
@@ -245,12 +255,15 @@ func (o *Owner) anyValid() bool {
 // followTick reads the live replicas, tells the controllers when owners changed (or after a
 // lapse), and gives back the clusters others now serve.
 func (o *Owner) followTick(ctx context.Context, lapsed bool) {
-	now := o.now()
 	var leases coordinationv1.LeaseList
 	if err := o.Reader.List(ctx, &leases, client.InNamespace(o.Namespace), client.MatchingLabels{LeaseKindLabel: leaseReplica}); err != nil {
 		o.Log.Error(err, "listing replica Leases")
 		return
 	}
+	// A renewal in this list may have landed at any moment until the list returned: dated now,
+	// it is never dated earlier than it happened (a slow list must not make a replica seem to
+	// have renewed earlier, and so expire earlier, than it counts itself fresh).
+	now := o.now()
 	o.mu.Lock()
 	o.observer.Observe(leases.Items, now)
 	live := o.observer.Live(leases.Items, now)
@@ -309,23 +322,19 @@ func (o *Owner) enter(ctx context.Context, key types.NamespacedName) (context.Co
 		o.mu.Unlock()
 		return nil, nil, waiting
 	}
-	if ownerKey(o.live, key) != o.Identity {
+	if o.ownerKey(o.live, key) != o.Identity {
 		o.mu.Unlock()
 		return nil, nil, notMine
 	}
-	if key.Namespace == "" { // cluster-scoped (profiles, routed-IP classes): no cluster, no fence
-		epoch := o.epoch
-		o.mu.Unlock()
-		ctx, stop := bound(ctx, epoch)
-		return ctx, stop, mine
-	}
+	// Cluster-scoped keys (a routed-IP class's firewall, a profile) are fenced like clusters:
+	// during a membership change two replicas must not both run one.
 	f, ok := o.held[key]
 	switch {
 	case ok && f.busy:
 		o.mu.Unlock()
 		return nil, nil, waiting
 	case ok && f.valid:
-		return o.admit(ctx, f) // unlocks
+		return o.admit(ctx, key, f) // unlocks
 	case !ok:
 		f = &fence{}
 		o.held[key] = f
@@ -334,10 +343,13 @@ func (o *Owner) enter(ctx context.Context, key types.NamespacedName) (context.Co
 	epoch, live := o.epoch, slices.Clone(o.live)
 	o.mu.Unlock()
 
-	acquired, err := o.acquire(ctx, key, live, now)
+	rv, acquired, err := o.acquire(ctx, key, live, now)
 
 	o.mu.Lock()
 	f.busy = false
+	if acquired {
+		f.rv = rv
+	}
 	if err != nil || !acquired {
 		if !f.valid && f.inflight == 0 {
 			delete(o.held, key)
@@ -351,20 +363,22 @@ func (o *Owner) enter(ctx context.Context, key types.NamespacedName) (context.Co
 	// We hold the Lease. It is valid only if no lapse happened while we read it (a lapse ends the
 	// epoch; the next enter reads the Lease again).
 	f.valid = o.epoch == epoch && epoch.Err() == nil
-	if !f.valid || o.stopping || !o.fresh(o.now()) || ownerKey(o.live, key) != o.Identity {
+	if !f.valid || o.stopping || !o.fresh(o.now()) || o.ownerKey(o.live, key) != o.Identity {
 		// Held but not to be used now: releaseLost gives it back if another replica serves it.
 		o.mu.Unlock()
 		return nil, nil, waiting
 	}
-	return o.admit(ctx, f)
+	return o.admit(ctx, key, f)
 }
 
-// admit counts a reconcile in for a valid fence (mu held; it unlocks).
-func (o *Owner) admit(ctx context.Context, f *fence) (context.Context, func(), verdict) {
+// admit counts a reconcile in for a valid fence (mu held; it unlocks). Its context carries the
+// fence's token, which Writes checks before each write.
+func (o *Owner) admit(ctx context.Context, key types.NamespacedName, f *fence) (context.Context, func(), verdict) {
 	f.inflight++
 	epoch := o.epoch
+	tok := &token{o: o, key: key, f: f, rv: f.rv, epoch: epoch}
 	o.mu.Unlock()
-	ctx, stop := bound(ctx, epoch)
+	ctx, stop := bound(context.WithValue(ctx, tokenKey{}, tok), epoch)
 	return ctx, func() {
 		stop()
 		o.mu.Lock()
@@ -376,23 +390,25 @@ func (o *Owner) admit(ctx context.Context, f *fence) (context.Context, func(), v
 }
 
 // acquire takes the cluster's fence when it is free: never created, released, held by us, or
-// held by a replica that is not live any more.
-func (o *Owner) acquire(ctx context.Context, key types.NamespacedName, live []string, now time.Time) (bool, error) {
+// held by a replica that is not live any more. It returns the fence Lease's resourceVersion
+// after our claim.
+func (o *Owner) acquire(ctx context.Context, key types.NamespacedName, live []string, now time.Time) (string, bool, error) {
 	name := fenceName(key)
 	l := &coordinationv1.Lease{}
 	err := o.Reader.Get(ctx, types.NamespacedName{Namespace: o.Namespace, Name: name}, l)
 	if apierrors.IsNotFound(err) {
-		err = o.Client.Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: o.Namespace, Name: name,
+		created := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: o.Namespace, Name: name,
 			Labels:      map[string]string{LeaseKindLabel: leaseCluster, v1alpha1.ManagedByLabel: v1alpha1.ManagedByValue},
 			Annotations: map[string]string{clusterAnnotation: key.String()}},
-			Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To(o.Identity), AcquireTime: &metav1.MicroTime{Time: now}}})
+			Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To(o.Identity), AcquireTime: &metav1.MicroTime{Time: now}}}
+		err = o.Client.Create(ctx, created)
 		if apierrors.IsAlreadyExists(err) {
-			return false, nil // another replica created it first: look again next time
+			return "", false, nil // another replica created it first: look again next time
 		}
-		return err == nil, err
+		return created.ResourceVersion, err == nil, err
 	}
 	if err != nil {
-		return false, err
+		return "", false, err
 	}
 	holder := ptr.Deref(l.Spec.HolderIdentity, "")
 	switch {
@@ -401,13 +417,13 @@ func (o *Owner) acquire(ctx context.Context, key types.NamespacedName, live []st
 		// lapsed) may be taking it right now: claim it again with a write, which the API server
 		// orders against theirs by resourceVersion — one of the two fails.
 	case holder != "" && slices.Contains(live, holder):
-		return false, nil // its holder is live and has not released it yet
+		return "", false, nil // its holder is live and has not released it yet
 	case holder != "":
 		// Our view of the live replicas may be older than the fence we just read (a replica that
 		// started after our last list already holds it): ask the holder's own Lease.
-		alive, err := o.replicaAlive(ctx, holder, now)
+		alive, err := o.replicaAlive(ctx, holder)
 		if err != nil || alive {
-			return false, err
+			return "", false, err
 		}
 	}
 	// Free, ours, or its holder is gone. The update carries the resourceVersion read: of two
@@ -420,19 +436,19 @@ func (o *Owner) acquire(ctx context.Context, key types.NamespacedName, live []st
 	l.Spec.RenewTime = &metav1.MicroTime{Time: now}
 	if err := o.Client.Update(ctx, l); err != nil {
 		if apierrors.IsConflict(err) {
-			return false, nil
+			return "", false, nil
 		}
-		return false, err
+		return "", false, err
 	}
 	if holder != "" && holder != o.Identity {
 		o.Log.Info("took over a cluster whose replica is gone", "cluster", key, "from", holder)
 	}
-	return true, nil
+	return l.ResourceVersion, true, nil
 }
 
 // replicaAlive reads holder's Lease now: a fence is taken from a replica only when its own Lease
 // says it is gone.
-func (o *Owner) replicaAlive(ctx context.Context, holder string, now time.Time) (bool, error) {
+func (o *Owner) replicaAlive(ctx context.Context, holder string) (bool, error) {
 	l := &coordinationv1.Lease{}
 	err := o.Reader.Get(ctx, types.NamespacedName{Namespace: o.Namespace, Name: "shardgate-replica-" + holder}, l)
 	if apierrors.IsNotFound(err) {
@@ -443,7 +459,7 @@ func (o *Owner) replicaAlive(ctx context.Context, holder string, now time.Time) 
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	return o.observer.Alive(l, now), nil
+	return o.observer.Alive(l, o.now()), nil // dated after the read returned, like a list
 }
 
 // releaseLost gives back the fences of clusters another replica now serves, once no reconcile
@@ -453,7 +469,7 @@ func (o *Owner) releaseLost(ctx context.Context) {
 	o.mu.Lock()
 	var lost []types.NamespacedName
 	for key, f := range o.held {
-		if f.inflight == 0 && !f.busy && ownerKey(o.live, key) != o.Identity {
+		if f.inflight == 0 && !f.busy && o.ownerKey(o.live, key) != o.Identity {
 			lost = append(lost, key)
 			f.busy, f.valid = true, false
 		}
@@ -578,8 +594,13 @@ func (o *Owner) now() time.Time {
 	return time.Now()
 }
 
-// ownerKey is the replica of live that serves k.
-func ownerKey(live []string, k types.NamespacedName) string {
+// ownerKey is the replica of live that serves k: the one its group hashes to, if it has one.
+func (o *Owner) ownerKey(live []string, k types.NamespacedName) string {
+	if o.Group != nil {
+		if g := o.Group(k); g != "" {
+			return sharding.Owner(live, "group/"+g)
+		}
+	}
 	return sharding.Owner(live, keyString(k))
 }
 

@@ -154,7 +154,7 @@ func TestOwnersShareAndHandOver(t *testing.T) {
 	}
 }
 
-func ownerOf(live []string, k types.NamespacedName) string { return ownerKey(live, k) }
+func ownerOf(live []string, k types.NamespacedName) string { return (&Owner{}).ownerKey(live, k) }
 
 // A replica whose view of the live replicas is stale (it listed before another one started) does
 // not take a fence from that other, live replica.

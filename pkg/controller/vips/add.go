@@ -22,6 +22,17 @@ import (
 // +kubebuilder:rbac:groups=shardgate.io,resources=clusteringresses,verbs=get;list;watch
 // +kubebuilder:rbac:groups=shardgate.io,resources=clusteringresses/status,verbs=get;update;patch
 
+// PlacementGroup is the L2 domain whose VIPs a cluster takes part in ("" for none), for
+// --sharding: every cluster of one domain is served by one replica, so the domain's planner (this
+// controller's single worker there) sees every member's node addresses and allocates from the
+// pool alone. The cost: a domain's clusters are not spread over replicas.
+func PlacementGroup(ci *v1alpha1.ClusterIngress) string {
+	if len(vipShards(ci)) == 0 && len(ci.Status.VIPs) == 0 {
+		return ""
+	}
+	return "vip-domain/" + ci.Spec.VIP.L2Domain
+}
+
 // Add registers the VIP controller. One worker: a domain's allocation is decided by one
 // reconcile at a time, so two clusters are never given the same free address at once.
 func Add(mgr ctrl.Manager, access clusteraccess.Access) error {
