@@ -221,6 +221,8 @@ func addSharding(mgr ctrl.Manager, o options, engager *clusteraccess.Engager, bo
 func canaryConfig(o options, access clusteraccess.Access, verifier *dns.Verifier) canary.Config {
 	cfg := canary.Config{Access: access, Interval: o.canaryInterval, QPS: o.canaryQPS, Concurrency: o.concurrency}
 	cfg.Refused, _ = canarycheck.DefaultRefused().WithCIDRs(o.canaryRefuseCIDRs) // validated
+	cfg.Refused, _ = cfg.Refused.WithAllowed(o.canaryAllowCIDRs)                 // validated
+	cfg.NodePorts, _ = canarycheck.ParsePortRange(o.canaryNodePorts)             // validated
 	if verifier != nil {
 		cfg.Resolve = verifier.LookupA
 	} else {
