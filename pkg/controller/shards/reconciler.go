@@ -109,8 +109,14 @@ func (r *Reconciler) reconcileShards(ctx context.Context, ci *v1alpha1.ClusterIn
 		return available(metav1.ConditionFalse, v1alpha1.ReasonShardsInvalid, err.Error()), nil
 	}
 	w := cluster.Writer()
+	var roleProblem []metav1.Condition
 	for _, o := range desired {
 		same, err := upToDate(ctx, cluster.Reader(), w.Scheme(), o)
+		role := roleAsRendered
+		if err == nil && !same && o.GetKind() == "ClusterRole" {
+			role, err = readRouterRole(ctx, cluster.Reader(), o)
+			same = role == roleAsRendered
+		}
 		if err != nil {
 			err = clusteraccess.DescribeError("read the user cluster's cache", err)
 			return available(metav1.ConditionUnknown, v1alpha1.ReasonConnecting, err.Error()), err
@@ -118,7 +124,17 @@ func (r *Reconciler) reconcileShards(ctx context.Context, ci *v1alpha1.ClusterIn
 		if same {
 			continue
 		}
-		if err := w.Apply(ctx, client.ApplyConfigurationFromUnstructured(o), client.FieldOwner(v1alpha1.FieldOwner), client.ForceOwnership); err != nil {
+		err = w.Apply(ctx, client.ApplyConfigurationFromUnstructured(o), client.FieldOwner(v1alpha1.FieldOwner), client.ForceOwnership)
+		if o.GetKind() == "ClusterRole" && apierrors.IsForbidden(err) {
+			// The least-privilege role may only bind the router roles: the cluster admin creates
+			// them. The other objects are still applied; the condition says what is missing.
+			if roleProblem == nil {
+				reason, msg := routerRoleProblem(role, o.GetName())
+				roleProblem = available(metav1.ConditionFalse, reason, msg)
+			}
+			continue
+		}
+		if err != nil {
 			err = clusteraccess.DescribeError(fmt.Sprintf("apply %s %s", o.GetKind(), o.GetName()), err)
 			return available(metav1.ConditionFalse, v1alpha1.ReasonShardsApplyFailed, err.Error()), err
 		}
@@ -128,6 +144,9 @@ func (r *Reconciler) reconcileShards(ctx context.Context, ci *v1alpha1.ClusterIn
 	}
 	if err := r.defaultClass(ctx, cluster, v1alpha1.ResolveIngressClass(ci.Spec.IngressClass).Default); err != nil {
 		return available(metav1.ConditionFalse, v1alpha1.ReasonShardsApplyFailed, err.Error()), err
+	}
+	if roleProblem != nil {
+		return append(roleProblem, Protection(caps)), nil
 	}
 	obs, err := observeRouters(ctx, cluster.Reader(), shards)
 	if err != nil {
@@ -178,6 +197,9 @@ func (r *Reconciler) prune(ctx context.Context, cluster clusteraccess.Cluster, d
 			o := item.(client.Object)
 			if want[render.ObjKey(kind.kind, o.GetNamespace(), o.GetName())] || o.GetDeletionTimestamp() != nil {
 				continue
+			}
+			if _, applied := o.GetAnnotations()[render.AppliedHashAnnotation]; kind.kind == "ClusterRole" && !applied {
+				continue // a router role the cluster admin created (config/user-cluster/rbac.yaml) stays theirs
 			}
 			log.FromContext(ctx).Info("pruning", "kind", kind.kind, "namespace", o.GetNamespace(), "name", o.GetName())
 			if err := cluster.Writer().Delete(ctx, o, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil && !apierrors.IsNotFound(err) {
