@@ -6,6 +6,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -118,7 +119,7 @@ func TestLeastPrivilegeRoleBindsRouterRolesOnly(t *testing.T) {
 	access := clusteraccess.NewFake()
 	r := &Reconciler{Client: seed.Client, Access: access, Board: cistatus.NewBoard()}
 	key := newCI(t, seed.Client, ns, v1alpha1.ShardSpec{Name: "default", Publishing: v1alpha1.PublishNodePort})
-	access.Add(key, &clusteraccess.FakeCluster{Client: restricted, Caps: clusteraccess.Capabilities{AdmissionPolicy: true, Version: "v1.37"}})
+	access.Add(key, &clusteraccess.FakeCluster{Client: tlsSecretOnly{restricted}, Caps: clusteraccess.Capabilities{AdmissionPolicy: true, Version: "v1.37"}})
 	controllertest.Reconcile(t, r, key, 2)
 	if c := posted(t, r, key, v1alpha1.ConditionShardsAvailable); c.Reason != v1alpha1.ReasonNoRouterReady {
 		t.Fatalf("ShardsAvailable: %+v", c)
@@ -158,4 +159,15 @@ func TestLeastPrivilegeRoleBindsRouterRolesOnly(t *testing.T) {
 	if c := posted(t, r, key, v1alpha1.ConditionShardsAvailable); c.Reason != v1alpha1.ReasonRouterRoleDiffers {
 		t.Fatalf("ShardsAvailable with a widened router role: %+v", c)
 	}
+}
+
+// tlsSecretOnly lists Secrets as the engagement's cache serves them: only the routers' TLS Secret,
+// by name (which the role may read and this test does not render); the role may list no others.
+type tlsSecretOnly struct{ client.Client }
+
+func (c tlsSecretOnly) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	if _, ok := list.(*corev1.SecretList); ok {
+		return nil
+	}
+	return c.Client.List(ctx, list, opts...)
 }
