@@ -96,15 +96,19 @@ const (
 	ReasonPublished            = "Published"
 	// ReasonPropagating: the DNSEndpoint is written, the zone's authoritative servers do not
 	// answer its targets yet (only with --dns-verify-servers).
-	ReasonPropagating            = "Propagating"
-	ReasonKeptLastTargets        = "NoReadyNodesKeptLastTargets"
-	ReasonNoReadyNodes           = "NoReadyNodes"
-	ReasonStaleRecordsKept       = "ClusterUnreachableRecordsKept"
-	ReasonDNSWriteFailed         = "DNSEndpointWriteFailed"
-	ReasonReady                  = "Ready"
-	ReasonShardsAvailable        = "ShardsAvailable"
-	ReasonShardsInvalid          = "InvalidShards"
-	ReasonShardsApplyFailed      = "ApplyFailed"
+	ReasonPropagating       = "Propagating"
+	ReasonKeptLastTargets   = "NoReadyNodesKeptLastTargets"
+	ReasonNoReadyNodes      = "NoReadyNodes"
+	ReasonStaleRecordsKept  = "ClusterUnreachableRecordsKept"
+	ReasonDNSWriteFailed    = "DNSEndpointWriteFailed"
+	ReasonReady             = "Ready"
+	ReasonShardsAvailable   = "ShardsAvailable"
+	ReasonShardsInvalid     = "InvalidShards"
+	ReasonShardsApplyFailed = "ApplyFailed"
+	// ReasonRouterRoleMissing, ReasonRouterRoleDiffers: a router ClusterRole Shardgate may only
+	// bind (config/user-cluster/rbac.yaml) is absent, or grants other than what Shardgate renders.
+	ReasonRouterRoleMissing      = "RouterRoleMissing"
+	ReasonRouterRoleDiffers      = "RouterRoleDiffers"
 	ReasonNoRouterReady          = "NoRouterReady"
 	ReasonNoNodeMatchesSelector  = "NoNodeMatchesSelector"
 	ReasonPodsUnschedulable      = "PodsUnschedulable"

@@ -257,6 +257,8 @@ func newClient(o options) client.NewClientFunc {
 func canaryConfig(o options, access clusteraccess.Access, verifier *dns.Verifier) canary.Config {
 	cfg := canary.Config{Access: access, Interval: o.canaryInterval, QPS: o.canaryQPS, Concurrency: o.concurrency}
 	cfg.Refused, _ = canarycheck.DefaultRefused().WithCIDRs(o.canaryRefuseCIDRs) // validated
+	cfg.Refused, _ = cfg.Refused.WithAllowed(o.canaryAllowCIDRs)                 // validated
+	cfg.NodePorts, _ = canarycheck.ParsePortRange(o.canaryNodePorts)             // validated
 	if verifier != nil {
 		cfg.Resolve = verifier.LookupA
 	} else {

@@ -65,6 +65,9 @@ func TestProbe(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			if refused, err = refused.WithAllowed([]string{"10.0.0.0/8"}); err != nil {
+				t.Fatal(err)
+			}
 			r := Probe(context.Background(), "c.example", 8080, "/ping", refused, tc.resolve, tc.get)
 			if r.Reason != tc.reason || !strings.Contains(r.Failure, tc.failure) || (tc.failure == "" && r.Failure != "") || len(asked) != tc.askedWanted {
 				t.Fatalf("%+v, asked %v", r, asked)
@@ -83,7 +86,7 @@ func TestProbe(t *testing.T) {
 func TestProbeKeepsBodiesOut(t *testing.T) {
 	get := func(context.Context, string, string) (int, string, error) { return 500, "token=s3cr3t", nil }
 	r := Probe(context.Background(), "c.example", 80, "/ping", DefaultRefused(),
-		func(context.Context, string) ([]string, error) { return []string{"10.0.0.1"}, nil }, get)
+		func(context.Context, string) ([]string, error) { return []string{"203.0.113.1"}, nil }, get)
 	if r.Reason != v1alpha1.ReasonNotAnswering || strings.Contains(r.Failure, "s3cr3t") {
 		t.Fatalf("%+v", r)
 	}
@@ -94,8 +97,77 @@ func TestRefusedCIDRs(t *testing.T) {
 		t.Fatalf("a bad CIDR was taken: %v", err)
 	}
 	r, err := DefaultRefused().WithCIDRs([]string{"10.1.2.3/16"})
+	if err == nil {
+		r, err = r.WithAllowed([]string{"10.0.0.0/8"})
+	}
 	if err != nil || r.Refuses("10.1.200.1") == "" || r.Refuses("10.2.0.1") != "" || r.Refuses("fe80::1") == "" || r.Refuses("2001:db8::1") != "" {
 		t.Fatalf("%v %v", r, err)
+	}
+	if _, err := DefaultRefused().WithAllowed([]string{"nope"}); err == nil {
+		t.Fatal("a bad allowed CIDR was taken")
+	}
+}
+
+// TestPrivateRangesRefusedUnlessAllowed: the seed's own network is usually private, so the
+// canary requests a private address (RFC 1918, CGNAT, ULA) only inside the operator's allowed
+// ranges, and an allowed range never lifts loopback, link-local or the operator's refused ranges.
+func TestPrivateRangesRefusedUnlessAllowed(t *testing.T) {
+	allowed, err := DefaultRefused().WithCIDRs([]string{"10.96.0.0/12"})
+	if err == nil {
+		allowed, err = allowed.WithAllowed([]string{"10.0.0.0/8", "fd00:1::/64", "127.0.0.0/8", "169.254.0.0/16"})
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		addr             string
+		byDefault, given bool // refused by DefaultRefused; by allowed
+	}{
+		{"10.0.0.1", true, false},
+		{"172.16.0.1", true, true},
+		{"172.31.255.255", true, true},
+		{"172.32.0.1", false, false},
+		{"192.168.1.1", true, true},
+		{"100.64.0.1", true, true},
+		{"100.127.255.254", true, true},
+		{"100.128.0.1", false, false},
+		{"fd00::1", true, true},
+		{"fc00::1", true, true},
+		{"fd00:1::5", true, false},
+		{"::ffff:192.168.0.1", true, true},
+		{"10.96.0.10", true, true},      // the operator's refused range beats the allowed 10/8
+		{"127.0.0.1", true, true},       // never, whatever is allowed
+		{"169.254.169.254", true, true}, // never, whatever is allowed
+		{"203.0.113.7", false, false},
+		{"2001:db8::1", false, false},
+	} {
+		if got := DefaultRefused().Refuses(tt.addr) != ""; got != tt.byDefault {
+			t.Errorf("%s by default: refused %v, want %v", tt.addr, got, tt.byDefault)
+		}
+		if got := allowed.Refuses(tt.addr) != ""; got != tt.given {
+			t.Errorf("%s with allowed ranges: refused %v, want %v", tt.addr, got, tt.given)
+		}
+	}
+}
+
+func TestNodePortRange(t *testing.T) {
+	for _, tt := range []struct {
+		in  string
+		ok  bool
+		min int
+	}{{"30000-32767", true, 30000}, {"80-80", true, 80}, {"0-100", false, 0}, {"2-1", false, 0}, {"1-65536", false, 0}, {"30000", false, 0}, {"a-b", false, 0}} {
+		r, err := ParsePortRange(tt.in)
+		if (err == nil) != tt.ok || r.Min != tt.min {
+			t.Errorf("%q: %+v %v", tt.in, r, err)
+		}
+	}
+	for _, tt := range []struct {
+		port    int
+		refused bool
+	}{{30000, false}, {32767, false}, {31080, false}, {29999, true}, {32768, true}, {22, true}, {2379, true}, {10250, true}, {0, true}} {
+		if got := DefaultNodePorts.Refuses(tt.port) != ""; got != tt.refused {
+			t.Errorf("port %d: refused %v, want %v", tt.port, got, tt.refused)
+		}
 	}
 }
 

@@ -157,7 +157,11 @@ func (c *engaged) discover() (Capabilities, error) {
 	defer cancel()
 	var caps Capabilities
 	info := &apimachineryversion.Info{}
-	body, err := dc.RESTClient().Get().AbsPath("/version").Do(ctx).Raw()
+	// No retries inside an attempt: client-go retries a GET whose connection was closed or reset
+	// ten times, which spent the whole ConnectTimeout on a server that accepts and closes, with
+	// the cluster Connecting throughout and "timed out" at the end. The first failure is reported
+	// as it is (run retries with backoff).
+	body, err := dc.RESTClient().Get().MaxRetries(0).AbsPath("/version").Do(ctx).Raw()
 	if err != nil {
 		return caps, err
 	}
@@ -169,7 +173,7 @@ func (c *engaged) discover() (Capabilities, error) {
 		caps.StreamingLists = v.AtLeast(version.MajorMinor(1, 27))
 	}
 	res := &metav1.APIResourceList{}
-	err = dc.RESTClient().Get().AbsPath("/apis/admissionregistration.k8s.io/v1").Do(ctx).Into(res)
+	err = dc.RESTClient().Get().MaxRetries(0).AbsPath("/apis/admissionregistration.k8s.io/v1").Do(ctx).Into(res)
 	switch {
 	case apierrors.IsNotFound(err):
 	case err != nil:

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/time/rate"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -24,10 +25,19 @@ import (
 
 // decisionTTL is how long a token's answer is reused: a browser loads a page and its
 // refreshes without a TokenReview each, and a revoked token is refused within a minute (as
-// kube-rbac-proxy caches its reviews).
+// kube-rbac-proxy caches its reviews). Each of the two caches holds at most maxDecisions.
 const (
 	decisionTTL  = time.Minute
 	maxDecisions = 1024
+)
+
+// A token the page has not seen authenticate costs a TokenReview at the seed's API server, and
+// anyone who reaches the page can send them: together such reviews are held to
+// unknownReviewsPerSecond (a burst of unknownReviewBurst), all sources at once. The handful of
+// administrators' and dashboards' tokens, once they authenticated, are never held back by it.
+const (
+	unknownReviewsPerSecond = 5
+	unknownReviewBurst      = 20
 )
 
 // Authorizer lets a request through when its bearer token authenticates at the seed's API
@@ -37,9 +47,14 @@ type Authorizer struct {
 	Authn authnclient.TokenReviewInterface
 	Authz authzclient.SubjectAccessReviewInterface
 	Now   func() time.Time
+	// Unknown limits the reviews of tokens not known to authenticate (nil: the defaults above).
+	Unknown *rate.Limiter
 
-	mu        sync.Mutex
-	decisions map[[32]byte]decision
+	mu sync.Mutex
+	// known holds the answers for tokens that authenticated (allowed or not), unknown those for
+	// tokens that did not: a flood of bad tokens fills only unknown, never evicting the
+	// answers legitimate users rely on.
+	known, unknown map[[32]byte]decision
 }
 
 type decision struct {
@@ -66,6 +81,9 @@ func (a *Authorizer) Wrap(next http.Handler) http.Handler {
 			http.Error(w, "the token does not authenticate", http.StatusUnauthorized)
 		case http.StatusForbidden:
 			http.Error(w, "the token's user may not get clusteringresses.shardgate.io in all namespaces", http.StatusForbidden)
+		case http.StatusTooManyRequests:
+			w.Header().Set("Retry-After", "1")
+			http.Error(w, "too many unknown tokens are being reviewed; try again", http.StatusTooManyRequests)
 		default:
 			http.Error(w, "the seed's API server could not review the token; try again", http.StatusServiceUnavailable)
 		}
@@ -76,10 +94,18 @@ func (a *Authorizer) decide(ctx context.Context, token string) int {
 	key := sha256.Sum256([]byte(token))
 	now := a.now()
 	a.mu.Lock()
-	d, ok := a.decisions[key]
+	d, known := a.known[key]
+	if !known {
+		d = a.unknown[key]
+	}
+	limiter := a.limiter()
 	a.mu.Unlock()
-	if ok && now.Before(d.until) {
+	if now.Before(d.until) {
 		return d.status
+	}
+	// A token that authenticated before (its answer expired) is reviewed again at once.
+	if !known && !limiter.AllowN(now, 1) {
+		return http.StatusTooManyRequests
 	}
 	status := a.review(ctx, token)
 	if status == http.StatusServiceUnavailable {
@@ -87,11 +113,43 @@ func (a *Authorizer) decide(ctx context.Context, token string) int {
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.decisions == nil || len(a.decisions) >= maxDecisions {
-		a.decisions = map[[32]byte]decision{} // bounded: a flood of bad tokens cannot grow it
+	d = decision{status: status, until: now.Add(decisionTTL)}
+	if status == http.StatusUnauthorized {
+		delete(a.known, key)
+		a.unknown = remember(a.unknown, key, d, now)
+	} else {
+		delete(a.unknown, key)
+		a.known = remember(a.known, key, d, now)
 	}
-	a.decisions[key] = decision{status: status, until: now.Add(decisionTTL)}
 	return status
+}
+
+// remember adds d to m, bounded to maxDecisions: expired answers go first, and when none has
+// expired the map starts over (only its own kind of token can fill it).
+func remember(m map[[32]byte]decision, key [32]byte, d decision, now time.Time) map[[32]byte]decision {
+	if m == nil {
+		m = map[[32]byte]decision{}
+	}
+	if _, ok := m[key]; !ok && len(m) >= maxDecisions {
+		for k, old := range m {
+			if !now.Before(old.until) {
+				delete(m, k)
+			}
+		}
+		if len(m) >= maxDecisions {
+			m = map[[32]byte]decision{}
+		}
+	}
+	m[key] = d
+	return m
+}
+
+// limiter is the unknown tokens' review limiter; a.mu is held.
+func (a *Authorizer) limiter() *rate.Limiter {
+	if a.Unknown == nil {
+		a.Unknown = rate.NewLimiter(unknownReviewsPerSecond, unknownReviewBurst)
+	}
+	return a.Unknown
 }
 
 func (a *Authorizer) review(ctx context.Context, token string) int {

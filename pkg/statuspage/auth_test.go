@@ -2,11 +2,13 @@ package statuspage
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"testing"
 	"time"
 
+	"golang.org/x/time/rate"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -89,5 +91,76 @@ func TestAuthorizer(t *testing.T) {
 	h.ServeHTTP(httptest.NewRecorder(), req)
 	if *reviews != before+1 {
 		t.Fatal("a failed review was cached")
+	}
+}
+
+func status(h http.Handler, token string) int {
+	req := httptest.NewRequest(http.MethodGet, "/", nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	return rec.Code
+}
+
+// TestUnknownTokensAreRateLimited: a flood of tokens that do not authenticate costs the seed's
+// API server at most the limiter's burst of TokenReviews (then 429), refills at its rate, and
+// never holds back a token that authenticated before, even once its answer expired.
+func TestUnknownTokensAreRateLimited(t *testing.T) {
+	a, reviews := reviewer(t)
+	now := time.Date(2026, 11, 23, 0, 0, 0, 0, time.UTC)
+	a.Now = func() time.Time { return now }
+	h := a.Wrap(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	if got := status(h, "admin"); got != http.StatusOK {
+		t.Fatalf("admin: %d", got)
+	}
+	// Admin's answer expires; the bucket is full again by then.
+	now = now.Add(decisionTTL + time.Millisecond)
+	before := *reviews
+	limited := 0
+	for i := range 1000 {
+		switch status(h, fmt.Sprintf("guess-%d", i)) {
+		case http.StatusTooManyRequests:
+			limited++
+		case http.StatusUnauthorized:
+		default:
+			t.Fatalf("guess %d: unexpected answer", i)
+		}
+	}
+	if n := *reviews - before; n != unknownReviewBurst || limited != 1000-n {
+		t.Fatalf("1000 unknown tokens: %d TokenReviews, %d limited; want %d reviews", n, limited, unknownReviewBurst)
+	}
+	// The bucket is empty: admin, known to authenticate, is reviewed again at once.
+	before = *reviews
+	if got := status(h, "admin"); got != http.StatusOK || *reviews != before+1 {
+		t.Fatalf("admin after the flood: %d, %d reviews", got, *reviews-before)
+	}
+	// A second later the bucket has refilled by the rate.
+	now = now.Add(time.Second)
+	before = *reviews
+	for i := range 100 {
+		status(h, fmt.Sprintf("later-%d", i))
+	}
+	if n := *reviews - before; n != unknownReviewsPerSecond {
+		t.Fatalf("a second later: %d TokenReviews, want %d", n, unknownReviewsPerSecond)
+	}
+}
+
+// TestUnknownTokensDoNotEvictKnownOnes: more unknown tokens than the cache holds (reviewed,
+// the limiter off) leave the answers for tokens that authenticated where they are.
+func TestUnknownTokensDoNotEvictKnownOnes(t *testing.T) {
+	a, reviews := reviewer(t)
+	a.Unknown = rate.NewLimiter(rate.Inf, 0)
+	h := a.Wrap(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	if status(h, "admin") != http.StatusOK || status(h, "viewer") != http.StatusForbidden {
+		t.Fatal("admin and viewer")
+	}
+	for i := range 3 * maxDecisions {
+		if got := status(h, fmt.Sprintf("guess-%d", i)); got != http.StatusUnauthorized {
+			t.Fatalf("guess %d: %d", i, got)
+		}
+	}
+	before := *reviews
+	if status(h, "admin") != http.StatusOK || status(h, "viewer") != http.StatusForbidden || *reviews != before {
+		t.Fatalf("known tokens were reviewed again after the flood: %d reviews", *reviews-before)
 	}
 }

@@ -34,7 +34,8 @@ func TestCanary(t *testing.T) {
 	seed, u, zone := env.Seed, env.Users[0], env.DNS.Zone
 	const interval = 3 * time.Second
 	ctl := framework.StartController(t, seed, "--dns-zone="+zone, "--dns-verify-servers="+env.DNS.Addr,
-		"--canary-interval="+interval.String(), "--canary-proxy="+env.Fabrics[0].StartProxy(t))
+		"--canary-interval="+interval.String(), "--canary-proxy="+env.Fabrics[0].StartProxy(t),
+		"--canary-allow-cidrs=10.123.0.0/16") // the fabric's nodes (framework/fabric.go)
 	sel := map[string]string{"canary": "yes"}
 	createProfile(ctx, t, seed, "canary", sel, v1alpha1.DNSSettings{TTL: 5},
 		v1alpha1.ShardSpec{Name: v1alpha1.DefaultShardName, Image: framework.TraefikImage, ImagePullPolicy: corev1.PullNever, Replicas: ptr.To[int32](1)})

@@ -90,6 +90,32 @@ func TestChartRefusesBadValues(t *testing.T) {
 	}
 }
 
+// TestChartExternalDNSPublishesOnlyShardgatesEndpoints: the chart's external-dns reads only
+// DNSEndpoints carrying the label Shardgate puts on its own, so a DNSEndpoint anyone else creates
+// in the seed never reaches the shared zone.
+func TestChartExternalDNSPublishesOnlyShardgatesEndpoints(t *testing.T) {
+	out, err := helm(t, "template", "x", chart, "--set", "dns.zone=ok.example", "--set", "externalDNS.enabled=true",
+		"--show-only", "templates/external-dns.yaml")
+	if err != nil {
+		t.Fatalf("helm template: %v\n%s", err, out)
+	}
+	dec := yaml.NewYAMLOrJSONDecoder(strings.NewReader(out), 4096)
+	var args []string
+	for {
+		d := &appsv1.Deployment{}
+		if err := dec.Decode(d); err != nil {
+			break
+		}
+		if d.Kind == "Deployment" {
+			args = d.Spec.Template.Spec.Containers[0].Args
+		}
+	}
+	want := "--label-filter=" + v1alpha1.ManagedByLabel + "=" + v1alpha1.ManagedByValue
+	if !slices.Contains(args, want) {
+		t.Fatalf("external-dns args %v lack %s", args, want)
+	}
+}
+
 // TestChartInstallsAndConverges: the rendered chart passes a server-side dry-run against a real
 // seed API server; helm install into that seed works; and the controller started with exactly
 // the flags and the RBAC the chart gives it (its ServiceAccount's token) converges a user

@@ -276,11 +276,33 @@ func ClientFromKubeconfig(kubeconfig []byte, scheme *runtime.Scheme) (client.Cli
 	return client.New(cfg, client.Options{Scheme: scheme})
 }
 
-// RestrictedKubeconfig returns a kubeconfig for a new user of this cluster bound to the
+// RestrictedKubeconfig returns a kubeconfig for a new user of this cluster bound to the first
 // ClusterRole in the YAML file at rolePath (relative to the repository root), and nothing else:
 // how a cluster is registered with Shardgate's documented user-cluster role instead of
-// cluster-admin.
+// cluster-admin. The file's other ClusterRoles (the routers' roles, which that role may only
+// bind) are created too, as the cluster admin does.
 func (cp *ControlPlane) RestrictedKubeconfig(ctx context.Context, user, rolePath string) ([]byte, error) {
+	roles, err := ReadClusterRoles(rolePath)
+	if err != nil {
+		return nil, err
+	}
+	for _, role := range roles {
+		if err := cp.Client.Create(ctx, role); err != nil && !apierrors.IsAlreadyExists(err) {
+			return nil, err
+		}
+	}
+	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: roles[0].Name + "-" + user},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: roles[0].Name},
+		Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "User", Name: user}}}
+	if err := cp.Client.Create(ctx, binding); err != nil {
+		return nil, err
+	}
+	return cp.Kubeconfig(user)
+}
+
+// ReadClusterRoles reads the ClusterRoles of a multi-document YAML file at rolePath (relative to
+// the repository root), in order; a document of another kind or with unknown fields is an error.
+func ReadClusterRoles(rolePath string) ([]*rbacv1.ClusterRole, error) {
 	root, err := RepoRoot()
 	if err != nil {
 		return nil, err
@@ -289,20 +311,24 @@ func (cp *ControlPlane) RestrictedKubeconfig(ctx context.Context, user, rolePath
 	if err != nil {
 		return nil, err
 	}
-	role := &rbacv1.ClusterRole{}
-	if err := yaml.UnmarshalStrict(b, role); err != nil {
-		return nil, fmt.Errorf("%s: %w", rolePath, err)
+	var roles []*rbacv1.ClusterRole
+	for _, doc := range strings.Split("\n"+string(b), "\n---\n") {
+		if strings.TrimSpace(doc) == "" {
+			continue
+		}
+		role := &rbacv1.ClusterRole{}
+		if err := yaml.UnmarshalStrict([]byte(doc), role); err != nil {
+			return nil, fmt.Errorf("%s: %w", rolePath, err)
+		}
+		if role.Kind != "ClusterRole" {
+			return nil, fmt.Errorf("%s: a %s, not a ClusterRole", rolePath, role.Kind)
+		}
+		roles = append(roles, role)
 	}
-	if err := cp.Client.Create(ctx, role); err != nil && !apierrors.IsAlreadyExists(err) {
-		return nil, err
+	if len(roles) == 0 {
+		return nil, fmt.Errorf("%s: no ClusterRole", rolePath)
 	}
-	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: role.Name + "-" + user},
-		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
-		Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "User", Name: user}}}
-	if err := cp.Client.Create(ctx, binding); err != nil {
-		return nil, err
-	}
-	return cp.Kubeconfig(user)
+	return roles, nil
 }
 
 // InstallCRDs installs the CRDs in dirs into a running control plane and waits until they are

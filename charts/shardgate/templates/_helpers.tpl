@@ -49,6 +49,10 @@ app.kubernetes.io/component: seed-controller
 {{- with .Values.canary.refuseCIDRs }}
 - --canary-refuse-cidrs={{ join "," . }}
 {{- end }}
+{{- with .Values.canary.allowCIDRs }}
+- --canary-allow-cidrs={{ join "," . }}
+{{- end }}
+- --canary-node-port-range={{ .Values.canary.nodePortRange }}
 {{- with .Values.canary.proxy }}
 - --canary-proxy={{ . }}
 {{- end }}

@@ -50,6 +50,8 @@ type Config struct {
 	Proxy *url.URL
 	// Refused: addresses never requested (canary.DefaultRefused plus the operator's).
 	Refused canary.Refused
+	// NodePorts: the user clusters' node-port range; a NodePort outside it is not requested.
+	NodePorts canary.PortRange
 	// Concurrency: clusters checked at once.
 	Concurrency int
 }
@@ -66,7 +68,7 @@ func Add(mgr ctrl.Manager, cfg Config) error {
 	}
 	client := &http.Client{Timeout: 5 * time.Second, Transport: transport,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	r := &Reconciler{Client: mgr.GetClient(), Access: cfg.Access, Interval: cfg.Interval, Resolve: cfg.Resolve, Refused: cfg.Refused,
+	r := &Reconciler{Client: mgr.GetClient(), Access: cfg.Access, Interval: cfg.Interval, Resolve: cfg.Resolve, Refused: cfg.Refused, NodePorts: cfg.NodePorts,
 		Get: httpGet(client), Limiter: rate.NewLimiter(rate.Limit(cfg.QPS), max(1, int(cfg.QPS)))}
 	return ctrl.NewControllerManagedBy(mgr).Named("canary").
 		WithOptions(controller.Options{MaxConcurrentReconciles: cfg.Concurrency}).

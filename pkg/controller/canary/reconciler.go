@@ -2,6 +2,7 @@ package canary
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -30,8 +31,10 @@ type Reconciler struct {
 	Interval time.Duration
 	Resolve  canary.Resolve
 	Refused  canary.Refused
-	Get      canary.Get
-	Limiter  *rate.Limiter
+	// NodePorts: the node ports a NodePort shard is requested at (zero: canary.DefaultNodePorts).
+	NodePorts canary.PortRange
+	Get       canary.Get
+	Limiter   *rate.Limiter
 }
 
 // Reconcile checks every shard of the cluster and comes back after Interval.
@@ -75,7 +78,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 				Message: "the shard has no ready router (ShardsAvailable says why)"}
 		} else {
 			port, err := r.entryPort(ctx, req, s)
-			if err != nil {
+			var refused refusedPort
+			if errors.As(err, &refused) {
+				cond = metav1.Condition{Type: v1alpha1.ConditionRoutesServing, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonAddressRefused, Message: err.Error()}
+			} else if err != nil {
 				cond = metav1.Condition{Type: v1alpha1.ConditionRoutesServing, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonCanaryPending, Message: err.Error()}
 			} else {
 				if err := r.Limiter.Wait(ctx); err != nil {
@@ -111,7 +117,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 }
 
 // entryPort is where users reach the shard's routers at its DNS targets: 80, or the NodePort of
-// a NodePort shard's Service.
+// a NodePort shard's Service (within the node-port range: refusedPort otherwise).
 func (r *Reconciler) entryPort(ctx context.Context, key ctrl.Request, s v1alpha1.ShardSpec) (int, error) {
 	if s.Publishing != v1alpha1.PublishNodePort {
 		return 80, nil
@@ -124,8 +130,26 @@ func (r *Reconciler) entryPort(ctx context.Context, key ctrl.Request, s v1alpha1
 	if err := cluster.Reader().Get(ctx, client.ObjectKey{Namespace: names.Namespace, Name: names.RouterName(s.Name)}, svc); err != nil {
 		return 0, clusteraccess.DescribeError("read the router Service", err)
 	}
+	ports := r.NodePorts
+	if ports == (canary.PortRange{}) {
+		ports = canary.DefaultNodePorts
+	}
+	return routerNodePort(svc, ports)
+}
+
+// refusedPort is a NodePort the canary does not request.
+type refusedPort string
+
+func (e refusedPort) Error() string { return string(e) }
+
+// routerNodePort is the router Service's web NodePort, as the user cluster's API server reports
+// it: its owner may write any port there, so one outside the node-port range is refused.
+func routerNodePort(svc *corev1.Service, allowed canary.PortRange) (int, error) {
 	for _, p := range svc.Spec.Ports {
 		if p.Name == "web" && p.NodePort != 0 {
+			if why := allowed.Refuses(int(p.NodePort)); why != "" {
+				return 0, refusedPort("the router Service's NodePort is not requested: " + why)
+			}
 			return int(p.NodePort), nil
 		}
 	}

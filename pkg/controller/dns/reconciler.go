@@ -216,6 +216,9 @@ func (r *Reconciler) publish(ctx context.Context, ci *v1alpha1.ClusterIngress) (
 	if err != nil {
 		return nil, false, err
 	}
+	if err := r.label(ctx, current); err != nil {
+		return nil, false, err
+	}
 	in := Input{Self: key, Holder: holder, Domain: domain, Spec: ci.Spec, Engaged: engaged, CurrentExists: current != nil,
 		Observed: engaged && cluster.Synced() && state.Phase == clusteraccess.PhaseReachable}
 	if current != nil {
@@ -292,7 +295,8 @@ func (r *Reconciler) recordPlan(ci *v1alpha1.ClusterIngress, key types.Namespace
 // write creates or updates the DNSEndpoint with want.
 func (r *Reconciler) write(ctx context.Context, ci *v1alpha1.ClusterIngress, current *dnsrecords.DNSEndpoint, want []dnsrecords.Endpoint) error {
 	if current == nil {
-		ep := &dnsrecords.DNSEndpoint{ObjectMeta: metav1.ObjectMeta{Namespace: ci.Namespace, Name: ci.Name}}
+		ep := &dnsrecords.DNSEndpoint{ObjectMeta: metav1.ObjectMeta{Namespace: ci.Namespace, Name: ci.Name,
+			Labels: map[string]string{v1alpha1.ManagedByLabel: v1alpha1.ManagedByValue}}}
 		ep.SetGroupVersionKind(dnsrecords.GroupVersion.WithKind("DNSEndpoint"))
 		ep.Spec.Endpoints = want
 		if err := controllerutil.SetControllerReference(ci, ep, r.Client.Scheme()); err != nil {
@@ -325,6 +329,21 @@ func (r *Reconciler) notOwnUpdate() predicate.Predicate {
 		g, ok := r.ownUpdates.Load(client.ObjectKeyFromObject(e.ObjectNew))
 		return !ok || g.(int64) != e.ObjectNew.GetGeneration()
 	}}
+}
+
+// label puts shardgate.io/managed-by on a DNSEndpoint written before Shardgate labelled them,
+// whatever else this pass decides (the cluster may not be observable): the chart's external-dns
+// publishes only labelled DNSEndpoints, and an unlabelled one's records would be deleted.
+func (r *Reconciler) label(ctx context.Context, current *dnsrecords.DNSEndpoint) error {
+	if current == nil || current.Labels[v1alpha1.ManagedByLabel] == v1alpha1.ManagedByValue {
+		return nil
+	}
+	patch := client.MergeFrom(current.DeepCopy())
+	metav1.SetMetaDataLabel(&current.ObjectMeta, v1alpha1.ManagedByLabel, v1alpha1.ManagedByValue)
+	if err := r.Client.Patch(ctx, current, patch, client.FieldOwner(v1alpha1.FieldOwner)); err != nil {
+		return fmt.Errorf("label DNSEndpoint: %w", err)
+	}
+	return nil
 }
 
 func (r *Reconciler) currentEndpoint(ctx context.Context, key types.NamespacedName) (*dnsrecords.DNSEndpoint, error) {

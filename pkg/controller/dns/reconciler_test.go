@@ -283,3 +283,37 @@ func TestRecordsFirstStatusAfter(t *testing.T) {
 		t.Fatal("the deferred write is still remembered after its status was written")
 	}
 }
+
+// TestDNSEndpointsCarryTheLabelExternalDNSFilters: the chart's external-dns publishes only
+// DNSEndpoints labelled shardgate.io/managed-by=shardgate. Shardgate creates its own with the
+// label, and labels one an older Shardgate wrote without it even while the cluster cannot be
+// observed (otherwise external-dns would delete its records), leaving the records as they are.
+func TestDNSEndpointsCarryTheLabelExternalDNSFilters(t *testing.T) {
+	seed := controllertest.Seed(t)
+	ns := controllertest.Namespace(t, seed.Client)
+	access := clusteraccess.NewFake()
+	cached := controllertest.CachedClient(t, seed, AddIndexes)
+	r := &Reconciler{Client: cached, Access: access, ServedZones: []string{"dns.test"}, Clock: clocktesting.NewFakeClock(time.Now()), Board: cistatus.NewBoard()}
+	key := newCI(t, seed.Client, ns, "labelled", "lab1")
+	user := controllertest.UserCluster(access, key, readyNode("n1", "10.0.0.1"))
+	controllertest.ReconcileUntil(t, r, key, publishedWith(t, seed.Client, key, v1alpha1.ReasonPublished))
+	_, ep := get(t, seed.Client, key)
+	if ep == nil || ep.Labels[v1alpha1.ManagedByLabel] != v1alpha1.ManagedByValue {
+		t.Fatalf("created DNSEndpoint: %+v", ep)
+	}
+	records := ep.Spec.Endpoints
+
+	patch := client.MergeFrom(ep.DeepCopy())
+	ep.Labels = nil
+	if err := seed.Client.Patch(context.Background(), ep, patch); err != nil {
+		t.Fatal(err)
+	}
+	user.St = clusteraccess.State{Phase: clusteraccess.PhaseUnreachable, Reason: string(clusteraccess.FailureUnreachable), Message: "timed out"}
+	controllertest.ReconcileUntil(t, r, key, func() (bool, string) {
+		_, ep = get(t, seed.Client, key)
+		return ep.Labels[v1alpha1.ManagedByLabel] == v1alpha1.ManagedByValue, fmt.Sprintf("labels %v", ep.Labels)
+	})
+	if !dnsrecords.Equal(ep.Spec.Endpoints, records) {
+		t.Fatalf("relabelling changed the records: %+v (were %+v)", ep.Spec.Endpoints, records)
+	}
+}

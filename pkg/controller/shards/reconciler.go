@@ -109,8 +109,14 @@ func (r *Reconciler) reconcileShards(ctx context.Context, ci *v1alpha1.ClusterIn
 		return available(metav1.ConditionFalse, v1alpha1.ReasonShardsInvalid, err.Error()), nil
 	}
 	w := cluster.Writer()
+	var roleProblem []metav1.Condition
 	failed, err := applyDesired(desired, func(o *unstructured.Unstructured) error {
 		same, err := upToDate(ctx, cluster.Reader(), w.Scheme(), o)
+		role := roleAsRendered
+		if err == nil && !same && o.GetKind() == "ClusterRole" {
+			role, err = readRouterRole(ctx, cluster.Reader(), o)
+			same = role == roleAsRendered
+		}
 		if err != nil {
 			return clusteraccess.DescribeError("read the user cluster's cache", err)
 		}
@@ -118,6 +124,15 @@ func (r *Reconciler) reconcileShards(ctx context.Context, ci *v1alpha1.ClusterIn
 			return nil
 		}
 		err = w.Apply(ctx, client.ApplyConfigurationFromUnstructured(o), client.FieldOwner(v1alpha1.FieldOwner), client.ForceOwnership)
+		if o.GetKind() == "ClusterRole" && apierrors.IsForbidden(err) {
+			// The least-privilege role may only bind the router roles: the cluster admin creates
+			// them. The other objects are still applied; the condition says what is missing.
+			if roleProblem == nil {
+				reason, msg := routerRoleProblem(role, o.GetName())
+				roleProblem = available(metav1.ConditionFalse, reason, msg)
+			}
+			return nil
+		}
 		return clusteraccess.DescribeError(fmt.Sprintf("apply %s %s", o.GetKind(), o.GetName()), err)
 	})
 	if err != nil {
@@ -135,6 +150,9 @@ func (r *Reconciler) reconcileShards(ctx context.Context, ci *v1alpha1.ClusterIn
 		err := failureError(shards, failed)
 		return []metav1.Condition{condition(v1alpha1.ConditionShardsAvailable, metav1.ConditionFalse, v1alpha1.ReasonShardsApplyFailed, err.Error()),
 			Protection(caps)}, err
+	}
+	if roleProblem != nil {
+		return append(roleProblem, Protection(caps)), nil
 	}
 	obs, err := observeRouters(ctx, cluster.Reader(), shards)
 	if err != nil {
@@ -190,6 +208,9 @@ func (r *Reconciler) prune(ctx context.Context, cluster clusteraccess.Cluster, d
 			o := item.(client.Object)
 			if want[render.ObjKey(kind.kind, o.GetNamespace(), o.GetName())] || keep[o.GetLabels()[v1alpha1.ShardLabel]] || o.GetDeletionTimestamp() != nil {
 				continue
+			}
+			if _, applied := o.GetAnnotations()[render.AppliedHashAnnotation]; kind.kind == "ClusterRole" && !applied {
+				continue // a router role the cluster admin created (config/user-cluster/rbac.yaml) stays theirs
 			}
 			log.FromContext(ctx).Info("pruning", "kind", kind.kind, "namespace", o.GetNamespace(), "name", o.GetName())
 			if err := cluster.Writer().Delete(ctx, o, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil && !apierrors.IsNotFound(err) {
