@@ -26,8 +26,8 @@ type ClusterRequest struct {
 	Held      []v1alpha1.ShardVIPs
 }
 
-// NodeAddress is an address a node of one of the domain's clusters reports (observed, written by
-// that cluster's owner).
+// NodeAddress is a node of one of the domain's clusters that reports an address (observed, written
+// by that cluster's owner); Plan takes, per address, every node reporting it.
 type NodeAddress struct {
 	Cluster string // namespace/name of the node's ClusterIngress
 	Node    string
@@ -55,11 +55,13 @@ type ClusterPlan struct {
 // (NodeAddressConflict, told to the cluster whose node it is); a cluster's own VIP on its own
 // node is no conflict at all (some cloud providers report every address of the NIC, the VIP
 // included).
-func Plan(clusters []ClusterRequest, nodes map[netip.Addr]NodeAddress) []ClusterPlan {
+func Plan(clusters []ClusterRequest, nodes map[netip.Addr][]NodeAddress) []ClusterPlan {
 	plans := make([]ClusterPlan, len(clusters))
 	inUse := make(map[netip.Addr]string, len(nodes))
-	for a, n := range nodes {
-		inUse[a] = n.String()
+	for a, ns := range nodes {
+		if len(ns) > 0 {
+			inUse[a] = ns[0].String()
+		}
 	}
 	type ref struct {
 		cluster, shard int
@@ -111,10 +113,13 @@ func Plan(clusters []ClusterRequest, nodes map[netip.Addr]NodeAddress) []Cluster
 		plan := &plans[r.cluster]
 		shard := clusters[r.cluster].Shards[r.shard].Shard
 		for _, a := range g.Addresses {
-			n, found := nodes[a]
-			if other, ok := index[n.Cluster]; found && ok && other != r.cluster {
-				conflicts[other] = append(conflicts[other], Problem{v1alpha1.ReasonNodeAddressConflict,
-					fmt.Sprintf("%s reports %s, a VIP of %s (shard %s) in the L2 domain: the VIP stays there; remove the address from the node", n, a, clusters[r.cluster].Key, shard)})
+			told := map[int]bool{}
+			for _, n := range nodes[a] {
+				if other, ok := index[n.Cluster]; ok && other != r.cluster && !told[other] {
+					told[other] = true
+					conflicts[other] = append(conflicts[other], Problem{v1alpha1.ReasonNodeAddressConflict,
+						fmt.Sprintf("%s reports %s, a VIP of %s (shard %s) in the L2 domain: the VIP stays there; remove the address from the node", n, a, clusters[r.cluster].Key, shard)})
+				}
 			}
 		}
 		for j := range plan.VIPs {

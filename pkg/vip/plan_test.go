@@ -39,7 +39,7 @@ func TestPlan(t *testing.T) {
 	for _, tt := range []struct {
 		name     string
 		clusters []ClusterRequest
-		nodes    map[netip.Addr]NodeAddress
+		nodes    map[netip.Addr][]NodeAddress
 		want     []string
 		// inMessage: the first cluster with a problem says this (when set).
 		inMessage string
@@ -95,7 +95,7 @@ func TestPlan(t *testing.T) {
 			clusters: []ClusterRequest{
 				{Key: "ns/a", Shards: []ShardRequest{{Shard: "edge", Pool: []string{"10.0.4.0/30"}, Count: 2}}, Held: []v1alpha1.ShardVIPs{vips("edge", "10.0.4.1", 1)}},
 			},
-			nodes:     map[netip.Addr]NodeAddress{netip.MustParseAddr("10.0.4.2"): {"ns/a", "n1"}},
+			nodes:     map[netip.Addr][]NodeAddress{netip.MustParseAddr("10.0.4.2"): {{"ns/a", "n1"}}},
 			want:      []string{"edge=10.0.4.1#1 PoolExhausted"},
 			inMessage: "wants 2 VIPs, got 1 (in use: 10.0.4.2 by node n1 of ns/a)",
 		},
@@ -106,7 +106,7 @@ func TestPlan(t *testing.T) {
 				{Key: "ns/a", Shards: []ShardRequest{{Shard: "edge", Pool: []string{"10.0.5.0/29"}, Count: 1}}, Held: []v1alpha1.ShardVIPs{vips("edge", "10.0.5.1", 1)}},
 				{Key: "ns/b", Shards: []ShardRequest{{Shard: "edge", Pool: []string{"10.0.5.0/29"}, Count: 1}}},
 			},
-			nodes:     map[netip.Addr]NodeAddress{netip.MustParseAddr("10.0.5.1"): {"ns/b", "n9"}},
+			nodes:     map[netip.Addr][]NodeAddress{netip.MustParseAddr("10.0.5.1"): {{"ns/b", "n9"}}},
 			want:      []string{"edge=10.0.5.1#1", "edge=10.0.5.2#2 NodeAddressConflict"},
 			inMessage: "node n9 of ns/b reports 10.0.5.1, a VIP of ns/a (shard edge)",
 		},
@@ -116,7 +116,7 @@ func TestPlan(t *testing.T) {
 				{Key: "ns/a", Shards: []ShardRequest{{Shard: "edge", Pool: []string{"10.0.7.0/29"}, Count: 1}}},
 				{Key: "ns/b", Shards: []ShardRequest{{Shard: "edge", Pool: []string{"10.0.7.0/29"}, Count: 1}}, Held: []v1alpha1.ShardVIPs{vips("edge", "10.0.7.2", 2)}},
 			},
-			nodes: map[netip.Addr]NodeAddress{netip.MustParseAddr("10.0.7.2"): {"ns/a", "n1"}},
+			nodes: map[netip.Addr][]NodeAddress{netip.MustParseAddr("10.0.7.2"): {{"ns/a", "n1"}}},
 			want:  []string{"edge=10.0.7.1#1 NodeAddressConflict", "edge=10.0.7.2#2"},
 		},
 		{
@@ -124,15 +124,24 @@ func TestPlan(t *testing.T) {
 			clusters: []ClusterRequest{
 				{Key: "ns/a", Shards: []ShardRequest{{Shard: "edge", Pool: []string{"10.0.6.0/29"}, Count: 1}}, Held: []v1alpha1.ShardVIPs{vips("edge", "10.0.6.1", 1)}},
 			},
-			nodes: map[netip.Addr]NodeAddress{netip.MustParseAddr("10.0.6.1"): {"ns/a", "n1"}},
+			nodes: map[netip.Addr][]NodeAddress{netip.MustParseAddr("10.0.6.1"): {{"ns/a", "n1"}}},
 			want:  []string{"edge=10.0.6.1#1"},
+		},
+		{
+			name: "the holder's own node and another cluster's report one VIP: the other cluster is still told",
+			clusters: []ClusterRequest{
+				{Key: "ns/a", Shards: []ShardRequest{{Shard: "edge", Pool: []string{"10.0.6.0/29"}, Count: 1}}, Held: []v1alpha1.ShardVIPs{vips("edge", "10.0.6.1", 1)}},
+				{Key: "ns/b", Shards: []ShardRequest{{Shard: "edge", Pool: []string{"10.0.6.0/29"}, Count: 1}}},
+			},
+			nodes: map[netip.Addr][]NodeAddress{netip.MustParseAddr("10.0.6.1"): {{"ns/a", "n1"}, {"ns/b", "m1"}, {"ns/b", "m2"}}},
+			want:  []string{"edge=10.0.6.1#1", "edge=10.0.6.2#2 NodeAddressConflict"},
 		},
 		{
 			name: "a node address is never given as a new VIP",
 			clusters: []ClusterRequest{
 				{Key: "ns/a", Shards: []ShardRequest{{Shard: "edge", Pool: []string{"10.0.8.0/29"}, Count: 1}}},
 			},
-			nodes: map[netip.Addr]NodeAddress{netip.MustParseAddr("10.0.8.1"): {"ns/a", "n1"}},
+			nodes: map[netip.Addr][]NodeAddress{netip.MustParseAddr("10.0.8.1"): {{"ns/a", "n1"}}},
 			want:  []string{"edge=10.0.8.2#1"},
 		},
 	} {

@@ -125,8 +125,8 @@ func vipShards(ci *v1alpha1.ClusterIngress) []v1alpha1.ShardSpec {
 
 // nodeAddresses are the addresses of the domain's clusters' nodes (from the clusters observable
 // now) and whose node reports each: never given as a new VIP (vip.Plan).
-func (r *Reconciler) nodeAddresses(ctx context.Context, members []v1alpha1.ClusterIngress) map[netip.Addr]vip.NodeAddress {
-	out := map[netip.Addr]vip.NodeAddress{}
+func (r *Reconciler) nodeAddresses(ctx context.Context, members []v1alpha1.ClusterIngress) map[netip.Addr][]vip.NodeAddress {
+	out := map[netip.Addr][]vip.NodeAddress{}
 	for _, m := range members {
 		cluster, ok := r.Access.Get(client.ObjectKeyFromObject(&m))
 		if !ok || !cluster.Observable() {
@@ -139,7 +139,7 @@ func (r *Reconciler) nodeAddresses(ctx context.Context, members []v1alpha1.Clust
 		for _, n := range nodes {
 			for _, a := range n.Status.Addresses {
 				if ip, err := netip.ParseAddr(a.Address); err == nil {
-					out[ip.Unmap()] = vip.NodeAddress{Cluster: m.Namespace + "/" + m.Name, Node: n.Name}
+					out[ip.Unmap()] = append(out[ip.Unmap()], vip.NodeAddress{Cluster: m.Namespace + "/" + m.Name, Node: n.Name})
 				}
 			}
 		}
