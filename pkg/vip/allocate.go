@@ -62,8 +62,8 @@ type Grant struct {
 // cluster owners, and one that names another cluster's VIP is that cluster owner's conflict to
 // be told of (Plan), not a reason to move the VIP. Router IDs follow the same rules within the
 // claim's range (a held ID outside it is replaced, the address kept); an ID another claim holds is
-// never given, so a range used up is the claim's exhaustion, not another's loss. A claim that cannot get all it asks for keeps what it has and is told why; no
-// other claim is disturbed.
+// never given, so a range used up is the claim's exhaustion, not another's loss. A claim that
+// cannot get all it asks for keeps what it has and is told why; no other claim is disturbed.
 func Allocate(claims []Claim, inUse map[netip.Addr]string) []Grant {
 	grants := make([]Grant, len(claims))
 	takenAddr := map[netip.Addr]bool{}
