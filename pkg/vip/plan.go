@@ -89,7 +89,8 @@ func Plan(clusters []ClusterRequest, nodes map[netip.Addr][]NodeAddress) []Clust
 				}
 			}
 			if len(s.Pool) == 0 {
-				keep(Problem{v1alpha1.ReasonNoPool, fmt.Sprintf("shard %s: no VIP pool: set vip.pool on the shard or spec.vip.pool in the IngressProfile (a source's %s annotation is not read)", s.Shard, v1alpha1.VIPPoolAnnotation)})
+				keep(Problem{v1alpha1.ReasonNoPool, fmt.Sprintf("shard %s: no VIP pool: set vip.pool on the shard or spec.vip.pool "+
+					"in the IngressProfile (a source's %s annotation is not read)", s.Shard, v1alpha1.VIPPoolAnnotation)})
 				continue
 			}
 			pool, err := ParsePool(s.Pool)
@@ -118,7 +119,8 @@ func Plan(clusters []ClusterRequest, nodes map[netip.Addr][]NodeAddress) []Clust
 				if other, ok := index[n.Cluster]; ok && other != r.cluster && !told[other] {
 					told[other] = true
 					conflicts[other] = append(conflicts[other], Problem{v1alpha1.ReasonNodeAddressConflict,
-						fmt.Sprintf("%s reports %s, a VIP of %s (shard %s) in the L2 domain: the VIP stays there; remove the address from the node", n, a, clusters[r.cluster].Key, shard)})
+						fmt.Sprintf("%s reports %s, a VIP of %s (shard %s) in the L2 domain: the VIP stays there; "+
+							"remove the address from the node", n, a, clusters[r.cluster].Key, shard)})
 				}
 			}
 		}
