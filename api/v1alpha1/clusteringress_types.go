@@ -63,7 +63,7 @@ type ClusterIngressSpec struct {
 	// tls are the profile's TLS settings.
 	// +optional
 	TLS TLSSettings `json:"tls,omitempty"`
-	// vip: the cluster's VIP pool and L2 domain, from its source's annotations.
+	// vip: the profile's L2 domain, VIP pool and router IDs.
 	// +optional
 	VIP ClusterVIPSettings `json:"vip,omitempty"`
 	// claims are the profile's claim settings with defaults applied.

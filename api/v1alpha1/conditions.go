@@ -135,10 +135,15 @@ const (
 	// ReasonDuplicateHolder: two or more nodes report holding one VIP (a split: each is master).
 	ReasonDuplicateHolder = "DuplicateHolder"
 	ReasonPoolExhausted   = "PoolExhausted"
-	ReasonPoolInvalid     = "InvalidPool"
-	ReasonPoolOverlap     = "PoolOverlap"
-	ReasonAddressInUse    = "AddressInUse"
-	ReasonNoPool          = "NoPool"
+	// ReasonRouterIDsExhausted: every VRRP router ID of the cluster's range is in use in its L2
+	// domain (spec.vip.routerIDs of the profile).
+	ReasonRouterIDsExhausted = "RouterIDsExhausted"
+	ReasonPoolInvalid        = "InvalidPool"
+	ReasonAddressInUse       = "AddressInUse"
+	// ReasonNodeAddressConflict: a node of this cluster reports an address that is another
+	// cluster's VIP (the VIP stays with its holder).
+	ReasonNodeAddressConflict = "NodeAddressConflict"
+	ReasonNoPool              = "NoPool"
 	// RoutedIPsAssigned and RoutedIP Assigned reasons.
 	ReasonRoutedIPsAssigned = "Assigned"
 	ReasonRoutedIPMoving    = "Moving"

@@ -62,6 +62,11 @@ type IngressProfileSpec struct {
 	// disabled), reported as RoutesServing.
 	// +optional
 	Canary CanarySettings `json:"canary,omitempty"`
+
+	// vip: the L2 domain, default VIP pool and VRRP router IDs of the selected clusters' VIP
+	// shards.
+	// +optional
+	VIP ClusterVIPSettings `json:"vip,omitempty"`
 }
 
 // EmptyTargetsPolicy says what happens to a cluster's records when it has no ready ingress node.

@@ -4,14 +4,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// Source annotations for VIP shards (on a Cluster or kubeconfig Secret).
+// Source annotations that earlier versions read for VIP shards (on a Cluster, Kubermatic Cluster
+// or kubeconfig Secret). They are no longer read: whoever writes a source could name a pool or
+// domain of their own and be given another cluster's VIP and router ID. Pools, domains and router
+// IDs are the operator's (IngressProfile spec.vip); a source still carrying one is told so in its
+// SourceAvailable condition.
 const (
-	// VIPPoolAnnotation: the cluster's own VIP pool, comma-separated CIDRs or ranges
-	// ("192.0.2.16/28,192.0.2.40-192.0.2.49"). Used by VIP shards without a pool of their own.
-	VIPPoolAnnotation = "shardgate.io/vip-pool"
-	// L2DomainAnnotation: the L2 domain the cluster's nodes are in. VIPs and VRRP router IDs are
-	// unique within a domain; clusters in different domains may reuse them. Unset: the seed's
-	// one shared domain.
+	VIPPoolAnnotation  = "shardgate.io/vip-pool"
 	L2DomainAnnotation = "shardgate.io/l2-domain"
 )
 
@@ -32,8 +31,7 @@ const (
 // one L2 domain, keepalived beside them holds virtual IPs from a pool, and DNS answers the VIPs.
 type VIPSettings struct {
 	// pool the shard's VIPs come from: CIDRs or ranges ("192.0.2.16/28",
-	// "192.0.2.40-192.0.2.49"). Empty: the cluster's pool (annotation shardgate.io/vip-pool on
-	// its Cluster or kubeconfig Secret).
+	// "192.0.2.40-192.0.2.49"). Empty: the profile's spec.vip.pool.
 	// +optional
 	// +kubebuilder:validation:MaxItems=16
 	// +kubebuilder:validation:items:MaxLength=100
@@ -58,14 +56,35 @@ type VIPSettings struct {
 	Image string `json:"image,omitempty"`
 }
 
-// ClusterVIPSettings come from the cluster's source.
+// ClusterVIPSettings are the VIP settings of every cluster a profile selects, the operator's
+// alone: set in the IngressProfile and copied to each ClusterIngress.
 type ClusterVIPSettings struct {
-	// pool from the source's shardgate.io/vip-pool annotation.
+	// pool of VIP shards without a pool of their own: CIDRs or ranges.
 	// +optional
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:MaxLength=100
 	Pool []string `json:"pool,omitempty"`
-	// l2Domain from the source's shardgate.io/l2-domain annotation ("" = the shared domain).
+	// l2Domain the clusters' nodes are in. VIPs and VRRP router IDs are unique within a domain;
+	// clusters in different domains may reuse them. Empty: the seed's one shared domain.
 	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^([a-z0-9]([-a-z0-9]*[a-z0-9])?)?$`
 	L2Domain string `json:"l2Domain,omitempty"`
+	// routerIDs the clusters' VIPs may take as VRRP virtual router IDs (still unique in the
+	// domain). Unset: 1-255. Narrow it to keep clear of other VRRP users of the segment.
+	// +optional
+	RouterIDs *RouterIDRange `json:"routerIDs,omitempty"`
+}
+
+// RouterIDRange is a range of VRRP virtual router IDs, first to last inclusive.
+// +kubebuilder:validation:XValidation:rule="self.first <= self.last",message="first must not be above last"
+type RouterIDRange struct {
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=255
+	First int32 `json:"first"`
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=255
+	Last int32 `json:"last"`
 }
 
 // VIPAddress is one VIP of a shard.

@@ -89,12 +89,12 @@ func AddKubermaticToScheme(s *runtime.Scheme) error {
 func FromKubermatic(c *KubermaticCluster) Source {
 	return Source{
 		Kind: v1alpha1.SourceKindKubermatic, Namespace: c.Status.NamespaceName, Name: c.Name, Labels: c.Labels,
-		ClusterID:        clusterID(c.Name, c.Annotations),
-		VIP:              vipSettings(c.Annotations),
-		KubeconfigSecret: KubermaticKubeconfigSecret,
-		Initialized:      c.Status.ExtendedHealth.Apiserver == KubermaticHealthUp,
-		Deleting:         c.DeletionTimestamp != nil,
-		Paused:           c.Spec.Pause,
+		ClusterID:             clusterID(c.Name, c.Annotations),
+		IgnoredVIPAnnotations: ignoredVIPAnnotations(c.Annotations),
+		KubeconfigSecret:      KubermaticKubeconfigSecret,
+		Initialized:           c.Status.ExtendedHealth.Apiserver == KubermaticHealthUp,
+		Deleting:              c.DeletionTimestamp != nil,
+		Paused:                c.Spec.Pause,
 	}
 }
 

@@ -108,6 +108,7 @@ func DecideLifecycle(in LifecycleInput) LifecycleDecision {
 		TLS:          v1alpha1.ResolveTLS(p.Spec.TLS),
 		Claims:       v1alpha1.ResolveClaims(p.Spec.Claims),
 		Canary:       p.Spec.Canary,
+		VIP:          *p.Spec.VIP.DeepCopy(),
 	}
 	return LifecycleDecision{Action: LifecycleApply, Spec: withSource(spec, src)}
 }
@@ -115,7 +116,6 @@ func DecideLifecycle(in LifecycleInput) LifecycleDecision {
 func withSource(spec v1alpha1.ClusterIngressSpec, src *Source) v1alpha1.ClusterIngressSpec {
 	spec.ClusterRef = v1alpha1.ClusterReference{Kind: src.Kind, Name: src.Name}
 	spec.ClusterID = src.ClusterID
-	spec.VIP = src.VIP
 	return spec
 }
 

@@ -22,9 +22,10 @@ type Source struct {
 	Labels    map[string]string
 	// ClusterID requested: the shardgate.io/cluster-id annotation, else the name.
 	ClusterID string
-	// VIP: the cluster's VIP pool and L2 domain (annotations shardgate.io/vip-pool and
-	// shardgate.io/l2-domain), as given: the VIP controller parses and reports them.
-	VIP v1alpha1.ClusterVIPSettings
+	// IgnoredVIPAnnotations are the annotations earlier versions took a VIP pool and L2 domain
+	// from that the source still carries: never read (whoever writes a source would pick a pool
+	// or domain), only named so their users learn why (SourceAvailable's message).
+	IgnoredVIPAnnotations []string
 	// KubeconfigSecret is the name of the Secret holding the kubeconfig.
 	KubeconfigSecret string
 	// Initialized is false while a Cluster's control plane cannot take requests yet.
@@ -39,11 +40,11 @@ type Source struct {
 func FromCluster(c *clusterv1.Cluster) Source {
 	return Source{
 		Kind: v1alpha1.SourceKindCluster, Namespace: c.Namespace, Name: c.Name, Labels: c.Labels,
-		ClusterID:        clusterID(c.Name, c.Annotations),
-		VIP:              vipSettings(c.Annotations),
-		KubeconfigSecret: c.Name + "-kubeconfig",
-		Initialized:      controlPlaneInitialized(c),
-		Deleting:         c.DeletionTimestamp != nil,
+		ClusterID:             clusterID(c.Name, c.Annotations),
+		IgnoredVIPAnnotations: ignoredVIPAnnotations(c.Annotations),
+		KubeconfigSecret:      c.Name + "-kubeconfig",
+		Initialized:           controlPlaneInitialized(c),
+		Deleting:              c.DeletionTimestamp != nil,
 	}
 }
 
@@ -51,11 +52,11 @@ func FromCluster(c *clusterv1.Cluster) Source {
 func FromSecret(s *corev1.Secret) Source {
 	return Source{
 		Kind: v1alpha1.SourceKindSecret, Namespace: s.Namespace, Name: s.Name, Labels: s.Labels,
-		ClusterID:        clusterID(s.Name, s.Annotations),
-		VIP:              vipSettings(s.Annotations),
-		KubeconfigSecret: s.Name,
-		Initialized:      true,
-		Deleting:         s.DeletionTimestamp != nil,
+		ClusterID:             clusterID(s.Name, s.Annotations),
+		IgnoredVIPAnnotations: ignoredVIPAnnotations(s.Annotations),
+		KubeconfigSecret:      s.Name,
+		Initialized:           true,
+		Deleting:              s.DeletionTimestamp != nil,
 	}
 }
 
@@ -66,15 +67,14 @@ func clusterID(name string, annotations map[string]string) string {
 	return name
 }
 
-func vipSettings(annotations map[string]string) v1alpha1.ClusterVIPSettings {
-	var v v1alpha1.ClusterVIPSettings
-	for _, e := range strings.Split(annotations[v1alpha1.VIPPoolAnnotation], ",") {
-		if e = strings.TrimSpace(e); e != "" {
-			v.Pool = append(v.Pool, e)
+func ignoredVIPAnnotations(annotations map[string]string) []string {
+	var out []string
+	for _, a := range []string{v1alpha1.VIPPoolAnnotation, v1alpha1.L2DomainAnnotation} {
+		if _, ok := annotations[a]; ok {
+			out = append(out, a)
 		}
 	}
-	v.L2Domain = strings.TrimSpace(annotations[v1alpha1.L2DomainAnnotation])
-	return v
+	return out
 }
 
 func controlPlaneInitialized(c *clusterv1.Cluster) bool {

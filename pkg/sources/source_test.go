@@ -89,10 +89,40 @@ func TestSources(t *testing.T) {
 	if ks := FromKubermatic(k); !ks.Initialized || !ks.Paused {
 		t.Fatalf("healthy paused kubermatic source: %+v", ks)
 	}
-	// VIP pool and L2 domain come from annotations, trimmed, empty entries dropped.
-	sec = FromSecret(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "edge", Annotations: map[string]string{
-		v1alpha1.VIPPoolAnnotation: " 192.0.2.0/28, ,192.0.2.40-192.0.2.49 ", v1alpha1.L2DomainAnnotation: " rack-7 "}}})
-	if !slices.Equal(sec.VIP.Pool, []string{"192.0.2.0/28", "192.0.2.40-192.0.2.49"}) || sec.VIP.L2Domain != "rack-7" {
-		t.Fatalf("VIP settings from annotations: %+v", sec.VIP)
+}
+
+// vipAnnotated is a kubeconfig Secret whose writer names a VIP pool and L2 domain of its own.
+func vipAnnotated() Source {
+	return FromSecret(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "edge", Labels: map[string]string{"env": "prod"},
+		Annotations: map[string]string{v1alpha1.VIPPoolAnnotation: "192.0.2.0/28", v1alpha1.L2DomainAnnotation: "rack-7"}}})
+}
+
+// TestSourcePicksNoVIPPoolOrDomain: whoever writes a source may not pick its VIP pool or L2 domain
+// (a domain of its own would give it an older cluster's VIP and router ID): annotations are not
+// read.
+func TestSourcePicksNoVIPPoolOrDomain(t *testing.T) {
+	src := vipAnnotated()
+	d := DecideLifecycle(LifecycleInput{Source: &src, SourceKnown: true, DefaultZone: "z.test",
+		Profiles: []v1alpha1.IngressProfile{profile("p", time.Hour, map[string]string{"env": "prod"})}})
+	if d.Action != LifecycleApply || d.Spec.VIP.L2Domain != "" || len(d.Spec.VIP.Pool) != 0 {
+		t.Fatalf("the source's annotations made the VIP settings: %+v (%s)", d.Spec.VIP, d.Why)
+	}
+}
+
+// TestProfileGivesVIPSettings: the profile's L2 domain, pool and router IDs are the cluster's;
+// the annotations the source still carries are named (so their users learn why), not read.
+func TestProfileGivesVIPSettings(t *testing.T) {
+	src := vipAnnotated()
+	if !slices.Equal(src.IgnoredVIPAnnotations, []string{v1alpha1.VIPPoolAnnotation, v1alpha1.L2DomainAnnotation}) {
+		t.Errorf("ignored annotations %v", src.IgnoredVIPAnnotations)
+	}
+	p := profile("p", time.Hour, map[string]string{"env": "prod"})
+	p.Spec.VIP = v1alpha1.ClusterVIPSettings{Pool: []string{"198.51.100.0/28"}, L2Domain: "hall-1", RouterIDs: &v1alpha1.RouterIDRange{First: 50, Last: 99}}
+	d := DecideLifecycle(LifecycleInput{Source: &src, SourceKnown: true, DefaultZone: "z.test", Profiles: []v1alpha1.IngressProfile{p}})
+	if d.Spec.VIP.L2Domain != "hall-1" || !slices.Equal(d.Spec.VIP.Pool, []string{"198.51.100.0/28"}) || *d.Spec.VIP.RouterIDs != (v1alpha1.RouterIDRange{First: 50, Last: 99}) {
+		t.Fatalf("VIP settings %+v, want the profile's", d.Spec.VIP)
+	}
+	if d.Spec.VIP.RouterIDs == p.Spec.VIP.RouterIDs {
+		t.Error("the spec shares the profile's router ID range")
 	}
 }

@@ -121,3 +121,30 @@ func TestValidateVIP(t *testing.T) {
 		})
 	}
 }
+
+func TestValidateProfileVIP(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		vip  v1alpha1.ClusterVIPSettings
+		want []string // fields in error
+	}{
+		{"none", v1alpha1.ClusterVIPSettings{}, nil},
+		{"full settings", v1alpha1.ClusterVIPSettings{Pool: []string{"192.0.2.0/28"}, L2Domain: "hall-1",
+			RouterIDs: &v1alpha1.RouterIDRange{First: 50, Last: 50}}, nil},
+		{"bad pool, domain and backwards range", v1alpha1.ClusterVIPSettings{Pool: []string{"192.0.2.1/28"}, L2Domain: "Hall 1",
+			RouterIDs: &v1alpha1.RouterIDRange{First: 9, Last: 8}}, []string{"v.pool", "v.l2Domain", "v.routerIDs"}},
+		{"range beyond 255", v1alpha1.ClusterVIPSettings{RouterIDs: &v1alpha1.RouterIDRange{First: 200, Last: 256}}, []string{"v.routerIDs"}},
+		{"range from 0", v1alpha1.ClusterVIPSettings{RouterIDs: &v1alpha1.RouterIDRange{First: 0, Last: 10}}, []string{"v.routerIDs"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var got []string
+			for _, e := range ProfileVIP(tt.vip, field.NewPath("v")) {
+				got = append(got, e.Field)
+			}
+			got = slices.Compact(got)
+			if !slices.Equal(got, tt.want) {
+				t.Fatalf("errors in %v, want %v", got, tt.want)
+			}
+		})
+	}
+}

@@ -1,6 +1,7 @@
 package vip
 
 import (
+	"errors"
 	"fmt"
 	"net/netip"
 	"strings"
@@ -11,18 +12,28 @@ import (
 // ShardRequest is one VIP shard of a cluster.
 type ShardRequest struct {
 	Shard string
-	// Pool as given (the shard's own, else the cluster's); FromCluster says which.
-	Pool        []string
-	FromCluster bool
-	Count       int
+	// Pool as the operator gave it: the shard's own, else the profile's (spec.vip.pool).
+	Pool  []string
+	Count int
 }
 
-// ClusterRequest is one cluster of an L2 domain: its VIP shards and what its status holds.
+// ClusterRequest is one cluster of an L2 domain: its VIP shards, the router IDs its profile
+// allows, and what its status holds.
 type ClusterRequest struct {
-	Key    string // namespace/name of the ClusterIngress
-	Shards []ShardRequest
-	Held   []v1alpha1.ShardVIPs
+	Key       string // namespace/name of the ClusterIngress
+	Shards    []ShardRequest
+	RouterIDs IDRange
+	Held      []v1alpha1.ShardVIPs
 }
+
+// NodeAddress is a node of one of the domain's clusters that reports an address (observed, written
+// by that cluster's owner); Plan takes, per address, every node reporting it.
+type NodeAddress struct {
+	Cluster string // namespace/name of the node's ClusterIngress
+	Node    string
+}
+
+func (n NodeAddress) String() string { return "node " + n.Node + " of " + n.Cluster }
 
 // Problem is why a cluster's VIPs are not all there, as a condition reason and message.
 type Problem struct {
@@ -36,32 +47,34 @@ type ClusterPlan struct {
 }
 
 // Plan allocates the VIPs of every cluster of one L2 domain, oldest cluster first, so that no
-// address or router ID is held twice in the domain. A cluster's own pool (annotation) that
-// overlaps an older cluster's own pool gets nothing new from it (PoolOverlap: such pools are
-// meant to be the cluster's alone); a shard pool that does not parse keeps what it holds
-// (InvalidPool); a shard with no pool at all is told (NoPool). inUse are addresses something
-// else has (the domain's node addresses), never given.
-func Plan(clusters []ClusterRequest, inUse map[netip.Addr]string) []ClusterPlan {
+// address or router ID is held twice in the domain; pools, domains and router ID ranges are the
+// operator's (profiles), so clusters sharing a pool share it address by address. A shard pool
+// that does not parse keeps what it holds (InvalidPool); a shard with no pool at all is told
+// (NoPool). nodes are the addresses the domain's nodes report: never given as a new VIP, yet a
+// VIP already held stays. A node reporting another cluster's VIP is its own cluster's problem
+// (NodeAddressConflict, told to the cluster whose node it is); a cluster's own VIP on its own
+// node is no conflict at all (some cloud providers report every address of the NIC, the VIP
+// included).
+func Plan(clusters []ClusterRequest, nodes map[netip.Addr][]NodeAddress) []ClusterPlan {
 	plans := make([]ClusterPlan, len(clusters))
+	inUse := make(map[netip.Addr]string, len(nodes))
+	for a, ns := range nodes {
+		if len(ns) > 0 {
+			inUse[a] = ns[0].String()
+		}
+	}
 	type ref struct {
 		cluster, shard int
 		kept           bool // holdings kept as they are while the shard's settings are unusable
 	}
 	var claims []Claim
 	var refs []ref
-	// Cluster pools seen so far (older clusters'), for the overlap rule.
-	type ownPool struct {
-		key  string
-		pool Pool
-	}
-	var owned []ownPool
 	for ci, c := range clusters {
 		plan := &plans[ci]
 		heldBy := map[string]v1alpha1.ShardVIPs{}
 		for _, h := range c.Held {
 			heldBy[h.Shard] = h
 		}
-		overlapChecked := map[string]string{} // cluster pool text → overlap message ("" none)
 		for si, s := range c.Shards {
 			h := heldBy[s.Shard]
 			held := heldClaim(c.Key+"/"+s.Shard, h)
@@ -76,7 +89,8 @@ func Plan(clusters []ClusterRequest, inUse map[netip.Addr]string) []ClusterPlan 
 				}
 			}
 			if len(s.Pool) == 0 {
-				keep(Problem{v1alpha1.ReasonNoPool, fmt.Sprintf("shard %s: no VIP pool: set vip.pool on the shard or annotation %s on the cluster's source", s.Shard, v1alpha1.VIPPoolAnnotation)})
+				keep(Problem{v1alpha1.ReasonNoPool, fmt.Sprintf("shard %s: no VIP pool: set vip.pool on the shard or spec.vip.pool "+
+					"in the IngressProfile (a source's %s annotation is not read)", s.Shard, v1alpha1.VIPPoolAnnotation)})
 				continue
 			}
 			pool, err := ParsePool(s.Pool)
@@ -84,41 +98,32 @@ func Plan(clusters []ClusterRequest, inUse map[netip.Addr]string) []ClusterPlan 
 				keep(Problem{v1alpha1.ReasonPoolInvalid, fmt.Sprintf("shard %s: VIP pool: %v", s.Shard, err)})
 				continue
 			}
-			poolText := strings.Join(s.Pool, ",")
-			if s.FromCluster {
-				msg, done := overlapChecked[poolText]
-				if !done {
-					for _, o := range owned {
-						if o.key != c.Key && o.pool.Overlaps(pool) {
-							msg = fmt.Sprintf("the cluster's VIP pool %s overlaps the pool of %s in the same L2 domain", poolText, o.key)
-							break
-						}
-					}
-					overlapChecked[poolText] = msg
-				}
-				if msg != "" {
-					keep(Problem{v1alpha1.ReasonPoolOverlap, fmt.Sprintf("shard %s: %s; declare separate domains with %s or give disjoint pools", s.Shard, msg, v1alpha1.L2DomainAnnotation)})
-					continue
-				}
-			}
-			held.Pool, held.Count = pool, max(s.Count, 1)
+			held.Pool, held.Count, held.IDs = pool, max(s.Count, 1), c.RouterIDs
 			claims, refs = append(claims, held), append(refs, ref{ci, si, false})
-			plan.VIPs = append(plan.VIPs, v1alpha1.ShardVIPs{Shard: s.Shard, Pool: poolText})
-		}
-		for _, s := range c.Shards {
-			if s.FromCluster && len(s.Pool) > 0 {
-				if p, err := ParsePool(s.Pool); err == nil && overlapChecked[strings.Join(s.Pool, ",")] == "" {
-					owned = append(owned, ownPool{c.Key, p})
-					break
-				}
-			}
+			plan.VIPs = append(plan.VIPs, v1alpha1.ShardVIPs{Shard: s.Shard, Pool: strings.Join(s.Pool, ",")})
 		}
 	}
 	grants := Allocate(claims, inUse)
+	index := make(map[string]int, len(clusters))
+	for i, c := range clusters {
+		index[c.Key] = i
+	}
+	conflicts := make([][]Problem, len(clusters)) // after each cluster's own problems
 	for i, g := range grants {
 		r := refs[i]
 		plan := &plans[r.cluster]
 		shard := clusters[r.cluster].Shards[r.shard].Shard
+		for _, a := range g.Addresses {
+			told := map[int]bool{}
+			for _, n := range nodes[a] {
+				if other, ok := index[n.Cluster]; ok && other != r.cluster && !told[other] {
+					told[other] = true
+					conflicts[other] = append(conflicts[other], Problem{v1alpha1.ReasonNodeAddressConflict,
+						fmt.Sprintf("%s reports %s, a VIP of %s (shard %s) in the L2 domain: the VIP stays there; "+
+							"remove the address from the node", n, a, clusters[r.cluster].Key, shard)})
+				}
+			}
+		}
 		for j := range plan.VIPs {
 			if plan.VIPs[j].Shard != shard {
 				continue
@@ -131,15 +136,19 @@ func Plan(clusters []ClusterRequest, inUse map[netip.Addr]string) []ClusterPlan 
 			continue
 		}
 		for _, d := range g.Displaced {
-			why := "no longer in the pool or taken by an older cluster"
-			if who := inUse[d]; who != "" {
-				why = "in use by " + who
-			}
-			plan.Problems = append(plan.Problems, Problem{v1alpha1.ReasonAddressInUse, fmt.Sprintf("shard %s: VIP %s given up: %s", shard, d, why)})
+			plan.Problems = append(plan.Problems, Problem{v1alpha1.ReasonAddressInUse,
+				fmt.Sprintf("shard %s: VIP %s given up: no longer in the pool, beyond the shard's count, or held by an older cluster", shard, d)})
 		}
 		if g.Exhausted != nil {
-			plan.Problems = append(plan.Problems, Problem{v1alpha1.ReasonPoolExhausted, fmt.Sprintf("shard %s: %v", shard, g.Exhausted)})
+			reason := v1alpha1.ReasonPoolExhausted
+			if errors.Is(g.Exhausted, ErrRouterIDsExhausted) {
+				reason = v1alpha1.ReasonRouterIDsExhausted
+			}
+			plan.Problems = append(plan.Problems, Problem{reason, fmt.Sprintf("shard %s: %v", shard, g.Exhausted)})
 		}
+	}
+	for i := range plans {
+		plans[i].Problems = append(plans[i].Problems, conflicts[i]...)
 	}
 	return plans
 }

@@ -34,13 +34,15 @@ func summary(p ClusterPlan) string {
 
 func TestPlan(t *testing.T) {
 	own := func(pool ...string) ShardRequest {
-		return ShardRequest{Shard: "edge", Pool: pool, FromCluster: true, Count: 1}
+		return ShardRequest{Shard: "edge", Pool: pool, Count: 1}
 	}
 	for _, tt := range []struct {
 		name     string
 		clusters []ClusterRequest
-		inUse    map[netip.Addr]string
+		nodes    map[netip.Addr][]NodeAddress
 		want     []string
+		// inMessage: the first cluster with a problem says this (when set).
+		inMessage string
 	}{
 		{
 			name: "two clusters share a profile pool: distinct VIPs and router IDs",
@@ -58,12 +60,22 @@ func TestPlan(t *testing.T) {
 			want: []string{"edge=10.0.1.5#9"},
 		},
 		{
-			name: "a cluster pool overlapping an older cluster's: nothing new, the older one untouched",
+			name: "overlapping pools of two profiles in one domain: shared address by address, oldest first",
 			clusters: []ClusterRequest{
-				{Key: "ns/old", Shards: []ShardRequest{own("10.0.2.0/29")}},
-				{Key: "ns/new", Shards: []ShardRequest{own("10.0.2.4-10.0.2.9")}},
+				{Key: "ns/older", Shards: []ShardRequest{own("10.0.2.4-10.0.2.9")}, Held: []v1alpha1.ShardVIPs{vips("edge", "10.0.2.4", 1)}},
+				{Key: "ns/newer", Shards: []ShardRequest{own("10.0.2.0/29")}, Held: []v1alpha1.ShardVIPs{vips("edge", "10.0.2.4", 1)}},
 			},
-			want: []string{"edge=10.0.2.1#1", "PoolOverlap"},
+			want: []string{"edge=10.0.2.4#1", "edge=10.0.2.1#2 AddressInUse"},
+		},
+		{
+			name: "router IDs from the cluster's range; a range used up is told, nothing taken from another",
+			clusters: []ClusterRequest{
+				{Key: "ns/a", Shards: []ShardRequest{own("10.0.9.0/29")}, RouterIDs: IDRange{10, 10}},
+				{Key: "ns/b", Shards: []ShardRequest{own("10.0.9.0/29")}, RouterIDs: IDRange{10, 10}},
+				{Key: "ns/c", Shards: []ShardRequest{own("10.0.9.0/29")}, RouterIDs: IDRange{9, 11}},
+			},
+			want:      []string{"edge=10.0.9.1#10", "edge= RouterIDsExhausted", "edge=10.0.9.2#9"},
+			inMessage: "every VRRP router ID of its range 10-10 is in use",
 		},
 		{
 			name: "an unparsable pool keeps what the shard holds, reserved from others",
@@ -83,17 +95,75 @@ func TestPlan(t *testing.T) {
 			clusters: []ClusterRequest{
 				{Key: "ns/a", Shards: []ShardRequest{{Shard: "edge", Pool: []string{"10.0.4.0/30"}, Count: 2}}, Held: []v1alpha1.ShardVIPs{vips("edge", "10.0.4.1", 1)}},
 			},
-			inUse: map[netip.Addr]string{netip.MustParseAddr("10.0.4.1"): "node n1 of ns/a"},
-			want:  []string{"edge=10.0.4.2#1 AddressInUse PoolExhausted"},
+			nodes:     map[netip.Addr][]NodeAddress{netip.MustParseAddr("10.0.4.2"): {{"ns/a", "n1"}}},
+			want:      []string{"edge=10.0.4.1#1 PoolExhausted"},
+			inMessage: "wants 2 VIPs, got 1 (in use: 10.0.4.2 by node n1 of ns/a)",
+		},
+		// Node addresses are written by each cluster's owner: they never take a held VIP away.
+		{
+			name: "a newer cluster's node reports an older cluster's VIP: the VIP stays, the newer cluster is told",
+			clusters: []ClusterRequest{
+				{Key: "ns/a", Shards: []ShardRequest{{Shard: "edge", Pool: []string{"10.0.5.0/29"}, Count: 1}}, Held: []v1alpha1.ShardVIPs{vips("edge", "10.0.5.1", 1)}},
+				{Key: "ns/b", Shards: []ShardRequest{{Shard: "edge", Pool: []string{"10.0.5.0/29"}, Count: 1}}},
+			},
+			nodes:     map[netip.Addr][]NodeAddress{netip.MustParseAddr("10.0.5.1"): {{"ns/b", "n9"}}},
+			want:      []string{"edge=10.0.5.1#1", "edge=10.0.5.2#2 NodeAddressConflict"},
+			inMessage: "node n9 of ns/b reports 10.0.5.1, a VIP of ns/a (shard edge)",
+		},
+		{
+			name: "an older cluster's node reports a newer cluster's VIP: the VIP stays too, the older cluster is told",
+			clusters: []ClusterRequest{
+				{Key: "ns/a", Shards: []ShardRequest{{Shard: "edge", Pool: []string{"10.0.7.0/29"}, Count: 1}}},
+				{Key: "ns/b", Shards: []ShardRequest{{Shard: "edge", Pool: []string{"10.0.7.0/29"}, Count: 1}}, Held: []v1alpha1.ShardVIPs{vips("edge", "10.0.7.2", 2)}},
+			},
+			nodes: map[netip.Addr][]NodeAddress{netip.MustParseAddr("10.0.7.2"): {{"ns/a", "n1"}}},
+			want:  []string{"edge=10.0.7.1#1 NodeAddressConflict", "edge=10.0.7.2#2"},
+		},
+		{
+			name: "a cluster's own VIP on its own node (a CPI reporting every NIC address) is no conflict",
+			clusters: []ClusterRequest{
+				{Key: "ns/a", Shards: []ShardRequest{{Shard: "edge", Pool: []string{"10.0.6.0/29"}, Count: 1}}, Held: []v1alpha1.ShardVIPs{vips("edge", "10.0.6.1", 1)}},
+			},
+			nodes: map[netip.Addr][]NodeAddress{netip.MustParseAddr("10.0.6.1"): {{"ns/a", "n1"}}},
+			want:  []string{"edge=10.0.6.1#1"},
+		},
+		{
+			name: "the holder's own node and another cluster's report one VIP: the other cluster is still told",
+			clusters: []ClusterRequest{
+				{Key: "ns/a", Shards: []ShardRequest{{Shard: "edge", Pool: []string{"10.0.6.0/29"}, Count: 1}}, Held: []v1alpha1.ShardVIPs{vips("edge", "10.0.6.1", 1)}},
+				{Key: "ns/b", Shards: []ShardRequest{{Shard: "edge", Pool: []string{"10.0.6.0/29"}, Count: 1}}},
+			},
+			nodes: map[netip.Addr][]NodeAddress{netip.MustParseAddr("10.0.6.1"): {{"ns/a", "n1"}, {"ns/b", "m1"}, {"ns/b", "m2"}}},
+			want:  []string{"edge=10.0.6.1#1", "edge=10.0.6.2#2 NodeAddressConflict"},
+		},
+		{
+			name: "a node address is never given as a new VIP",
+			clusters: []ClusterRequest{
+				{Key: "ns/a", Shards: []ShardRequest{{Shard: "edge", Pool: []string{"10.0.8.0/29"}, Count: 1}}},
+			},
+			nodes: map[netip.Addr][]NodeAddress{netip.MustParseAddr("10.0.8.1"): {{"ns/a", "n1"}}},
+			want:  []string{"edge=10.0.8.2#1"},
 		},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			got := Plan(tt.clusters, tt.inUse)
+			got := Plan(tt.clusters, tt.nodes)
 			for i, w := range tt.want {
 				if s := summary(got[i]); s != w {
 					t.Errorf("%s: %s, want %s (problems %+v)", tt.clusters[i].Key, s, w, got[i].Problems)
 				}
 			}
+			if tt.inMessage == "" {
+				return
+			}
+			for _, p := range got {
+				if len(p.Problems) > 0 {
+					if !strings.Contains(p.Problems[0].Message, tt.inMessage) {
+						t.Errorf("message %q, want it to say %q", p.Problems[0].Message, tt.inMessage)
+					}
+					return
+				}
+			}
+			t.Errorf("no problem, want one saying %q", tt.inMessage)
 		})
 	}
 }

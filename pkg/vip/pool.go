@@ -30,7 +30,7 @@ func ParsePool(entries []string) (Pool, error) {
 	if len(entries) == 0 {
 		return Pool{}, fmt.Errorf("no addresses: give CIDRs or ranges")
 	}
-	// Annotations are not bounded by the CRD's schema: keep the overlap check small.
+	// Objects stored before the CRD bounded pools are not bounded by its schema: keep the overlap check small.
 	if len(entries) > maxPoolEntries {
 		return Pool{}, fmt.Errorf("%d entries: at most %d", len(entries), maxPoolEntries)
 	}
@@ -114,18 +114,6 @@ func (p Pool) Contains(a netip.Addr) bool {
 	for _, r := range p.ranges {
 		if r.first.Compare(a) <= 0 && a.Compare(r.last) <= 0 {
 			return true
-		}
-	}
-	return false
-}
-
-// Overlaps reports whether p and o offer a common address.
-func (p Pool) Overlaps(o Pool) bool {
-	for _, a := range p.ranges {
-		for _, b := range o.ranges {
-			if a.first.Compare(b.last) <= 0 && b.first.Compare(a.last) <= 0 {
-				return true
-			}
 		}
 	}
 	return false

@@ -56,15 +56,6 @@ func TestParsePool(t *testing.T) {
 	}
 }
 
-func TestPoolOverlaps(t *testing.T) {
-	a, _ := ParsePool([]string{"192.0.2.0/29"})
-	b, _ := ParsePool([]string{"192.0.2.6-192.0.2.9"})
-	c, _ := ParsePool([]string{"192.0.2.8/29"})
-	if !a.Overlaps(b) || !b.Overlaps(c) || a.Overlaps(c) {
-		t.Fatal("overlap")
-	}
-}
-
 func TestAllocate(t *testing.T) {
 	pool, err := ParsePool([]string{"10.0.0.0/29"}) // .1 to .6
 	if err != nil {
@@ -104,10 +95,10 @@ func TestAllocate(t *testing.T) {
 			want: []want{{addrs: []string{"10.0.0.4"}, ids: []int{7}}, {addrs: []string{"10.0.0.1"}, ids: []int{1}, displaced: []string{"10.0.0.4"}}},
 		},
 		{
-			name:   "an address in use by something else is displaced and never given",
-			claims: []Claim{{Key: "a", Count: 1, Held: addrs("10.0.0.1"), HeldIDs: []int{1}}},
+			name:   "a held address something else reports stays; a free one in use is never given",
+			claims: []Claim{{Key: "a", Count: 2, Held: addrs("10.0.0.1"), HeldIDs: []int{1}}},
 			inUse:  map[netip.Addr]string{netip.MustParseAddr("10.0.0.1"): "node n1", netip.MustParseAddr("10.0.0.2"): "node n2"},
-			want:   []want{{addrs: []string{"10.0.0.3"}, ids: []int{1}, displaced: []string{"10.0.0.1"}}},
+			want:   []want{{addrs: []string{"10.0.0.1", "10.0.0.3"}, ids: []int{1, 2}}},
 		},
 		{
 			name:   "an address outside a shrunk pool is displaced",
@@ -129,6 +120,35 @@ func TestAllocate(t *testing.T) {
 				{addrs: []string{"10.0.0.1", "10.0.0.2", "10.0.0.3", "10.0.0.4"}, ids: []int{1, 4, 5, 6}, exhausted: "big wants 5 VIPs, got 4"},
 				{addrs: []string{"10.0.0.5", "10.0.0.6"}, ids: []int{2, 3}},
 			},
+		},
+		{
+			name:   "router IDs come from the claim's range, lowest free first",
+			claims: []Claim{{Key: "a", Count: 2, IDs: IDRange{10, 12}}, {Key: "b", Count: 1, IDs: IDRange{10, 12}}},
+			want:   []want{{addrs: []string{"10.0.0.1", "10.0.0.2"}, ids: []int{10, 11}}, {addrs: []string{"10.0.0.3"}, ids: []int{12}}},
+		},
+		{
+			name:   "a held ID outside a narrowed range is replaced, the address kept",
+			claims: []Claim{{Key: "a", Count: 1, Held: addrs("10.0.0.2"), HeldIDs: []int{1}, IDs: IDRange{20, 30}}},
+			want:   []want{{addrs: []string{"10.0.0.2"}, ids: []int{20}}},
+		},
+		{
+			name: "a range used up: the claim is told and keeps what it has; no ID is taken from another",
+			claims: []Claim{
+				{Key: "a", Count: 1, Held: addrs("10.0.0.1"), HeldIDs: []int{10}, IDs: IDRange{10, 11}},
+				{Key: "b", Count: 2, IDs: IDRange{10, 11}},
+			},
+			want: []want{
+				{addrs: []string{"10.0.0.1"}, ids: []int{10}},
+				{addrs: []string{"10.0.0.2"}, ids: []int{11}, exhausted: "every VRRP router ID of its range 10-11 is in use"},
+			},
+		},
+		{
+			name: "claims with different ranges still never share an ID",
+			claims: []Claim{
+				{Key: "a", Count: 1, Held: addrs("10.0.0.1"), HeldIDs: []int{5}, IDs: IDRange{1, 5}},
+				{Key: "b", Count: 1, Held: addrs("10.0.0.2"), HeldIDs: []int{5}, IDs: IDRange{5, 6}},
+			},
+			want: []want{{addrs: []string{"10.0.0.1"}, ids: []int{5}}, {addrs: []string{"10.0.0.2"}, ids: []int{6}}},
 		},
 		{
 			name:   "an invalid held ID is replaced, the address kept",

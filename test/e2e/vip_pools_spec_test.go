@@ -16,27 +16,32 @@ import (
 	"github.com/shardgate/shardgate/test/framework"
 )
 
-// TestVIPPoolConditions: clusters register with their own VIP pools (source annotation) and the
-// seed allocates across them: an overlapping pool, an exhausted pool and an address that turns
-// out to be a node's each give a clear VIPsAvailable reason and message, and the other clusters'
-// VIPs stay as they were. (Simulated nodes: no keepalived runs, so allocated VIPs are reported not held.)
+// TestVIPPoolConditions: the operator gives clusters their VIP pools, L2 domains and router IDs
+// through profiles, and the seed allocates across them: an exhausted pool, a node reporting
+// another cluster's VIP and a cluster's own VIP on its own node each give a clear VIPsAvailable
+// reason and message, the VIPs held stay where they are, and a source annotation naming a domain
+// of its own is not read (its SourceAvailable says so). (Simulated nodes: no keepalived runs, so
+// allocated VIPs are reported not held.)
 func TestVIPPoolConditions(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	env := framework.StartEnvironment(t, framework.EnvironmentOptions{UserClusters: 3, SimulatedNodes: true})
 	seed := env.Seed
 	framework.StartController(t, seed, "--dns-zone=pools.test")
-	createProfile(ctx, t, seed, "vips", nil, v1alpha1.DNSSettings{},
-		v1alpha1.ShardSpec{Name: v1alpha1.DefaultShardName, Publishing: v1alpha1.PublishNodePort},
-		v1alpha1.ShardSpec{Name: "edge", Publishing: v1alpha1.PublishVIP, VIP: &v1alpha1.VIPSettings{Count: 2}})
-	register := func(name string, u *framework.ControlPlane, pool string) {
-		registerKubeconfigSecret(ctx, t, seed, "default", name, name, u, nil)
-		s := &corev1.Secret{}
-		must(t, seed.Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: name}, s))
-		s.Annotations[v1alpha1.VIPPoolAnnotation] = pool
-		must(t, seed.Client.Update(ctx, s))
+	vipProfile := func(name string, vip v1alpha1.ClusterVIPSettings) {
+		must(t, seed.Client.Create(ctx, &v1alpha1.IngressProfile{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: v1alpha1.IngressProfileSpec{
+			ClusterSelector: metav1.LabelSelector{MatchLabels: map[string]string{"vips": name}},
+			Shards: []v1alpha1.ShardSpec{{Name: v1alpha1.DefaultShardName, Publishing: v1alpha1.PublishNodePort},
+				{Name: "edge", Publishing: v1alpha1.PublishVIP, VIP: &v1alpha1.VIPSettings{Count: 2}}},
+			VIP: vip}}))
 	}
-	// vipsOf is the cluster's VIPs and VIPsAvailable reason.
+	vipProfile("shared", v1alpha1.ClusterVIPSettings{Pool: []string{"10.77.0.0/29"}})
+	vipProfile("rack", v1alpha1.ClusterVIPSettings{Pool: []string{"10.78.0.0/31"}, L2Domain: "rack-c",
+		RouterIDs: &v1alpha1.RouterIDRange{First: 20, Last: 29}})
+	register := func(name string, u *framework.ControlPlane, profile string) {
+		registerKubeconfigSecret(ctx, t, seed, "default", name, name, u, map[string]string{"vips": profile})
+	}
+	// vipsOf is the cluster's VIPs (address#routerID) and VIPsAvailable reason and message.
 	vipsOf := func(name string) (string, string, string) {
 		ci := &v1alpha1.ClusterIngress{}
 		if err := seed.Client.Get(ctx, key(name), ci); err != nil {
@@ -45,7 +50,7 @@ func TestVIPPoolConditions(t *testing.T) {
 		var as []string
 		for _, s := range ci.Status.VIPs {
 			for _, a := range s.Addresses {
-				as = append(as, a.Address)
+				as = append(as, fmt.Sprintf("%s#%d", a.Address, a.RouterID))
 			}
 		}
 		c := meta.FindStatusCondition(ci.Status.Conditions, v1alpha1.ConditionVIPsAvailable)
@@ -71,23 +76,40 @@ func TestVIPPoolConditions(t *testing.T) {
 		})
 	}
 
-	register("a", env.Users[0], "10.77.0.0/30")
-	want("a", "10.77.0.1,10.77.0.2", v1alpha1.ReasonVIPsNotHeld, "no node holds 10.77.0.1")
+	register("a", env.Users[0], "shared")
+	want("a", "10.77.0.1#1,10.77.0.2#2", v1alpha1.ReasonVIPsNotHeld, "no node holds 10.77.0.1")
+	register("b", env.Users[1], "shared")
+	want("b", "10.77.0.3#3,10.77.0.4#4", v1alpha1.ReasonVIPsNotHeld, "no node holds 10.77.0.3")
 
-	register("b", env.Users[1], "10.77.0.2-10.77.0.5")
-	want("b", "", v1alpha1.ReasonPoolOverlap, "overlaps the pool of default/a")
+	// b's owner writes a's VIP into a node's addresses: a keeps it; b, whose node it is, is told.
+	addNodes(ctx, t, env.Users[1], nodeSpec("b1", "10.77.0.1"))
+	want("b", "10.77.0.3#3,10.77.0.4#4", v1alpha1.ReasonNodeAddressConflict, "node b1 of default/b reports 10.77.0.1, a VIP of default/a")
 
+	// c's profile puts it in an L2 domain of its own with router IDs 20-29.
 	addNodes(ctx, t, env.Users[2], nodeSpec("c1", "10.78.0.1"))
-	register("c", env.Users[2], "10.78.0.0/31")
-	want("c", "10.78.0.0", v1alpha1.ReasonPoolExhausted, "wants 2 VIPs, got 1 (in use: 10.78.0.1 by node c1 of default/c)")
-
-	// c's VIP turns out to be the address of a node that joins: given up (AddressInUse when it
-	// happens), and from then on the pool is exhausted, saying which nodes have its addresses.
+	register("c", env.Users[2], "rack")
+	want("c", "10.78.0.0#20", v1alpha1.ReasonPoolExhausted, "wants 2 VIPs, got 1 (in use: 10.78.0.1 by node c1 of default/c)")
+	// c's own VIP on a node of c (a cloud provider reporting every NIC address) changes nothing.
 	addNodes(ctx, t, env.Users[2], nodeSpec("c2", "10.78.0.0"))
-	want("c", "", v1alpha1.ReasonPoolExhausted, "10.78.0.0 by node c2 of default/c, 10.78.0.1 by node c1 of default/c")
+	want("c", "10.78.0.0#20", v1alpha1.ReasonPoolExhausted, "wants 2 VIPs, got 1 (in use: 10.78.0.1 by node c1 of default/c)")
+
+	// a's source names a domain and pool of its own: not read, and a is told why.
+	s := &corev1.Secret{}
+	must(t, seed.Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: "a"}, s))
+	s.Annotations[v1alpha1.L2DomainAnnotation], s.Annotations[v1alpha1.VIPPoolAnnotation] = "mine", "10.77.0.0/30"
+	must(t, seed.Client.Update(ctx, s))
+	eventually(ctx, t, time.Minute, func() (bool, string) {
+		ci := &v1alpha1.ClusterIngress{}
+		if err := seed.Client.Get(ctx, key("a"), ci); err != nil {
+			return false, err.Error()
+		}
+		c := meta.FindStatusCondition(ci.Status.Conditions, v1alpha1.ConditionSourceAvailable)
+		return c != nil && strings.Contains(c.Message, v1alpha1.L2DomainAnnotation+" are not read") && ci.Spec.VIP.L2Domain == "",
+			fmt.Sprintf("a: domain %q, SourceAvailable %+v", ci.Spec.VIP.L2Domain, c)
+	})
 
 	// Nothing of that disturbed a.
-	if v, r, _ := vipsOf("a"); v != "10.77.0.1,10.77.0.2" || r != v1alpha1.ReasonVIPsNotHeld {
+	if v, r, _ := vipsOf("a"); v != "10.77.0.1#1,10.77.0.2#2" || r != v1alpha1.ReasonVIPsNotHeld {
 		t.Fatalf("a disturbed: %s %s", v, r)
 	}
 	ci := &v1alpha1.ClusterIngress{}

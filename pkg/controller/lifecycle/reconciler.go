@@ -3,6 +3,7 @@ package lifecycle
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -76,7 +77,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		Invalid: invalid, DefaultZone: r.DefaultZone, Now: r.Clock.Now(), Grace: r.RemovalGrace})
 	switch d.Action {
 	case sources.LifecycleApply:
-		err = r.apply(ctx, req.NamespacedName, ci, d.Spec)
+		err = r.apply(ctx, req.NamespacedName, ci, d.Spec, src.IgnoredVIPAnnotations)
 	case sources.LifecycleMarkMissing:
 		log.FromContext(ctx).Info("cluster source missing; keeping the cluster for the grace period", "grace", r.RemovalGrace)
 		err = r.setSourceCondition(ctx, ci, metav1.ConditionFalse, v1alpha1.ReasonSourceMissing,
@@ -147,8 +148,9 @@ func (r *Reconciler) source(ctx context.Context, key types.NamespacedName, ci *v
 	return nil, known, nil
 }
 
-// apply creates or updates the ClusterIngress with spec and marks its source present.
-func (r *Reconciler) apply(ctx context.Context, key types.NamespacedName, ci *v1alpha1.ClusterIngress, spec v1alpha1.ClusterIngressSpec) error {
+// apply creates or updates the ClusterIngress with spec and marks its source present, naming the
+// VIP annotations it carries that are not read (their users learn where pools are set now).
+func (r *Reconciler) apply(ctx context.Context, key types.NamespacedName, ci *v1alpha1.ClusterIngress, spec v1alpha1.ClusterIngressSpec, ignored []string) error {
 	if ci == nil {
 		ci = &v1alpha1.ClusterIngress{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
 	}
@@ -174,7 +176,12 @@ func (r *Reconciler) apply(ctx context.Context, key types.NamespacedName, ci *v1
 	if op != controllerutil.OperationResultNone {
 		log.FromContext(ctx).Info("ClusterIngress "+string(op), "profile", spec.Profile, "clusterID", spec.ClusterID)
 	}
-	return r.setSourceCondition(ctx, ci, metav1.ConditionTrue, v1alpha1.ReasonSourcePresent, "the "+sourceDescription(spec.ClusterRef.Kind)+" exists")
+	msg := "the " + sourceDescription(spec.ClusterRef.Kind) + " exists"
+	if len(ignored) > 0 {
+		msg += "; its annotations " + strings.Join(ignored, ", ") + " are not read: VIP pools, L2 domains and " +
+			"router IDs are set by the operator in the IngressProfile (spec.vip)"
+	}
+	return r.setSourceCondition(ctx, ci, metav1.ConditionTrue, v1alpha1.ReasonSourcePresent, msg)
 }
 
 // legacyClusterIngressLabel was set by earlier versions on ClusterIngresses and DNSEndpoints.

@@ -278,3 +278,35 @@ func TestClusterKeysIncludeSourcesWithoutAClusterIngress(t *testing.T) {
 		t.Fatalf("keys without Secrets: %v, want %v", got, want)
 	}
 }
+
+// TestVIPAnnotationsAreNotReadAndSaySo: a source naming a VIP pool and L2 domain of its own does
+// not get them (the profile decides: item 15 of issue 28), and its SourceAvailable says why.
+func TestVIPAnnotationsAreNotReadAndSaySo(t *testing.T) {
+	e := setup(t)
+	key := e.secret(t, "c1", e.sel)
+	s := &corev1.Secret{}
+	must(t, e.c.Get(context.Background(), key, s))
+	s.Annotations = map[string]string{v1alpha1.L2DomainAnnotation: "mine", v1alpha1.VIPPoolAnnotation: "192.0.2.0/28"}
+	must(t, e.c.Update(context.Background(), s))
+	p := &v1alpha1.IngressProfile{}
+	must(t, e.c.Get(context.Background(), client.ObjectKey{Name: e.ns}, p))
+	p.Spec.VIP = v1alpha1.ClusterVIPSettings{L2Domain: "hall-1", RouterIDs: &v1alpha1.RouterIDRange{First: 7, Last: 9}}
+	must(t, e.c.Update(context.Background(), p))
+	controllertest.Reconcile(t, e.r, key, 1)
+	ci := e.ci(t, key)
+	if ci == nil || ci.Spec.VIP.L2Domain != "hall-1" || len(ci.Spec.VIP.Pool) != 0 || ci.Spec.VIP.RouterIDs == nil || ci.Spec.VIP.RouterIDs.First != 7 {
+		t.Fatalf("VIP settings: %+v", ci)
+	}
+	if c := e.posted(key); c.Status != metav1.ConditionTrue ||
+		c.Message != "the kubeconfig Secret exists; its annotations shardgate.io/vip-pool, shardgate.io/l2-domain are not read: "+
+			"VIP pools, L2 domains and router IDs are set by the operator in the IngressProfile (spec.vip)" {
+		t.Fatalf("SourceAvailable: %+v", c)
+	}
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}

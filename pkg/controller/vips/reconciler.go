@@ -80,10 +80,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 }
 
 // Request is what a cluster asks of its L2 domain: each VIP shard with its pool (the shard's
-// own, else the cluster's) and count, and what its status holds. A cluster being deleted asks
-// for nothing new and keeps what it holds until it is gone (its routers may still hold them).
+// own, else the profile's) and count, the profile's router IDs, and what its status holds. A
+// cluster being deleted asks for nothing new and keeps what it holds until it is gone (its
+// routers may still hold them).
 func Request(ci *v1alpha1.ClusterIngress) vip.ClusterRequest {
 	r := vip.ClusterRequest{Key: ci.Namespace + "/" + ci.Name, Held: ci.Status.VIPs}
+	if ids := ci.Spec.VIP.RouterIDs; ids != nil {
+		r.RouterIDs = vip.IDRange{First: int(ids.First), Last: int(ids.Last)}
+	}
 	for _, s := range vipShards(ci) {
 		sr := vip.ShardRequest{Shard: s.Name, Count: 1}
 		if s.VIP != nil {
@@ -93,7 +97,7 @@ func Request(ci *v1alpha1.ClusterIngress) vip.ClusterRequest {
 			}
 		}
 		if len(sr.Pool) == 0 {
-			sr.Pool, sr.FromCluster = ci.Spec.VIP.Pool, true
+			sr.Pool = ci.Spec.VIP.Pool
 		}
 		if ci.DeletionTimestamp != nil {
 			sr.Count = 0
@@ -119,9 +123,9 @@ func vipShards(ci *v1alpha1.ClusterIngress) []v1alpha1.ShardSpec {
 }
 
 // nodeAddresses are the addresses of the domain's clusters' nodes (from the clusters observable
-// now): a VIP must never be one of them.
-func (r *Reconciler) nodeAddresses(ctx context.Context, members []v1alpha1.ClusterIngress) map[netip.Addr]string {
-	out := map[netip.Addr]string{}
+// now) and whose node reports each: never given as a new VIP (vip.Plan).
+func (r *Reconciler) nodeAddresses(ctx context.Context, members []v1alpha1.ClusterIngress) map[netip.Addr][]vip.NodeAddress {
+	out := map[netip.Addr][]vip.NodeAddress{}
 	for _, m := range members {
 		cluster, ok := r.Access.Get(client.ObjectKeyFromObject(&m))
 		if !ok || !cluster.Observable() {
@@ -134,7 +138,7 @@ func (r *Reconciler) nodeAddresses(ctx context.Context, members []v1alpha1.Clust
 		for _, n := range nodes {
 			for _, a := range n.Status.Addresses {
 				if ip, err := netip.ParseAddr(a.Address); err == nil {
-					out[ip.Unmap()] = "node " + n.Name + " of " + m.Namespace + "/" + m.Name
+					out[ip.Unmap()] = append(out[ip.Unmap()], vip.NodeAddress{Cluster: m.Namespace + "/" + m.Name, Node: n.Name})
 				}
 			}
 		}

@@ -166,16 +166,27 @@ func TestVIPsAllocatedObservedAndReleased(t *testing.T) {
 		t.Fatalf("homes after a router moved: %s", h)
 	}
 
-	// A node of the domain that turns out to have b's VIP: b gives it up, is told, and moves.
-	must(t, ub.Client.Create(context.Background(), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n9"},
+	// A node of a reports b's VIP (O of a wrote it into its node status): b keeps its VIP, and a,
+	// whose node it is, is told.
+	must(t, ua.Client.Create(context.Background(), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n9"},
 		Status: corev1.NodeStatus{Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "10.9.0.3"}}}}))
 	controllertest.Reconcile(t, r, b, 1)
-	got, c := vipsOf(t, seed.Client, b)
-	if got != "10.9.0.4#3@" || c.Reason != v1alpha1.ReasonAddressInUse || !strings.Contains(c.Message, "10.9.0.3") || !strings.Contains(c.Message, "node n9") {
-		t.Fatalf("b after its VIP showed up on a node: %s %+v", got, c)
+	if got, c := vipsOf(t, seed.Client, b); got != "10.9.0.3#3@" || c.Reason != v1alpha1.ReasonVIPsNotHeld {
+		t.Fatalf("b after another cluster's node reported its VIP: %s %+v", got, c)
 	}
-	if got, _ := vipsOf(t, seed.Client, a); got != "10.9.0.1#1@ 10.9.0.2#2@" {
-		t.Fatalf("a disturbed: %s", got)
+	controllertest.Reconcile(t, r, a, 1)
+	got, c := vipsOf(t, seed.Client, a)
+	if got != "10.9.0.1#1@ 10.9.0.2#2@" || c.Reason != v1alpha1.ReasonNodeAddressConflict ||
+		!strings.Contains(c.Message, "node n9 of "+ns+"/a reports 10.9.0.3, a VIP of "+ns+"/b") {
+		t.Fatalf("a, whose node reports b's VIP: %s %+v", got, c)
+	}
+	// b's own VIP on b's own node (a cloud provider reporting every NIC address) changes nothing.
+	must(t, ub.Client.Create(context.Background(), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n8"},
+		Status: corev1.NodeStatus{Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "10.9.0.3"}}}}))
+	must(t, ua.Client.Delete(context.Background(), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n9"}}))
+	controllertest.Reconcile(t, r, b, 1)
+	if got, c := vipsOf(t, seed.Client, b); got != "10.9.0.3#3@" || c.Reason != v1alpha1.ReasonVIPsNotHeld {
+		t.Fatalf("b with its own VIP on its own node: %s %+v", got, c)
 	}
 
 	// The VIP shard removed: its VIPs are released and the condition goes.
