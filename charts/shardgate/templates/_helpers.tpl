@@ -40,7 +40,7 @@ app.kubernetes.io/component: seed-controller
 - --source-removal-grace={{ .Values.sources.removalGrace }}
 - --kubeconfig-resync-period={{ .Values.sources.kubeconfigResyncPeriod }}
 - --allow-insecure-kubeconfigs={{ .Values.sources.allowInsecureKubeconfigs }}
-- --acme-orders-per-week={{ .Values.tls.newOrdersPerWeek }}
+- --acme-orders-per-week={{ .Values.tls.newOrdersPerWeek | default 20 }}
 - --kube-api-qps={{ .Values.kubeAPI.qps }}
 - --kube-api-burst={{ .Values.kubeAPI.burst }}
 - --metrics-bind-address=:{{ .Values.metrics.port }}
