@@ -31,7 +31,7 @@ func TestClaimPastTheCertificatesNamesSaysSo(t *testing.T) {
 	}
 	ci := &v1alpha1.ClusterIngress{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c1"}, Spec: v1alpha1.ClusterIngressSpec{
 		Shards: shards, Claims: v1alpha1.ClaimSettings{Allowed: true},
-		TLS:    v1alpha1.ResolveTLS(v1alpha1.TLSSettings{IssuerRef: &v1alpha1.IssuerReference{Name: "le"}})}}
+		TLS: v1alpha1.ResolveTLS(v1alpha1.TLSSettings{IssuerRef: &v1alpha1.IssuerReference{Name: "le"}})}}
 	must(t, seed.Create(ctx, ci))
 	ci.Status.Domain = "c1.z.test"
 	must(t, seed.Status().Update(ctx, ci))
