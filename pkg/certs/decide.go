@@ -73,9 +73,9 @@ func Decide(o Observed) metav1.Condition {
 	case o.KeyPairErr != nil:
 		return cond(metav1.ConditionFalse, v1alpha1.ReasonCertificateInvalid, "the issued Secret: "+o.KeyPairErr.Error())
 	case kp != nil && len(kp.Beyond(o.Names)) > 0:
-		return metav1.Condition{Type: v1alpha1.ConditionCertificateReady, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonCertificateUnexpectedNames,
-			Message: fmt.Sprintf("the issued certificate is valid for %d name(s) the cluster's Certificate does not ask for: it is not handed to the routers%s",
-				len(kp.Beyond(o.Names)), o.progress())}
+		return metav1.Condition{Type: v1alpha1.ConditionCertificateReady, Status: metav1.ConditionFalse,
+			Reason: v1alpha1.ReasonCertificateUnexpectedNames, Message: fmt.Sprintf("the issued certificate is valid for %d name(s) "+
+				"the cluster's Certificate does not ask for: it is not handed to the routers%s", len(kp.Beyond(o.Names)), o.progress())}
 	case o.Queued != nil:
 		return cond(metav1.ConditionFalse, v1alpha1.ReasonIssuanceQueued, o.Queued.message(o.Certificate == nil))
 	case kp != nil && !o.Now.Before(kp.Leaf.NotAfter):

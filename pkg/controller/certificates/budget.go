@@ -29,7 +29,8 @@ const (
 // order already in the ledger cost nothing; anything else takes its turn in the seed's budget
 // (certs.Schedule) and is recorded before the Certificate asks for it. Not granted: at is when
 // its turn comes.
-func (r *Reconciler) grant(ctx context.Context, ci *v1alpha1.ClusterIngress, wanted []string, first bool, now time.Time) (ok bool, at time.Time, err error) {
+func (r *Reconciler) grant(ctx context.Context, ci *v1alpha1.ClusterIngress, wanted []string, first bool,
+	now time.Time) (ok bool, at time.Time, err error) {
 	key := client.ObjectKeyFromObject(ci).String()
 	legacy := &cmapi.Certificate{}
 	err = r.Client.Get(ctx, client.ObjectKey{Namespace: ci.Namespace, Name: certs.LegacyCertificateName(ci.Name)}, legacy)
@@ -56,7 +57,8 @@ func (r *Reconciler) grant(ctx context.Context, ci *v1alpha1.ClusterIngress, wan
 	if at = certs.Schedule(r.OrdersPerWeek, orders, waiting, now)[key]; at.After(now) {
 		return false, at, nil
 	}
-	ledger.Data = map[string]string{ledgerKey: certs.FormatLedger(append(orders, certs.Order{Cluster: key, Names: certs.NamesKey(wanted), At: now}), now)}
+	orders = append(orders, certs.Order{Cluster: key, Names: certs.NamesKey(wanted), At: now})
+	ledger.Data = map[string]string{ledgerKey: certs.FormatLedger(orders, now)}
 	if ledger.ResourceVersion == "" {
 		err = r.Client.Create(ctx, ledger, client.FieldOwner(v1alpha1.FieldOwner))
 	} else {
@@ -115,7 +117,8 @@ func (r *Reconciler) waiting(ctx context.Context, orders []certs.Order, now time
 		if certs.Ordered(orders, key.String(), certs.NamesKey(wanted), now) {
 			continue
 		}
-		if legacy := byKey[client.ObjectKey{Namespace: ci.Namespace, Name: certs.LegacyCertificateName(ci.Name)}]; legacy != nil && renews(legacy, ci, wanted) {
+		legacy := byKey[client.ObjectKey{Namespace: ci.Namespace, Name: certs.LegacyCertificateName(ci.Name)}]
+		if legacy != nil && renews(legacy, ci, wanted) {
 			continue
 		}
 		out = append(out, certs.Waiting{Cluster: key.String(), Created: ci.CreationTimestamp.Time, First: granted == nil})

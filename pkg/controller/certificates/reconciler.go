@@ -245,7 +245,8 @@ func merge(into, from map[string]string) map[string]string {
 
 // observe gathers what Decide needs: the issuer, the newest request with its ACME order and
 // challenges, and the issued key pair (cert nil: no Certificate yet, only the issuer).
-func (r *Reconciler) observe(ctx context.Context, ci *v1alpha1.ClusterIngress, cert *cmapi.Certificate, names []string, now time.Time) (certs.Observed, error) {
+func (r *Reconciler) observe(ctx context.Context, ci *v1alpha1.ClusterIngress, cert *cmapi.Certificate, names []string,
+	now time.Time) (certs.Observed, error) {
 	obs := certs.Observed{Names: names, Certificate: cert, Now: now}
 	var err error
 	if obs.IssuerFound, obs.IssuerReady, err = r.issuer(ctx, ci); err != nil || cert == nil {
