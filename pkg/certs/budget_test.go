@@ -1,6 +1,7 @@
 package certs
 
 import (
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -111,7 +112,7 @@ func TestLedger(t *testing.T) {
 	if !Ordered(back, "ns/b", "k2", now) || Ordered(back, "ns/b", "k3", now) || Ordered(orders, "ns/a", "k1", now) {
 		t.Fatal("Ordered")
 	}
-	if _, err := ParseLedger("{not json"); err != ErrLedger {
+	if _, err := ParseLedger("{not json"); !errors.Is(err, ErrLedger) {
 		t.Fatalf("garbage ledger: %v", err)
 	}
 	if o, err := ParseLedger(""); err != nil || o != nil {
