@@ -129,6 +129,13 @@ const (
 	ReasonCertificateMismatched = "NamesNotCovered"
 	ReasonCertificateInvalid    = "InvalidKeyPair"
 	ReasonCertManagerMissing    = "CertManagerNotInstalled"
+	// ReasonIssuanceQueued: a first certificate or new names wait for the seed's ACME budget.
+	ReasonIssuanceQueued = "IssuanceQueued"
+	// ReasonCertificateUnexpectedNames: the issued key pair names more than the cluster's
+	// Certificate asks for; it is never handed to the routers.
+	ReasonCertificateUnexpectedNames = "UnexpectedNames"
+	// ReasonNamesLeftOut (with True): served, but shards past the 100-name limit are not covered.
+	ReasonNamesLeftOut = "NamesLeftOut"
 	// VIPsAvailable reasons.
 	ReasonVIPsHeld    = "VIPsHeld"
 	ReasonVIPsNotHeld = "VIPsNotHeld"

@@ -8,10 +8,11 @@ import (
 // the cluster domain, its wildcard and every shard's wildcard, and every router serves it as
 // its default certificate.
 type TLSSettings struct {
-	// issuerRef is the cert-manager issuer that signs the clusters' certificates. An Issuer must
-	// live in the namespace of each cluster's ClusterIngress (the namespace of its Cluster or
-	// kubeconfig Secret); a ClusterIssuer serves every namespace. Wildcard names need an ACME
-	// issuer with a DNS-01 solver (or a CA issuer).
+	// issuerRef is the cert-manager issuer that signs the clusters' certificates. The
+	// Certificates live in Shardgate's certificate namespace (the controller's
+	// --certificate-namespace), and an Issuer must live there too: no one else's Certificates can
+	// use it. A ClusterIssuer serves every namespace of the seed, tenants' included. Wildcard
+	// names need an ACME issuer with a DNS-01 solver (or a CA issuer).
 	// +optional
 	IssuerRef *IssuerReference `json:"issuerRef,omitempty"`
 
@@ -85,9 +86,12 @@ func ResolveTLS(t TLSSettings) TLSSettings {
 
 // CertificateStatus is what the cluster's certificate holds, read from the issued Secret.
 type CertificateStatus struct {
-	// name of the cert-manager Certificate (and of its Secret) in this namespace.
+	// name of the cert-manager Certificate (and of its Secret) in Shardgate's certificate
+	// namespace.
 	Name string `json:"name"`
-	// dnsNames the certificate must cover.
+	// dnsNames the Certificate asks for: the cluster's names, at most 100, as far as the seed's
+	// ACME budget granted them (a queued change shows the names still in force). The issued
+	// certificate must name exactly these.
 	// +optional
 	DNSNames []string `json:"dnsNames,omitempty"`
 	// serialNumber of the issued certificate (hex), empty before the first issuance.

@@ -165,7 +165,7 @@ func addControllers(mgr ctrl.Manager, o options) error {
 	if err := dns.Add(mgr, dns.Config{Access: engager, ServedZones: o.servedZones, Concurrency: o.dnsConcurrency, Verifier: verifier, Board: board}); err != nil {
 		return err
 	}
-	if err := shards.Add(mgr, engager, board, o.concurrency, o.canaryInterval > 0); err != nil {
+	if err := shards.Add(mgr, engager, board, o.concurrency, o.canaryInterval > 0, o.certificateNamespace); err != nil {
 		return err
 	}
 	if o.canaryInterval > 0 {
@@ -177,7 +177,7 @@ func addControllers(mgr ctrl.Manager, o options) error {
 		return err
 	}
 	if err := certificates.Add(mgr, certificates.Config{CertManager: certs.NewCertManagerAPI(dc, ctrl.Log.WithName("cert-manager")),
-		Concurrency: o.concurrency}); err != nil {
+		Concurrency: o.concurrency, Namespace: o.certificateNamespace, OrdersPerWeek: o.acmeOrdersPerWeek}); err != nil {
 		return err
 	}
 	if err := vips.Add(mgr, engager); err != nil {

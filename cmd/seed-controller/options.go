@@ -38,6 +38,8 @@ type options struct {
 	kubeconfigResync        time.Duration
 	concurrency             int
 	routedIPJobNamespace    string
+	certificateNamespace    string
+	acmeOrdersPerWeek       int
 	dnsVerifyServers        stringList
 	dnsVerifyQPS            float64
 	dnsVerifyInterval       time.Duration
@@ -114,6 +116,8 @@ func (o *options) bind(fs *flag.FlagSet) {
 	fs.BoolVar(&o.sharding, "sharding", false, "share the user clusters with the other replicas (each holds a Lease; rendezvous hashing assigns clusters; a per-cluster Lease fences hand-overs) instead of one leader doing all")
 	fs.StringVar(&o.replicaID, "replica-id", "", "this replica's identity for --sharding (default: $POD_NAME, else the host name)")
 	fs.DurationVar(&o.shardLease, "sharding-lease-duration", 10*time.Second, "with --sharding: a replica whose Lease was not renewed for this long is gone and its clusters are taken over")
+	fs.StringVar(&o.certificateNamespace, "certificate-namespace", "", "seed namespace of the clusters' cert-manager Certificates, their Secrets, the ACME order ledger and a namespaced Issuer (default: the controller's own namespace); no tenant may write there")
+	fs.IntVar(&o.acmeOrdersPerWeek, "acme-orders-per-week", 20, "the seed's budget of new ACME orders (first certificates and changed name sets, not renewals) per week; Let's Encrypt allows 50 new certificates per registered domain per week")
 	fs.StringVar(&o.routedIPJobNamespace, "routed-ip-job-namespace", "", "seed namespace where ClusterRoutedIPClass Jobs run and their fromSecretsRef Secrets live (default: the controller's own namespace; none: routed IPs are off)")
 }
 
@@ -187,6 +191,12 @@ func (o *options) validate() error {
 	}
 	if o.routedIPJobNamespace == "" {
 		o.routedIPJobNamespace = ownNamespace()
+	}
+	if o.certificateNamespace == "" {
+		o.certificateNamespace = ownNamespace()
+	}
+	if o.acmeOrdersPerWeek < 1 {
+		return fmt.Errorf("--acme-orders-per-week must be at least 1")
 	}
 	if len(o.servedZones) == 0 && o.dnsZone != "" {
 		o.servedZones = stringList{o.dnsZone}

@@ -15,8 +15,14 @@ import (
 
 // Observed is what the certificates controller gathered about one cluster's certificate.
 type Observed struct {
-	// Names the certificate must cover (DNSNames).
+	// Names the Certificate asks for (the names granted to it): the issued key pair must name
+	// exactly these.
 	Names []string
+	// Queued: the cluster's names changed (or it has no certificate yet) and the new order waits
+	// for the seed's ACME budget.
+	Queued *Queued
+	// LeftOut are the shards whose names do not fit in one certificate (MaxNames).
+	LeftOut []string
 	// Certificate as cert-manager reports it; nil before it exists.
 	Certificate *cmapi.Certificate
 	// IssuerFound: the issuer the Certificate names exists (unknown for external groups: true).
@@ -34,20 +40,30 @@ type Observed struct {
 	Now        time.Time
 }
 
+// Queued is a new order waiting for the seed's ACME budget.
+type Queued struct {
+	// At is when it may be placed (Schedule).
+	At time.Time
+	// PerWeek is the seed's budget of new orders per OrderWindow.
+	PerWeek int
+}
+
 // maxMessage bounds what is copied from cert-manager and ACME servers into a condition.
 const maxMessage = 400
 
 // Decide is CertificateReady for what was observed, and the certificate status to report.
 //
 // True needs all of: cert-manager calls the Certificate Ready, the Secret's key pair is valid now
-// and covers every name. Issuance problems win over an older valid certificate (the routers
-// keep serving it, and the message says until when), so a failing issuer is never silent.
+// and names exactly the names asked for, and no new order is queued. Issuance problems win over
+// an older valid certificate (the routers keep serving it, and the message says until when), so
+// a failing issuer is never silent. A key pair naming anything else is refused with a fixed
+// message (what it names is not repeated: it is not the cluster's).
 func Decide(o Observed) metav1.Condition {
 	cond := func(status metav1.ConditionStatus, reason, msg string) metav1.Condition {
 		return metav1.Condition{Type: v1alpha1.ConditionCertificateReady, Status: status, Reason: reason, Message: bound(msg + o.serving())}
 	}
 	if !o.IssuerFound {
-		return cond(metav1.ConditionFalse, v1alpha1.ReasonIssuerNotFound, "the issuer the profile names does not exist (an Issuer must be in the ClusterIngress' namespace)")
+		return cond(metav1.ConditionFalse, v1alpha1.ReasonIssuerNotFound, "the issuer the profile names does not exist (an Issuer must be in Shardgate's certificate namespace)")
 	}
 	if reason, msg, failed := o.failure(); failed {
 		return cond(metav1.ConditionFalse, reason, msg)
@@ -56,6 +72,12 @@ func Decide(o Observed) metav1.Condition {
 	switch {
 	case o.KeyPairErr != nil:
 		return cond(metav1.ConditionFalse, v1alpha1.ReasonCertificateInvalid, "the issued Secret: "+o.KeyPairErr.Error())
+	case kp != nil && len(kp.Beyond(o.Names)) > 0:
+		return metav1.Condition{Type: v1alpha1.ConditionCertificateReady, Status: metav1.ConditionFalse,
+			Reason: v1alpha1.ReasonCertificateUnexpectedNames, Message: fmt.Sprintf("the issued certificate is valid for %d name(s) "+
+				"the cluster's Certificate does not ask for: it is not handed to the routers%s", len(kp.Beyond(o.Names)), o.progress())}
+	case o.Queued != nil:
+		return cond(metav1.ConditionFalse, v1alpha1.ReasonIssuanceQueued, o.Queued.message(o.Certificate == nil))
 	case kp != nil && !o.Now.Before(kp.Leaf.NotAfter):
 		return cond(metav1.ConditionFalse, v1alpha1.ReasonCertificateExpired, "the certificate expired at "+kp.Leaf.NotAfter.UTC().Format(time.RFC3339)+o.progress())
 	case kp != nil && len(kp.Uncovered(o.Names)) > 0:
@@ -65,12 +87,36 @@ func Decide(o Observed) metav1.Condition {
 		if c := o.Certificate; c != nil && c.Status.RenewalTime != nil {
 			msg += ", renewal at " + c.Status.RenewalTime.UTC().Format(time.RFC3339)
 		}
+		if len(o.LeftOut) > 0 {
+			// The cluster is served; the shards past the limit are not, and say so.
+			return metav1.Condition{Type: v1alpha1.ConditionCertificateReady, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonNamesLeftOut,
+				Message: bound(msg + "; " + LeftOutMessage(o.LeftOut))}
+		}
 		return metav1.Condition{Type: v1alpha1.ConditionCertificateReady, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonCertificateIssued, Message: msg}
 	}
 	if c := o.IssuerReady; c != nil && c.Status != cmmeta.ConditionTrue {
 		return cond(metav1.ConditionFalse, v1alpha1.ReasonIssuerNotReady, "issuer not ready: "+c.Reason+": "+c.Message)
 	}
 	return cond(metav1.ConditionFalse, v1alpha1.ReasonCertificateIssuing, "issuing"+o.progress())
+}
+
+func (q *Queued) message(first bool) string {
+	what := "the certificate for the cluster's new names"
+	if first {
+		what = "the cluster's first certificate"
+	}
+	return fmt.Sprintf("%s waits for the seed's ACME budget (%d new orders a week; renewals do not count): expected at %s",
+		what, q.PerWeek, q.At.UTC().Format(time.RFC3339))
+}
+
+// LeftOutMessage says which shards the certificate leaves out and why.
+func LeftOutMessage(shards []string) string {
+	const shown = 5
+	list := strings.Join(shards[:min(len(shards), shown)], ", ")
+	if len(shards) > shown {
+		list += fmt.Sprintf(" and %d more", len(shards)-shown)
+	}
+	return fmt.Sprintf("a certificate holds at most %d names: shards %s are left out (their routes are served without a trusted certificate)", MaxNames, list)
 }
 
 // failure finds why issuance is failing, most specific first: a challenge, the order, the

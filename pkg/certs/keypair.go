@@ -5,6 +5,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -69,4 +70,28 @@ func hostnameFor(name string) string {
 		return "wildcard-check" + name[1:]
 	}
 	return name
+}
+
+// Beyond are what the certificate is valid for beyond names: DNS names and a common name not in
+// the set, and every IP address, e-mail address and URI (a cluster's certificate has none). A key
+// pair with any is not the cluster's and is never handed to its routers: its owner would hold a
+// key for names that are someone else's.
+func (k *KeyPair) Beyond(names []string) []string {
+	var out []string
+	for _, n := range k.Leaf.DNSNames {
+		if !slices.Contains(names, n) {
+			out = append(out, n)
+		}
+	}
+	if cn := k.Leaf.Subject.CommonName; cn != "" && !slices.Contains(names, cn) && !slices.Contains(out, cn) {
+		out = append(out, cn)
+	}
+	for _, ip := range k.Leaf.IPAddresses {
+		out = append(out, ip.String())
+	}
+	out = append(out, k.Leaf.EmailAddresses...)
+	for _, u := range k.Leaf.URIs {
+		out = append(out, u.String())
+	}
+	return out
 }

@@ -128,7 +128,7 @@ func TestChartInstallsAndConverges(t *testing.T) {
 	set := []string{"--set", "dns.zone=" + zone, "--set", "externalDNS.enabled=true",
 		"--set", "defaultProfile.shards[0].name=default", "--set", "defaultProfile.shards[0].publishing=NodePort"}
 
-	// Server-side dry-run of every rendered object, the ACME ClusterIssuer and the profile's tls
+	// Server-side dry-run of every rendered object, the ACME Issuer and the profile's tls
 	// included (against cert-manager's CRDs; no cert-manager runs here, so the install below
 	// leaves TLS off).
 	must(t, framework.InstallCertManagerCRDs(seed))
@@ -138,7 +138,7 @@ func TestChartInstallsAndConverges(t *testing.T) {
 		"--set", "tls.acme.dns01.rfc2136.tsigSecretSecretRef.name=acme-tsig"}
 	optIn := []string{"--set", "statusPage.enabled=true", "--set", "statusPage.certSecret=status-tls", "--set", "grafanaDashboard.enabled=true"}
 	kinds := dryRunChart(ctx, t, seed, append(append(slices.Clone(set), tlsSet...), optIn...))
-	if len(kinds) < 10 || !slices.Contains(kinds, "ClusterIssuer/shardgate-acme") || !slices.Contains(kinds, "Service/shardgate-status") ||
+	if len(kinds) < 10 || !slices.Contains(kinds, "Issuer/shardgate-acme") || !slices.Contains(kinds, "Service/shardgate-status") ||
 		!slices.Contains(kinds, "ConfigMap/shardgate-dashboard") {
 		t.Fatalf("rendered: %v", kinds)
 	}

@@ -35,6 +35,8 @@ type TLSSpecInput struct {
 	Fabric      *framework.Fabric
 	Nodes       []*framework.RealNode
 	Controller  *framework.Controller
+	// CertificateNamespace is the controller's --certificate-namespace.
+	CertificateNamespace string
 }
 
 // TLSSpec proves HTTPS by default: a profile names an issuer once and a new cluster serves its
@@ -45,14 +47,16 @@ type TLSSpecInput struct {
 func TLSSpec(ctx context.Context, t *testing.T, inputGetter func() TLSSpecInput) {
 	in := inputGetter()
 	seed, u, zone := in.Seed, in.User, in.DNS.Zone
-	must(t, in.CertManager.CreateACMEIssuer(ctx, seed, in.Pebble, in.DNS, framework.ACMEIssuer{Name: "pebble", SkipSelfCheck: true}))
+	// The chart's model: a namespaced Issuer in Shardgate's certificate namespace, where no tenant
+	// of the seed may create Certificates.
+	must(t, in.CertManager.CreateACMEIssuer(ctx, seed, in.Pebble, in.DNS, framework.ACMEIssuer{Name: "pebble", Namespace: in.CertificateNamespace, SkipSelfCheck: true}))
 	roots, err := in.Pebble.Roots(ctx)
 	must(t, err)
 	sel := map[string]string{"https": "yes"}
 	p := &v1alpha1.IngressProfile{ObjectMeta: metav1.ObjectMeta{Name: "https"}, Spec: v1alpha1.IngressProfileSpec{
 		ClusterSelector: metav1.LabelSelector{MatchLabels: sel}, DNS: v1alpha1.DNSSettings{TTL: 5},
 		Shards: []v1alpha1.ShardSpec{realRouter(v1alpha1.ShardSpec{Name: v1alpha1.DefaultShardName})},
-		TLS:    v1alpha1.TLSSettings{IssuerRef: &v1alpha1.IssuerReference{Name: "pebble", Kind: v1alpha1.KindClusterIssuer}, RedirectHTTP: true},
+		TLS:    v1alpha1.TLSSettings{IssuerRef: &v1alpha1.IssuerReference{Name: "pebble", Kind: v1alpha1.KindIssuer}, RedirectHTTP: true},
 	}}
 	must(t, seed.Client.Create(ctx, p))
 	must(t, framework.DeployBackend(ctx, u, "default", "web", 1))
@@ -133,10 +137,10 @@ func TLSSpec(ctx context.Context, t *testing.T, inputGetter func() TLSSpecInput)
 			before := servedSerial()
 			stop := loopTLSClient(ctx, in.DNS, in.Fabric, "app.t1."+zone, roots)
 			start := time.Now()
-			renew(ctx, t, seed, client.ObjectKey{Namespace: k.Namespace, Name: certs.CertificateName(k.Name)})
+			renew(ctx, t, seed, client.ObjectKey{Namespace: in.CertificateNamespace, Name: certs.CertificateName(k)})
 			eventually(ctx, t, 4*time.Minute, func() (bool, string) {
 				s := servedSerial()
-				return s != "" && s != before, fmt.Sprintf("routers still serve %s (%s)", s, renewalStages(ctx, seed, u, k))
+				return s != "" && s != before, fmt.Sprintf("routers still serve %s (%s)", s, renewalStages(ctx, seed, u, in.CertificateNamespace, k))
 			})
 			took := time.Since(start)
 			time.Sleep(2 * time.Second)
@@ -164,7 +168,7 @@ func TLSSpec(ctx context.Context, t *testing.T, inputGetter func() TLSSpecInput)
 	})
 
 	t.Run("a failing issuer is reported while the last good certificate keeps serving", func(t *testing.T) {
-		must(t, in.CertManager.CreateACMEIssuer(ctx, seed, in.Pebble, in.DNS, framework.ACMEIssuer{Name: "wrong-key", SkipSelfCheck: true, TSIGSecret: "d3Jvbmcga2V5IHdyb25nIGtleSB3cm9uZyBrZXk="}))
+		must(t, in.CertManager.CreateACMEIssuer(ctx, seed, in.Pebble, in.DNS, framework.ACMEIssuer{Name: "wrong-key", Namespace: in.CertificateNamespace, SkipSelfCheck: true, TSIGSecret: "d3Jvbmcga2V5IHdyb25nIGtleSB3cm9uZyBrZXk="}))
 		good := servedSerial()
 		p := &v1alpha1.IngressProfile{}
 		must(t, seed.Client.Get(ctx, client.ObjectKey{Name: "https"}, p))
@@ -197,7 +201,7 @@ func TLSSpec(ctx context.Context, t *testing.T, inputGetter func() TLSSpecInput)
 		eventually(ctx, t, time.Minute, func() (bool, string) {
 			ci := getCI(ctx, t, seed, k)
 			cert := &cmapi.Certificate{}
-			err := seed.Client.Get(ctx, client.ObjectKey{Namespace: k.Namespace, Name: certs.CertificateName(k.Name)}, cert)
+			err := seed.Client.Get(ctx, client.ObjectKey{Namespace: in.CertificateNamespace, Name: certs.CertificateName(k)}, cert)
 			s := &corev1.Secret{}
 			uerr := u.Client.Get(ctx, client.ObjectKey{Namespace: names.Namespace, Name: names.TLSSecretName}, s)
 			return ci.Status.Certificate == nil && apierrors.IsNotFound(err) && apierrors.IsNotFound(uerr),
@@ -222,10 +226,12 @@ func TestTLS(t *testing.T) {
 		RealNodes: [][]framework.RealNodeSpec{{{Name: "n1"}}}})
 	pebble := framework.StartPebble(t, env.DNS, framework.PebbleOptions{})
 	cm := framework.StartCertManager(t, env.Seed, env.DNS)
-	ctl := framework.StartController(t, env.Seed, "--dns-zone="+env.DNS.Zone)
+	const certNS = "shardgate"
+	must(t, env.Seed.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: certNS}}))
+	ctl := framework.StartController(t, env.Seed, "--dns-zone="+env.DNS.Zone, "--certificate-namespace="+certNS)
 	TLSSpec(ctx, t, func() TLSSpecInput {
 		return TLSSpecInput{Seed: env.Seed, User: env.Users[0], DNS: env.DNS, Pebble: pebble, CertManager: cm,
-			Fabric: env.Fabrics[0], Nodes: env.Nodes[0], Controller: ctl}
+			Fabric: env.Fabrics[0], Nodes: env.Nodes[0], Controller: ctl, CertificateNamespace: certNS}
 	})
 }
 
@@ -256,7 +262,7 @@ func renew(ctx context.Context, t *testing.T, seed *framework.ControlPlane, k cl
 
 // renewalStages says how far a new certificate got on its way to the routers: the serial of the
 // seed's issued Secret, of status.certificate, and of the routers' Secret in the user cluster.
-func renewalStages(ctx context.Context, seed, user *framework.ControlPlane, k client.ObjectKey) string {
+func renewalStages(ctx context.Context, seed, user *framework.ControlPlane, certNS string, k client.ObjectKey) string {
 	serial := func(c client.Client, key client.ObjectKey) string {
 		s := &corev1.Secret{}
 		if err := c.Get(ctx, key, s); err != nil {
@@ -273,7 +279,7 @@ func renewalStages(ctx context.Context, seed, user *framework.ControlPlane, k cl
 		status = ci.Status.Certificate.SerialNumber
 	}
 	return fmt.Sprintf("issued %s, status %s, user cluster %s",
-		serial(seed.Client, client.ObjectKey{Namespace: k.Namespace, Name: certs.CertificateName(k.Name)}), status,
+		serial(seed.Client, client.ObjectKey{Namespace: certNS, Name: certs.CertificateName(k)}), status,
 		serial(user.Client, client.ObjectKey{Namespace: names.Namespace, Name: names.TLSSecretName}))
 }
 

@@ -94,9 +94,12 @@ func startCertManager(testDir string, cp *ControlPlane, dnsSrv *DNSServer) (*Cer
 	return cm, nil
 }
 
-// ACMEIssuer describes a ClusterIssuer for Pebble with the rfc2136 DNS-01 solver against BIND.
+// ACMEIssuer describes an issuer for Pebble with the rfc2136 DNS-01 solver against BIND.
 type ACMEIssuer struct {
 	Name string
+	// Namespace of an Issuer (with its TSIG Secret), e.g. Shardgate's certificate namespace, as
+	// the chart makes it; "": a ClusterIssuer (its Secret in cert-manager's namespace).
+	Namespace string
 	// TSIGSecret overrides the BIND key's secret (a wrong key makes every challenge fail).
 	TSIGSecret string
 	// SkipSelfCheck sets the solver's waitInsteadOfSelfCheck to 0: Pebble validates as soon as
@@ -107,14 +110,18 @@ type ACMEIssuer struct {
 	SkipSelfCheck bool
 }
 
-// CreateACMEIssuer creates the ClusterIssuer (and its TSIG Secret) and waits until it is Ready
-// (its ACME account registered with Pebble).
+// CreateACMEIssuer creates the Issuer or ClusterIssuer (and its TSIG Secret) and waits until it
+// is Ready (its ACME account registered with Pebble).
 func (cm *CertManager) CreateACMEIssuer(ctx context.Context, cp *ControlPlane, p *Pebble, dnsSrv *DNSServer, is ACMEIssuer) error {
 	secret := is.TSIGSecret
 	if secret == "" {
 		secret = dnsSrv.ACMETSIGSecret
 	}
-	tsig := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: cm.Namespace, Name: is.Name + "-tsig"}, StringData: map[string]string{"secret": secret}}
+	secretNamespace := cm.Namespace
+	if is.Namespace != "" {
+		secretNamespace = is.Namespace
+	}
+	tsig := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: secretNamespace, Name: is.Name + "-tsig"}, StringData: map[string]string{"secret": secret}}
 	if err := cp.Client.Create(ctx, tsig); err != nil {
 		return err
 	}
@@ -125,22 +132,28 @@ func (cm *CertManager) CreateACMEIssuer(ctx context.Context, cp *ControlPlane, p
 	if is.SkipSelfCheck {
 		solver.WaitInsteadOfSelfCheck = &metav1.Duration{}
 	}
-	ci := &cmapi.ClusterIssuer{ObjectMeta: metav1.ObjectMeta{Name: is.Name}, Spec: cmapi.IssuerSpec{IssuerConfig: cmapi.IssuerConfig{
+	spec := cmapi.IssuerSpec{IssuerConfig: cmapi.IssuerConfig{
 		ACME: &cmacme.ACMEIssuer{
 			Server: p.Directory, CABundle: p.CABundle, Email: "ops@" + dnsSrv.Zone,
 			PrivateKey: cmmeta.SecretKeySelector{LocalObjectReference: cmmeta.LocalObjectReference{Name: is.Name + "-account"}},
 			Solvers:    []cmacme.ACMEChallengeSolver{solver},
-		}}}}
-	if err := cp.Client.Create(ctx, ci); err != nil {
+		}}}
+	var obj client.Object = &cmapi.ClusterIssuer{ObjectMeta: metav1.ObjectMeta{Name: is.Name}, Spec: spec}
+	status := func() cmapi.IssuerStatus { return obj.(*cmapi.ClusterIssuer).Status }
+	if is.Namespace != "" {
+		obj = &cmapi.Issuer{ObjectMeta: metav1.ObjectMeta{Namespace: is.Namespace, Name: is.Name}, Spec: spec}
+		status = func() cmapi.IssuerStatus { return obj.(*cmapi.Issuer).Status }
+	}
+	if err := cp.Client.Create(ctx, obj); err != nil {
 		return err
 	}
 	wctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	return waitFor(wctx, 250*time.Millisecond, func(ctx context.Context) (bool, error) {
-		if err := cp.Client.Get(ctx, client.ObjectKeyFromObject(ci), ci); err != nil {
+		if err := cp.Client.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
 			return false, err
 		}
-		for _, c := range ci.Status.Conditions {
+		for _, c := range status().Conditions {
 			if c.Type == cmapi.IssuerConditionReady && c.Status == cmmeta.ConditionTrue {
 				return true, nil
 			}

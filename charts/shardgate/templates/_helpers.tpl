@@ -40,6 +40,7 @@ app.kubernetes.io/component: seed-controller
 - --source-removal-grace={{ .Values.sources.removalGrace }}
 - --kubeconfig-resync-period={{ .Values.sources.kubeconfigResyncPeriod }}
 - --allow-insecure-kubeconfigs={{ .Values.sources.allowInsecureKubeconfigs }}
+- --acme-orders-per-week={{ .Values.tls.newOrdersPerWeek | default 20 }}
 - --kube-api-qps={{ .Values.kubeAPI.qps }}
 - --kube-api-burst={{ .Values.kubeAPI.burst }}
 - --metrics-bind-address=:{{ .Values.metrics.port }}
@@ -76,11 +77,11 @@ app.kubernetes.io/component: seed-controller
 {{- .Values.tls.acme.name | default (printf "%s-acme" (include "shardgate.fullname" .) | trunc 63 | trimSuffix "-") -}}
 {{- end -}}
 
-{{/* The profile's tls block: the named issuer, else the chart's ACME ClusterIssuer, else none. */}}
+{{/* The profile's tls block: the named issuer, else the chart's ACME Issuer, else none. */}}
 {{- define "shardgate.profileTLS" -}}
 {{- $ref := .Values.tls.issuerRef -}}
 {{- if and (not $ref.name) .Values.tls.acme.enabled -}}
-{{- $ref = dict "name" (include "shardgate.acmeIssuerName" .) "kind" "ClusterIssuer" -}}
+{{- $ref = dict "name" (include "shardgate.acmeIssuerName" .) "kind" "Issuer" -}}
 {{- end -}}
 {{- if $ref.name }}
 issuerRef: {{- toYaml $ref | nindent 2 }}

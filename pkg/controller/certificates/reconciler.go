@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	acmev1 "github.com/cert-manager/cert-manager/pkg/apis/acme/v1"
@@ -13,8 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -23,37 +24,47 @@ import (
 	"github.com/shardgate/shardgate/pkg/apidiscovery"
 	"github.com/shardgate/shardgate/pkg/certs"
 	"github.com/shardgate/shardgate/pkg/controller/cistatus"
-	"github.com/shardgate/shardgate/pkg/render"
 )
 
-// Reconciler keeps a ClusterIngress' cert-manager Certificate and reports CertificateReady and
-// status.certificate. Gather, Decide (pkg/certs), apply.
+// Reconciler keeps a ClusterIngress' cert-manager Certificate in Shardgate's certificate
+// namespace and reports CertificateReady and status.certificate. Gather, decide (pkg/certs), apply.
 type Reconciler struct {
 	Client client.Client
-	// SecretReader reads the issued Secret uncached: Shardgate may get Secrets, never list or
-	// watch them across the seed.
-	SecretReader client.Reader
-	CertManager  *apidiscovery.API
-	Clock        clock.PassiveClock
+	// APIReader reads uncached: the issued Secret (Shardgate may get Secrets, never list or watch
+	// them across the seed) and the ledger of ACME orders (each order is decided on its newest
+	// version).
+	APIReader   client.Reader
+	CertManager *apidiscovery.API
+	Clock       clock.PassiveClock
+	// Namespace is Shardgate's certificate namespace: the Certificates, their Secrets, the ledger
+	// and a namespaced issuer live there, where no tenant writes.
+	Namespace string
+	// OrdersPerWeek is the seed's budget of new ACME orders (first certificates and new names)
+	// per week; renewals of unchanged names are not counted.
+	OrdersPerWeek int
 }
 
 // While a certificate is not ready, the ACME order and challenges are looked at again this often
 // (they are not watched: their progress only changes what the condition's message says).
 const pendingRecheck = 10 * time.Second
 
+// A queued order is looked at again at least this often: an order ahead of it may have left
+// the queue (its cluster deleted, its names back to what they were).
+const queuedRecheck = time.Minute
+
 // Reconcile applies the Certificate, decides CertificateReady, and patches status on change.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	ci := &v1alpha1.ClusterIngress{}
 	if err := r.Client.Get(ctx, req.NamespacedName, ci); err != nil {
-		if apierrors.IsNotFound(err) {
-			forget(req.NamespacedName)
+		if !apierrors.IsNotFound(err) {
+			return ctrl.Result{}, err
 		}
-		return ctrl.Result{}, client.IgnoreNotFound(err)
+		forget(req.NamespacedName)
+		return ctrl.Result{}, r.release(ctx, req.NamespacedName) // the cluster is gone
 	}
 	if ci.DeletionTimestamp != nil {
-		// The Certificate goes with its owner (garbage collection).
 		forget(req.NamespacedName)
-		return ctrl.Result{}, nil
+		return ctrl.Result{}, r.release(ctx, req.NamespacedName)
 	}
 	before := ci.Status.DeepCopy()
 	var (
@@ -82,32 +93,68 @@ func (r *Reconciler) patchStatus(ctx context.Context, ci *v1alpha1.ClusterIngres
 	return cistatus.Patch(ctx, r.Client, ci, before)
 }
 
-// turnOff deletes the Certificate of a cluster whose TLS is off and takes its status away. The
-// issued Secret stays in the seed as cert-manager leaves it (with cert-manager's
-// --enable-certificate-owner-ref it goes with the Certificate); the shard controller removes the
-// routers' copy.
+// turnOff deletes the Certificate of a cluster whose TLS is off (and one left in the cluster's
+// own namespace from before the move) and takes its status away. The issued Secret stays in the
+// seed as cert-manager leaves it (with cert-manager's --enable-certificate-owner-ref it goes with
+// the Certificate); the shard controller removes the routers' copy.
 func (r *Reconciler) turnOff(ctx context.Context, ci *v1alpha1.ClusterIngress) error {
 	forget(client.ObjectKeyFromObject(ci))
 	meta.RemoveStatusCondition(&ci.Status.Conditions, v1alpha1.ConditionCertificateReady)
 	ci.Status.Certificate = nil
-	if !r.CertManager.Available() {
-		return nil
-	}
-	c := &cmapi.Certificate{}
-	err := r.Client.Get(ctx, client.ObjectKey{Namespace: ci.Namespace, Name: certs.CertificateName(ci.Name)}, c)
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
+	if err := r.release(ctx, client.ObjectKeyFromObject(ci)); err != nil {
 		return err
 	}
-	if !metav1.IsControlledBy(c, ci) {
-		return nil // not ours: never delete what someone else made
+	return r.dropLegacy(ctx, ci)
+}
+
+// release deletes the Certificate Shardgate keeps for the cluster key (TLS off, or the cluster
+// gone: a Certificate in another namespace cannot be owned by the ClusterIngress, so garbage
+// collection does not take it).
+func (r *Reconciler) release(ctx context.Context, key types.NamespacedName) error {
+	if !r.CertManager.Available() || r.Namespace == "" {
+		return nil
+	}
+	c, err := r.current(ctx, key)
+	if err != nil || c == nil {
+		return client.IgnoreNotFound(err)
 	}
 	return client.IgnoreNotFound(r.Client.Delete(ctx, c))
 }
 
-// reconcileCertificate applies the Certificate and decides CertificateReady.
+// current is the cluster's Certificate in the certificate namespace (nil: none yet). One that is
+// not Shardgate's for this cluster is an error: never written over, never deleted.
+func (r *Reconciler) current(ctx context.Context, key types.NamespacedName) (*cmapi.Certificate, error) {
+	c := &cmapi.Certificate{}
+	err := r.Client.Get(ctx, client.ObjectKey{Namespace: r.Namespace, Name: certs.CertificateName(key)}, c)
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if owner, ok := certs.Owner(c); !ok || owner != key {
+		return nil, fmt.Errorf("certificate %s/%s exists and is not Shardgate's for %s", c.Namespace, c.Name, key)
+	}
+	return c, nil
+}
+
+// dropLegacy deletes the Certificate the cluster had in its own namespace before Certificates
+// moved to Shardgate's namespace: only once the new one is served (the routers keep the old key
+// pair until then), and only if the ClusterIngress controls it.
+func (r *Reconciler) dropLegacy(ctx context.Context, ci *v1alpha1.ClusterIngress) error {
+	if !r.CertManager.Available() {
+		return nil
+	}
+	c := &cmapi.Certificate{}
+	err := r.Client.Get(ctx, client.ObjectKey{Namespace: ci.Namespace, Name: certs.LegacyCertificateName(ci.Name)}, c)
+	if err != nil || !metav1.IsControlledBy(c, ci) {
+		return client.IgnoreNotFound(err)
+	}
+	return client.IgnoreNotFound(r.Client.Delete(ctx, c))
+}
+
+// reconcileCertificate grants the cluster's names within the ACME budget, applies the
+// Certificate and decides CertificateReady.
 func (r *Reconciler) reconcileCertificate(ctx context.Context, ci *v1alpha1.ClusterIngress) (*metav1.Condition, time.Duration, error) {
 	notReady := func(reason, msg string) *metav1.Condition {
 		return &metav1.Condition{Type: v1alpha1.ConditionCertificateReady, Status: metav1.ConditionFalse, Reason: reason, Message: msg}
@@ -115,64 +162,94 @@ func (r *Reconciler) reconcileCertificate(ctx context.Context, ci *v1alpha1.Clus
 	if !r.CertManager.Available() {
 		return notReady(v1alpha1.ReasonCertManagerMissing, "cert-manager's Certificates (cert-manager.io/v1) are not served by the seed"), pendingRecheck, nil
 	}
+	if r.Namespace == "" {
+		return notReady(v1alpha1.ReasonIssuerNotFound, "the controller has no namespace for certificates (--certificate-namespace)"), 0, nil
+	}
 	if ci.Status.Domain == "" {
 		return notReady(v1alpha1.ReasonCertificateIssuing, "waiting for the cluster domain (see DNSPublished)"), 0, nil
 	}
-	names := certs.DNSNames(ci.Status.Domain, ci.Shards())
-	cert, err := r.apply(ctx, ci, certs.Certificate(ci, names))
+	key := client.ObjectKeyFromObject(ci)
+	now := r.Clock.Now()
+	wanted, leftOut := certs.Names(ci.Status.Domain, ci.Shards())
+	current, err := r.current(ctx, key)
 	if err != nil {
-		return notReady(v1alpha1.ReasonIssuanceFailed, "writing the Certificate failed: "+apiErrorReason(err)), 0, err
+		return notReady(v1alpha1.ReasonIssuanceFailed, "reading the Certificate failed: "+apiErrorReason(err)), 0, err
 	}
-	obs, err := r.observe(ctx, ci, cert, names)
+	granted := certs.Granted(current)
+	var queued *certs.Queued
+	if !slices.Equal(wanted, granted) {
+		ok, at, err := r.grant(ctx, ci, wanted, granted == nil, now)
+		switch {
+		case err != nil:
+			return notReady(v1alpha1.ReasonIssuanceQueued, "the seed's ACME order ledger: "+apiErrorReason(err)), 0, err
+		case ok:
+			granted = wanted
+		default:
+			queued = &certs.Queued{At: at, PerWeek: r.OrdersPerWeek}
+		}
+	}
+	var cert *cmapi.Certificate
+	if granted != nil {
+		if cert, err = r.apply(ctx, current, certs.Certificate(ci, r.Namespace, granted)); err != nil {
+			return notReady(v1alpha1.ReasonIssuanceFailed, "writing the Certificate failed: "+apiErrorReason(err)), 0, err
+		}
+	}
+	obs, err := r.observe(ctx, ci, cert, granted, now)
 	if err != nil {
 		return nil, 0, err // condition unchanged: a read failure says nothing about the certificate
 	}
+	obs.Queued, obs.LeftOut = queued, leftOut
 	cond := certs.Decide(obs)
-	ci.Status.Certificate = certs.Status(cert.Name, names, obs.KeyPair, cert)
-	record(client.ObjectKeyFromObject(ci), obs.KeyPair)
-	requeue := pendingRecheck
-	if cond.Status == metav1.ConditionTrue {
-		// Look again when it expires, whatever cert-manager does meanwhile.
-		requeue = max(obs.KeyPair.Leaf.NotAfter.Sub(obs.Now), time.Second)
+	served := obs.KeyPair
+	if served != nil && len(served.Beyond(granted)) > 0 {
+		served = nil // not the cluster's: neither reported nor handed to the routers
 	}
-	return &cond, requeue, nil
+	ci.Status.Certificate = certs.Status(certs.CertificateName(key), granted, served, cert)
+	record(key, served)
+	switch {
+	case queued != nil:
+		return &cond, max(min(queued.At.Sub(now), queuedRecheck), time.Second), nil
+	case cond.Status == metav1.ConditionTrue:
+		// The move is done once the new certificate is served.
+		if err := r.dropLegacy(ctx, ci); err != nil {
+			return &cond, 0, err
+		}
+		// Look again when it expires, whatever cert-manager does meanwhile.
+		return &cond, max(obs.KeyPair.Leaf.NotAfter.Sub(obs.Now), time.Second), nil
+	}
+	return &cond, pendingRecheck, nil
 }
 
-// apply writes the Certificate when what Shardgate renders changed (its applied hash), and
-// returns the current object.
-func (r *Reconciler) apply(ctx context.Context, ci *v1alpha1.ClusterIngress, desired *cmapi.Certificate) (*cmapi.Certificate, error) {
-	u, err := toUnstructured(desired)
-	if err != nil {
-		return nil, err
+// apply creates the Certificate, or puts back anything in its spec, labels or annotations that
+// differs from what Shardgate decides (a name, issuer or Secret added by hand included).
+func (r *Reconciler) apply(ctx context.Context, current, desired *cmapi.Certificate) (*cmapi.Certificate, error) {
+	if current == nil {
+		return desired, r.Client.Create(ctx, desired, client.FieldOwner(v1alpha1.FieldOwner))
 	}
-	if err := render.StampHash(u); err != nil {
-		return nil, err
-	}
-	current := &cmapi.Certificate{}
-	err = r.Client.Get(ctx, client.ObjectKeyFromObject(desired), current)
-	switch {
-	case err == nil && !metav1.IsControlledBy(current, ci):
-		return nil, fmt.Errorf("certificate %s exists and is not Shardgate's", desired.Name)
-	case err == nil && current.Annotations[render.AppliedHashAnnotation] == u.GetAnnotations()[render.AppliedHashAnnotation]:
+	if !certs.Drifted(current, desired) {
 		return current, nil
-	case err != nil && !apierrors.IsNotFound(err):
-		return nil, err
 	}
-	if err := r.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(v1alpha1.FieldOwner), client.ForceOwnership); err != nil {
-		return nil, err
+	c := current.DeepCopy()
+	c.Spec = desired.Spec
+	c.Labels, c.Annotations = merge(c.Labels, desired.Labels), merge(c.Annotations, desired.Annotations)
+	return c, r.Client.Update(ctx, c, client.FieldOwner(v1alpha1.FieldOwner))
+}
+
+func merge(into, from map[string]string) map[string]string {
+	if into == nil {
+		into = map[string]string{}
 	}
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, current); err != nil {
-		return nil, err
-	}
-	return current, nil
+	maps.Copy(into, from)
+	return into
 }
 
 // observe gathers what Decide needs: the issuer, the newest request with its ACME order and
-// challenges, and the issued key pair.
-func (r *Reconciler) observe(ctx context.Context, ci *v1alpha1.ClusterIngress, cert *cmapi.Certificate, names []string) (certs.Observed, error) {
-	obs := certs.Observed{Names: names, Certificate: cert, Now: r.Clock.Now()}
+// challenges, and the issued key pair (cert nil: no Certificate yet, only the issuer).
+func (r *Reconciler) observe(ctx context.Context, ci *v1alpha1.ClusterIngress, cert *cmapi.Certificate, names []string,
+	now time.Time) (certs.Observed, error) {
+	obs := certs.Observed{Names: names, Certificate: cert, Now: now}
 	var err error
-	if obs.IssuerFound, obs.IssuerReady, err = r.issuer(ctx, ci); err != nil {
+	if obs.IssuerFound, obs.IssuerReady, err = r.issuer(ctx, ci); err != nil || cert == nil {
 		return obs, err
 	}
 	if obs.Request, err = r.newestRequest(ctx, cert); err != nil {
@@ -184,7 +261,7 @@ func (r *Reconciler) observe(ctx context.Context, ci *v1alpha1.ClusterIngress, c
 		}
 	}
 	secret := &corev1.Secret{}
-	err = r.SecretReader.Get(ctx, client.ObjectKey{Namespace: cert.Namespace, Name: cert.Spec.SecretName}, secret)
+	err = r.APIReader.Get(ctx, client.ObjectKey{Namespace: r.Namespace, Name: certs.CertificateName(client.ObjectKeyFromObject(ci))}, secret)
 	switch {
 	case apierrors.IsNotFound(err):
 	case err != nil:
@@ -208,7 +285,7 @@ func (r *Reconciler) issuer(ctx context.Context, ci *v1alpha1.ClusterIngress) (b
 		status = is.Status
 	} else {
 		is := &cmapi.Issuer{}
-		err = r.Client.Get(ctx, client.ObjectKey{Namespace: ci.Namespace, Name: ref.Name}, is)
+		err = r.Client.Get(ctx, client.ObjectKey{Namespace: r.Namespace, Name: ref.Name}, is)
 		status = is.Status
 	}
 	if apierrors.IsNotFound(err) {
@@ -276,20 +353,6 @@ func (r *Reconciler) order(ctx context.Context, cr *cmapi.CertificateRequest) (*
 		}
 	}
 	return order, mine, nil
-}
-
-// toUnstructured turns the typed Certificate into an apply-ready object: no status, no
-// creationTimestamp: null (server-side apply must not claim fields Shardgate never set).
-func toUnstructured(c *cmapi.Certificate) (*unstructured.Unstructured, error) {
-	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(c)
-	if err != nil {
-		return nil, err
-	}
-	delete(m, "status")
-	if md, ok := m["metadata"].(map[string]any); ok {
-		delete(md, "creationTimestamp")
-	}
-	return &unstructured.Unstructured{Object: m}, nil
 }
 
 // apiErrorReason describes a seed API error by its status reason (the seed's own API server;

@@ -2,6 +2,7 @@ package claims
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -20,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
+	"github.com/shardgate/shardgate/pkg/certs"
 	"github.com/shardgate/shardgate/pkg/claims"
 	"github.com/shardgate/shardgate/pkg/clusteraccess"
 	"github.com/shardgate/shardgate/pkg/controller/cistatus"
@@ -103,6 +105,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	r.eventTransitions(ci, before.Claims, out.Records)
+	// Shards past the certificate's 100 names: their claims say so (their routes get no trusted
+	// certificate).
+	var leftOut []string
+	if ci.Spec.TLS.On() && ci.Status.Domain != "" {
+		_, leftOut = certs.Names(ci.Status.Domain, ci.Shards())
+	}
 	w := cluster.Writer()
 	for i := range list.Items {
 		c := &list.Items[i]
@@ -118,7 +126,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if i < 0 {
 			continue
 		}
-		if err := writeStatus(ctx, w, c, out.Records[i], ci.Status.Domain, in.Ready); err != nil {
+		uncovered := out.Records[i].Shard != "" && slices.Contains(leftOut, out.Records[i].Shard)
+		if err := writeStatus(ctx, w, c, out.Records[i], ci.Status.Domain, in.Ready, uncovered); err != nil {
 			return ctrl.Result{}, err
 		}
 	}
@@ -133,8 +142,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	return ctrl.Result{RequeueAfter: out.RequeueAfter}, nil
 }
 
-// writeStatus mirrors the record into the claim's status.
-func writeStatus(ctx context.Context, w client.Client, c *v1alpha1.IngressClaim, rec v1alpha1.ClaimRecord, clusterDomain string, ready map[string]int32) error {
+// ConditionCertificateCovered is on an IngressClaim only while the cluster's certificate leaves
+// its shard out (more shards than one certificate's 100 names).
+const ConditionCertificateCovered = "CertificateCovered"
+
+// writeStatus mirrors the record into the claim's status; uncovered: the claim's shard is past
+// the names one certificate holds (condition CertificateCovered=False, NamesLeftOut).
+func writeStatus(ctx context.Context, w client.Client, c *v1alpha1.IngressClaim, rec v1alpha1.ClaimRecord, clusterDomain string, ready map[string]int32,
+	uncovered bool) error {
 	st := *c.Status.DeepCopy()
 	st.Phase, st.Shard, st.BoundIngresses, st.BoundCount, st.ReadyReplicas, st.Domain = rec.Phase, rec.Shard, rec.Ingresses, int32(len(rec.Ingresses)), ready[rec.Shard], ""
 	if rec.Shard != "" {
@@ -145,6 +160,13 @@ func writeStatus(ctx context.Context, w client.Client, c *v1alpha1.IngressClaim,
 		cond.Status = metav1.ConditionTrue
 	}
 	meta.SetStatusCondition(&st.Conditions, cond)
+	if uncovered {
+		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: ConditionCertificateCovered, Status: metav1.ConditionFalse,
+			Reason: v1alpha1.ReasonNamesLeftOut, ObservedGeneration: c.Generation,
+			Message: fmt.Sprintf("the cluster's certificate holds at most %d names and this claim's shard is past them: its routes are served without a trusted certificate", certs.MaxNames)})
+	} else {
+		meta.RemoveStatusCondition(&st.Conditions, ConditionCertificateCovered)
+	}
 	if equality.Semantic.DeepEqual(st, c.Status) {
 		return nil
 	}

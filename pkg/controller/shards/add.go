@@ -27,8 +27,8 @@ import (
 
 // Add registers the shard controller; canary: the controller checks shards' canary routes, so
 // they are rendered (unless a profile turns them off).
-// board takes the conditions it reports.
-func Add(mgr ctrl.Manager, access clusteraccess.Access, board *cistatus.Board, concurrency int, canary bool) error {
+// board takes the conditions it reports; certNamespace is where the issued certificates are.
+func Add(mgr ctrl.Manager, access clusteraccess.Access, board *cistatus.Board, concurrency int, canary bool, certNamespace string) error {
 	return ctrl.NewControllerManagedBy(mgr).Named("shards").
 		// Clusters are independent: one slow cluster must not queue the others behind it.
 		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
@@ -39,5 +39,5 @@ func Add(mgr ctrl.Manager, access clusteraccess.Access, board *cistatus.Board, c
 		// readiness, which the routers' pods report.
 		WatchesRawSource(source.Channel(access.Subscribe(clusteraccess.ChangeManaged|clusteraccess.ChangeNodeLabels), &handler.EnqueueRequestForObject{})).
 		WatchesRawSource(sharding.Changes()).
-		Complete(sharding.Only(conflicts.Retried("shards", &Reconciler{Client: mgr.GetClient(), Access: access, SecretReader: mgr.GetAPIReader(), Clock: clock.RealClock{}, Canary: canary, Board: board})))
+		Complete(sharding.Only(conflicts.Retried("shards", &Reconciler{Client: mgr.GetClient(), Access: access, SecretReader: mgr.GetAPIReader(), CertificateNamespace: certNamespace, Clock: clock.RealClock{}, Canary: canary, Board: board})))
 }

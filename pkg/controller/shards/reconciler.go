@@ -38,7 +38,10 @@ type Reconciler struct {
 	// SecretReader reads the cluster's issued certificate Secret in the seed, uncached (Shardgate
 	// may get Secrets, never list or watch them across the seed). Nil: routers keep what they have.
 	SecretReader client.Reader
-	Clock        clock.PassiveClock
+	// CertificateNamespace is where the issued certificates are (Shardgate's; "": routers keep
+	// what they have).
+	CertificateNamespace string
+	Clock                clock.PassiveClock
 	// Canary renders every shard's canary route (the canary controller checks them).
 	Canary bool
 	// Board takes ShardsAvailable and RoutesProtected; the DNS controller writes them. (While the

@@ -19,6 +19,9 @@ import (
 // the seed's issued key pair when it is usable now, else the key pair the routers already have.
 // A key pair is never replaced by one that is expired, not yet valid, or does not parse, and is
 // never removed while TLS is on: an issuer that fails leaves the last good certificate serving.
+// A key pair valid for anything beyond the names the cluster's Certificate asks for
+// (status.certificate.dnsNames) never reaches the user cluster: its owner would hold a key for
+// names that are not the cluster's.
 func (r *Reconciler) tlsInput(ctx context.Context, ci *v1alpha1.ClusterIngress, cluster clusteraccess.Cluster, now time.Time) (*render.TLSInput, error) {
 	if !ci.Spec.TLS.On() {
 		return nil, nil
@@ -41,18 +44,18 @@ func (r *Reconciler) tlsInput(ctx context.Context, ci *v1alpha1.ClusterIngress, 
 			return in, nil
 		}
 	}
-	if r.SecretReader == nil {
+	if r.SecretReader == nil || r.CertificateNamespace == "" || ci.Status.Certificate == nil {
 		return in, nil
 	}
 	issued := &corev1.Secret{}
-	err = r.SecretReader.Get(ctx, client.ObjectKey{Namespace: ci.Namespace, Name: certs.CertificateName(ci.Name)}, issued)
+	err = r.SecretReader.Get(ctx, client.ObjectKey{Namespace: r.CertificateNamespace, Name: certs.CertificateName(client.ObjectKeyFromObject(ci))}, issued)
 	if apierrors.IsNotFound(err) {
 		return in, nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	if kp, err := certs.ParseKeyPair(issued.Data); err == nil && kp.ValidAt(now) {
+	if kp, err := certs.ParseKeyPair(issued.Data); err == nil && kp.ValidAt(now) && len(kp.Beyond(ci.Status.Certificate.DNSNames)) == 0 {
 		in.Cert, in.Key, in.CA = kp.Cert, kp.Key, kp.CA
 	}
 	return in, nil

@@ -3,6 +3,13 @@ package shards
 import (
 	"bytes"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"encoding/pem"
+	"math/big"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -31,12 +38,16 @@ func TestRoutersGetTheCertificate(t *testing.T) {
 	seed := controllertest.Seed(t)
 	ns := controllertest.Namespace(t, seed.Client)
 	access := clusteraccess.NewFake()
-	r := &Reconciler{Client: seed.Client, Access: access, SecretReader: seed.Client, Clock: clock.RealClock{}, Board: cistatus.NewBoard()}
+	certNS := controllertest.Namespace(t, seed.Client) // Shardgate's certificate namespace
+	r := &Reconciler{Client: seed.Client, Access: access, SecretReader: seed.Client, CertificateNamespace: certNS, Clock: clock.RealClock{}, Board: cistatus.NewBoard()}
 	key := newCI(t, seed.Client, ns)
 	ci := &v1alpha1.ClusterIngress{}
 	must(t, seed.Client.Get(ctx, key, ci))
 	ci.Spec.TLS = v1alpha1.ResolveTLS(v1alpha1.TLSSettings{IssuerRef: &v1alpha1.IssuerReference{Name: "le"}})
 	must(t, seed.Client.Update(ctx, ci))
+	// The names the cluster's Certificate asks for (the certificates controller reports them).
+	ci.Status.Certificate = &v1alpha1.CertificateStatus{Name: certs.CertificateName(key), DNSNames: []string{"*.c1.z.test", "c1.z.test"}}
+	must(t, seed.Client.Status().Update(ctx, ci))
 	user := controllertest.UserCluster(access, key)
 	u := user.Client
 
@@ -70,7 +81,7 @@ func TestRoutersGetTheCertificate(t *testing.T) {
 	}
 	shape := template()
 
-	issued := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: certs.CertificateName("c1")}, Type: corev1.SecretTypeTLS}
+	issued := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: certNS, Name: certs.CertificateName(key)}, Type: corev1.SecretTypeTLS}
 	now := time.Now()
 	put := func(data map[string][]byte) {
 		issued.Data = data
@@ -105,11 +116,14 @@ func TestRoutersGetTheCertificate(t *testing.T) {
 		t.Fatal("a renewal changed the router Deployment (a rollout for a new key pair)")
 	}
 
-	// Expired, not yet valid, or broken: the routers keep the last good one.
+	// Expired, not yet valid, broken, or valid for another cluster's names too: the routers keep
+	// the last good one (the owner of this cluster never gets a key for names not its own).
 	for name, data := range map[string]map[string][]byte{
-		"expired":       certstest.TLSData(t, 3, []string{"c1.z.test"}, now.Add(-48*time.Hour), now.Add(-time.Hour)),
-		"not yet valid": certstest.TLSData(t, 4, []string{"c1.z.test"}, now.Add(time.Hour), now.Add(48*time.Hour)),
-		"broken":        {corev1.TLSCertKey: []byte("garbage"), corev1.TLSPrivateKeyKey: second[corev1.TLSPrivateKeyKey]},
+		"other names too": certstest.TLSData(t, 5, []string{"c1.z.test", "*.c1.z.test", "*.victim.z.test"}, now.Add(-time.Minute), now.Add(72*time.Hour)),
+		"an IP address":   ipCertificate(t, now),
+		"expired":         certstest.TLSData(t, 3, []string{"c1.z.test"}, now.Add(-48*time.Hour), now.Add(-time.Hour)),
+		"not yet valid":   certstest.TLSData(t, 4, []string{"c1.z.test"}, now.Add(time.Hour), now.Add(48*time.Hour)),
+		"broken":          {corev1.TLSCertKey: []byte("garbage"), corev1.TLSPrivateKeyKey: second[corev1.TLSPrivateKeyKey]},
 	} {
 		put(data)
 		controllertest.Reconcile(t, r, key, 1)
@@ -130,6 +144,21 @@ func TestRoutersGetTheCertificate(t *testing.T) {
 	if len(d.Spec.Template.Spec.Volumes) != 0 {
 		t.Fatalf("router still mounts TLS: %+v", d.Spec.Template.Spec.Volumes)
 	}
+}
+
+// ipCertificate is a key pair for the cluster's names and an IP address.
+func ipCertificate(t *testing.T, now time.Time) map[string][]byte {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	must(t, err)
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(6), DNSNames: []string{"c1.z.test"}, IPAddresses: []net.IP{net.ParseIP("10.0.0.1")},
+		NotBefore: now.Add(-time.Minute), NotAfter: now.Add(72 * time.Hour)}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	must(t, err)
+	kder, err := x509.MarshalECPrivateKey(key)
+	must(t, err)
+	return map[string][]byte{corev1.TLSCertKey: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
+		corev1.TLSPrivateKeyKey: pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder})}
 }
 
 func must(t *testing.T, err error) {

@@ -1,0 +1,72 @@
+package claims
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/shardgate/shardgate/api/v1alpha1"
+	"github.com/shardgate/shardgate/pkg/clusteraccess"
+	"github.com/shardgate/shardgate/pkg/controller/controllertest"
+	"github.com/shardgate/shardgate/test/framework"
+)
+
+// TestClaimPastTheCertificatesNamesSaysSo: a cluster's certificate holds at most 100 names; the
+// claim whose shard is left out says so on its status (its routes get no trusted certificate),
+// and the claim that fits does not.
+func TestClaimPastTheCertificatesNamesSaysSo(t *testing.T) {
+	ctx := context.Background()
+	seed := fake.NewClientBuilder().WithScheme(framework.Scheme()).WithStatusSubresource(&v1alpha1.ClusterIngress{}).Build()
+	// The default shard and 97 more: 99 names; room for one claimed shard.
+	shards := []v1alpha1.ShardSpec{{Name: v1alpha1.DefaultShardName}}
+	for i := range 97 {
+		shards = append(shards, v1alpha1.ShardSpec{Name: fmt.Sprintf("s%02d", i)})
+	}
+	ci := &v1alpha1.ClusterIngress{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c1"}, Spec: v1alpha1.ClusterIngressSpec{
+		Shards: shards, Claims: v1alpha1.ClaimSettings{Allowed: true},
+		TLS: v1alpha1.ResolveTLS(v1alpha1.TLSSettings{IssuerRef: &v1alpha1.IssuerReference{Name: "le"}})}}
+	must(t, seed.Create(ctx, ci))
+	ci.Status.Domain = "c1.z.test"
+	must(t, seed.Status().Update(ctx, ci))
+	key := client.ObjectKeyFromObject(ci)
+	access := clusteraccess.NewFake()
+	claim := func(ns string) *v1alpha1.IngressClaim {
+		return &v1alpha1.IngressClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "shop", CreationTimestamp: metav1.Now()},
+			Spec: v1alpha1.IngressClaimSpec{Ingresses: []corev1.LocalObjectReference{{Name: "web"}}, Replicas: 1}}
+	}
+	user := &clusteraccess.FakeCluster{Client: fake.NewClientBuilder().WithScheme(clusteraccess.UserClusterScheme()).
+		WithObjects(claim("team-a"), claim("team-b")).WithStatusSubresource(&v1alpha1.IngressClaim{}).Build()}
+	user.Caps.CRDs = true
+	access.Add(key, user)
+	r := &Reconciler{Client: seed, Access: access, Recorder: events.NewFakeRecorder(100)}
+	controllertest.Reconcile(t, r, key, 2)
+
+	covered := func(ns string) *metav1.Condition {
+		c := &v1alpha1.IngressClaim{}
+		must(t, user.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "shop"}, c))
+		if c.Status.Shard == "" {
+			t.Fatalf("%s/shop was not admitted: %+v", ns, c.Status)
+		}
+		return meta.FindStatusCondition(c.Status.Conditions, ConditionCertificateCovered)
+	}
+	if c := covered("team-a"); c != nil {
+		t.Errorf("the claim that fits says %+v", c)
+	}
+	if c := covered("team-b"); c == nil || c.Status != metav1.ConditionFalse || c.Reason != v1alpha1.ReasonNamesLeftOut {
+		t.Errorf("the claim past 100 names: %+v", c)
+	}
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
