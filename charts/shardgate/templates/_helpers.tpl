@@ -94,3 +94,19 @@ renewBefore: {{ . }}
 redirectHTTP: {{ .Values.tls.redirectHTTP }}
 {{- end }}
 {{- end -}}
+
+{{- /*
+shardgate.unlabelledEndpoints is non-empty while the seed holds a DNSEndpoint without Shardgate's
+label (an upgrade from a release that did not label them): external-dns then runs without the label
+filter, since its sync policy would delete the records of every DNSEndpoint it no longer sees. The
+controller labels them all on its first pass; the next upgrade turns the filter on. `helm template`
+and a first install see none.
+*/ -}}
+{{- define "shardgate.unlabelledEndpoints" -}}
+{{- if .Capabilities.APIVersions.Has "externaldns.k8s.io/v1alpha1/DNSEndpoint" -}}
+{{- $all := lookup "externaldns.k8s.io/v1alpha1" "DNSEndpoint" "" "" -}}
+{{- range ($all.items | default list) -}}
+{{- if ne (get (.metadata.labels | default dict) "shardgate.io/managed-by") "shardgate" -}}unlabelled {{ end -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}

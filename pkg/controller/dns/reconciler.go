@@ -203,6 +203,15 @@ func (r *Reconciler) publish(ctx context.Context, ci *v1alpha1.ClusterIngress) (
 	}
 	setCondition(ci, Reachable(blocked, engaged, state))
 
+	// Label first, whatever the domain's state: records kept while the domain has a problem must
+	// still pass external-dns' label filter, or its sync policy would delete them from the zone.
+	current, err := r.currentEndpoint(ctx, key)
+	if err != nil {
+		return nil, false, err
+	}
+	if err := r.label(ctx, current); err != nil {
+		return nil, false, err
+	}
 	domain, problem := RequestedDomain(ci.Spec, r.ServedZones)
 	if problem != nil {
 		setCondition(ci, *problem)
@@ -210,13 +219,6 @@ func (r *Reconciler) publish(ctx context.Context, ci *v1alpha1.ClusterIngress) (
 	}
 	holder, err := r.domainHolder(ctx, ci, domain)
 	if err != nil {
-		return nil, false, err
-	}
-	current, err := r.currentEndpoint(ctx, key)
-	if err != nil {
-		return nil, false, err
-	}
-	if err := r.label(ctx, current); err != nil {
 		return nil, false, err
 	}
 	in := Input{Self: key, Holder: holder, Domain: domain, Spec: ci.Spec, Engaged: engaged, CurrentExists: current != nil,
