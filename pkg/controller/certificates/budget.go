@@ -133,8 +133,17 @@ func renews(legacy *cmapi.Certificate, ci *v1alpha1.ClusterIngress, wanted []str
 	if !metav1.IsControlledBy(legacy, ci) || !certificateReady(legacy) {
 		return false
 	}
-	names := slices.Sorted(slices.Values(legacy.Spec.DNSNames))
-	return slices.Equal(slices.Compact(names), wanted)
+	// Only what Shardgate itself recorded as issued before the move counts: whoever writes the
+	// cluster's namespace can create a Ready Certificate of that name (a self-signed Issuer of
+	// its own) for any names, but not the ClusterIngress' status. Once the move is recorded
+	// (status names the new Certificate) no legacy Certificate is a renewal any more.
+	st := ci.Status.Certificate
+	if st == nil || st.Name != legacy.Name || st.SerialNumber == "" {
+		return false
+	}
+	recorded := slices.Compact(slices.Sorted(slices.Values(st.DNSNames)))
+	names := slices.Compact(slices.Sorted(slices.Values(legacy.Spec.DNSNames)))
+	return slices.Equal(names, wanted) && slices.Equal(recorded, wanted)
 }
 
 func certificateReady(c *cmapi.Certificate) bool {

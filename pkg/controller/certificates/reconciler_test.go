@@ -185,6 +185,10 @@ func TestMoveKeepsServingUntilTheNewCertificateIsReady(t *testing.T) {
 		Spec: cmapi.CertificateSpec{SecretName: "c1-tls", DNSNames: []string{"c1.z.test", "*.c1.z.test"}, IssuerRef: cmmeta.IssuerReference{Name: "le"}}}
 	must(t, c.Create(ctx, legacy))
 	markReady(t, c, legacy)
+	// What fe9d909 recorded for it: its name, names and the serial it saw issued (only this,
+	// which no tenant writes, makes it a renewal; see TestForgedLegacyCertificateIsNoRenewal).
+	ci.Status.Certificate = &v1alpha1.CertificateStatus{Name: legacy.Name, DNSNames: want, SerialNumber: "0a"}
+	must(t, c.Status().Update(ctx, ci))
 
 	controllertest.Reconcile(t, r, key, 1)
 	cert := getCertificate(t, c, certNS, key)

@@ -37,6 +37,8 @@ func TestAddressClaimedThroughAPIServer(t *testing.T) {
 			Shards: v1alpha1.ResolveShards([]v1alpha1.ShardSpec{{Name: "edge", Publishing: v1alpha1.PublishRoutedIP,
 				RoutedIP: &v1alpha1.RoutedIPSettings{ClassName: class.Name, Addresses: []string{addr}}}})}}
 		must(t, seed.Client.Create(ctx, ci))
+		// The seed is shared by the package's tests: a record left behind would hold its address.
+		t.Cleanup(func() { forget(seed.Client, ci) })
 		return ci
 	}
 	a, b := mk("a"), mk("b")

@@ -147,6 +147,19 @@ func TestMoveStartsWithTaintAndFirewallThenJob(t *testing.T) {
 	}
 }
 
+// forget deletes a test's ClusterIngress from the seed the package's tests share, finalizers and
+// all: its records would otherwise hold their addresses against the next test's cluster.
+func forget(c client.Client, ci *v1alpha1.ClusterIngress) {
+	ctx := context.Background()
+	live := &v1alpha1.ClusterIngress{}
+	if c.Get(ctx, client.ObjectKeyFromObject(ci), live) != nil {
+		return
+	}
+	live.Finalizers = nil
+	_ = c.Update(ctx, live)
+	_ = c.Delete(ctx, live)
+}
+
 func recordOf(t *testing.T, c client.Client, key types.NamespacedName) v1alpha1.RoutedIPRecord {
 	t.Helper()
 	ci := &v1alpha1.ClusterIngress{}
