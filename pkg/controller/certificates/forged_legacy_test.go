@@ -40,7 +40,7 @@ func TestForgedLegacyCertificateIsNoRenewal(t *testing.T) {
 	wanted := []string{"*.c1.z.test", "*.evil.c1.z.test", "c1.z.test"}
 	forged := &cmapi.Certificate{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant", Name: certs.LegacyCertificateName("c1"),
 		OwnerReferences: []metav1.OwnerReference{{APIVersion: v1alpha1.GroupVersion.String(), Kind: "ClusterIngress", Name: "c1", UID: "uid-1", Controller: ptr.To(true)}}},
-		Spec: cmapi.CertificateSpec{SecretName: "x", DNSNames: wanted, IssuerRef: cmmeta.IssuerReference{Name: "my-selfsigned"}},
+		Spec:   cmapi.CertificateSpec{SecretName: "x", DNSNames: wanted, IssuerRef: cmmeta.IssuerReference{Name: "my-selfsigned"}},
 		Status: cmapi.CertificateStatus{Conditions: []cmapi.CertificateCondition{{Type: cmapi.CertificateConditionReady, Status: cmmeta.ConditionTrue}}}}
 	// the seed's budget (1/week) is already spent by another cluster
 	ledger := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "shardgate-system", Name: LedgerName},
