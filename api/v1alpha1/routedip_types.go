@@ -75,9 +75,11 @@ type ClusterRoutedIPClassSpec struct {
 	// address, and has ports opened, only when its spec.providerID (written by the cluster's
 	// owner) matches this regular expression in full. "{clusterID}" in it stands for the
 	// cluster's accepted ID (status.clusterID of its ClusterIngress), so one pattern names each
-	// cluster's own instances, e.g. "gce://my-project/europe-west3-[abc]/{clusterID}-[a-z0-9-]+"
-	// where instance names start with the cluster ID. Provider IDs longer than 255 characters are
-	// refused. Required: without it the class is unusable (its holdings are kept, frozen).
+	// cluster's own instances, e.g. "gce://my-project/europe-west3-[abc]/{clusterID}--[a-z0-9]+"
+	// where instance names are the cluster ID, a separator and a suffix. Choose a separator that
+	// cluster IDs cannot hold at that place (IDs are DNS labels): with "{clusterID}-[a-z0-9-]+"
+	// cluster "prod" would also match the instances of cluster "prod-eu". Provider IDs longer
+	// than 255 characters are refused. Required: without it the class is unusable (its holdings are kept, frozen).
 	// +optional
 	// +kubebuilder:validation:MaxLength=512
 	ProviderIDPattern string `json:"providerIDPattern,omitempty"`

@@ -21,7 +21,8 @@ type Refused struct {
 }
 
 // DefaultRefused never requests loopback, link-local (cloud metadata lives at 169.254.169.254),
-// unspecified, multicast and broadcast, in IPv4 and IPv6; and private ranges (RFC 1918, CGNAT
+// unspecified, multicast and broadcast, in IPv4 and IPv6, nor IPv6 prefixes that embed an IPv4
+// address (NAT64, 6to4); and private ranges (RFC 1918, CGNAT
 // 100.64.0.0/10, IPv6 ULA fc00::/7), where the seed's own network usually is, unless the
 // operator allows them (WithAllowed, --canary-allow-cidrs: where user clusters' nodes are).
 // Operators add the seed's own pod and Service ranges and its API servers with WithCIDRs
@@ -29,7 +30,10 @@ type Refused struct {
 func DefaultRefused() Refused {
 	return Refused{
 		never: mustPrefixes("127.0.0.0/8", "169.254.0.0/16", "0.0.0.0/8", "224.0.0.0/4", "255.255.255.255/32",
-			"::1/128", "fe80::/10", "::/128", "ff00::/8"),
+			"::1/128", "fe80::/10", "::/128", "ff00::/8",
+			// NAT64 (RFC 6052, RFC 8215) and 6to4 embed an IPv4 address the seed's translator
+			// would reach: the metadata service or the seed's own network behind an IPv6 literal.
+			"64:ff9b::/96", "64:ff9b:1::/48", "2002::/16"),
 		private: mustPrefixes("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10", "fc00::/7"),
 	}
 }

@@ -120,7 +120,9 @@ func MayStart(node string, nodes []string, reports map[string]NodeReport, now ti
 	var waiting []string
 	for _, p := range nodes {
 		r, ok := reports[p]
-		if p == node || !ok || r.Node != p || !now.Before(r.Expires) || !r.Running() {
+		// A peer holding VIPs sends adverts whatever it reports of its configuration (an agent that
+		// restarted beside a running keepalived has no digest yet): it counts, peers unknown.
+		if p == node || !ok || r.Node != p || !now.Before(r.Expires) || (!r.Running() && len(r.Held) == 0) {
 			continue
 		}
 		if !slices.Contains(r.Peers, node) {
