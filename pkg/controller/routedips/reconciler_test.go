@@ -162,15 +162,7 @@ func forget(c client.Client, ci *v1alpha1.ClusterIngress) {
 
 func recordOf(t *testing.T, c client.Client, key types.NamespacedName) v1alpha1.RoutedIPRecord {
 	t.Helper()
-	ci := &v1alpha1.ClusterIngress{}
-	must(t, c.Get(context.Background(), key, ci))
-	for _, r := range ci.Status.RoutedIPs {
-		if r.Address == addr {
-			return r
-		}
-	}
-	t.Fatalf("no record of %s in %+v", addr, ci.Status.RoutedIPs)
-	return v1alpha1.RoutedIPRecord{}
+	return record(t, c, key, addr)
 }
 
 func jobs(t *testing.T, c client.Client, ns string) []batchv1.Job {
