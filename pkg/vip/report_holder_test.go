@@ -19,4 +19,3 @@ func TestMayStartWaitsForAHolderWithoutConfig(t *testing.T) {
 		t.Fatal("newcomer may start while a fresh peer reports holding a VIP with an unknown configuration")
 	}
 }
-
