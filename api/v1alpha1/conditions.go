@@ -151,6 +151,9 @@ const (
 	// cluster's VIP (the VIP stays with its holder).
 	ReasonNodeAddressConflict = "NodeAddressConflict"
 	ReasonNoPool              = "NoPool"
+	// ReasonNodesNotObserved: the cluster's nodes cannot be read yet; it keeps what it holds and
+	// gets no new VIP until they can.
+	ReasonNodesNotObserved = "NodesNotObserved"
 	// RoutedIPsAssigned and RoutedIP Assigned reasons.
 	ReasonRoutedIPsAssigned = "Assigned"
 	ReasonRoutedIPMoving    = "Moving"

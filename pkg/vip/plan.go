@@ -24,6 +24,9 @@ type ClusterRequest struct {
 	Shards    []ShardRequest
 	RouterIDs IDRange
 	Held      []v1alpha1.ShardVIPs
+	// Frozen (why) keeps what the cluster holds and gives it nothing new: its nodes cannot be
+	// read, so a new VIP could be one of their addresses (which would never take it away again).
+	Frozen string
 }
 
 // NodeAddress is a node of one of the domain's clusters that reports an address (observed, written
@@ -87,6 +90,10 @@ func Plan(clusters []ClusterRequest, nodes map[netip.Addr][]NodeAddress) []Clust
 					claims, refs = append(claims, held), append(refs, ref{ci, si, true})
 					plan.VIPs = append(plan.VIPs, v1alpha1.ShardVIPs{Shard: s.Shard, Pool: h.Pool})
 				}
+			}
+			if c.Frozen != "" {
+				keep(Problem{v1alpha1.ReasonNodesNotObserved, c.Frozen})
+				continue
 			}
 			if len(s.Pool) == 0 {
 				keep(Problem{v1alpha1.ReasonNoPool, fmt.Sprintf("shard %s: no VIP pool: set vip.pool on the shard or spec.vip.pool "+

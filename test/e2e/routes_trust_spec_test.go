@@ -161,7 +161,8 @@ func RoutesTrustSpec(ctx context.Context, t *testing.T, inputGetter func() Route
 				{&networkingv1.IngressClass{}, client.ObjectKey{Name: names.IngressClassName}},
 				{&corev1.ConfigMap{}, client.ObjectKey{Namespace: names.UserInfoNamespace, Name: names.UserInfoName}},
 				{&appsv1.Deployment{}, client.ObjectKey{Namespace: names.Namespace, Name: names.RouterName(v1alpha1.DefaultShardName)}},
-				{&rbacv1.ClusterRole{}, client.ObjectKey{Name: "shardgate-router-traefik"}},
+				// The binding was Shardgate's; the role is the cluster admin's (config/user-cluster/rbac.yaml).
+				{&rbacv1.ClusterRoleBinding{}, client.ObjectKey{Name: "shardgate-" + names.RouterName(v1alpha1.DefaultShardName)}},
 				{&corev1.Namespace{}, client.ObjectKey{Name: names.Namespace}},
 			} {
 				if ok, msg := gone(o.obj, o.key); !ok {
@@ -170,6 +171,8 @@ func RoutesTrustSpec(ctx context.Context, t *testing.T, inputGetter func() Route
 			}
 			return true, ""
 		})
+		// Shardgate may only bind the router roles: the ones the admin created stay theirs.
+		must(t, u.Client.Get(ctx, client.ObjectKey{Name: "shardgate-router-traefik"}, &rbacv1.ClusterRole{}))
 		policies := &admissionregistrationv1.ValidatingAdmissionPolicyList{}
 		must(t, u.Client.List(ctx, policies, client.MatchingLabels{v1alpha1.ManagedByLabel: v1alpha1.ManagedByValue}))
 		if len(policies.Items) != 0 {

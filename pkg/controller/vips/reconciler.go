@@ -62,7 +62,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	requests := make([]vip.ClusterRequest, len(members))
 	self := -1
 	for i := range members {
-		requests[i] = Request(&members[i])
+		requests[i] = Request(&members[i], r.observable(&members[i]))
 		if members[i].Namespace == ci.Namespace && members[i].Name == ci.Name {
 			self = i
 		}
@@ -82,9 +82,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 // Request is what a cluster asks of its L2 domain: each VIP shard with its pool (the shard's
 // own, else the profile's) and count, the profile's router IDs, and what its status holds. A
 // cluster being deleted asks for nothing new and keeps what it holds until it is gone (its
-// routers may still hold them).
-func Request(ci *v1alpha1.ClusterIngress) vip.ClusterRequest {
+// routers may still hold them); so does one whose nodes cannot be observed (yet): a new VIP
+// could be an address its own nodes have, and a node's address never takes a held VIP away.
+func Request(ci *v1alpha1.ClusterIngress, observable bool) vip.ClusterRequest {
 	r := vip.ClusterRequest{Key: ci.Namespace + "/" + ci.Name, Held: ci.Status.VIPs}
+	if !observable && ci.DeletionTimestamp == nil {
+		r.Frozen = "waiting to read the cluster's nodes before allocating VIPs (see ClusterReachable)"
+	}
 	if ids := ci.Spec.VIP.RouterIDs; ids != nil {
 		r.RouterIDs = vip.IDRange{First: int(ids.First), Last: int(ids.Last)}
 	}
@@ -112,6 +116,11 @@ func Request(ci *v1alpha1.ClusterIngress) vip.ClusterRequest {
 	return r
 }
 
+func (r *Reconciler) observable(ci *v1alpha1.ClusterIngress) bool {
+	cluster, ok := r.Access.Get(client.ObjectKeyFromObject(ci))
+	return ok && cluster.Observable()
+}
+
 func vipShards(ci *v1alpha1.ClusterIngress) []v1alpha1.ShardSpec {
 	var out []v1alpha1.ShardSpec
 	for _, s := range ci.Spec.Shards {
@@ -127,10 +136,10 @@ func vipShards(ci *v1alpha1.ClusterIngress) []v1alpha1.ShardSpec {
 func (r *Reconciler) nodeAddresses(ctx context.Context, members []v1alpha1.ClusterIngress) map[netip.Addr][]vip.NodeAddress {
 	out := map[netip.Addr][]vip.NodeAddress{}
 	for _, m := range members {
-		cluster, ok := r.Access.Get(client.ObjectKeyFromObject(&m))
-		if !ok || !cluster.Observable() {
+		if !r.observable(&m) {
 			continue
 		}
+		cluster, _ := r.Access.Get(client.ObjectKeyFromObject(&m))
 		nodes, err := cluster.Nodes(ctx)
 		if err != nil {
 			continue
