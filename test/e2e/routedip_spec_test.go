@@ -102,13 +102,15 @@ func TestRoutedIP(t *testing.T) {
 		if code != 200 {
 			t.Errorf("HTTP through %s while the move fails: %d", routedIP1, code)
 		}
-		evs := &corev1.EventList{}
-		must(t, seed.Client.List(ctx, evs, client.InNamespace("default")))
-		if !slices.ContainsFunc(evs.Items, func(e corev1.Event) bool {
-			return e.InvolvedObject.Name == "r1" && e.Reason == v1alpha1.ReasonMoveFailed && strings.Contains(e.Message, "simulated cloud failure")
-		}) {
-			t.Errorf("no MoveFailed Event on ClusterIngress r1")
-		}
+		// The event recorder sends asynchronously: the Event may land after the status.
+		eventually(ctx, t, 30*time.Second, func() (bool, string) {
+			evs := &corev1.EventList{}
+			must(t, seed.Client.List(ctx, evs, client.InNamespace("default")))
+			return slices.ContainsFunc(evs.Items, func(e corev1.Event) bool {
+				return e.InvolvedObject.Name == "r1" && e.Reason == v1alpha1.ReasonMoveFailed &&
+					strings.Contains(e.Message, "simulated cloud failure")
+			}), "no MoveFailed Event on ClusterIngress r1"
+		})
 		// The third Job (after 5 s and 10 s of backoff) succeeds: the address leaves the cordoned node.
 		eventually(ctx, t, 2*time.Minute, func() (bool, string) {
 			r := record(routedIP1)
