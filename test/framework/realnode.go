@@ -252,6 +252,8 @@ func (n *RealNode) startKubelet(labels map[string]string, idx int) error {
 	if err := os.WriteFile(filepath.Join(n.dir, "kubelet.kubeconfig"), kc, 0o600); err != nil {
 		return err
 	}
+	// syncFrequency 10s (default 1m): a renewed certificate reaches a router's projected volume at
+	// the kubelet's next pod sync, and specs that wait for one would otherwise wait a minute each.
 	cfg := fmt.Sprintf(`apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 failCgroupV1: false
@@ -275,6 +277,7 @@ imageGCLowThresholdPercent: 99
 evictionHard: {memory.available: "50Mi", nodefs.available: "1%%", imagefs.available: "1%%", nodefs.inodesFree: "1%%"}
 registerNode: true
 providerID: %q
+syncFrequency: 10s
 `, n.cgroup, n.socket(), n.IP, filepath.Join(n.dir, "pod-logs"), n.ProviderID())
 	if err := os.WriteFile(filepath.Join(n.dir, "kubelet.yaml"), []byte(cfg), 0o644); err != nil {
 		return err
