@@ -59,7 +59,8 @@ func Run(ctx context.Context, o Options) error {
 	if err := writeHealth(o.HealthFile, false); err != nil {
 		return err
 	}
-	rep := &reports{o: o, iface: iface}
+	rep := newReports(o, iface)
+	go rep.run(ctx)
 	loaded, err := waitToStart(ctx, o, rep)
 	if err != nil {
 		return err
@@ -81,7 +82,7 @@ func Run(ctx context.Context, o Options) error {
 	go func() { exited <- cmd.Wait() }()
 	log.Printf("keepalived started on %s (%s) as %s", iface, o.NodeIP, o.NodeName)
 	rep.loaded(loaded)
-	rep.send(ctx)
+	rep.send()
 
 	probe := time.NewTicker(o.ProbeInterval)
 	defer probe.Stop()
@@ -99,7 +100,7 @@ func Run(ctx context.Context, o Options) error {
 		case <-probe.C:
 			// A change of the VIPs held is reported at once: two reports naming one VIP are
 			// a split, so the one that lost it must not say so for seconds.
-			rep.send(ctx)
+			rep.send()
 			// A change is written at once; the same health again every second, because keepalived
 			// watches the file through inotify and a write that falls between its first read and
 			// its watch while it starts is otherwise never seen (its node stayed "unhealthy").
@@ -121,7 +122,7 @@ func Run(ctx context.Context, o Options) error {
 				// Reported a check after the SIGHUP, once keepalived has applied it: a joining
 				// node starts on this report and must hear adverts from then on.
 				rep.loaded(loaded)
-				rep.send(ctx)
+				rep.send()
 				reloaded = false
 			}
 			latest, ok := o.Source.Latest()
@@ -172,7 +173,7 @@ func waitToStart(ctx context.Context, o Options, rep *reports) (Rendered, error)
 			log.Printf("keepalived waits: %s", why)
 			said = why
 		}
-		rep.send(ctx)
+		rep.send()
 		select {
 		case <-ctx.Done():
 			return Rendered{}, ctx.Err()
@@ -181,15 +182,18 @@ func waitToStart(ctx context.Context, o Options, rep *reports) (Rendered, error)
 	}
 }
 
-// reports keeps what this node reports and sends it when it changed, and every leaseSeconds/3 to
-// keep it fresh.
+// reports keeps what this node reports and hands it to run, which sends it.
 type reports struct {
 	o     Options
 	iface string
 	now   vip.NodeReport
 	list  []netip.Addr // the VIPs rendered
-	sent  string       // what the last report said
-	at    time.Time
+	// latest holds the newest report not yet taken by run; a newer one replaces it.
+	latest chan vip.NodeReport
+}
+
+func newReports(o Options, iface string) *reports {
+	return &reports{o: o, iface: iface, latest: make(chan vip.NodeReport, 1)}
 }
 
 func (r *reports) loaded(c Rendered) {
@@ -207,24 +211,69 @@ func (r *reports) vips(c Rendered) {
 	r.list = list
 }
 
-func (r *reports) send(ctx context.Context) {
+// send hands this node's report to run without waiting for the API server: the probe loop that
+// keeps keepalived's health file fresh must not stall while the control plane is unreachable,
+// which is when failover matters most.
+func (r *reports) send() {
 	if r.o.Reporter == nil {
 		return
 	}
-	r.now.Held = heldOn(r.iface, r.list)
-	said := fmt.Sprint(r.now.Annotations())
-	if said == r.sent && time.Since(r.at) < leaseSeconds*time.Second/3 {
+	held, err := heldOn(r.iface, r.list)
+	if err != nil {
+		// Unknown is not "none": a report of no VIPs could hide a split. The last report stands.
+		log.Printf("read the VIPs on %s: %v", r.iface, err)
 		return
 	}
-	if err := r.o.Reporter.Report(ctx, r.now); err != nil {
-		if ctx.Err() == nil {
-			log.Printf("%v", err)
-		}
-		r.sent = ""
-		return
+	r.now.Held = held
+	select {
+	case <-r.latest: // replaced by the newer one
+	default:
 	}
-	r.sent, r.at = said, time.Now()
+	r.latest <- r.now
 }
+
+// run sends the reports send hands it: at once when what they say changed, every leaseSeconds/3
+// to keep the Lease fresh, and after a failure again with a backoff (at most maxReportBackoff).
+func (r *reports) run(ctx context.Context) {
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	var pending *vip.NodeReport
+	var sent string
+	var at, retryAt time.Time
+	backoff := minReportBackoff
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case rep := <-r.latest:
+			pending = &rep
+		case <-tick.C:
+		}
+		if pending == nil || time.Now().Before(retryAt) {
+			continue
+		}
+		said := fmt.Sprint(pending.Annotations())
+		if said == sent && time.Since(at) < leaseSeconds*time.Second/3 {
+			continue
+		}
+		if err := r.o.Reporter.Report(ctx, *pending); err != nil {
+			if ctx.Err() == nil {
+				log.Printf("%v", err)
+			}
+			sent, retryAt, backoff = "", time.Now().Add(backoff), min(2*backoff, maxReportBackoff)
+			continue
+		}
+		sent, at, backoff = said, time.Now(), minReportBackoff
+	}
+}
+
+// A failed report is tried again after minReportBackoff, doubling up to maxReportBackoff: often
+// enough to keep the Lease (leaseSeconds) alive through a blip, without hammering a control plane
+// that is down.
+const (
+	minReportBackoff = 200 * time.Millisecond
+	maxReportBackoff = 2 * time.Second
+)
 
 // writeFile replaces path at once (keepalived never reads half a file).
 func writeFile(path, content string) error {

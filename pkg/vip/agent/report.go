@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -33,6 +34,7 @@ type Reporter struct {
 	Shard     string
 	Node      string
 
+	mu     sync.Mutex // the agent's loop reads the peers while its sender reports
 	client kubernetes.Interface
 }
 
@@ -69,6 +71,8 @@ func (r *Reporter) leases() (func(), error) {
 
 // Report renews this node's Lease with rep.
 func (r *Reporter) Report(ctx context.Context, rep vip.NodeReport) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	drop, err := r.leases()
 	if err != nil {
 		return fmt.Errorf("report: %w", err)
@@ -107,6 +111,8 @@ func (r *Reporter) renew(ctx context.Context, rep vip.NodeReport) error {
 
 // Peers reads the reports of nodes (a node without a Lease has none).
 func (r *Reporter) Peers(ctx context.Context, nodes []string) (map[string]vip.NodeReport, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	drop, err := r.leases()
 	if err != nil {
 		return nil, fmt.Errorf("read the peers' reports: %w", err)
@@ -129,10 +135,10 @@ func (r *Reporter) Peers(ctx context.Context, nodes []string) (map[string]vip.No
 }
 
 // heldOn lists which of vips are on the interface.
-func heldOn(iface string, vips []netip.Addr) []netip.Addr {
+func heldOn(iface string, vips []netip.Addr) ([]netip.Addr, error) {
 	onIface, err := interfaceAddrs(iface)
 	if err != nil {
-		return nil
+		return nil, err
 	}
 	var out []netip.Addr
 	for _, v := range vips {
@@ -140,5 +146,5 @@ func heldOn(iface string, vips []netip.Addr) []netip.Addr {
 			out = append(out, v)
 		}
 	}
-	return out
+	return out, nil
 }

@@ -40,7 +40,9 @@ func TestJoiningNodeWaitsForItsPeers(t *testing.T) {
 	defer cancel()
 	started := make(chan Rendered, 1)
 	go func() {
-		r, err := waitToStart(ctx, o, &reports{o: o, iface: "lo"})
+		rep := newReports(o, "lo")
+		go rep.run(ctx)
+		r, err := waitToStart(ctx, o, rep)
 		if err == nil {
 			started <- r
 		}
