@@ -41,8 +41,8 @@ type Reconciler struct {
 }
 
 // Reconcile gathers the cluster's claims, Ingresses and claimed routers' readiness, decides,
-// writes status.claims (the seed's record, first: the claimed shards follow from it), each
-// claim's status, and deletes the claims reclaimed with policy Delete. Nothing is decided while
+// deletes the claims reclaimed with policy Delete, writes status.claims (the seed's record: the
+// claimed shards follow from it) and each claim's status. Nothing is decided while
 // the cluster cannot be observed or before it has a domain.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	ci := &v1alpha1.ClusterIngress{}
@@ -99,6 +99,22 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	out := claims.Decide(in)
 
+	// Claims reclaimed with policy Delete go before their records: a record dropped first and a
+	// delete that then failed left a claim with no record, admitted again as new on the next pass.
+	w := cluster.Writer()
+	deleted := map[string]bool{}
+	for _, key := range out.Delete {
+		deleted[key] = true
+	}
+	for i := range list.Items {
+		c := &list.Items[i]
+		if key := c.Namespace + "/" + c.Name; deleted[key] {
+			log.FromContext(ctx).Info("IngressClaim reclaimed with policy Delete", "claim", key)
+			if err := w.Delete(ctx, c); client.IgnoreNotFound(err) != nil {
+				return ctrl.Result{}, clusteraccess.DescribeError("delete IngressClaim "+key, err)
+			}
+		}
+	}
 	before := ci.Status.DeepCopy()
 	ci.Status.Claims = out.Records
 	if err := cistatus.Patch(ctx, r.Client, ci, before); err != nil {
@@ -111,23 +127,18 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if ci.Spec.TLS.On() && ci.Status.Domain != "" {
 		_, leftOut = certs.Names(ci.Status.Domain, ci.Shards())
 	}
-	w := cluster.Writer()
+	records := make(map[string]v1alpha1.ClaimRecord, len(out.Records))
+	for _, rec := range out.Records {
+		records[rec.Namespace+"/"+rec.Name] = rec
+	}
 	for i := range list.Items {
 		c := &list.Items[i]
-		key := c.Namespace + "/" + c.Name
-		if slices.Contains(out.Delete, key) {
-			log.FromContext(ctx).Info("IngressClaim reclaimed with policy Delete", "claim", key)
-			if err := w.Delete(ctx, c); client.IgnoreNotFound(err) != nil {
-				return ctrl.Result{}, clusteraccess.DescribeError("delete IngressClaim "+key, err)
-			}
+		rec, ok := records[c.Namespace+"/"+c.Name]
+		if !ok {
 			continue
 		}
-		i := slices.IndexFunc(out.Records, func(r v1alpha1.ClaimRecord) bool { return r.Namespace == c.Namespace && r.Name == c.Name })
-		if i < 0 {
-			continue
-		}
-		uncovered := out.Records[i].Shard != "" && slices.Contains(leftOut, out.Records[i].Shard)
-		if err := writeStatus(ctx, w, c, out.Records[i], ci.Status.Domain, in.Ready, uncovered); err != nil {
+		uncovered := rec.Shard != "" && slices.Contains(leftOut, rec.Shard)
+		if err := writeStatus(ctx, w, c, rec, ci.Status.Domain, in.Ready, uncovered); err != nil {
 			return ctrl.Result{}, err
 		}
 	}

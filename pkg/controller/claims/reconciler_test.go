@@ -4,13 +4,17 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
 	"github.com/shardgate/shardgate/pkg/clusteraccess"
@@ -68,5 +72,57 @@ func must(t *testing.T, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A claim reclaimed with policy Delete keeps its record until it is really gone: with the delete
+// failing, status.claims still holds it (reviewed main dropped the record first, and the next
+// pass admitted the surviving claim as new, with routers that nothing ever reclaimed).
+func TestReclaimedClaimKeepsItsRecordUntilDeleted(t *testing.T) {
+	ctx := context.Background()
+	seed := fake.NewClientBuilder().WithScheme(framework.Scheme()).WithStatusSubresource(&v1alpha1.ClusterIngress{}).Build()
+	ci := &v1alpha1.ClusterIngress{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c1"}, Spec: v1alpha1.ClusterIngressSpec{
+		Shards: []v1alpha1.ShardSpec{{Name: v1alpha1.DefaultShardName}}, Claims: v1alpha1.ClaimSettings{Allowed: true}}}
+	must(t, seed.Create(ctx, ci))
+	gone := metav1.NewTime(time.Now().Add(-time.Hour))
+	ci.Status.Domain = "c1.z.test"
+	ci.Status.Claims = []v1alpha1.ClaimRecord{{Namespace: "team-a", Name: "shop", Shard: "shop", Replicas: 1,
+		EverBound: true, IngressesGoneSince: &gone, Phase: v1alpha1.ClaimBound}}
+	must(t, seed.Status().Update(ctx, ci))
+	key := client.ObjectKeyFromObject(ci)
+	claim := &v1alpha1.IngressClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "shop", Generation: 1,
+		CreationTimestamp: metav1.Now()}, Spec: v1alpha1.IngressClaimSpec{ReclaimPolicy: v1alpha1.ReclaimDelete,
+		Ingresses: []corev1.LocalObjectReference{{Name: "web"}}, Replicas: 1}}
+	failDelete := true
+	userClient := fake.NewClientBuilder().WithScheme(clusteraccess.UserClusterScheme()).WithObjects(claim).
+		WithStatusSubresource(&v1alpha1.IngressClaim{}).WithInterceptorFuncs(interceptor.Funcs{
+		Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
+			if failDelete {
+				return apierrors.NewServiceUnavailable("the user API server has a moment's trouble")
+			}
+			return c.Delete(ctx, obj, opts...)
+		}}).Build()
+	user := &clusteraccess.FakeCluster{Client: userClient}
+	user.Caps.CRDs = true
+	access := clusteraccess.NewFake()
+	access.Add(key, user)
+	r := &Reconciler{Client: seed, Access: access, Recorder: events.NewFakeRecorder(100), ReclaimGrace: time.Minute}
+
+	if _, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: key}); err == nil {
+		t.Fatal("a failed delete was not an error")
+	}
+	got := &v1alpha1.ClusterIngress{}
+	must(t, seed.Get(ctx, key, got))
+	if len(got.Status.Claims) != 1 || got.Status.Claims[0].Shard != "shop" || !got.Status.Claims[0].EverBound {
+		t.Fatalf("after a failed delete, status.claims is %+v: want the record kept", got.Status.Claims)
+	}
+	failDelete = false
+	if _, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: key}); err != nil {
+		t.Fatal(err)
+	}
+	must(t, seed.Get(ctx, key, got))
+	err := userClient.Get(ctx, client.ObjectKeyFromObject(claim), &v1alpha1.IngressClaim{})
+	if len(got.Status.Claims) != 0 || !apierrors.IsNotFound(err) {
+		t.Errorf("once deleted: status.claims %+v, the claim: %v", got.Status.Claims, err)
 	}
 }
