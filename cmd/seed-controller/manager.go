@@ -216,9 +216,10 @@ func addSharding(mgr ctrl.Manager, o options, engager *clusteraccess.Engager, bo
 		return err
 	}
 	// The fence checks before writes have a client of their own too: a burst of writes must
-	// not delay renewals.
+	// not delay renewals. Every write waits for its check, so the checks may send as many
+	// requests as the writes (--kube-api-qps), or they would cap every write.
 	checkCfg := rest.CopyConfig(mgr.GetConfig())
-	checkCfg.QPS, checkCfg.Burst = 50, 100
+	checkCfg.QPS, checkCfg.Burst = max(mgr.GetConfig().QPS, 50), max(mgr.GetConfig().Burst, 100)
 	checks, err := client.New(checkCfg, client.Options{Scheme: mgr.GetScheme()})
 	if err != nil {
 		return err
