@@ -13,6 +13,7 @@ import (
 
 	"github.com/shardgate/shardgate/pkg/canary"
 	"github.com/shardgate/shardgate/pkg/clusteraccess"
+	"github.com/shardgate/shardgate/pkg/nodeports"
 )
 
 // options are the controller's command-line settings.
@@ -111,7 +112,7 @@ func (o *options) bind(fs *flag.FlagSet) {
 	fs.Float64Var(&o.canaryQPS, "canary-qps", 10, "canary checks a second, for all clusters together")
 	fs.Var(&o.canaryRefuseCIDRs, "canary-refuse-cidrs", "address ranges the canary never requests, besides loopback, link-local, multicast and unspecified (comma-separated CIDRs; list the seed's pod and Service ranges and its API servers)")
 	fs.Var(&o.canaryAllowCIDRs, "canary-allow-cidrs", "private address ranges (RFC 1918, 100.64.0.0/10, fc00::/7) the canary may request: where user clusters' nodes are reached; the canary requests no other private address (comma-separated CIDRs; --canary-refuse-cidrs wins)")
-	fs.StringVar(&o.canaryNodePorts, "canary-node-port-range", "30000-32767", "the user clusters' node-port range: the canary requests a NodePort shard at no port outside it")
+	fs.StringVar(&o.canaryNodePorts, "canary-node-port-range", nodeports.Default, "the user clusters' node-port range: the canary requests a NodePort shard at no port outside it")
 	fs.StringVar(&o.canaryProxy, "canary-proxy", "", "proxy through which the seed reaches user clusters' routers: http://host:port (a CONNECT tunnel per router address) or socks5://host:port (default: direct)")
 	fs.BoolVar(&o.sharding, "sharding", false, "share the user clusters with the other replicas (each holds a Lease; rendezvous hashing assigns clusters; a per-cluster Lease fences hand-overs) instead of one leader doing all")
 	fs.StringVar(&o.replicaID, "replica-id", "", "this replica's identity for --sharding (default: $POD_NAME, else the host name)")

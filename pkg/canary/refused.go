@@ -3,8 +3,8 @@ package canary
 import (
 	"fmt"
 	"net/netip"
-	"strconv"
-	"strings"
+
+	"github.com/shardgate/shardgate/pkg/nodeports"
 )
 
 // Refused is the address ranges the canary never requests. The addresses it asks come from a
@@ -117,15 +117,10 @@ type PortRange struct{ Min, Max int }
 // DefaultNodePorts is Kubernetes' default --service-node-port-range.
 var DefaultNodePorts = PortRange{Min: 30000, Max: 32767}
 
-// ParsePortRange parses "min-max" (1-65535, min <= max).
+// ParsePortRange parses "min-max" (nodeports.Parse).
 func ParsePortRange(s string) (PortRange, error) {
-	lo, hi, ok := strings.Cut(s, "-")
-	a, errA := strconv.Atoi(lo)
-	b, errB := strconv.Atoi(hi)
-	if !ok || errA != nil || errB != nil || a < 1 || b > 65535 || a > b {
-		return PortRange{}, fmt.Errorf("%q is not a port range min-max", s)
-	}
-	return PortRange{Min: a, Max: b}, nil
+	r, err := nodeports.Parse(s)
+	return PortRange{Min: int(r.Min), Max: int(r.Max)}, err
 }
 
 // Refuses says why port is not requested ("" when it may be).

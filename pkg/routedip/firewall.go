@@ -6,29 +6,20 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"strconv"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
+	"github.com/shardgate/shardgate/pkg/nodeports"
 )
 
-// DefaultNodePortRange is Kubernetes' default --service-node-port-range.
-const DefaultNodePortRange = "30000-32767"
-
-// ParseNodePortRange parses "low-high".
+// ParseNodePortRange parses a class's nodePortRange ("": Kubernetes' default).
 func ParseNodePortRange(s string) (lo, hi int32, err error) {
-	if s == "" {
-		s = DefaultNodePortRange
+	r, err := nodeports.Parse(cmp.Or(s, nodeports.Default))
+	if err != nil {
+		return 0, 0, fmt.Errorf("nodePortRange: %w", err)
 	}
-	a, b, ok := strings.Cut(s, "-")
-	l, err1 := strconv.ParseUint(a, 10, 16)
-	h, err2 := strconv.ParseUint(b, 10, 16)
-	if !ok || err1 != nil || err2 != nil || l == 0 || l > h {
-		return 0, 0, fmt.Errorf("nodePortRange %q is not low-high with 1 ≤ low ≤ high ≤ 65535", s)
-	}
-	return int32(l), int32(h), nil
+	return r.Min, r.Max, nil
 }
 
 // PortsOutside keeps the ports outside [lo, hi] (those inside are the platform's NodePort rule),
