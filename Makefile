@@ -44,7 +44,7 @@ manifests: $(CONTROLLER_GEN)
 	@if [ -d pkg ]; then $(CONTROLLER_GEN) rbac:roleName=shardgate-seed-controller paths=./pkg/... paths=./cmd/... output:rbac:artifacts:config=config/rbac; fi
 	@# The Helm chart ships the same CRDs and RBAC rules.
 	rm -f charts/shardgate/crds/*.yaml && cp config/crd/bases/*.yaml charts/shardgate/crds/
-	cp config/rbac/role.yaml charts/shardgate/rbac/role.yaml
+	cp config/rbac/role.yaml config/rbac/metrics_reader_role.yaml charts/shardgate/rbac/
 
 # reaped runs a go test command with every process it starts under RUN_DIR, then fails the run
 # if hack/reap.sh finds one that survived or a host setting the run changed.

@@ -58,6 +58,10 @@ func run(ctx context.Context, args []string) error {
 		return err
 	}
 	ctrl.Log.WithName("setup").Info("starting", "dnsZone", opts.dnsZone, "leaderElection", opts.leaderElect)
+	if !opts.metricsSecure && opts.metricsAddr != "0" {
+		ctrl.Log.WithName("setup").Info("INSECURE: --metrics-secure=false serves /metrics, which name every user cluster, "+
+			"over plain HTTP to anyone who reaches it", "address", opts.metricsAddr)
+	}
 	return mgr.Start(ctx)
 }
 

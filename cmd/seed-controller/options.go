@@ -20,6 +20,8 @@ import (
 type options struct {
 	kubeconfig              string
 	metricsAddr             string
+	metricsSecure           bool
+	metricsCertDir          string
 	seedQPS                 float64
 	seedBurst               int
 	healthAddr              string
@@ -81,7 +83,9 @@ func (o *options) bind(fs *flag.FlagSet) {
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig of the seed cluster (default: in-cluster or $KUBECONFIG)")
 	fs.Float64Var(&o.seedQPS, "kube-api-qps", 200, "requests a second to the seed's API server (its priority and fairness protects it); publishing 1,000 clusters takes ~10,000 writes")
 	fs.IntVar(&o.seedBurst, "kube-api-burst", 400, "burst of requests to the seed's API server")
-	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint (\"0\" disables it)")
+	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint, HTTPS unless --metrics-secure=false (\"0\" disables it)")
+	fs.BoolVar(&o.metricsSecure, "metrics-secure", true, "serve /metrics over HTTPS to bearer tokens whose user may get the non-resource URL /metrics (TokenReview and SubjectAccessReview at the seed's API server); false serves them over plain HTTP to anyone who reaches the port, and the metrics name every user cluster: INSECURE, only behind a proxy that authenticates")
+	fs.StringVar(&o.metricsCertDir, "metrics-cert-dir", "", "directory with tls.crt and tls.key for /metrics, reloaded when they change (default: a self-signed certificate made at start)")
 	fs.StringVar(&o.healthAddr, "health-probe-bind-address", ":8081", "address of the /healthz and /readyz endpoints")
 	fs.StringVar(&o.pprofAddr, "pprof-bind-address", "", "address of Go's /debug/pprof endpoints, for profiling (default: off)")
 	fs.BoolVar(&o.leaderElect, "leader-elect", false, "elect a leader so that only one replica reconciles")
@@ -123,6 +127,9 @@ func (o *options) bind(fs *flag.FlagSet) {
 }
 
 func (o *options) validate() error {
+	if err := validateMetrics(*o); err != nil {
+		return err
+	}
 	if o.leaderElect && o.renewDeadline >= o.leaseDuration {
 		return fmt.Errorf("--leader-elect-renew-deadline (%s) must be shorter than --leader-elect-lease-duration (%s)", o.renewDeadline, o.leaseDuration)
 	}

@@ -11,10 +11,22 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	"k8s.io/client-go/kubernetes"
 	certutil "k8s.io/client-go/util/cert"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/shardgate/shardgate/api/v1alpha1"
+	"github.com/shardgate/shardgate/pkg/tokenauth"
 )
+
+// Permission: the page shows every cluster of the seed, so it asks what `kubectl get
+// clusteringresses --all-namespaces` asks: a token whose user may get ClusterIngresses in every
+// namespace.
+var Permission = tokenauth.Permission{
+	Resource:    &authorizationv1.ResourceAttributes{Group: v1alpha1.GroupVersion.Group, Resource: "clusteringresses", Verb: "get"},
+	Description: "get clusteringresses.shardgate.io in all namespaces",
+}
 
 // Server is the status page as a manager Runnable: HTTPS, every request authorised.
 type Server struct {
@@ -37,7 +49,8 @@ func (s *Server) Start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	authz := &Authorizer{Authn: s.Clients.AuthenticationV1().TokenReviews(), Authz: s.Clients.AuthorizationV1().SubjectAccessReviews()}
+	authz := &tokenauth.Authorizer{Authn: s.Clients.AuthenticationV1().TokenReviews(),
+		Authz: s.Clients.AuthorizationV1().SubjectAccessReviews(), Permission: Permission}
 	cert, err := s.certificate()
 	if err != nil {
 		return err

@@ -17,6 +17,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/yaml"
@@ -119,7 +120,8 @@ func TestChartExternalDNSPublishesOnlyShardgatesEndpoints(t *testing.T) {
 // TestChartInstallsAndConverges: the rendered chart passes a server-side dry-run against a real
 // seed API server; helm install into that seed works; and the controller started with exactly
 // the flags and the RBAC the chart gives it (its ServiceAccount's token) converges a user
-// cluster's DNS through external-dns and BIND.
+// cluster's DNS through external-dns and BIND, and serves /metrics to a token bound to the chart's
+// metrics-reader ClusterRole but not to one without it.
 func TestChartInstallsAndConverges(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
@@ -136,10 +138,11 @@ func TestChartInstallsAndConverges(t *testing.T) {
 	tlsSet := []string{"--set", "tls.acme.enabled=true", "--set", "tls.acme.email=ops@" + zone, "--set", "tls.redirectHTTP=true", "--set", "tls.acme.waitInsteadOfSelfCheck=0s",
 		"--set", "tls.acme.dns01.rfc2136.nameserver=" + env.DNS.Addr, "--set", "tls.acme.dns01.rfc2136.tsigKeyName=acme",
 		"--set", "tls.acme.dns01.rfc2136.tsigSecretSecretRef.name=acme-tsig"}
-	optIn := []string{"--set", "statusPage.enabled=true", "--set", "statusPage.certSecret=status-tls", "--set", "grafanaDashboard.enabled=true"}
+	optIn := []string{"--set", "statusPage.enabled=true", "--set", "statusPage.certSecret=status-tls", "--set", "grafanaDashboard.enabled=true",
+		"--set", "metrics.certSecret=metrics-tls"}
 	kinds := dryRunChart(ctx, t, seed, append(append(slices.Clone(set), tlsSet...), optIn...))
 	if len(kinds) < 10 || !slices.Contains(kinds, "Issuer/shardgate-acme") || !slices.Contains(kinds, "Service/shardgate-status") ||
-		!slices.Contains(kinds, "ConfigMap/shardgate-dashboard") {
+		!slices.Contains(kinds, "ConfigMap/shardgate-dashboard") || !slices.Contains(kinds, "ClusterRole/shardgate-metrics-reader") {
 		t.Fatalf("rendered: %v", kinds)
 	}
 	set = append(set, "--set", "statusPage.enabled=true", "--set", "canary.refuseCIDRs={10.96.0.0/12,10.244.0.0/16}")
@@ -199,6 +202,22 @@ func TestChartInstallsAndConverges(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), `"name": "chart1"`) {
 		t.Fatalf("status page with the chart's RBAC: %d %s", resp.StatusCode, body)
+	}
+	// /metrics: the controller, with the chart's RBAC, reviews scrapers' tokens; a token bound to
+	// the chart's ClusterRole shardgate-metrics-reader (as an operator binds Prometheus') reads
+	// them, the controller's own token (which may get ClusterIngresses, not /metrics) is refused.
+	m, err := ctl.Metrics()
+	must(t, err)
+	if !strings.Contains(m, "shardgate_engaged_clusters 1") {
+		t.Errorf("metrics with the chart's reader role lack shardgate_engaged_clusters 1")
+	}
+	reader := &rbacv1.ClusterRole{}
+	must(t, seed.Client.Get(ctx, client.ObjectKey{Name: "shardgate-metrics-reader"}, reader))
+	if reader.Labels["app.kubernetes.io/managed-by"] != "Helm" {
+		t.Errorf("the scraper is bound to a metrics-reader role the chart did not ship: %v", reader.Labels)
+	}
+	if code, body, err := ctl.ScrapeMetrics(token); err != nil || code != http.StatusForbidden {
+		t.Errorf("metrics for a token without the reader role: %d %v %.200s", code, err, body)
 	}
 }
 

@@ -2,8 +2,8 @@ package framework
 
 import (
 	"context"
+	"crypto/x509"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
@@ -65,6 +65,7 @@ func goBinary(name string) (string, error) {
 
 // Controller is the real seed-controller binary running against a seed.
 type Controller struct {
+	// MetricsAddr serves /metrics (HTTPS with a certificate of metricsCA, bearer tokens).
 	MetricsAddr string
 	HealthAddr  string
 	// StatusAddr serves the status page (HTTPS, self-signed, bearer tokens).
@@ -72,6 +73,13 @@ type Controller struct {
 	proc       *Process
 	spec       ProcessSpec
 	dir        string
+
+	seed      *ControlPlane
+	metricsCA *x509.CertPool
+	// The scraper's token (Metrics), minted on first use.
+	tokenMu    sync.Mutex
+	token      string
+	tokenUntil time.Time
 }
 
 // StartController runs seed-controller against seed with extra flags (e.g. --dns-zone) and
@@ -120,7 +128,7 @@ func startController(testDir string, seed *ControlPlane, kubeconfig []byte, args
 	// A port taken between choosing and binding (by a client connection's ephemeral port, or
 	// by another package's server) fails the start: choose again, three times at most.
 	for attempt := 1; ; attempt++ {
-		c, err := startControllerOn(dir, bin, kcPath, args)
+		c, err := startControllerOn(dir, bin, kcPath, seed, args)
 		if err == nil || attempt == 3 || !strings.Contains(err.Error(), "address already in use") {
 			return c, err
 		}
@@ -128,16 +136,22 @@ func startController(testDir string, seed *ControlPlane, kubeconfig []byte, args
 }
 
 // startControllerOn starts the controller on three distinct free ports.
-func startControllerOn(dir, bin, kcPath string, args []string) (*Controller, error) {
+func startControllerOn(dir, bin, kcPath string, seed *ControlPlane, args []string) (*Controller, error) {
 	ports, err := FreePorts(3)
 	if err != nil {
 		return nil, err
 	}
+	certDir := filepath.Join(dir, "metrics-tls")
+	ca, err := writeMetricsCert(certDir)
+	if err != nil {
+		return nil, err
+	}
 	c := &Controller{MetricsAddr: fmt.Sprintf("127.0.0.1:%d", ports[0]), HealthAddr: fmt.Sprintf("127.0.0.1:%d", ports[1]),
-		StatusAddr: fmt.Sprintf("127.0.0.1:%d", ports[2]), dir: dir}
+		StatusAddr: fmt.Sprintf("127.0.0.1:%d", ports[2]), dir: dir, seed: seed, metricsCA: ca}
 	c.spec = ProcessSpec{Name: "seed-controller", Path: bin, Args: append([]string{
 		"--kubeconfig=" + kcPath,
 		"--metrics-bind-address=" + c.MetricsAddr,
+		"--metrics-cert-dir=" + certDir,
 		"--health-probe-bind-address=" + c.HealthAddr,
 		"--status-bind-address=" + c.StatusAddr,
 		// The harness registers kubeconfig Secrets in "default"; Cluster API kubeconfigs are
@@ -205,17 +219,6 @@ func (c *Controller) Running() bool {
 func (c *Controller) LogContains(s string) bool {
 	b, err := os.ReadFile(c.proc.LogPath)
 	return err == nil && strings.Contains(string(b), s)
-}
-
-// Metrics returns the controller's Prometheus text exposition.
-func (c *Controller) Metrics() (string, error) {
-	resp, err := http.Get("http://" + c.MetricsAddr + "/metrics")
-	if err != nil {
-		return "", err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	return string(b), err
 }
 
 // PID of the controller process (for its resident memory).

@@ -44,6 +44,10 @@ app.kubernetes.io/component: seed-controller
 - --kube-api-qps={{ .Values.kubeAPI.qps }}
 - --kube-api-burst={{ .Values.kubeAPI.burst }}
 - --metrics-bind-address=:{{ .Values.metrics.port }}
+- --metrics-secure={{ .Values.metrics.secure }}
+{{- if and .Values.metrics.secure .Values.metrics.certSecret }}
+- --metrics-cert-dir=/etc/shardgate/metrics-tls
+{{- end }}
 - --health-probe-bind-address=:8081
 - --canary-interval={{ .Values.canary.interval }}
 - --canary-qps={{ .Values.canary.qps }}

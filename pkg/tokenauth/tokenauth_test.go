@@ -1,10 +1,11 @@
-package statuspage
+package tokenauth
 
 import (
 	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -15,6 +16,12 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 )
+
+// clusterIngresses is the status page's permission (statuspage.Permission).
+var clusterIngresses = Permission{
+	Resource:    &authorizationv1.ResourceAttributes{Group: "shardgate.io", Resource: "clusteringresses", Verb: "get"},
+	Description: "get clusteringresses.shardgate.io in all namespaces",
+}
 
 // reviewer answers TokenReviews and SubjectAccessReviews as an API server would for three
 // tokens: "admin" (may get clusteringresses), "viewer" (authenticates, may not), anything else
@@ -44,7 +51,7 @@ func reviewer(t *testing.T) (*Authorizer, *int) {
 	})
 	clock := time.Date(2026, 11, 23, 0, 0, 0, 0, time.UTC)
 	return &Authorizer{Authn: cs.AuthenticationV1().TokenReviews(), Authz: cs.AuthorizationV1().SubjectAccessReviews(),
-		Now: func() time.Time { return clock }}, &reviews
+		Permission: clusterIngresses, Now: func() time.Time { return clock }}, &reviews
 }
 
 func TestAuthorizer(t *testing.T) {
@@ -162,5 +169,48 @@ func TestUnknownTokensDoNotEvictKnownOnes(t *testing.T) {
 	before := *reviews
 	if status(h, "admin") != http.StatusOK || status(h, "viewer") != http.StatusForbidden || *reviews != before {
 		t.Fatalf("known tokens were reviewed again after the flood: %d reviews", *reviews-before)
+	}
+}
+
+// TestNonResourcePermission: a permission on a non-resource URL (/metrics) is asked as exactly
+// that, with the user, groups and extra the TokenReview named, and refusals name it.
+func TestNonResourcePermission(t *testing.T) {
+	cs := fake.NewClientset()
+	cs.PrependReactor("create", "tokenreviews", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		tr := a.(k8stesting.CreateAction).GetObject().(*authenticationv1.TokenReview)
+		tr.Status = authenticationv1.TokenReviewStatus{Authenticated: true, User: authenticationv1.UserInfo{
+			Username: tr.Spec.Token, Groups: []string{"scrapers"}, Extra: map[string]authenticationv1.ExtraValue{"k": {"v"}}}}
+		return true, tr, nil
+	})
+	var asked []authorizationv1.SubjectAccessReviewSpec
+	cs.PrependReactor("create", "subjectaccessreviews", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		sar := a.(k8stesting.CreateAction).GetObject().(*authorizationv1.SubjectAccessReview)
+		asked = append(asked, sar.Spec)
+		sar.Status.Allowed = sar.Spec.User == "prometheus"
+		return true, sar, nil
+	})
+	a := &Authorizer{Authn: cs.AuthenticationV1().TokenReviews(), Authz: cs.AuthorizationV1().SubjectAccessReviews(),
+		Permission: Permission{NonResource: &authorizationv1.NonResourceAttributes{Path: "/metrics", Verb: "get"},
+			Description: "get the non-resource URL /metrics"}}
+	h := a.Wrap(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("metrics")) }))
+	if got := status(h, "prometheus"); got != http.StatusOK {
+		t.Fatalf("prometheus: %d", got)
+	}
+	req := httptest.NewRequest(http.MethodGet, "/metrics", nil)
+	req.Header.Set("Authorization", "Bearer someone")
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	if rec.Code != http.StatusForbidden || !strings.Contains(rec.Body.String(), "may not get the non-resource URL /metrics") {
+		t.Fatalf("someone: %d %q", rec.Code, rec.Body.String())
+	}
+	want := authorizationv1.NonResourceAttributes{Path: "/metrics", Verb: "get"}
+	for _, spec := range asked {
+		if spec.ResourceAttributes != nil || spec.NonResourceAttributes == nil || *spec.NonResourceAttributes != want ||
+			fmt.Sprint(spec.Groups, spec.Extra) != "[scrapers] map[k:[v]]" {
+			t.Errorf("access review %+v", spec)
+		}
+	}
+	if len(asked) != 2 {
+		t.Fatalf("%d access reviews, want 2", len(asked))
 	}
 }

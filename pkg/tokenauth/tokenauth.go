@@ -1,4 +1,7 @@
-package statuspage
+// Package tokenauth guards an HTTP endpoint of the controller with the seed's own access control:
+// a request's bearer token is reviewed by the seed's API server (TokenReview) and the user it
+// names must hold a permission there (SubjectAccessReview). The status page and /metrics use it.
+package tokenauth
 
 import (
 	"context"
@@ -14,12 +17,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	authnclient "k8s.io/client-go/kubernetes/typed/authentication/v1"
 	authzclient "k8s.io/client-go/kubernetes/typed/authorization/v1"
-
-	"github.com/shardgate/shardgate/api/v1alpha1"
 )
 
-// The page shows every cluster of the seed, so it asks what `kubectl get clusteringresses
-// --all-namespaces` asks: a token whose user may get ClusterIngresses in every namespace.
 // +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
 // +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
 
@@ -40,13 +39,24 @@ const (
 	unknownReviewBurst      = 20
 )
 
+// Permission is what a token's user must be allowed at the seed: a resource or a non-resource
+// URL, as in a SubjectAccessReview (exactly one of the two).
+type Permission struct {
+	Resource    *authorizationv1.ResourceAttributes
+	NonResource *authorizationv1.NonResourceAttributes
+	// Description names it in refusals, e.g. "get /metrics".
+	Description string
+}
+
 // Authorizer lets a request through when its bearer token authenticates at the seed's API
-// server (TokenReview) and the user it names may get ClusterIngresses in all namespaces
-// (SubjectAccessReview), like controller-runtime's filter for secure metrics but for a resource.
+// server (TokenReview) and the user it names holds Permission (SubjectAccessReview). Unlike
+// controller-runtime's metrics filter, a token that does not authenticate is a 401 (not a 500
+// and an error logged), and reviews of unknown tokens are rate limited.
 type Authorizer struct {
-	Authn authnclient.TokenReviewInterface
-	Authz authzclient.SubjectAccessReviewInterface
-	Now   func() time.Time
+	Authn      authnclient.TokenReviewInterface
+	Authz      authzclient.SubjectAccessReviewInterface
+	Permission Permission
+	Now        func() time.Time
 	// Unknown limits the reviews of tokens not known to authenticate (nil: the defaults above).
 	Unknown *rate.Limiter
 
@@ -70,7 +80,7 @@ func (a *Authorizer) Wrap(next http.Handler) http.Handler {
 		token = strings.TrimSpace(token)
 		if !ok || token == "" {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="shardgate"`)
-			http.Error(w, "a bearer token that may get clusteringresses.shardgate.io is required", http.StatusUnauthorized)
+			http.Error(w, "a bearer token whose user may "+a.Permission.Description+" is required", http.StatusUnauthorized)
 			return
 		}
 		switch a.decide(r.Context(), token) {
@@ -80,7 +90,7 @@ func (a *Authorizer) Wrap(next http.Handler) http.Handler {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="shardgate"`)
 			http.Error(w, "the token does not authenticate", http.StatusUnauthorized)
 		case http.StatusForbidden:
-			http.Error(w, "the token's user may not get clusteringresses.shardgate.io in all namespaces", http.StatusForbidden)
+			http.Error(w, "the token's user may not "+a.Permission.Description, http.StatusForbidden)
 		case http.StatusTooManyRequests:
 			w.Header().Set("Retry-After", "1")
 			http.Error(w, "too many unknown tokens are being reviewed; try again", http.StatusTooManyRequests)
@@ -169,9 +179,7 @@ func (a *Authorizer) review(ctx context.Context, token string) int {
 	}
 	sar, err := a.Authz.Create(ctx, &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
 		User: u.Username, UID: u.UID, Groups: u.Groups, Extra: extra,
-		ResourceAttributes: &authorizationv1.ResourceAttributes{
-			Group: v1alpha1.GroupVersion.Group, Resource: "clusteringresses", Verb: "get",
-		},
+		ResourceAttributes: a.Permission.Resource, NonResourceAttributes: a.Permission.NonResource,
 	}}, metav1.CreateOptions{})
 	if err != nil {
 		return http.StatusServiceUnavailable
