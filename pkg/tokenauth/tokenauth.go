@@ -30,10 +30,10 @@ const (
 	maxDecisions = 1024
 )
 
-// A token the page has not seen authenticate costs a TokenReview at the seed's API server, and
-// anyone who reaches the page can send them: together such reviews are held to
+// A token not let through before costs a TokenReview at the seed's API server, and anyone who
+// reaches the endpoint can send them: together such reviews are held to
 // unknownReviewsPerSecond (a burst of unknownReviewBurst), all sources at once. The handful of
-// administrators' and dashboards' tokens, once they authenticated, are never held back by it.
+// administrators' and dashboards' tokens, once let through, are never held back by it.
 const (
 	unknownReviewsPerSecond = 5
 	unknownReviewBurst      = 20
@@ -57,14 +57,14 @@ type Authorizer struct {
 	Authz      authzclient.SubjectAccessReviewInterface
 	Permission Permission
 	Now        func() time.Time
-	// Unknown limits the reviews of tokens not known to authenticate (nil: the defaults above).
+	// Unknown limits the reviews of tokens not let through before (nil: the defaults above).
 	Unknown *rate.Limiter
 
 	mu sync.Mutex
-	// known holds the answers for tokens that authenticated (allowed or not), unknown those for
-	// tokens that did not: a flood of bad tokens fills only unknown, never evicting the
-	// answers legitimate users rely on.
-	known, unknown map[[32]byte]decision
+	// allowed holds the answers for tokens let through, refused those for tokens that did not
+	// authenticate or lack the permission: a flood of bad tokens, or of any ServiceAccount's
+	// token in the seed, fills only refused, never evicting the answers legitimate users rely on.
+	allowed, refused map[[32]byte]decision
 }
 
 type decision struct {
@@ -104,16 +104,16 @@ func (a *Authorizer) decide(ctx context.Context, token string) int {
 	key := sha256.Sum256([]byte(token))
 	now := a.now()
 	a.mu.Lock()
-	d, known := a.known[key]
+	d, known := a.allowed[key] // known: let through before
 	if !known {
-		d = a.unknown[key]
+		d = a.refused[key]
 	}
 	limiter := a.limiter()
 	a.mu.Unlock()
 	if now.Before(d.until) {
 		return d.status
 	}
-	// A token that authenticated before (its answer expired) is reviewed again at once.
+	// A token let through before (its answer expired) is reviewed again at once.
 	if !known && !limiter.AllowN(now, 1) {
 		return http.StatusTooManyRequests
 	}
@@ -124,12 +124,12 @@ func (a *Authorizer) decide(ctx context.Context, token string) int {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	d = decision{status: status, until: now.Add(decisionTTL)}
-	if status == http.StatusUnauthorized {
-		delete(a.known, key)
-		a.unknown = remember(a.unknown, key, d, now)
+	if status == http.StatusOK {
+		delete(a.refused, key)
+		a.allowed = remember(a.allowed, key, d, now)
 	} else {
-		delete(a.unknown, key)
-		a.known = remember(a.known, key, d, now)
+		delete(a.allowed, key)
+		a.refused = remember(a.refused, key, d, now)
 	}
 	return status
 }
