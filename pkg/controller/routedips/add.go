@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
@@ -121,6 +122,9 @@ func (r *Reconciler) clustersOfClass(ctx context.Context, _ client.Object) []rec
 func (f *FirewallReconciler) allClasses(ctx context.Context, _ client.Object) []reconcile.Request {
 	all := &v1alpha1.ClusterRoutedIPClassList{}
 	if err := f.Client.List(ctx, all); err != nil {
+		// A cached list fails only while the cache is not synced; the classes' own sync and
+		// their periodic passes pick the change up then.
+		log.FromContext(ctx).Error(err, "list the routed-IP classes for a cluster's change")
 		return nil
 	}
 	out := make([]reconcile.Request, 0, len(all.Items))

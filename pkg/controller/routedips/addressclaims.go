@@ -75,10 +75,13 @@ func (r *Reconciler) claimAddress(ctx context.Context, ci *v1alpha1.ClusterIngre
 		return true, nil
 	}
 	// Taken over only from a cluster that no longer exists: one that merely cannot be observed
-	// keeps its addresses, as its records do.
-	ns, name, _ := strings.Cut(holder, "/")
-	if err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &v1alpha1.ClusterIngress{}); !apierrors.IsNotFound(err) {
-		return false, client.IgnoreNotFound(err)
+	// keeps its addresses, as its records do. A holder that names no cluster holds nothing (a
+	// Get with an empty name would fail this cluster's every pass).
+	if ns, name, ok := strings.Cut(holder, "/"); ok && ns != "" && name != "" {
+		err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &v1alpha1.ClusterIngress{})
+		if !apierrors.IsNotFound(err) {
+			return false, client.IgnoreNotFound(err)
+		}
 	}
 	l.Spec.HolderIdentity = &me
 	if l.Labels == nil {

@@ -16,12 +16,59 @@ import (
 	"github.com/shardgate/shardgate/api/v1alpha1"
 	"github.com/shardgate/shardgate/pkg/clusteraccess"
 	"github.com/shardgate/shardgate/pkg/controller/controllertest"
+	"github.com/shardgate/shardgate/test/framework"
 )
 
 // TestAddressClaimedThroughAPIServer: cluster a claimed the address in the seed (its Lease), but
 // its record is not (yet) in the status b's pass reads (a lagging cache, or another replica):
 // b is refused and records nothing. Once a is gone, b takes the address over.
 func TestAddressClaimedThroughAPIServer(t *testing.T) {
+	ctx := context.Background()
+	c := setUpAddressClaim(t, func(ns string) string { return ns + "/a" })
+	seed, ns, a, b, r := c.seed, c.ns, c.a, c.b, c.r
+
+	controllertest.Reconcile(t, r, client.ObjectKeyFromObject(b), 2)
+	got := &v1alpha1.ClusterIngress{}
+	must(t, seed.Client.Get(ctx, client.ObjectKeyFromObject(b), got))
+	if len(got.Status.RoutedIPs) != 0 {
+		t.Fatalf("b recorded %+v while a claims %s", got.Status.RoutedIPs, addr)
+	}
+
+	must(t, seed.Client.Delete(ctx, a))
+	controllertest.Reconcile(t, r, client.ObjectKeyFromObject(b), 2)
+	rec := record(t, seed.Client, client.ObjectKeyFromObject(b), addr)
+	l := &coordinationv1.Lease{}
+	must(t, seed.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: addressLeaseName(addr)}, l))
+	if rec.MovingTo != "n1" || l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity != ns+"/b" {
+		t.Errorf("after a went: record %+v, lease holder %v", rec, l.Spec.HolderIdentity)
+	}
+}
+
+// TestAddressLeaseNamingNoClusterIsFree: a Lease whose holder names no cluster ("" or no
+// namespace/name) holds nothing: b takes the address (reviewed main failed b's every pass on a
+// Get with an empty name).
+func TestAddressLeaseNamingNoClusterIsFree(t *testing.T) {
+	for _, holder := range []string{"", "not-a-cluster", "/"} {
+		t.Run(holder, func(t *testing.T) {
+			c := setUpAddressClaim(t, func(string) string { return holder })
+			controllertest.Reconcile(t, c.r, client.ObjectKeyFromObject(c.b), 2)
+			if rec := record(t, c.seed.Client, client.ObjectKeyFromObject(c.b), addr); rec.MovingTo != "n1" {
+				t.Errorf("holder %q: b's record %+v", holder, rec)
+			}
+		})
+	}
+}
+
+type addressClaim struct {
+	seed *framework.ControlPlane
+	ns   string
+	a, b *v1alpha1.ClusterIngress
+	r    *Reconciler
+}
+
+// setUpAddressClaim: clusters a and b in a namespace of their own, both asking for addr, whose
+// Lease names holderOf(namespace) as its holder; r reconciles b.
+func setUpAddressClaim(t *testing.T, holderOf func(ns string) string) addressClaim {
 	ctx := context.Background()
 	seed := controllertest.Seed(t)
 	ns := controllertest.Namespace(t, seed.Client)
@@ -42,28 +89,14 @@ func TestAddressClaimedThroughAPIServer(t *testing.T) {
 		return ci
 	}
 	a, b := mk("a"), mk("b")
-	holder := ns + "/a"
+	holder := holderOf(ns)
 	must(t, seed.Client.Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: addressLeaseName(addr)},
 		Spec: coordinationv1.LeaseSpec{HolderIdentity: &holder}}))
 	now := time.Now()
 	access := clusteraccess.NewFake()
 	u := controllertest.UserCluster(access, client.ObjectKeyFromObject(b), node("n1", now), routerSlice("n1"))
 	u.Caps.CRDs = true
-	r := &Reconciler{Client: seed.Client, APIReader: seed.Client, Access: access, JobNamespace: ns, Clock: clocktesting.NewFakePassiveClock(now), Recorder: events.NewFakeRecorder(100)}
-
-	controllertest.Reconcile(t, r, client.ObjectKeyFromObject(b), 2)
-	got := &v1alpha1.ClusterIngress{}
-	must(t, seed.Client.Get(ctx, client.ObjectKeyFromObject(b), got))
-	if len(got.Status.RoutedIPs) != 0 {
-		t.Fatalf("b recorded %+v while a claims %s", got.Status.RoutedIPs, addr)
-	}
-
-	must(t, seed.Client.Delete(ctx, a))
-	controllertest.Reconcile(t, r, client.ObjectKeyFromObject(b), 2)
-	rec := record(t, seed.Client, client.ObjectKeyFromObject(b), addr)
-	l := &coordinationv1.Lease{}
-	must(t, seed.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: addressLeaseName(addr)}, l))
-	if rec.MovingTo != "n1" || l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity != ns+"/b" {
-		t.Errorf("after a went: record %+v, lease holder %v", rec, l.Spec.HolderIdentity)
-	}
+	r := &Reconciler{Client: seed.Client, APIReader: seed.Client, Access: access, JobNamespace: ns,
+		Clock: clocktesting.NewFakePassiveClock(now), Recorder: events.NewFakeRecorder(100)}
+	return addressClaim{seed: seed, ns: ns, a: a, b: b, r: r}
 }
