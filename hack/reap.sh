@@ -6,7 +6,8 @@
 # starts, so a leftover is a bug worth a red build. Used after `make test`. With --snapshot
 # (before the run) it records the host's kernel settings that kubelets, containerd and CNI would
 # change if they escaped their namespaces (sysctls, host iptables, mounts); afterwards it fails
-# when any differs.
+# when any differs. What belongs to a test binary that still runs (the pid in sg<pid>-) is another
+# run's on the same machine, and is left alone.
 #   hack/reap.sh --snapshot RUN_DIR    (before)
 #   hack/reap.sh RUN_DIR               (after)
 set -uo pipefail
@@ -29,6 +30,11 @@ if [[ ${1:-} == --snapshot ]]; then
   host_state >"${2:?usage: reap.sh --snapshot RUN_DIR}/host-state.before"
   exit 0
 fi
+# owner_runs: the test binary named by the first sg<pid>- in $1 still runs (its run is not over).
+owner_runs() {
+  [[ $1 =~ sg([0-9]+)- ]] && [[ -d /proc/${BASH_REMATCH[1]} ]]
+}
+
 dir=${1:?usage: reap.sh RUN_DIR}
 left=()
 for p in /proc/[0-9]*; do
@@ -36,6 +42,7 @@ for p in /proc/[0-9]*; do
   [[ $pid == "$$" ]] && continue
   { cmd=$(tr '\0' ' ' <"$p/cmdline"); } 2>/dev/null || continue
   [[ ($cmd == *"$dir"* || $cmd == *"/run/shardgate/"*) && $cmd != *reap.sh* ]] || continue
+  [[ $cmd != *"$dir"* ]] && owner_runs "$cmd" && continue
   left+=("$pid")
   echo "reap: leftover process $pid: ${cmd:0:200}" >&2
 done
@@ -47,18 +54,22 @@ if [[ ${#left[@]} -gt 0 ]]; then
 fi
 # Real nodes: network namespaces, cgroups (deepest first) and runtime directories.
 for ns in $(ip netns list 2>/dev/null | awk '{print $1}' | grep -E '^sg[0-9]+-[0-9]+-'); do
+  owner_runs "$ns" && continue
   echo "reap: leftover network namespace $ns" >&2
   ip netns del "$ns" 2>/dev/null; rc=1
 done
 for cg in /sys/fs/cgroup/*/sg[0-9]*-[0-9]*-*; do
   [[ -d $cg ]] || continue
+  owner_runs "${cg##*/}" && continue
   echo "reap: leftover cgroup $cg" >&2
   find "$cg" -depth -type d -exec rmdir {} \; 2>/dev/null; rc=1
 done
-if [[ -d /run/shardgate ]] && [[ -n $(ls -A /run/shardgate 2>/dev/null) ]]; then
-  echo "reap: leftover real-node runtime directories in /run/shardgate" >&2
-  rm -rf /run/shardgate/*; rc=1
-fi
+for run in /run/shardgate/*; do
+  [[ -e $run ]] || continue
+  owner_runs "${run##*/}" && continue
+  echo "reap: leftover real-node runtime directory $run" >&2
+  rm -rf "$run"; rc=1
+done
 if [[ -f $dir/host-state.before ]]; then
   if ! changed=$(diff "$dir/host-state.before" <(host_state)); then
     echo "reap: the run changed the host (< before, > after):" >&2
