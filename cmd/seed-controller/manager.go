@@ -69,7 +69,7 @@ func newManager(cfg *rest.Config, o options) (ctrl.Manager, error) {
 			// other Secrets are none of Shardgate's business.
 			ByObject: map[client.Object]cache.ByObject{
 				&corev1.Secret{}: lifecycle.KubeconfigSecretCache(o.secretNamespaces),
-				// Only the routed-IP classes' Jobs.
+				// Only the routed-IP classes' Jobs, in the one namespace the Role grants them.
 				&batchv1.Job{}: {Label: labels.SelectorFromSet(labels.Set{v1alpha1.ManagedByLabel: v1alpha1.ManagedByValue}), Namespaces: jobNamespaces(o)},
 			},
 		},
@@ -112,8 +112,12 @@ func newManager(cfg *rest.Config, o options) (ctrl.Manager, error) {
 	return mgr, nil
 }
 
-// Leader election and Events.
-// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete
+// Leases, in a Role: leader election and, with --sharding, the replicas' Leases and the fences
+// (the leader-election namespace); the routed-IP address claims (the Job namespace). The chart
+// sets both to the release namespace and renders the Role there ("shardgate" is a placeholder).
+// None is read through the cache, so nothing watches Leases cluster-wide. Events go where their
+// objects are: any namespace.
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete,namespace=shardgate
 // +kubebuilder:rbac:groups="";events.k8s.io,resources=events,verbs=create;patch
 
 // addControllers registers Shardgate's controllers. They share one Engager: one cache per user

@@ -18,8 +18,10 @@ import (
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -28,7 +30,7 @@ import (
 )
 
 // helm runs the pinned Helm CLI and returns its combined output.
-func helm(t *testing.T, args ...string) (string, error) {
+func helm(t testing.TB, args ...string) (string, error) {
 	t.Helper()
 	tools, err := framework.LocateTools(framework.ToolHelm)
 	if err != nil {
@@ -117,6 +119,100 @@ func TestChartExternalDNSPublishesOnlyShardgatesEndpoints(t *testing.T) {
 	}
 }
 
+// TestChartGrantsJobsPodsAndLeasesInItsNamespaceOnly: the ClusterRole grants no Jobs, pods or
+// Leases; a Role in the release namespace (the controller's Job, leader-election and Lease
+// namespace) does, bound to the chart's ServiceAccount.
+func TestChartGrantsJobsPodsAndLeasesInItsNamespaceOnly(t *testing.T) {
+	// The namespaces the controller uses them in: the leader-election namespace, and the Job
+	// namespace, which is the pod's own unless a flag names another.
+	out, err := helm(t, "template", "x", chart, "--namespace", "sg", "--set", "dns.zone=ok.example", "--set", "replicas=3",
+		"--show-only", "templates/deployment.yaml")
+	if err != nil || !strings.Contains(out, "- --leader-election-namespace=sg\n") || strings.Contains(out, "--routed-ip-job-namespace") {
+		t.Fatalf("the controller's Lease or Job namespace is not the release namespace: %v\n%s", err, out)
+	}
+	out, err = helm(t, "template", "x", chart, "--namespace", "sg", "--set", "dns.zone=ok.example", "--show-only", "templates/rbac.yaml")
+	if err != nil {
+		t.Fatalf("helm template: %v\n%s", err, out)
+	}
+	namespaced := map[string]bool{"batch/jobs": true, "/pods": true, "coordination.k8s.io/leases": true}
+	grants := func(rules []rbacv1.PolicyRule) map[string]bool {
+		got := map[string]bool{}
+		for _, r := range rules {
+			for _, g := range r.APIGroups {
+				for _, res := range r.Resources {
+					if namespaced[g+"/"+res] {
+						got[g+"/"+res] = true
+					}
+				}
+			}
+		}
+		return got
+	}
+	var role, binding bool
+	dec := yaml.NewYAMLOrJSONDecoder(strings.NewReader(out), 4096)
+	for {
+		u := &unstructured.Unstructured{}
+		if err := dec.Decode(&u.Object); err != nil {
+			break
+		}
+		switch u.GetKind() {
+		case "ClusterRole":
+			cr := &rbacv1.ClusterRole{}
+			must(t, runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, cr))
+			if got := grants(cr.Rules); len(got) > 0 {
+				t.Errorf("the ClusterRole grants %v in every namespace", got)
+			}
+		case "Role":
+			r := &rbacv1.Role{}
+			must(t, runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, r))
+			if r.Name == "x-shardgate" {
+				role = r.Namespace == "sg" && len(grants(r.Rules)) == len(namespaced)
+			}
+		case "RoleBinding":
+			b := &rbacv1.RoleBinding{}
+			must(t, runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, b))
+			if b.Name == "x-shardgate" {
+				binding = b.Namespace == "sg" && b.RoleRef.Kind == "Role" && b.RoleRef.Name == "x-shardgate" &&
+					len(b.Subjects) == 1 && b.Subjects[0].Name == "x-shardgate" && b.Subjects[0].Namespace == "sg"
+			}
+		}
+	}
+	if !role || !binding {
+		t.Fatalf("no Role granting %v in the release namespace (%v), or no binding of it to the ServiceAccount (%v):\n%s",
+			namespaced, role, binding, out)
+	}
+}
+
+// chartServiceAccount creates the chart's ServiceAccount and RBAC (templates/rbac.yaml) as a
+// release in namespace, with set, and returns a kubeconfig of that ServiceAccount: specs run the
+// controller with exactly the rights the chart gives it, without installing the whole chart.
+func chartServiceAccount(ctx context.Context, t testing.TB, seed *framework.ControlPlane, namespace string, set ...string) []byte {
+	t.Helper()
+	out, err := helm(t, append([]string{"template", "sg", chart, "--namespace", namespace, "--set", "dns.zone=rbac.example",
+		"--show-only", "templates/serviceaccount.yaml", "--show-only", "templates/rbac.yaml"}, set...)...)
+	if err != nil {
+		t.Fatalf("helm template: %v\n%s", err, out)
+	}
+	if err := seed.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	dec := yaml.NewYAMLOrJSONDecoder(strings.NewReader(out), 4096)
+	for {
+		u := &unstructured.Unstructured{}
+		if err := dec.Decode(&u.Object); err != nil {
+			break
+		}
+		if len(u.Object) > 0 {
+			must(t, seed.Client.Create(ctx, u))
+		}
+	}
+	token, err := framework.ServiceAccountToken(seed, namespace, "sg-shardgate")
+	must(t, err)
+	kc, err := framework.KubeconfigFor(seed.Host(), seed.Config.CAData, token)
+	must(t, err)
+	return kc
+}
+
 // TestChartInstallsAndConverges: the rendered chart passes a server-side dry-run against a real
 // seed API server; helm install into that seed works; and the controller started with exactly
 // the flags and the RBAC the chart gives it (its ServiceAccount's token) converges a user
@@ -186,6 +282,16 @@ func TestChartInstallsAndConverges(t *testing.T) {
 	if !allowed(ctx, t, seed, "system:serviceaccount:shardgate:shardgate", "watch", "secrets", "shardgate") {
 		t.Error("the chart's ServiceAccount may not watch kubeconfig Secrets in the release namespace")
 	}
+	// Jobs, pods and Leases only in the release namespace (the controller above elected itself
+	// leader there with them).
+	for _, a := range [][2]string{{"create", "coordination.k8s.io/leases"}, {"create", "batch/jobs"}, {"list", "pods"}} {
+		if allowed(ctx, t, seed, "system:serviceaccount:shardgate:shardgate", a[0], a[1], "default") {
+			t.Errorf("the chart's ServiceAccount may %s %s outside the release namespace", a[0], a[1])
+		}
+		if !allowed(ctx, t, seed, "system:serviceaccount:shardgate:shardgate", a[0], a[1], "shardgate") {
+			t.Errorf("the chart's ServiceAccount may not %s %s in the release namespace", a[0], a[1])
+		}
+	}
 	p := &v1alpha1.IngressProfile{}
 	must(t, seed.Client.Get(ctx, client.ObjectKey{Name: "default"}, p))
 	if p.Spec.DNS.Zone != zone {
@@ -254,12 +360,17 @@ func mustKubeconfig(t *testing.T, cp *framework.ControlPlane) []byte {
 	return kc
 }
 
-// allowed asks the seed's authorizer whether user may verb resource in namespace.
+// allowed asks the seed's authorizer whether user may verb resource ("group/resource" outside
+// the core group) in namespace.
 func allowed(ctx context.Context, t *testing.T, cp *framework.ControlPlane, user, verb, resource, namespace string) bool {
 	t.Helper()
+	group, res, ok := strings.Cut(resource, "/")
+	if !ok {
+		group, res = "", resource
+	}
 	r := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{User: user,
 		Groups:             []string{"system:serviceaccounts", "system:authenticated"},
-		ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: verb, Resource: resource, Namespace: namespace}}}
+		ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: verb, Group: group, Resource: res, Namespace: namespace}}}
 	must(t, cp.Client.Create(ctx, r))
 	return r.Status.Allowed
 }

@@ -11,6 +11,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -251,7 +252,10 @@ func startRoutedIP(ctx context.Context, tb testing.TB, postAllow bool) *routedIP
 	must(tb, err)
 	tb.Cleanup(func() { _ = cloud.Stop() })
 	seed, u, zone := env.Seed, env.Users[0], env.DNS.Zone
-	c := framework.StartController(tb, seed, "--dns-zone="+zone, "--routed-ip-job-namespace="+routedIPJobNamespace)
+	// The chart's RBAC, released in the Job namespace: its Jobs, their pods and the address
+	// Leases are allowed there only.
+	sa := chartServiceAccount(ctx, tb, seed, routedIPJobNamespace, "--set", "sources.kubeconfigSecretNamespaces={default}")
+	c := framework.StartControllerAs(tb, seed, sa, "--dns-zone="+zone, "--routed-ip-job-namespace="+routedIPJobNamespace)
 	sel := map[string]string{"routedip": "yes"}
 	edge := realRouter(v1alpha1.ShardSpec{Name: "edge", Replicas: ptr.To[int32](2), Publishing: v1alpha1.PublishRoutedIP,
 		RoutedIP: &v1alpha1.RoutedIPSettings{ClassName: "sim", Addresses: []string{routedIP1}}})
@@ -304,7 +308,10 @@ func (e *routedIPEnv) cloudHolder(addr string) string {
 // createRoutedIPClass creates the Job namespace with the cloud's credentials and the class "sim"
 // whose Jobs run cloudctl against the simulated cloud.
 func createRoutedIPClass(ctx context.Context, t testing.TB, seed *framework.ControlPlane, cloud *framework.SimCloud, postAllow bool) {
-	must(t, seed.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: routedIPJobNamespace}}))
+	// The namespace exists already when the chart's RBAC was released in it.
+	if err := seed.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: routedIPJobNamespace}}); !apierrors.IsAlreadyExists(err) {
+		must(t, err)
+	}
 	must(t, seed.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: routedIPJobNamespace, Name: "simcloud"},
 		StringData: map[string]string{"CLOUD_URL": cloud.URL, "CLOUD_TOKEN": cloud.Token}}))
 	job := func(cmd string) batchv1.JobSpec {

@@ -58,10 +58,13 @@ func TestSharding(t *testing.T) {
 		createReadyNode(ctx, t, u, "n1", fmt.Sprintf("127.0.%d.1", 100+i))
 		registerKubeconfigSecret(ctx, t, seed, "default", fmt.Sprintf("c%d", i), fmt.Sprintf("c%d", i), u, nil)
 	}
+	// The replicas have the chart's RBAC, released in their Lease namespace: their Leases and
+	// fences are allowed there only.
+	sa := chartServiceAccount(ctx, t, seed, "default")
 	ctls := map[string]*framework.Controller{}
 	for r := 1; r <= replicas; r++ {
 		id := fmt.Sprintf("r%d", r)
-		ctls[id] = framework.StartController(t, seed, "--dns-zone="+zone, "--sharding", "--replica-id="+id,
+		ctls[id] = framework.StartControllerAs(t, seed, sa, "--dns-zone="+zone, "--sharding", "--replica-id="+id,
 			"--leader-election-namespace=default", "--sharding-lease-duration=8s")
 	}
 	answered := func(t *testing.T, within time.Duration, want func(i int) []string) {

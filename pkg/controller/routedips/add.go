@@ -34,7 +34,10 @@ import (
 // +kubebuilder:rbac:groups=shardgate.io,resources=clusteringresses/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=shardgate.io,resources=clusterroutedipclasses,verbs=get;list;watch
 // +kubebuilder:rbac:groups=shardgate.io,resources=clusterroutedipclasses/status,verbs=get;update;patch
-// +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;create;delete
+
+// The Jobs run in --routed-ip-job-namespace only (the chart's: the release namespace, where it
+// renders this Role; "shardgate" is a placeholder), and the cache watches them only there.
+// +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;create;delete,namespace=shardgate
 
 // Config of the routed-IP controllers.
 type Config struct {

@@ -9,7 +9,8 @@ import (
 	"github.com/shardgate/shardgate/pkg/routedip"
 )
 
-// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list
+// The Jobs' pods, in the Job namespace only (a Role: see add.go).
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list,namespace=shardgate
 
 // withPodMessage adds what the failed Job's pod left in its termination log (the class's own
 // program saying what the cloud answered) to the Job's failure, read once, uncached, from the
