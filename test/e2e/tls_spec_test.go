@@ -210,12 +210,13 @@ func TLSSpec(ctx context.Context, t *testing.T, inputGetter func() TLSSpecInput)
 		if c := condition(ctx, t, seed, k, v1alpha1.ConditionCertificateReady); c != nil {
 			t.Errorf("CertificateReady left behind: %+v", c)
 		}
-		waitCondition(ctx, t, seed, k, v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonReady)
-		// Plain HTTP serves again.
+		// Plain HTTP serves again once the routers rolled (on host ports: the old one leaves
+		// before the new one starts, which takes a while on a loaded machine), and Ready follows.
 		eventually(ctx, t, 2*time.Minute, func() (bool, string) {
 			code, body := fabricGet(ctx, in.Fabric, nodeIP, "app.t1."+zone)
 			return code == 200, fmt.Sprintf("http: %d %q", code, body)
 		})
+		waitCondition(ctx, t, seed, k, v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonReady)
 	})
 }
 
