@@ -40,7 +40,9 @@ func TestTraefikTLS(t *testing.T) {
 				t.Errorf("%s: no %s in %v", p, want, args)
 			}
 		}
-		if len(pod.Volumes) != 1 || pod.Volumes[0].Projected == nil || len(pod.Volumes[0].Projected.Sources) != 2 {
+		// The TLS volume first, then the API token's (TestAPITokenOnlyWhereNeeded).
+		if len(pod.Volumes) != 2 || pod.Volumes[0].Name != tlsVolume || pod.Volumes[0].Projected == nil ||
+			len(pod.Volumes[0].Projected.Sources) != 2 {
 			t.Fatalf("%s: volumes %+v", p, pod.Volumes)
 		}
 		proj := pod.Volumes[0].Projected
@@ -51,12 +53,12 @@ func TestTraefikTLS(t *testing.T) {
 		if *proj.DefaultMode != 0o440 || pod.SecurityContext == nil || *pod.SecurityContext.FSGroup != routerGroup {
 			t.Errorf("%s: mode %o, pod securityContext %+v", p, *proj.DefaultMode, pod.SecurityContext)
 		}
-		if m := pod.Containers[0].VolumeMounts; len(m) != 1 || !m[0].ReadOnly || m[0].MountPath != tlsMountPath {
+		if m := pod.Containers[0].VolumeMounts; len(m) != 2 || !m[0].ReadOnly || m[0].MountPath != tlsMountPath {
 			t.Errorf("%s: mounts %+v", p, m)
 		}
 	}
 	plain := renderTLS(t, v1alpha1.ShardSpec{Name: "edge"}, nil)
-	if len(plain.Spec.Template.Spec.Volumes) != 0 || slices.Contains(plain.Spec.Template.Spec.Containers[0].Args, "--entryPoints.websecure.http.tls=true") {
+	if len(plain.Spec.Template.Spec.Volumes) != 1 || slices.Contains(plain.Spec.Template.Spec.Containers[0].Args, "--entryPoints.websecure.http.tls=true") {
 		t.Error("TLS rendered without TLS")
 	}
 	noRedirect := renderTLS(t, v1alpha1.ShardSpec{Name: "edge"}, &TLSInput{})

@@ -23,8 +23,9 @@ const VIPAgentImage = "ghcr.io/shardgate/vip-agent:0.1.0"
 // Leases in shardgate-system, granted there only by a RoleBinding).
 const vipClusterRole = "shardgate-router-vip"
 
-// Paths inside the keepalived container.
+// The keepalived container and paths inside it.
 const (
+	keepalivedName   = "keepalived"
 	vipRunDir        = "/run/keepalived"
 	vipRunVolume     = "vip-run"
 	vipAgentBinary   = "/usr/local/bin/shardgate-vip-agent"
@@ -107,7 +108,7 @@ func keepalivedContainer(s v1alpha1.ShardSpec) corev1.Container {
 		return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: path}}}
 	}
 	return corev1.Container{
-		Name: "keepalived", Image: image, ImagePullPolicy: s.ImagePullPolicy,
+		Name: keepalivedName, Image: image, ImagePullPolicy: s.ImagePullPolicy,
 		Command: []string{vipAgentBinary},
 		// The agent reads the ConfigMap through the API, not a mounted volume: the kubelet
 		// refreshes a volume a minute or more after a change, and a node joining must not start

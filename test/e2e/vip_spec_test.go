@@ -113,6 +113,16 @@ func VIPSpec(ctx context.Context, t *testing.T, inputGetter func() VIPSpecInput)
 				}
 			}
 		}
+		// The routers serving above were admitted with no automounted token: only the rendered
+		// token volume, mounted where the API is called (security item 23).
+		pods := &corev1.PodList{}
+		must(t, u.Client.List(ctx, pods, client.InNamespace(names.Namespace)))
+		for _, p := range pods.Items {
+			want := map[bool]string{true: "traefik keepalived", false: "traefik"}[strings.HasPrefix(p.Name, "router-edge-")]
+			if got := tokenMounts(p); strings.HasPrefix(p.Name, "router-") && got != want {
+				t.Errorf("pod %s: token mounted into [%s], want [%s]", p.Name, got, want)
+			}
+		}
 	}) {
 		return
 	}
@@ -272,4 +282,28 @@ func loopHTTP(ctx context.Context, f *framework.Fabric, addr, host string) func(
 		code, body, err := f.GetQuick(ctx, addr+":80", host, 300*time.Millisecond)
 		return true, err != nil || code != 200 || !strings.Contains(body, "hello from web")
 	})
+}
+
+// tokenMounts names the containers of p that mount a ServiceAccount token, or says the pod
+// automounts one or has a token volume besides the rendered kube-api-access.
+func tokenMounts(p corev1.Pod) string {
+	if p.Spec.AutomountServiceAccountToken == nil || *p.Spec.AutomountServiceAccountToken {
+		return "automounted"
+	}
+	tokens := map[string]bool{}
+	for _, v := range p.Spec.Volumes {
+		if v.Projected != nil && slices.ContainsFunc(v.Projected.Sources, func(s corev1.VolumeProjection) bool { return s.ServiceAccountToken != nil }) {
+			tokens[v.Name] = true
+		}
+	}
+	if len(tokens) != 1 || !tokens["kube-api-access"] {
+		return fmt.Sprintf("token volumes %v", tokens)
+	}
+	var with []string
+	for _, c := range append(slices.Clone(p.Spec.InitContainers), p.Spec.Containers...) {
+		if slices.ContainsFunc(c.VolumeMounts, func(m corev1.VolumeMount) bool { return tokens[m.Name] }) {
+			with = append(with, c.Name)
+		}
+	}
+	return strings.Join(with, " ")
 }
