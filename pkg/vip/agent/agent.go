@@ -188,12 +188,14 @@ type reports struct {
 	iface string
 	now   vip.NodeReport
 	list  []netip.Addr // the VIPs rendered
-	// latest holds the newest report not yet taken by run; a newer one replaces it.
-	latest chan vip.NodeReport
+	// latest holds the newest report not yet taken by run; a newer one replaces it. nil: what
+	// the node holds is unknown, and its report must lapse rather than be renewed.
+	latest  chan *vip.NodeReport
+	readErr string // the interface read's last error, logged once
 }
 
 func newReports(o Options, iface string) *reports {
-	return &reports{o: o, iface: iface, latest: make(chan vip.NodeReport, 1)}
+	return &reports{o: o, iface: iface, latest: make(chan *vip.NodeReport, 1)}
 }
 
 func (r *reports) loaded(c Rendered) {
@@ -220,16 +222,28 @@ func (r *reports) send() {
 	}
 	held, err := heldOn(r.iface, r.list)
 	if err != nil {
-		// Unknown is not "none": a report of no VIPs could hide a split. The last report stands.
-		log.Printf("read the VIPs on %s: %v", r.iface, err)
+		// Unknown is neither "none" (a report of no VIPs could hide a split) nor the last report
+		// (renewed, it would say fresh for as long as the failure lasts): the report lapses.
+		if err.Error() != r.readErr {
+			log.Printf("read the VIPs on %s: %v (the node's report lapses until it can)", r.iface, err)
+		}
+		r.readErr = err.Error()
+		r.hand(nil)
 		return
 	}
+	r.readErr = ""
 	r.now.Held = held
+	now := r.now
+	r.hand(&now)
+}
+
+// hand replaces the report run has not taken yet, if any, with rep.
+func (r *reports) hand(rep *vip.NodeReport) {
 	select {
-	case <-r.latest: // replaced by the newer one
+	case <-r.latest:
 	default:
 	}
-	r.latest <- r.now
+	r.latest <- rep
 }
 
 // run sends the reports send hands it: at once when what they say changed, every leaseSeconds/3
@@ -245,8 +259,7 @@ func (r *reports) run(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
-		case rep := <-r.latest:
-			pending = &rep
+		case pending = <-r.latest:
 		case <-tick.C:
 		}
 		if pending == nil || time.Now().Before(retryAt) {
