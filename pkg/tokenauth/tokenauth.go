@@ -6,6 +6,7 @@ package tokenauth
 import (
 	"context"
 	"crypto/sha256"
+	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -31,12 +32,20 @@ const (
 )
 
 // A token not let through before costs a TokenReview at the seed's API server, and anyone who
-// reaches the endpoint can send them: together such reviews are held to
-// unknownReviewsPerSecond (a burst of unknownReviewBurst), all sources at once. The handful of
-// administrators' and dashboards' tokens, once let through, are never held back by it.
+// reaches the endpoint can send them: such reviews are held to unknownReviewsPerSecond (a burst
+// of unknownReviewBurst) per client address, so one flooding source cannot lock a new scraper
+// token out from another, and to allReviewsPerSecond (allReviewBurst) for all sources together.
+// The administrators' and dashboards' tokens, once let through, are never held back.
 const (
 	unknownReviewsPerSecond = 5
 	unknownReviewBurst      = 20
+	allReviewsPerSecond     = 50
+	allReviewBurst          = 100
+	// maxSources bounds the per-address limiters (all are forgotten when it is reached).
+	maxSources = 1024
+	// maxTokenBytes: no ServiceAccount or OIDC token comes near it; a longer one is refused
+	// without a review, so the API server is never sent megabytes of nonsense.
+	maxTokenBytes = 16 << 10
 )
 
 // Permission is what a token's user must be allowed at the seed: a resource or a non-resource
@@ -57,8 +66,11 @@ type Authorizer struct {
 	Authz      authzclient.SubjectAccessReviewInterface
 	Permission Permission
 	Now        func() time.Time
-	// Unknown limits the reviews of tokens not let through before (nil: the defaults above).
+	// Unknown limits the reviews of tokens not let through before, all sources together (nil:
+	// the defaults above); each client address has its own limit too (none when Unknown's is
+	// rate.Inf).
 	Unknown *rate.Limiter
+	sources map[string]*rate.Limiter
 
 	mu sync.Mutex
 	// allowed holds the answers for tokens let through, refused those for tokens that did not
@@ -76,14 +88,13 @@ type decision struct {
 // never logged or echoed (only a hash of it is kept, for the cache).
 func (a *Authorizer) Wrap(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		token = strings.TrimSpace(token)
-		if !ok || token == "" {
+		token, ok := bearerToken(r.Header.Get("Authorization"))
+		if !ok {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="shardgate"`)
 			http.Error(w, "a bearer token whose user may "+a.Permission.Description+" is required", http.StatusUnauthorized)
 			return
 		}
-		switch a.decide(r.Context(), token) {
+		switch a.decide(r.Context(), token, clientAddress(r)) {
 		case http.StatusOK:
 			next.ServeHTTP(w, r)
 		case http.StatusUnauthorized:
@@ -100,7 +111,25 @@ func (a *Authorizer) Wrap(next http.Handler) http.Handler {
 	})
 }
 
-func (a *Authorizer) decide(ctx context.Context, token string) int {
+// bearerToken reads "Bearer <token>" (the scheme in any case, RFC 7235).
+func bearerToken(header string) (string, bool) {
+	scheme, token, ok := strings.Cut(strings.TrimSpace(header), " ")
+	token = strings.TrimSpace(token)
+	return token, ok && strings.EqualFold(scheme, "Bearer") && token != ""
+}
+
+// clientAddress is the request's source address without its port.
+func clientAddress(r *http.Request) string {
+	if host, _, err := net.SplitHostPort(r.RemoteAddr); err == nil {
+		return host
+	}
+	return r.RemoteAddr
+}
+
+func (a *Authorizer) decide(ctx context.Context, token, source string) int {
+	if len(token) > maxTokenBytes {
+		return http.StatusUnauthorized
+	}
 	key := sha256.Sum256([]byte(token))
 	now := a.now()
 	a.mu.Lock()
@@ -108,13 +137,13 @@ func (a *Authorizer) decide(ctx context.Context, token string) int {
 	if !known {
 		d = a.refused[key]
 	}
-	limiter := a.limiter()
+	all, own := a.limiters(source)
 	a.mu.Unlock()
 	if now.Before(d.until) {
 		return d.status
 	}
 	// A token let through before (its answer expired) is reviewed again at once.
-	if !known && !limiter.AllowN(now, 1) {
+	if !known && (!own.AllowN(now, 1) || !all.AllowN(now, 1)) {
 		return http.StatusTooManyRequests
 	}
 	status := a.review(ctx, token)
@@ -154,12 +183,23 @@ func remember(m map[[32]byte]decision, key [32]byte, d decision, now time.Time) 
 	return m
 }
 
-// limiter is the unknown tokens' review limiter; a.mu is held.
-func (a *Authorizer) limiter() *rate.Limiter {
+// limiters are the unknown tokens' review limiters, for all sources and for source; a.mu is held.
+func (a *Authorizer) limiters(source string) (all, own *rate.Limiter) {
 	if a.Unknown == nil {
-		a.Unknown = rate.NewLimiter(unknownReviewsPerSecond, unknownReviewBurst)
+		a.Unknown = rate.NewLimiter(allReviewsPerSecond, allReviewBurst)
 	}
-	return a.Unknown
+	own = a.sources[source]
+	if own == nil {
+		if a.sources == nil || len(a.sources) >= maxSources {
+			a.sources = map[string]*rate.Limiter{}
+		}
+		own = rate.NewLimiter(unknownReviewsPerSecond, unknownReviewBurst)
+		if a.Unknown.Limit() == rate.Inf {
+			own = rate.NewLimiter(rate.Inf, 0) // no limit at all
+		}
+		a.sources[source] = own
+	}
+	return a.Unknown, own
 }
 
 func (a *Authorizer) review(ctx context.Context, token string) int {
