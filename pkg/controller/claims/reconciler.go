@@ -110,7 +110,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		c := &list.Items[i]
 		if key := c.Namespace + "/" + c.Name; deleted[key] {
 			log.FromContext(ctx).Info("IngressClaim reclaimed with policy Delete", "claim", key)
-			if err := w.Delete(ctx, c); client.IgnoreNotFound(err) != nil {
+			// Only the claim this pass decided on: one edited since (say, to reclaimPolicy Retain)
+			// or deleted and created again is decided again, its record kept meanwhile.
+			err := w.Delete(ctx, c, client.Preconditions{UID: &c.UID, ResourceVersion: &c.ResourceVersion})
+			if apierrors.IsConflict(err) {
+				return ctrl.Result{RequeueAfter: time.Second}, nil
+			}
+			if client.IgnoreNotFound(err) != nil {
 				return ctrl.Result{}, clusteraccess.DescribeError("delete IngressClaim "+key, err)
 			}
 		}

@@ -80,6 +80,71 @@ func must(t *testing.T, err error) {
 // pass admitted the surviving claim as new, with routers that nothing ever reclaimed).
 func TestReclaimedClaimKeepsItsRecordUntilDeleted(t *testing.T) {
 	ctx := context.Background()
+	failDelete := true
+	rc := setUpReclaim(t, func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
+		if failDelete {
+			return apierrors.NewServiceUnavailable("the user API server has a moment's trouble")
+		}
+		return c.Delete(ctx, obj, opts...)
+	})
+	if _, err := rc.r.Reconcile(ctx, ctrl.Request{NamespacedName: rc.key}); err == nil {
+		t.Fatal("a failed delete was not an error")
+	}
+	if recs := rc.records(t); len(recs) != 1 || recs[0].Shard != "shop" || !recs[0].EverBound {
+		t.Fatalf("after a failed delete, status.claims is %+v: want the record kept", recs)
+	}
+	failDelete = false
+	if _, err := rc.r.Reconcile(ctx, ctrl.Request{NamespacedName: rc.key}); err != nil {
+		t.Fatal(err)
+	}
+	err := rc.user.Get(ctx, client.ObjectKey{Namespace: "team-a", Name: "shop"}, &v1alpha1.IngressClaim{})
+	if recs := rc.records(t); len(recs) != 0 || !apierrors.IsNotFound(err) {
+		t.Errorf("once deleted: status.claims %+v, the claim: %v", recs, err)
+	}
+}
+
+// TestReclaimDeletesOnlyTheClaimItDecidedOn (attacker's review): a tenant's edit that lands
+// after the pass read the claim (reclaimPolicy set to Retain, to keep the shard) is not deleted
+// (the delete carries the claim's UID and resourceVersion as preconditions), and the record stays.
+func TestReclaimDeletesOnlyTheClaimItDecidedOn(t *testing.T) {
+	ctx := context.Background()
+	edited := false
+	rc := setUpReclaim(t, func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
+		if !edited { // the tenant's edit lands between the pass's read and its delete
+			edited = true
+			cur := &v1alpha1.IngressClaim{}
+			must(t, c.Get(ctx, client.ObjectKeyFromObject(obj), cur))
+			cur.Spec.ReclaimPolicy = v1alpha1.ReclaimRetain
+			must(t, c.Update(ctx, cur))
+		}
+		return c.Delete(ctx, obj, opts...)
+	})
+	_, _ = rc.r.Reconcile(ctx, ctrl.Request{NamespacedName: rc.key})
+	if err := rc.user.Get(ctx, client.ObjectKey{Namespace: "team-a", Name: "shop"}, &v1alpha1.IngressClaim{}); err != nil {
+		t.Fatalf("the claim, edited to reclaimPolicy Retain after the pass read it, was deleted: %v", err)
+	}
+	if recs := rc.records(t); len(recs) != 1 {
+		t.Errorf("status.claims %+v: want the record kept", recs)
+	}
+}
+
+type reclaim struct {
+	r    *Reconciler
+	seed client.Client
+	user client.Client
+	key  client.ObjectKey
+}
+
+func (rc reclaim) records(t *testing.T) []v1alpha1.ClaimRecord {
+	got := &v1alpha1.ClusterIngress{}
+	must(t, rc.seed.Get(context.Background(), rc.key, got))
+	return got.Status.Claims
+}
+
+// setUpReclaim: claim team-a/shop (policy Delete) whose Ingresses have been gone for an hour,
+// past the grace, so the next pass reclaims it; the user cluster's deletes go through onDelete.
+func setUpReclaim(t *testing.T, onDelete func(context.Context, client.WithWatch, client.Object, ...client.DeleteOption) error) reclaim {
+	ctx := context.Background()
 	seed := fake.NewClientBuilder().WithScheme(framework.Scheme()).WithStatusSubresource(&v1alpha1.ClusterIngress{}).Build()
 	ci := &v1alpha1.ClusterIngress{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c1"}, Spec: v1alpha1.ClusterIngressSpec{
 		Shards: []v1alpha1.ShardSpec{{Name: v1alpha1.DefaultShardName}}, Claims: v1alpha1.ClaimSettings{Allowed: true}}}
@@ -93,36 +158,12 @@ func TestReclaimedClaimKeepsItsRecordUntilDeleted(t *testing.T) {
 	claim := &v1alpha1.IngressClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "shop", Generation: 1,
 		CreationTimestamp: metav1.Now()}, Spec: v1alpha1.IngressClaimSpec{ReclaimPolicy: v1alpha1.ReclaimDelete,
 		Ingresses: []corev1.LocalObjectReference{{Name: "web"}}, Replicas: 1}}
-	failDelete := true
 	userClient := fake.NewClientBuilder().WithScheme(clusteraccess.UserClusterScheme()).WithObjects(claim).
-		WithStatusSubresource(&v1alpha1.IngressClaim{}).WithInterceptorFuncs(interceptor.Funcs{
-		Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
-			if failDelete {
-				return apierrors.NewServiceUnavailable("the user API server has a moment's trouble")
-			}
-			return c.Delete(ctx, obj, opts...)
-		}}).Build()
+		WithStatusSubresource(&v1alpha1.IngressClaim{}).WithInterceptorFuncs(interceptor.Funcs{Delete: onDelete}).Build()
 	user := &clusteraccess.FakeCluster{Client: userClient}
 	user.Caps.CRDs = true
 	access := clusteraccess.NewFake()
 	access.Add(key, user)
 	r := &Reconciler{Client: seed, Access: access, Recorder: events.NewFakeRecorder(100), ReclaimGrace: time.Minute}
-
-	if _, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: key}); err == nil {
-		t.Fatal("a failed delete was not an error")
-	}
-	got := &v1alpha1.ClusterIngress{}
-	must(t, seed.Get(ctx, key, got))
-	if len(got.Status.Claims) != 1 || got.Status.Claims[0].Shard != "shop" || !got.Status.Claims[0].EverBound {
-		t.Fatalf("after a failed delete, status.claims is %+v: want the record kept", got.Status.Claims)
-	}
-	failDelete = false
-	if _, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: key}); err != nil {
-		t.Fatal(err)
-	}
-	must(t, seed.Get(ctx, key, got))
-	err := userClient.Get(ctx, client.ObjectKeyFromObject(claim), &v1alpha1.IngressClaim{})
-	if len(got.Status.Claims) != 0 || !apierrors.IsNotFound(err) {
-		t.Errorf("once deleted: status.claims %+v, the claim: %v", got.Status.Claims, err)
-	}
+	return reclaim{r: r, seed: seed, user: userClient, key: key}
 }
