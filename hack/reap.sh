@@ -30,9 +30,13 @@ if [[ ${1:-} == --snapshot ]]; then
   host_state >"${2:?usage: reap.sh --snapshot RUN_DIR}/host-state.before"
   exit 0
 fi
-# owner_runs: the test binary named by the first sg<pid>- in $1 still runs (its run is not over).
+# owner_runs: the test binary (or demo) named by the first sg<pid>- in $1 still runs (its run is
+# not over); a reused pid of another program does not count.
 owner_runs() {
-  [[ $1 =~ sg([0-9]+)- ]] && [[ -d /proc/${BASH_REMATCH[1]} ]]
+  local cmd
+  [[ $1 =~ sg([0-9]+)- ]] || return 1
+  { cmd=$(tr '\0' ' ' <"/proc/${BASH_REMATCH[1]}/cmdline"); } 2>/dev/null || return 1
+  [[ $cmd == *.test\ * || $cmd == *shardgate-demo* ]]
 }
 
 dir=${1:?usage: reap.sh RUN_DIR}
