@@ -81,7 +81,7 @@ func (l *stringList) Set(v string) error {
 
 func (o *options) bind(fs *flag.FlagSet) {
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig of the seed cluster (default: in-cluster or $KUBECONFIG)")
-	fs.Float64Var(&o.seedQPS, "kube-api-qps", 200, "requests a second to the seed's API server (its priority and fairness protects it); publishing 1,000 clusters takes ~10,000 writes")
+	fs.Float64Var(&o.seedQPS, "kube-api-qps", 200, "requests a second to the seed's API server (its priority and fairness protects it); publishing 1,000 clusters takes ~10,000 writes; with --sharding the fence checks before writes have a budget of the same size, and the Leases 20 more")
 	fs.IntVar(&o.seedBurst, "kube-api-burst", 400, "burst of requests to the seed's API server")
 	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint, HTTPS unless --metrics-secure=false (\"0\" disables it)")
 	fs.BoolVar(&o.metricsSecure, "metrics-secure", true, "serve /metrics over HTTPS to bearer tokens whose user may get the non-resource URL /metrics (TokenReview and SubjectAccessReview at the seed's API server); false serves them over plain HTTP to anyone who reaches the port, and the metrics name every user cluster: INSECURE, only behind a proxy that authenticates")
