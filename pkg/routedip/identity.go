@@ -64,18 +64,26 @@ func (in Instances) Refusal(id string) string {
 	return ""
 }
 
+// refusal is in.Refusal(id) for a set id, "" for none.
+func refusal(in Instances, id string) string {
+	if id == "" {
+		return ""
+	}
+	return in.Refusal(id)
+}
+
 // Trusted is a record as the class's firewall may use it: provider IDs that are not the
 // cluster's instances and ports beyond the class's bounds are left out (the record was written
 // by Shardgate, but the firewall Job runs with the class's credentials, so it checks again what
 // the cluster's owner could have chosen). It says what it left out, for the class's status.
 func Trusted(rec v1alpha1.RoutedIPRecord, in Instances, class Class) (v1alpha1.RoutedIPRecord, string) {
 	var dropped []string
-	if rec.ProviderID != "" && in.Refusal(rec.ProviderID) != "" {
-		dropped = append(dropped, "holder: "+in.Refusal(rec.ProviderID))
+	if why := refusal(in, rec.ProviderID); why != "" {
+		dropped = append(dropped, "holder: "+why)
 		rec.ProviderID = ""
 	}
-	if rec.MovingProviderID != "" && in.Refusal(rec.MovingProviderID) != "" {
-		dropped = append(dropped, "move target: "+in.Refusal(rec.MovingProviderID))
+	if why := refusal(in, rec.MovingProviderID); why != "" {
+		dropped = append(dropped, "move target: "+why)
 		rec.MovingProviderID = ""
 	}
 	if _, err := FirewallPorts(rec.Ports, class); err != nil {

@@ -87,12 +87,16 @@ func (f *FirewallReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	var records []v1alpha1.RoutedIPRecord
 	var left []string // what was left out of the map, per cluster (seed-side only)
 	for _, ci := range all.Items {
-		instances := routedip.InstancesOf(c.ProviderIDPattern, ci.Status.ClusterID)
+		var instances *routedip.Instances // compiled for clusters with a record of this class only
 		for _, r := range ci.Status.RoutedIPs {
 			if r.ClassName != class.Name {
 				continue
 			}
-			r, dropped := routedip.Trusted(r, instances, c)
+			if instances == nil {
+				in := routedip.InstancesOf(c.ProviderIDPattern, ci.Status.ClusterID)
+				instances = &in
+			}
+			r, dropped := routedip.Trusted(r, *instances, c)
 			if dropped != "" {
 				left = append(left, fmt.Sprintf("%s/%s %s: %s", ci.Namespace, ci.Name, r.Address, dropped))
 			}
