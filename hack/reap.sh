@@ -66,6 +66,9 @@ for cg in /sys/fs/cgroup/*/sg[0-9]*-[0-9]*-*; do
   [[ -d $cg ]] || continue
   owner_runs "${cg##*/}" && continue
   echo "reap: leftover cgroup $cg" >&2
+  # Processes a killed containerd left behind (a pause container, a router) keep it from going.
+  find "$cg" -name cgroup.procs -exec cat {} + 2>/dev/null | xargs -r kill -9 2>/dev/null
+  sleep 0.2
   find "$cg" -depth -type d -exec rmdir {} \; 2>/dev/null; rc=1
 done
 for run in /run/shardgate/*; do

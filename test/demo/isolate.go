@@ -153,6 +153,8 @@ func sweepDeadDemos() error {
 	for _, cg := range append(cgroups, cgroups2...) {
 		if dead(filepath.Base(cg)) {
 			// The namespace's processes were just killed: their cgroups empty a moment later.
+			// A containerd killed before its containers leaves them running: they go too.
+			framework.KillCgroupTree(cg)
 			errs = append(errs, framework.RemoveCgroupTree(cg))
 		}
 	}

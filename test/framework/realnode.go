@@ -3,11 +3,13 @@ package framework
 import (
 	"context"
 	"fmt"
+	"io/fs"
 	"net"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -396,6 +398,23 @@ func RemoveCgroupTree(dir string) error {
 		time.Sleep(100 * time.Millisecond)
 	}
 	return fmt.Errorf("remove cgroup %s: %w", dir, last)
+}
+
+// KillCgroupTree SIGKILLs every process in a cgroup and its children: what a killed containerd
+// left running (a pause container, a router) keeps the cgroup from being removed.
+func KillCgroupTree(dir string) {
+	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || d.Name() != "cgroup.procs" {
+			return nil
+		}
+		b, _ := os.ReadFile(p)
+		for _, f := range strings.Fields(string(b)) {
+			if pid, err := strconv.Atoi(f); err == nil {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+		return nil
+	})
 }
 
 // killMatching SIGKILLs every process whose command line mentions s.
