@@ -403,17 +403,16 @@ func RemoveCgroupTree(dir string) error {
 // KillCgroupTree SIGKILLs every process in a cgroup and its children: what a killed containerd
 // left running (a pause container, a router) keeps the cgroup from being removed.
 func KillCgroupTree(dir string) {
-	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || d.Name() != "cgroup.procs" {
-			return nil
-		}
-		b, _ := os.ReadFile(p)
-		for _, f := range strings.Fields(string(b)) {
-			if pid, err := strconv.Atoi(f); err == nil {
-				_ = syscall.Kill(pid, syscall.SIGKILL)
+	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, walkErr error) error {
+		if walkErr == nil && !d.IsDir() && d.Name() == "cgroup.procs" {
+			b, _ := os.ReadFile(p)
+			for _, f := range strings.Fields(string(b)) {
+				if pid, err := strconv.Atoi(f); err == nil {
+					_ = syscall.Kill(pid, syscall.SIGKILL)
+				}
 			}
 		}
-		return nil
+		return nil // a part that cannot be read is left; removing the cgroup says so
 	})
 }
 
