@@ -6,7 +6,6 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/shardgate/shardgate/pkg/names"
@@ -19,12 +18,9 @@ import (
 // failure lasts: a false split for the seed).
 func TestAnUnreadableInterfaceDoesNotRenewTheLastReportForever(t *testing.T) {
 	cs := fake.NewClientset()
-	o := Options{Reporter: &Reporter{NewClient: func() (kubernetes.Interface, error) { return cs, nil },
-		Namespace: names.Namespace, Shard: "edge", Node: "n1"}}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	rep := newReports(o, "lo")
-	go rep.run(ctx)
+	rep := startReports(ctx, cs)
 	rep.loaded(Rendered{Config: "c", VIPs: "127.0.0.1 1"})
 	rep.send()
 	time.Sleep(1500 * time.Millisecond)

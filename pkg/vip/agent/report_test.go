@@ -26,12 +26,9 @@ func TestReportsNeverWaitForTheAPIServer(t *testing.T) {
 		<-release
 		return false, nil, nil
 	})
-	o := Options{Reporter: &Reporter{NewClient: func() (kubernetes.Interface, error) { return cs, nil },
-		Namespace: names.Namespace, Shard: "edge", Node: "n1"}}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	rep := newReports(o, "lo")
-	go rep.run(ctx)
+	rep := startReports(ctx, cs)
 	start := time.Now()
 	for i := range 20 {
 		rep.loaded(Rendered{Config: "c", VIPs: "127.0.0.1 1"})
@@ -58,4 +55,13 @@ func TestReportsNeverWaitForTheAPIServer(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// startReports runs node n1's reports (shard edge, interface lo) against cs until ctx ends.
+func startReports(ctx context.Context, cs kubernetes.Interface) *reports {
+	o := Options{Reporter: &Reporter{NewClient: func() (kubernetes.Interface, error) { return cs, nil },
+		Namespace: names.Namespace, Shard: "edge", Node: "n1"}}
+	rep := newReports(o, "lo")
+	go rep.run(ctx)
+	return rep
 }
