@@ -1,4 +1,7 @@
-// Command shardgate-vip-agent runs keepalived for a VIP shard's router pod (see pkg/vip/agent).
+// Command shardgate-vip-agent feeds keepalived for a VIP shard's router pod (see pkg/vip/agent):
+// `shardgate-vip-agent [flags]` is the agent (the pod's vip-agent container: the API token, no
+// capability); `shardgate-vip-agent keepalived [flags]` runs keepalived as the agent says (the
+// keepalived container: NET_ADMIN and NET_RAW, no token). Outside a pod, --with-keepalived runs both.
 package main
 
 import (
@@ -19,10 +22,43 @@ import (
 )
 
 func main() {
+	log.SetFlags(log.LstdFlags | log.Lmicroseconds)
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	if len(os.Args) > 1 && os.Args[1] == "keepalived" {
+		superviseKeepalived(ctx, os.Args[2:])
+		return
+	}
+	runAgent(ctx)
+}
+
+// superviseKeepalived runs keepalived in its container.
+func superviseKeepalived(ctx context.Context, args []string) {
+	fl := flag.NewFlagSet("keepalived", flag.ExitOnError)
+	var k agent.Keepalived
+	var nodeIP string
+	fl.StringVar(&k.Binary, "keepalived", "/usr/sbin/keepalived", "keepalived binary")
+	fl.StringVar(&k.NodeName, "node-name", "", "this node's name (keepalived's config id)")
+	fl.StringVar(&nodeIP, "node-ip", "", "this node's address (VRRP source)")
+	fl.StringVar(&k.RunDir, "run-dir", "/run/keepalived", "the directory shared with the agent")
+	fl.DurationVar(&k.Poll, "poll", 200*time.Millisecond, "how often the agent's configuration is read")
+	_ = fl.Parse(args)
+	addr, err := netip.ParseAddr(nodeIP)
+	if err != nil || k.NodeName == "" {
+		log.Fatalf("--node-name and --node-ip are required")
+	}
+	k.NodeIP = addr
+	if err := k.Supervise(ctx); err != nil {
+		log.Fatal(err)
+	}
+}
+
+func runAgent(ctx context.Context) {
 	var o agent.Options
 	var nodeIP string
 	var files agent.Files
-	flag.StringVar(&o.Keepalived, "keepalived", "/usr/sbin/keepalived", "keepalived binary")
+	keepalived := flag.String("keepalived", "/usr/sbin/keepalived", "keepalived binary (with --with-keepalived)")
+	withKeepalived := flag.Bool("with-keepalived", false, "also run keepalived in this process (outside a pod)")
 	configMap := flag.String("configmap", "", "the ConfigMap Shardgate renders the configuration into, read through the API "+
 		"(in a pod); without it, --config and --vips")
 	flag.StringVar(&files.Config, "config", "", "file with the configuration rendered by Shardgate (outside a pod)")
@@ -30,22 +66,19 @@ func main() {
 	flag.StringVar(&o.NodeName, "node-name", "", "this node's name (keepalived's config id)")
 	flag.StringVar(&nodeIP, "node-ip", "", "this node's address (VRRP source)")
 	flag.StringVar(&o.HealthFile, "health-file", "/run/keepalived/router-health", "file keepalived tracks")
-	flag.StringVar(&o.RunDir, "run-dir", "/run/keepalived", "keepalived's entry configuration and pid files")
+	flag.StringVar(&o.RunDir, "run-dir", "/run/keepalived", "the directory shared with keepalived's container")
 	flag.StringVar(&o.RouterURL, "router-url", "http://127.0.0.1:9000/ping", "answers 200 while the local router serves")
 	flag.DurationVar(&o.ProbeInterval, "probe-interval", 200*time.Millisecond, "router probe interval and timeout")
 	flag.DurationVar(&o.ReloadCheck, "reload-check", time.Second, "how often the configuration is compared")
 	shard := flag.String("shard", "", "the shard (names the nodes' report Leases)")
 	namespace := flag.String("namespace", "shardgate-system", "namespace of the ConfigMap and the report Leases")
 	flag.Parse()
-	log.SetFlags(log.LstdFlags | log.Lmicroseconds)
 	addr, err := netip.ParseAddr(nodeIP)
 	if err != nil || o.NodeName == "" {
 		log.Fatalf("--node-name and --node-ip are required")
 	}
 	o.NodeIP = addr
 	o.Source = files
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
-	defer stop()
 	// In a pod, read the configuration through the API and report through Leases (the
 	// ServiceAccount may read the ConfigMap and write Leases in its namespace only).
 	if os.Getenv("KUBERNETES_SERVICE_HOST") != "" && *shard != "" {
@@ -64,9 +97,23 @@ func main() {
 	if o.Source == files && files.Config == "" {
 		log.Fatalf("--configmap (in a pod) or --config is required")
 	}
+	supervised := make(chan struct{})
+	if *withKeepalived {
+		k := agent.Keepalived{Binary: *keepalived, NodeName: o.NodeName, NodeIP: addr, RunDir: o.RunDir, Poll: 200 * time.Millisecond}
+		go func() {
+			defer close(supervised)
+			// keepalived's exit ends the process, as it ends its container in a pod.
+			if err := k.Supervise(ctx); err != nil {
+				log.Fatal(err)
+			}
+		}()
+	} else {
+		close(supervised)
+	}
 	if err := agent.Run(ctx, o); err != nil {
 		log.Fatal(err)
 	}
+	<-supervised // keepalived stopped too
 }
 
 // newClient builds API clients with a transport of their own each time, so a new client is a new

@@ -150,13 +150,12 @@ func (Traefik) deployment(in RenderInput, name string, labels map[string]string,
 		pod.SecurityContext = &corev1.PodSecurityContext{FSGroup: ptr.To[int64](routerGroup)}
 	}
 	if s.Publishing == v1alpha1.PublishVIP {
-		pod.Containers = append(pod.Containers, keepalivedContainer(s))
+		pod.Containers = append(pod.Containers, vipContainers(s)...)
 		pod.Volumes = append(pod.Volumes, keepalivedVolumes()...)
 	}
-	// Traefik watches Ingresses, Services, EndpointSlices and Secrets. The VIP agent in the
-	// keepalived container reads its ConfigMap and writes Leases; keepalived, its child, shares
-	// that container and so the token (only an agent container of its own would take it away).
-	withAPIToken(&pod, container.Name, keepalivedName)
+	// Traefik watches Ingresses, Services, EndpointSlices and Secrets; the VIP agent reads its
+	// ConfigMap and writes Leases. keepalived calls no API.
+	withAPIToken(&pod, container.Name, vipAgentName)
 	strategy := appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType,
 		// Surge first so capacity never drops; host ports cannot surge onto the same node, so
 		// HostNetwork routers replace one at a time instead.

@@ -23,8 +23,10 @@ const VIPAgentImage = "ghcr.io/shardgate/vip-agent:0.1.0"
 // Leases in shardgate-system, granted there only by a RoleBinding).
 const vipClusterRole = "shardgate-router-vip"
 
-// The keepalived container and paths inside it.
+// The VIP agent's and keepalived's containers and the paths inside them.
 const (
+	vipAgentName     = "vip-agent"
+	vipAgentUser     = 65532 // the agent runs as nobody in particular: it needs no file of the image's
 	keepalivedName   = "keepalived"
 	vipRunDir        = "/run/keepalived"
 	vipRunVolume     = "vip-run"
@@ -95,11 +97,13 @@ func vipRole() *rbacv1.ClusterRole {
 	}
 }
 
-// keepalivedContainer runs shardgate-vip-agent, which runs keepalived. keepalived adds and
-// removes the VIPs on the node's interface and sends VRRP adverts and gratuitous ARP: NET_ADMIN
-// and NET_RAW, as root (a non-root process never gets an added capability on a real kubelet),
-// with every other capability dropped, no privilege escalation and a read-only root file system.
-func keepalivedContainer(s v1alpha1.ShardSpec) corev1.Container {
+// vipContainers are the VIP agent and keepalived, each in a container of its own sharing the run
+// directory (pkg/vip/agent): the agent reads its ConfigMap and writes Leases with the router's
+// token and no capability; keepalived adds and removes the VIPs on the node's interface and sends
+// VRRP adverts and gratuitous ARP with NET_ADMIN and NET_RAW, as root (a non-root process never
+// gets an added capability on a real kubelet), and no token (security item 23). Both drop every
+// other capability, never escalate and have a read-only root file system.
+func vipContainers(s v1alpha1.ShardSpec) []corev1.Container {
 	image := VIPAgentImage
 	if s.VIP != nil && s.VIP.Image != "" {
 		image = s.VIP.Image
@@ -107,8 +111,15 @@ func keepalivedContainer(s v1alpha1.ShardSpec) corev1.Container {
 	env := func(name, path string) corev1.EnvVar {
 		return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: path}}}
 	}
-	return corev1.Container{
-		Name: keepalivedName, Image: image, ImagePullPolicy: s.ImagePullPolicy,
+	node := []corev1.EnvVar{env("NODE_NAME", "spec.nodeName"), env("NODE_IP", "status.hostIP")}
+	run := []corev1.VolumeMount{{Name: vipRunVolume, MountPath: vipRunDir}}
+	locked := func(sc *corev1.SecurityContext) *corev1.SecurityContext {
+		sc.AllowPrivilegeEscalation, sc.ReadOnlyRootFilesystem = ptr.To(false), ptr.To(true)
+		sc.SeccompProfile = &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}
+		return sc
+	}
+	return []corev1.Container{{
+		Name: vipAgentName, Image: image, ImagePullPolicy: s.ImagePullPolicy,
 		Command: []string{vipAgentBinary},
 		// The agent reads the ConfigMap through the API, not a mounted volume: the kubelet
 		// refreshes a volume a minute or more after a change, and a node joining must not start
@@ -116,15 +127,22 @@ func keepalivedContainer(s v1alpha1.ShardSpec) corev1.Container {
 		Args: []string{"--shard=" + s.Name, "--node-name=$(NODE_NAME)", "--node-ip=$(NODE_IP)", "--namespace=$(POD_NAMESPACE)",
 			"--configmap=" + VIPConfigName(s.Name), "--run-dir=" + vipRunDir,
 			fmt.Sprintf("--router-url=http://127.0.0.1:%d/ping", traefikAdminPort)},
-		Env:          []corev1.EnvVar{env("NODE_NAME", "spec.nodeName"), env("NODE_IP", "status.hostIP"), env("POD_NAMESPACE", "metadata.namespace")},
-		VolumeMounts: []corev1.VolumeMount{{Name: vipRunVolume, MountPath: vipRunDir}},
-		SecurityContext: &corev1.SecurityContext{
-			AllowPrivilegeEscalation: ptr.To(false), ReadOnlyRootFilesystem: ptr.To(true),
+		Env:          append(node, env("POD_NAMESPACE", "metadata.namespace")),
+		VolumeMounts: run,
+		SecurityContext: locked(&corev1.SecurityContext{
+			RunAsNonRoot: ptr.To(true), RunAsUser: ptr.To[int64](vipAgentUser), RunAsGroup: ptr.To[int64](vipAgentUser),
+			Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+		}),
+	}, {
+		Name: keepalivedName, Image: image, ImagePullPolicy: s.ImagePullPolicy,
+		Command: []string{vipAgentBinary},
+		Args:    []string{"keepalived", "--node-name=$(NODE_NAME)", "--node-ip=$(NODE_IP)", "--run-dir=" + vipRunDir},
+		Env:     node, VolumeMounts: run,
+		SecurityContext: locked(&corev1.SecurityContext{
 			RunAsNonRoot: ptr.To(false), RunAsUser: ptr.To[int64](0), RunAsGroup: ptr.To[int64](0),
-			Capabilities:   &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}, Add: []corev1.Capability{"NET_ADMIN", "NET_RAW"}},
-			SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
-		},
-	}
+			Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}, Add: []corev1.Capability{"NET_ADMIN", "NET_RAW"}},
+		}),
+	}}
 }
 
 func keepalivedVolumes() []corev1.Volume {

@@ -41,19 +41,33 @@ func TestTraefikVIPShard(t *testing.T) {
 	}
 	d := as[appsv1.Deployment](t, objs[byKind["Deployment"][0]])
 	pod := d.Spec.Template.Spec
-	if !pod.HostNetwork || len(pod.Containers) != 2 || !slices.Contains(pod.Containers[0].Args, "--entryPoints.web.address=:80") {
-		t.Fatalf("VIP routers must bind the node's ports with keepalived beside them: %+v", pod)
+	if !pod.HostNetwork || len(pod.Containers) != 3 || !slices.Contains(pod.Containers[0].Args, "--entryPoints.web.address=:80") {
+		t.Fatalf("VIP routers must bind the node's ports with the VIP agent and keepalived beside them: %+v", pod)
 	}
-	k := pod.Containers[1]
-	sc := k.SecurityContext
-	if k.Image != "example/vip:1" || *sc.AllowPrivilegeEscalation || !*sc.ReadOnlyRootFilesystem ||
-		!slices.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) || !slices.Equal(sc.Capabilities.Add, []corev1.Capability{"NET_ADMIN", "NET_RAW"}) {
+	// The agent holds the token and no capability, as a non-root user; keepalived holds
+	// NET_ADMIN and NET_RAW, as root (a non-root process gets no added capability), and no token.
+	a, k := pod.Containers[1], pod.Containers[2]
+	for _, c := range []corev1.Container{a, k} {
+		sc := c.SecurityContext
+		if c.Image != "example/vip:1" || *sc.AllowPrivilegeEscalation || !*sc.ReadOnlyRootFilesystem ||
+			!slices.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) || sc.SeccompProfile == nil {
+			t.Errorf("%s container: %+v %+v", c.Name, c, sc)
+		}
+		if len(c.VolumeMounts) == 0 || c.VolumeMounts[0].MountPath != "/run/keepalived" {
+			t.Errorf("%s does not share the run directory: %+v", c.Name, c.VolumeMounts)
+		}
+	}
+	if sc := a.SecurityContext; a.Name != "vip-agent" || len(sc.Capabilities.Add) > 0 || !*sc.RunAsNonRoot || *sc.RunAsUser == 0 {
+		t.Errorf("the VIP agent must run as a user without capabilities: %+v", sc)
+	}
+	if sc := k.SecurityContext; k.Name != "keepalived" ||
+		!slices.Equal(sc.Capabilities.Add, []corev1.Capability{"NET_ADMIN", "NET_RAW"}) || k.Args[0] != "keepalived" {
 		t.Errorf("keepalived container: %+v %+v", k, sc)
 	}
 	for _, want := range []string{"--shard=edge", "--node-name=$(NODE_NAME)", "--node-ip=$(NODE_IP)", "--router-url=http://127.0.0.1:9000/ping",
 		"--configmap=router-edge-vip"} {
-		if !slices.Contains(k.Args, want) {
-			t.Errorf("keepalived args lack %s: %v", want, k.Args)
+		if !slices.Contains(a.Args, want) {
+			t.Errorf("agent args lack %s: %v", want, a.Args)
 		}
 	}
 	var cm *corev1.ConfigMap
@@ -70,6 +84,12 @@ func TestTraefikVIPShard(t *testing.T) {
 		if !strings.Contains(conf, want) {
 			t.Errorf("keepalived.conf lacks %q:\n%s", want, conf)
 		}
+	}
+	// The agent's health file is the agent's alone: keepalived (root, in another container)
+	// writing it first left a file the agent could not replace in the sticky run directory, and
+	// every node stayed "unhealthy" (its router hung, nothing failed over).
+	if strings.Contains(conf, "init_file") || !strings.Contains(conf, `file "/run/keepalived/router-health"`) {
+		t.Errorf("keepalived.conf must track the agent's health file without writing it:\n%s", conf)
 	}
 	if cm.Data["vips"] != "192.0.2.1 3\n192.0.2.2 4\n" {
 		t.Errorf("vips: %q", cm.Data["vips"])

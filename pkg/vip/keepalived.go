@@ -83,12 +83,13 @@ func KeepalivedConfig(in KeepalivedInput) (string, error) {
 	w("  vrrp_garp_master_delay 0")
 	w("  vrrp_garp_master_refresh 10")
 	w("}")
-	// Failing until the agent has seen the router answer: a starting node never outbids a
-	// healthy master.
+	// The agent writes the file, failing until it has seen the router answer (a starting node
+	// never outbids a healthy master), before keepalived may start. keepalived must not write
+	// it (no init_file): it runs as root in another container, and the agent could not replace a
+	// file root owns in the shared directory (tmpfs is sticky).
 	w("track_file router_answers {")
 	w("  file %q", in.HealthFile)
 	w("  weight -%d", checkWeight)
-	w("  init_file 1 overwrite")
 	w("}")
 	nodeNames := make([]string, len(nodes))
 	for i, n := range nodes {

@@ -3,7 +3,10 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -118,9 +121,25 @@ func VIPSpec(ctx context.Context, t *testing.T, inputGetter func() VIPSpecInput)
 		pods := &corev1.PodList{}
 		must(t, u.Client.List(ctx, pods, client.InNamespace(names.Namespace)))
 		for _, p := range pods.Items {
-			want := map[bool]string{true: "traefik keepalived", false: "traefik"}[strings.HasPrefix(p.Name, "router-edge-")]
+			want := map[bool]string{true: "traefik vip-agent", false: "traefik"}[strings.HasPrefix(p.Name, "router-edge-")]
 			if got := tokenMounts(p); strings.HasPrefix(p.Name, "router-") && got != want {
 				t.Errorf("pod %s: token mounted into [%s], want [%s]", p.Name, got, want)
+			}
+		}
+		// And as they run: keepalived (and what starts it) cannot see a token, the agent sees
+		// one and is not root.
+		agents, keepaliveds := vipProcesses(t, "edge")
+		if len(agents) == 0 || len(keepaliveds) == 0 {
+			t.Errorf("VIP processes found: agents %v, keepalived %v", agents, keepaliveds)
+		}
+		for _, p := range keepaliveds {
+			if p.token {
+				t.Errorf("keepalived process %d (%s) sees the router's token", p.pid, p.cmd)
+			}
+		}
+		for _, p := range agents {
+			if !p.token || p.uid == "0" {
+				t.Errorf("agent process %d: token %v, uid %s", p.pid, p.token, p.uid)
 			}
 		}
 	}) {
@@ -306,4 +325,55 @@ func tokenMounts(p corev1.Pod) string {
 		}
 	}
 	return strings.Join(with, " ")
+}
+
+// vipProcess is a process of a VIP router pod as the machine runs it.
+type vipProcess struct {
+	pid   int
+	cmd   string
+	uid   string // real uid
+	token bool   // the ServiceAccount token is at the in-cluster path of its mount namespace
+}
+
+// vipProcesses lists the running VIP agents of shard and every keepalived and keepalived
+// supervisor on the machine (the harness's nodes share its PID namespace).
+func vipProcesses(t *testing.T, shard string) (agents, keepaliveds []vipProcess) {
+	t.Helper()
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		if err != nil || len(raw) == 0 {
+			continue
+		}
+		args := strings.Split(strings.TrimRight(string(raw), "\x00"), "\x00")
+		base := filepath.Base(args[0])
+		agent := base == "shardgate-vip-agent" && slices.Contains(args, "--shard="+shard)
+		keepalived := base == "keepalived" || (base == "shardgate-vip-agent" && len(args) > 1 && args[1] == "keepalived")
+		if !agent && !keepalived {
+			continue
+		}
+		p := vipProcess{pid: pid, cmd: strings.Join(args, " ")}
+		if status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid)); err == nil {
+			for _, line := range strings.Split(string(status), "\n") {
+				if f := strings.Fields(line); len(f) > 1 && f[0] == "Uid:" {
+					p.uid = f[1]
+				}
+			}
+		}
+		_, err = os.Stat(fmt.Sprintf("/proc/%d/root/var/run/secrets/kubernetes.io/serviceaccount/token", pid))
+		p.token = err == nil
+		if agent {
+			agents = append(agents, p)
+		} else {
+			keepaliveds = append(keepaliveds, p)
+		}
+	}
+	return agents, keepaliveds
 }

@@ -1,7 +1,9 @@
-// Package agent runs beside keepalived in a VIP shard's router pod: it starts keepalived with the
-// configuration Shardgate renders, reloads it when that changes (keepalived keeps its VIPs across
-// a reload), and tells keepalived through the health file whether the local router answers, so a
-// router that stops answering gives up its VIPs within a probe interval, not only a dead node.
+// Package agent runs beside keepalived in a VIP shard's router pod: it lets keepalived start with
+// the configuration Shardgate renders, has it reloaded when that changes (keepalived keeps its
+// VIPs across a reload), and tells keepalived through the health file whether the local router
+// answers, so a router that stops answering gives up its VIPs within a probe interval, not only a
+// dead node. keepalived runs in a container of its own under Keepalived, which never holds the
+// router's API token.
 package agent
 
 import (
@@ -13,12 +15,9 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/shardgate/shardgate/pkg/vip"
@@ -26,12 +25,11 @@ import (
 
 // Options configure the agent.
 type Options struct {
-	Keepalived string // keepalived binary
 	Source     Source // the rendered configuration and VIP list
 	NodeName   string // keepalived's config id: selects the node's own "@<node>" lines
 	NodeIP     netip.Addr
 	HealthFile string
-	RunDir     string // where the agent writes keepalived's configuration and pid files
+	RunDir     string // the directory shared with keepalived's container (see Keepalived)
 	RouterURL  string // answers 200 while the local router serves
 	// ProbeInterval between router probes (each with this timeout too).
 	ProbeInterval time.Duration
@@ -43,17 +41,12 @@ type Options struct {
 	Reporter *Reporter
 }
 
-// Run starts keepalived and keeps it fed until ctx ends or keepalived exits.
+// Run feeds keepalived, which runs in a container of its own (see Keepalived), until ctx ends:
+// it writes the configuration keepalived may start with once the peers run one naming this node,
+// every later one at once, and the router's health; and it reports what keepalived runs.
 func Run(ctx context.Context, o Options) error {
 	iface, err := InterfaceOf(o.NodeIP)
 	if err != nil {
-		return err
-	}
-	entry, rendered := filepath.Join(o.RunDir, "keepalived.conf"), filepath.Join(o.RunDir, "rendered.conf")
-	// keepalived reads the interface as a definition before the rendered file, which is the
-	// same for every node.
-	def := fmt.Sprintf("%s=%s\ninclude %s\n", vip.InterfaceVariable, iface, rendered)
-	if err := os.WriteFile(entry, []byte(def), 0o644); err != nil {
 		return err
 	}
 	if err := writeHealth(o.HealthFile, false); err != nil {
@@ -61,27 +54,20 @@ func Run(ctx context.Context, o Options) error {
 	}
 	rep := newReports(o, iface)
 	go rep.run(ctx)
-	loaded, err := waitToStart(ctx, o, rep)
-	if err != nil {
-		return err
+	want := filepath.Join(o.RunDir, wantFile)
+	// A configuration written by an earlier agent of this pod was allowed to start: keepalived
+	// runs it, or will, whether or not this agent ever gets its peers' reports again.
+	wanted, resumed := written(want, o.Source)
+	if !resumed {
+		if wanted, err = waitToStart(ctx, o, rep); err != nil {
+			return err
+		}
+		if err := writeFile(want, wanted.Config); err != nil {
+			return err
+		}
+		log.Printf("keepalived may start (nodes %s)", strings.Join(vip.ConfigNodes(wanted.Config), ", "))
 	}
-	if err := writeFile(rendered, loaded.Config); err != nil {
-		return err
-	}
-	cmd := exec.CommandContext(ctx, o.Keepalived, "--vrrp", "--dont-fork", "--log-console", "--log-detail",
-		"--use-file", entry, "--config-id", o.NodeName,
-		"--pid", filepath.Join(o.RunDir, "keepalived.pid"), "--vrrp_pid", filepath.Join(o.RunDir, "vrrp.pid"),
-		"--checkers_pid", filepath.Join(o.RunDir, "checkers.pid"))
-	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
-	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
-	cmd.WaitDelay = 10 * time.Second
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("start keepalived: %w", err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	log.Printf("keepalived started on %s (%s) as %s", iface, o.NodeIP, o.NodeName)
-	rep.loaded(loaded)
+	rep.vips(wanted)
 	rep.send()
 
 	probe := time.NewTicker(o.ProbeInterval)
@@ -89,14 +75,11 @@ func Run(ctx context.Context, o Options) error {
 	reload := time.NewTicker(o.ReloadCheck)
 	defer reload.Stop()
 	client := &http.Client{Timeout: o.ProbeInterval}
-	healthy, written, reloaded := false, time.Now(), false
+	healthy, written, reported := false, time.Now(), ""
 	for {
 		select {
-		case err := <-exited:
-			if ctx.Err() != nil {
-				return nil
-			}
-			return fmt.Errorf("keepalived exited: %w", err)
+		case <-ctx.Done():
+			return nil
 		case <-probe.C:
 			// A change of the VIPs held is reported at once: two reports naming one VIP are
 			// a split, so the one that lost it must not say so for seconds.
@@ -118,31 +101,57 @@ func Run(ctx context.Context, o Options) error {
 			}
 			healthy = h
 		case <-reload.C:
-			if reloaded {
-				// Reported a check after the SIGHUP, once keepalived has applied it: a joining
-				// node starts on this report and must hear adverts from then on.
-				rep.loaded(loaded)
+			// Reported once keepalived was started or reloaded with it: a joining node starts on
+			// this report and must hear adverts from then on.
+			if d := loadedDigest(o.RunDir); d != reported && d == digest([]byte(wanted.Config)) {
+				rep.loaded(wanted)
 				rep.send()
-				reloaded = false
+				reported = d
 			}
 			latest, ok := o.Source.Latest()
-			if !ok || latest.Config == loaded.Config {
+			if !ok {
+				continue
+			}
+			if latest.Config == wanted.Config {
 				rep.vips(latest)
 				continue
 			}
-			if err := writeFile(rendered, latest.Config); err != nil {
+			if err := writeFile(want, latest.Config); err != nil {
 				log.Printf("write the configuration: %v", err)
 				continue
 			}
-			if err := cmd.Process.Signal(syscall.SIGHUP); err != nil {
-				log.Printf("reload keepalived: %v", err)
-				continue
-			}
-			loaded = latest
-			reloaded = true
-			log.Printf("configuration changed: keepalived reloaded (nodes %s)", strings.Join(vip.ConfigNodes(loaded.Config), ", "))
+			wanted = latest
+			log.Printf("configuration changed: keepalived reloads (nodes %s)", strings.Join(vip.ConfigNodes(wanted.Config), ", "))
 		}
 	}
+}
+
+// written is the configuration an earlier agent of this pod wrote, with the source's VIP list.
+func written(path string, src Source) (Rendered, bool) {
+	c, err := readSmall(path, maxConfigBytes)
+	if err != nil || len(c) == 0 {
+		return Rendered{}, false
+	}
+	r := Rendered{Config: string(c)}
+	if latest, ok := src.Latest(); ok {
+		r.VIPs = latest.VIPs
+	}
+	log.Printf("keepalived was allowed to start by an earlier agent (nodes %s)", strings.Join(vip.ConfigNodes(r.Config), ", "))
+	return r, true
+}
+
+// loadedDigest is what keepalived's supervisor says keepalived runs ("" while it says nothing,
+// or anything but a digest).
+func loadedDigest(dir string) string {
+	b, err := readSmall(filepath.Join(dir, loadedFile), 2*sha256.Size+1)
+	if err != nil {
+		return ""
+	}
+	d := strings.TrimSpace(string(b))
+	if _, err := hex.DecodeString(d); err != nil || len(d) != 2*sha256.Size {
+		return ""
+	}
+	return d
 }
 
 // waitToStart waits until the configuration names this node and, with a Reporter, every peer
@@ -199,8 +208,7 @@ func newReports(o Options, iface string) *reports {
 }
 
 func (r *reports) loaded(c Rendered) {
-	sum := sha256.Sum256([]byte(c.Config))
-	r.now.Config, r.now.Peers = hex.EncodeToString(sum[:]), vip.ConfigNodes(c.Config)
+	r.now.Config, r.now.Peers = digest([]byte(c.Config)), vip.ConfigNodes(c.Config)
 	r.vips(c)
 }
 
@@ -287,15 +295,6 @@ const (
 	minReportBackoff = 200 * time.Millisecond
 	maxReportBackoff = 2 * time.Second
 )
-
-// writeFile replaces path at once (keepalived never reads half a file).
-func writeFile(path, content string) error {
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, []byte(content), 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
-}
 
 // interfaceAddrs are the addresses on the named interface.
 func interfaceAddrs(name string) (map[netip.Addr]bool, error) {

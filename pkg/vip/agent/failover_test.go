@@ -131,7 +131,7 @@ func (l *lan) startAgent(h *framework.Host) {
 	p, err := h.Start(framework.ProcessSpec{Name: "agent", Path: "/usr/bin/unshare", Args: []string{"--mount", "--propagation", "private",
 		"--pid", "--fork", "--kill-child", "--mount-proc", "--",
 		"sh", "-c", `mkdir -p /run/keepalived && mount --bind "$0" /run/keepalived && exec "$@"`, run,
-		l.bins["agent"], "--keepalived", keepalivedBin, "--config", l.config, "--node-name", h.Name, "--node-ip", h.IP,
+		l.bins["agent"], "--with-keepalived", "--keepalived", keepalivedBin, "--config", l.config, "--node-name", h.Name, "--node-ip", h.IP,
 		"--router-url", "http://127.0.0.1:80/healthz", "--probe-interval", "100ms"}})
 	if err != nil {
 		l.t.Fatal(err)

@@ -26,16 +26,8 @@ func TestJoiningNodeWaitsForItsPeers(t *testing.T) {
 	if err := os.WriteFile(conf, []byte("vrrp_instance edge_0 {\n@n1  priority 200\n@n3  priority 199\n}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	ns := names.Namespace
-	report := func(peers ...string) *coordinationv1.Lease {
-		r := vip.NodeReport{Node: "n1", Config: "old", Peers: peers}
-		return &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: names.VIPNodeLeaseName("edge", "n1"),
-			Annotations: r.Annotations()}, Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("n1"),
-			RenewTime: &metav1.MicroTime{Time: time.Now()}, LeaseDurationSeconds: ptr.To[int32](60)}}
-	}
-	cs := fake.NewClientset(report("n1", "n2"))
-	o := Options{Source: Files{Config: conf}, NodeName: "n3", ReloadCheck: 20 * time.Millisecond,
-		Reporter: &Reporter{NewClient: func() (kubernetes.Interface, error) { return cs, nil }, Namespace: ns, Shard: "edge", Node: "n3"}}
+	cs, reporter := peerRunning(t, "n1", "n1", "n2")
+	o := Options{Source: Files{Config: conf}, NodeName: "n3", ReloadCheck: 20 * time.Millisecond, Reporter: reporter}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	started := make(chan Rendered, 1)
@@ -53,14 +45,10 @@ func TestJoiningNodeWaitsForItsPeers(t *testing.T) {
 	case <-time.After(500 * time.Millisecond):
 	}
 	// n3 reported itself meanwhile: not running keepalived.
-	own, err := cs.CoordinationV1().Leases(ns).Get(ctx, names.VIPNodeLeaseName("edge", "n3"), metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r, ok := vip.ParseReport(own); !ok || r.Running() || r.Node != "n3" {
+	if r, ok := report(ctx, cs, "n3"); !ok || r.Running() || r.Node != "n3" {
 		t.Errorf("n3's report while waiting: %+v", r)
 	}
-	if _, err := cs.CoordinationV1().Leases(ns).Update(ctx, report("n1", "n3"), metav1.UpdateOptions{}); err != nil {
+	if _, err := cs.CoordinationV1().Leases(names.Namespace).Update(ctx, peerLease("n1", "n1", "n3"), metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -68,4 +56,31 @@ func TestJoiningNodeWaitsForItsPeers(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("n3 did not start once n1 runs a configuration naming it")
 	}
+}
+
+// peerRunning is an API server (a fake clientset) where peer reports running a configuration
+// naming peers, and n3's Reporter for shard edge against it.
+func peerRunning(t *testing.T, peer string, peers ...string) (*fake.Clientset, *Reporter) {
+	t.Helper()
+	cs := fake.NewClientset(peerLease(peer, peers...))
+	return cs, &Reporter{NewClient: func() (kubernetes.Interface, error) { return cs, nil }, Namespace: names.Namespace,
+		Shard: "edge", Node: "n3"}
+}
+
+// peerLease is node's fresh report of running a configuration naming peers.
+func peerLease(node string, peers ...string) *coordinationv1.Lease {
+	r := vip.NodeReport{Node: node, Config: "old", Peers: peers}
+	return &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: names.Namespace,
+		Name: names.VIPNodeLeaseName("edge", node), Annotations: r.Annotations()},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To(node), RenewTime: &metav1.MicroTime{Time: time.Now()},
+			LeaseDurationSeconds: ptr.To[int32](60)}}
+}
+
+// report is node's report as its Lease in shard edge says it.
+func report(ctx context.Context, cs kubernetes.Interface, node string) (vip.NodeReport, bool) {
+	l, err := cs.CoordinationV1().Leases(names.Namespace).Get(ctx, names.VIPNodeLeaseName("edge", node), metav1.GetOptions{})
+	if err != nil {
+		return vip.NodeReport{}, false
+	}
+	return vip.ParseReport(l)
 }

@@ -1,0 +1,161 @@
+package agent
+
+import (
+	"context"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/shardgate/shardgate/pkg/vip"
+)
+
+// fakeKeepalived stands in for keepalived in the supervisor's unit test (the failover tests and
+// TestVIP run the real one): it records its start and every SIGHUP in log.
+func fakeKeepalived(t *testing.T, dir string) (bin, logFile string) {
+	t.Helper()
+	bin, logFile = filepath.Join(dir, "keepalived"), filepath.Join(dir, "calls")
+	script := "#!/bin/sh\necho started >> " + logFile + "\ntrap 'echo hup >> " + logFile + "' HUP\n" +
+		"trap 'exit 0' TERM\nwhile :; do sleep 0.05; done\n"
+	if err := os.WriteFile(bin, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return bin, logFile
+}
+
+func waitFor(t *testing.T, what string, ok func() bool) {
+	t.Helper()
+	for end := time.Now().Add(5 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+		if ok() {
+			return
+		}
+	}
+	t.Errorf("not within 5s: %s", what)
+	t.FailNow()
+}
+
+// TestKeepalivedRunsOnlyWhatTheAgentWrote: keepalived's container (no API token) starts keepalived
+// only once the agent wrote a configuration, reloads it when the agent writes another, says which
+// one runs by its digest, and never follows a link in the shared directory.
+func TestKeepalivedRunsOnlyWhatTheAgentWrote(t *testing.T) {
+	run, tools := t.TempDir(), t.TempDir()
+	bin, calls := fakeKeepalived(t, tools)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- Keepalived{Binary: bin, NodeName: "n1", NodeIP: netip.MustParseAddr("127.0.0.1"), RunDir: run,
+			Poll: 20 * time.Millisecond}.Supervise(ctx)
+	}()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("supervisor: %v", err)
+		}
+	}()
+	read := func(name string) string { b, _ := os.ReadFile(filepath.Join(run, name)); return string(b) }
+	called := func() string { b, _ := os.ReadFile(calls); return string(b) }
+	time.Sleep(300 * time.Millisecond)
+	if read(loadedFile) != "" || called() != "" {
+		t.Fatalf("keepalived started before the agent allowed it: %q %q", read(loadedFile), called())
+	}
+	if entry := read(entryFile); !strings.Contains(entry, "include "+filepath.Join(run, activeFile)) ||
+		!strings.Contains(entry, vip.InterfaceVariable+"=lo") {
+		t.Errorf("entry configuration: %q", entry)
+	}
+	want := func(c string) {
+		if err := writeFile(filepath.Join(run, wantFile), c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want("config A\n")
+	defer func() {
+		if t.Failed() {
+			t.Logf("calls %q, loaded %q, active %q", called(), read(loadedFile), read(activeFile))
+		}
+	}()
+	waitFor(t, "keepalived started with A", func() bool {
+		return called() == "started\n" && loadedDigest(run) == digest([]byte("config A\n")) && read(activeFile) == "config A\n"
+	})
+	want("config B\n")
+	waitFor(t, "keepalived reloaded with B", func() bool {
+		return called() == "started\nhup\n" && loadedDigest(run) == digest([]byte("config B\n")) && read(activeFile) == "config B\n"
+	})
+	// A link in the agent's place (the other container may write the directory too) is not read.
+	other := filepath.Join(tools, "other.conf")
+	if err := os.WriteFile(other, []byte("config C\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(run, wantFile)); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(other, filepath.Join(run, wantFile)); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	if got := read(activeFile); got != "config B\n" || strings.Count(called(), "hup") != 1 {
+		t.Errorf("a linked configuration was loaded: active %q, calls %q", got, called())
+	}
+}
+
+// TestTheAgentReadsNoLinkedDigest: the digest keepalived's container writes is read only from a
+// regular file of digest size; a link (to the agent's token, say) reads as nothing.
+func TestTheAgentReadsNoLinkedDigest(t *testing.T) {
+	run := t.TempDir()
+	d := digest([]byte("x"))
+	target := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(target, []byte(d+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(target, filepath.Join(run, loadedFile)); err != nil {
+		t.Fatal(err)
+	}
+	if got := loadedDigest(run); got != "" {
+		t.Errorf("read through a link: %q", got)
+	}
+	for content, want := range map[string]string{d + "\n": d, "not a digest\n": "", strings.Repeat("a", 200): ""} {
+		if err := os.Remove(filepath.Join(run, loadedFile)); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(run, loadedFile), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if got := loadedDigest(run); got != want {
+			t.Errorf("loaded %q read as %q, want %q", content, got, want)
+		}
+	}
+}
+
+// TestARestartedAgentKeepsFeedingKeepalived: an agent restarted in a pod whose keepalived already
+// runs (its configuration in the run directory) does not wait for its peers again, which could
+// hold a running keepalived's reloads back: it writes the new configuration at once and reports
+// keepalived running once keepalived's container says it loaded it.
+func TestARestartedAgentKeepsFeedingKeepalived(t *testing.T) {
+	run, dir := t.TempDir(), t.TempDir()
+	old := "vrrp_instance edge_0 {\n@n3  priority 200\n}\n"
+	latest := "vrrp_instance edge_0 {\n@n1  priority 200\n@n3  priority 199\n}\n"
+	if err := writeFile(filepath.Join(run, wantFile), old); err != nil {
+		t.Fatal(err)
+	}
+	conf := filepath.Join(dir, "keepalived.conf")
+	if err := os.WriteFile(conf, []byte(latest), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cs, rep := peerRunning(t, "n1", "n1", "n2") // n1 runs a configuration without n3
+	o := Options{Source: Files{Config: conf}, NodeName: "n3", NodeIP: netip.MustParseAddr("127.0.0.1"),
+		HealthFile: filepath.Join(run, "router-health"), RunDir: run, RouterURL: "http://127.0.0.1:1/",
+		ProbeInterval: 50 * time.Millisecond, ReloadCheck: 20 * time.Millisecond, Reporter: rep}
+	go func() { _ = Run(ctx, o) }()
+	read := func() string { b, _ := os.ReadFile(filepath.Join(run, wantFile)); return string(b) }
+	waitFor(t, "the latest configuration written for keepalived", func() bool { return read() == latest })
+	if err := writeFile(filepath.Join(run, loadedFile), digest([]byte(latest))+"\n"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "n3 reported running the latest configuration", func() bool {
+		r, ok := report(ctx, cs, "n3")
+		return ok && r.Config == digest([]byte(latest)) && strings.Join(r.Peers, ",") == "n1,n3"
+	})
+}
