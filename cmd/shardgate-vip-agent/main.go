@@ -1,7 +1,8 @@
 // Command shardgate-vip-agent feeds keepalived for a VIP shard's router pod (see pkg/vip/agent):
 // `shardgate-vip-agent [flags]` is the agent (the pod's vip-agent container: the API token, no
 // capability); `shardgate-vip-agent keepalived [flags]` runs keepalived as the agent says (the
-// keepalived container: NET_ADMIN and NET_RAW, no token). Outside a pod, --with-keepalived runs both.
+// keepalived container: NET_ADMIN and NET_RAW, no token). Each writes a directory of its own, which
+// the other reads.
 package main
 
 import (
@@ -40,7 +41,8 @@ func superviseKeepalived(ctx context.Context, args []string) {
 	fl.StringVar(&k.Binary, "keepalived", "/usr/sbin/keepalived", "keepalived binary")
 	fl.StringVar(&k.NodeName, "node-name", "", "this node's name (keepalived's config id)")
 	fl.StringVar(&nodeIP, "node-ip", "", "this node's address (VRRP source)")
-	fl.StringVar(&k.RunDir, "run-dir", "/run/keepalived", "the directory shared with the agent")
+	fl.StringVar(&k.RunDir, "run-dir", "/run/keepalived", "keepalived's directory (the agent reads it)")
+	fl.StringVar(&k.AgentDir, "agent-dir", "/run/vip-agent", "the agent's directory (read only)")
 	fl.DurationVar(&k.Poll, "poll", 200*time.Millisecond, "how often the agent's configuration is read")
 	_ = fl.Parse(args)
 	addr, err := netip.ParseAddr(nodeIP)
@@ -57,16 +59,14 @@ func runAgent(ctx context.Context) {
 	var o agent.Options
 	var nodeIP string
 	var files agent.Files
-	keepalived := flag.String("keepalived", "/usr/sbin/keepalived", "keepalived binary (with --with-keepalived)")
-	withKeepalived := flag.Bool("with-keepalived", false, "also run keepalived in this process (outside a pod)")
 	configMap := flag.String("configmap", "", "the ConfigMap Shardgate renders the configuration into, read through the API "+
 		"(in a pod); without it, --config and --vips")
 	flag.StringVar(&files.Config, "config", "", "file with the configuration rendered by Shardgate (outside a pod)")
 	flag.StringVar(&files.VIPs, "vips", "", "file with the VIP list rendered by Shardgate (outside a pod; optional)")
 	flag.StringVar(&o.NodeName, "node-name", "", "this node's name (keepalived's config id)")
 	flag.StringVar(&nodeIP, "node-ip", "", "this node's address (VRRP source)")
-	flag.StringVar(&o.HealthFile, "health-file", "/run/keepalived/router-health", "file keepalived tracks")
-	flag.StringVar(&o.RunDir, "run-dir", "/run/keepalived", "the directory shared with keepalived's container")
+	flag.StringVar(&o.AgentDir, "agent-dir", "/run/vip-agent", "the agent's directory (keepalived reads it)")
+	flag.StringVar(&o.KeepalivedDir, "run-dir", "/run/keepalived", "keepalived's directory (read only)")
 	flag.StringVar(&o.RouterURL, "router-url", "http://127.0.0.1:9000/ping", "answers 200 while the local router serves")
 	flag.DurationVar(&o.ProbeInterval, "probe-interval", 200*time.Millisecond, "router probe interval and timeout")
 	flag.DurationVar(&o.ReloadCheck, "reload-check", time.Second, "how often the configuration is compared")
@@ -97,23 +97,9 @@ func runAgent(ctx context.Context) {
 	if o.Source == files && files.Config == "" {
 		log.Fatalf("--configmap (in a pod) or --config is required")
 	}
-	supervised := make(chan struct{})
-	if *withKeepalived {
-		k := agent.Keepalived{Binary: *keepalived, NodeName: o.NodeName, NodeIP: addr, RunDir: o.RunDir, Poll: 200 * time.Millisecond}
-		go func() {
-			defer close(supervised)
-			// keepalived's exit ends the process, as it ends its container in a pod.
-			if err := k.Supervise(ctx); err != nil {
-				log.Fatal(err)
-			}
-		}()
-	} else {
-		close(supervised)
-	}
 	if err := agent.Run(ctx, o); err != nil {
 		log.Fatal(err)
 	}
-	<-supervised // keepalived stopped too
 }
 
 // newClient builds API clients with a transport of their own each time, so a new client is a new

@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/utils/ptr"
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
@@ -15,21 +16,26 @@ import (
 	"github.com/shardgate/shardgate/pkg/vip"
 )
 
-// VIPAgentImage is the default keepalived container image: Debian's keepalived and
-// shardgate-vip-agent (Dockerfile.vip-agent).
-const VIPAgentImage = "ghcr.io/shardgate/vip-agent:0.1.0"
+// VIPAgentImage is the default image of the VIP agent's and keepalived's containers: Debian's
+// keepalived and shardgate-vip-agent (Dockerfile.vip-agent). 0.2.0 runs them in two containers
+// (`shardgate-vip-agent keepalived` in keepalived's); a new tag for that, so no node runs a
+// cached image of the other contract under the same name.
+const VIPAgentImage = "ghcr.io/shardgate/vip-agent:0.2.0"
 
 // vipClusterRole lets VIP agents read their configuration and report their node (ConfigMaps and
 // Leases in shardgate-system, granted there only by a RoleBinding).
 const vipClusterRole = "shardgate-router-vip"
 
-// The VIP agent's and keepalived's containers and the paths inside them.
+// The VIP agent's and keepalived's containers and their directories: each writes its own and
+// reads the other's, mounted read-only (pkg/vip/agent).
 const (
 	vipAgentName     = "vip-agent"
 	vipAgentUser     = 65532 // the agent runs as nobody in particular: it needs no file of the image's
 	keepalivedName   = "keepalived"
 	vipRunDir        = "/run/keepalived"
-	vipRunVolume     = "vip-run"
+	vipRunVolume     = "keepalived-run"
+	vipAgentDir      = "/run/vip-agent"
+	vipAgentVolume   = "vip-agent-run"
 	vipAgentBinary   = "/usr/local/bin/shardgate-vip-agent"
 	defaultAdvertInt = 200 * time.Millisecond
 )
@@ -54,7 +60,7 @@ func vipObjects(s v1alpha1.ShardSpec, in *VIPInput, labels map[string]string) ([
 		var err error
 		conf, err = vip.KeepalivedConfig(vip.KeepalivedInput{Shard: s.Name, Instances: in.Instances, Nodes: in.Nodes,
 			Multicast: s.VIP != nil && s.VIP.VRRP == v1alpha1.VRRPMulticast, AdvertInterval: advertInterval(s),
-			HealthFile: vipRunDir + "/router-health"})
+			HealthFile: vipAgentDir + "/router-health", AliveFile: vipRunDir + "/agent-alive"})
 		if err != nil {
 			return nil, err
 		}
@@ -112,7 +118,10 @@ func vipContainers(s v1alpha1.ShardSpec) []corev1.Container {
 		return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: path}}}
 	}
 	node := []corev1.EnvVar{env("NODE_NAME", "spec.nodeName"), env("NODE_IP", "status.hostIP")}
-	run := []corev1.VolumeMount{{Name: vipRunVolume, MountPath: vipRunDir}}
+	dirs := func(own string) []corev1.VolumeMount {
+		return []corev1.VolumeMount{{Name: vipAgentVolume, MountPath: vipAgentDir, ReadOnly: own != vipAgentVolume},
+			{Name: vipRunVolume, MountPath: vipRunDir, ReadOnly: own != vipRunVolume}}
+	}
 	locked := func(sc *corev1.SecurityContext) *corev1.SecurityContext {
 		sc.AllowPrivilegeEscalation, sc.ReadOnlyRootFilesystem = ptr.To(false), ptr.To(true)
 		sc.SeccompProfile = &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}
@@ -125,10 +134,10 @@ func vipContainers(s v1alpha1.ShardSpec) []corev1.Container {
 		// refreshes a volume a minute or more after a change, and a node joining must not start
 		// before the others run the configuration naming it.
 		Args: []string{"--shard=" + s.Name, "--node-name=$(NODE_NAME)", "--node-ip=$(NODE_IP)", "--namespace=$(POD_NAMESPACE)",
-			"--configmap=" + VIPConfigName(s.Name), "--run-dir=" + vipRunDir,
+			"--configmap=" + VIPConfigName(s.Name), "--agent-dir=" + vipAgentDir, "--run-dir=" + vipRunDir,
 			fmt.Sprintf("--router-url=http://127.0.0.1:%d/ping", traefikAdminPort)},
 		Env:          append(node, env("POD_NAMESPACE", "metadata.namespace")),
-		VolumeMounts: run,
+		VolumeMounts: dirs(vipAgentVolume),
 		SecurityContext: locked(&corev1.SecurityContext{
 			RunAsNonRoot: ptr.To(true), RunAsUser: ptr.To[int64](vipAgentUser), RunAsGroup: ptr.To[int64](vipAgentUser),
 			Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
@@ -136,8 +145,9 @@ func vipContainers(s v1alpha1.ShardSpec) []corev1.Container {
 	}, {
 		Name: keepalivedName, Image: image, ImagePullPolicy: s.ImagePullPolicy,
 		Command: []string{vipAgentBinary},
-		Args:    []string{"keepalived", "--node-name=$(NODE_NAME)", "--node-ip=$(NODE_IP)", "--run-dir=" + vipRunDir},
-		Env:     node, VolumeMounts: run,
+		Args: []string{"keepalived", "--node-name=$(NODE_NAME)", "--node-ip=$(NODE_IP)", "--run-dir=" + vipRunDir,
+			"--agent-dir=" + vipAgentDir},
+		Env: node, VolumeMounts: dirs(vipRunVolume),
 		SecurityContext: locked(&corev1.SecurityContext{
 			RunAsNonRoot: ptr.To(false), RunAsUser: ptr.To[int64](0), RunAsGroup: ptr.To[int64](0),
 			Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}, Add: []corev1.Capability{"NET_ADMIN", "NET_RAW"}},
@@ -145,10 +155,14 @@ func vipContainers(s v1alpha1.ShardSpec) []corev1.Container {
 	}}
 }
 
+// keepalivedVolumes are the two directories, in memory and bounded: each holds at most a
+// configuration (a ConfigMap's 1 MiB), its copy while it is replaced, and a few small files.
 func keepalivedVolumes() []corev1.Volume {
-	return []corev1.Volume{
-		{Name: vipRunVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory}}},
+	dir := func(name string) corev1.Volume {
+		return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{
+			Medium: corev1.StorageMediumMemory, SizeLimit: ptr.To(resource.MustParse("4Mi"))}}}
 	}
+	return []corev1.Volume{dir(vipAgentVolume), dir(vipRunVolume)}
 }
 
 // VIPInputFor turns a shard's allocated VIPs and its routers' nodes into a VIPInput (entries that

@@ -53,8 +53,26 @@ func TestTraefikVIPShard(t *testing.T) {
 			!slices.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) || sc.SeccompProfile == nil {
 			t.Errorf("%s container: %+v %+v", c.Name, c, sc)
 		}
-		if len(c.VolumeMounts) == 0 || c.VolumeMounts[0].MountPath != "/run/keepalived" {
-			t.Errorf("%s does not share the run directory: %+v", c.Name, c.VolumeMounts)
+	}
+	// Each writes its own directory and reads the other's: neither can replace what the other
+	// says (a compromised keepalived forging the agent's configuration, or blocking its writes).
+	for _, tc := range []struct {
+		c        corev1.Container
+		writable string
+	}{{a, "/run/vip-agent"}, {k, "/run/keepalived"}} {
+		mounts := map[string]bool{}
+		for _, m := range tc.c.VolumeMounts {
+			if m.MountPath == "/run/vip-agent" || m.MountPath == "/run/keepalived" {
+				mounts[m.MountPath] = !m.ReadOnly
+			}
+		}
+		if len(mounts) != 2 || !mounts[tc.writable] {
+			t.Errorf("%s: directories writable %v, want both mounted and only %s writable", tc.c.Name, mounts, tc.writable)
+		}
+	}
+	for _, v := range pod.Volumes {
+		if e := v.EmptyDir; e != nil && (e.Medium != corev1.StorageMediumMemory || e.SizeLimit == nil || e.SizeLimit.Value() > 8<<20) {
+			t.Errorf("volume %s: in memory and bounded, as %+v", v.Name, e)
 		}
 	}
 	if sc := a.SecurityContext; a.Name != "vip-agent" || len(sc.Capabilities.Add) > 0 || !*sc.RunAsNonRoot || *sc.RunAsUser == 0 {
@@ -88,7 +106,8 @@ func TestTraefikVIPShard(t *testing.T) {
 	// The agent's health file is the agent's alone: keepalived (root, in another container)
 	// writing it first left a file the agent could not replace in the sticky run directory, and
 	// every node stayed "unhealthy" (its router hung, nothing failed over).
-	if strings.Contains(conf, "init_file") || !strings.Contains(conf, `file "/run/keepalived/router-health"`) {
+	if strings.Contains(conf, "init_file") || !strings.Contains(conf, `file "/run/vip-agent/router-health"`) ||
+		!strings.Contains(conf, `file "/run/keepalived/agent-alive"`) {
 		t.Errorf("keepalived.conf must track the agent's health file without writing it:\n%s", conf)
 	}
 	if cm.Data["vips"] != "192.0.2.1 3\n192.0.2.2 4\n" {
@@ -127,5 +146,14 @@ func TestTraefikVIPShard(t *testing.T) {
 				t.Errorf("configuration without VIPs: %s", c.Data["keepalived.conf"])
 			}
 		}
+	}
+}
+
+// TestVIPImageNamesItsContract (attacker's review): the two-container pod needs an image whose
+// binary has the keepalived subcommand; a new tag, so a node that cached 0.1.0 (IfNotPresent)
+// never runs the other contract under the same name.
+func TestVIPImageNamesItsContract(t *testing.T) {
+	if VIPAgentImage == "ghcr.io/shardgate/vip-agent:0.1.0" {
+		t.Errorf("the default VIP image %s names both the one-container and the two-container contract", VIPAgentImage)
 	}
 }

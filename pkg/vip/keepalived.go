@@ -38,6 +38,10 @@ type KeepalivedInput struct {
 	// beside keepalived writes it (keepalived watches it with inotify: no polling interval, and
 	// keepalived runs no scripts).
 	HealthFile string
+	// AliveFile holds 0 while the VIP agent is alive and 1 once it has been silent (keepalived's
+	// supervisor writes it): a node whose agent is gone is in FAULT, holds no VIP and sends no
+	// advert, as its lapsed report says.
+	AliveFile string
 	// PrefixLen of the VIPs on the interface (32 or 128 unless the pool is a subnet the nodes
 	// share and clients should reach on-link).
 	PrefixLen int
@@ -71,8 +75,10 @@ func KeepalivedConfig(in KeepalivedInput) (string, error) {
 	if advert <= 0 {
 		advert = time.Second
 	}
-	if !strings.HasPrefix(in.HealthFile, "/") || strings.ContainsAny(in.HealthFile, "\"\n") {
-		return "", fmt.Errorf("health file %q: not an absolute path", in.HealthFile)
+	for _, f := range []string{in.HealthFile, in.AliveFile} {
+		if !strings.HasPrefix(f, "/") || strings.ContainsAny(f, "\"\n") {
+			return "", fmt.Errorf("health or alive file %q: not an absolute path", f)
+		}
 	}
 	prefix := in.PrefixLen
 	var b strings.Builder
@@ -90,6 +96,11 @@ func KeepalivedConfig(in KeepalivedInput) (string, error) {
 	w("track_file router_answers {")
 	w("  file %q", in.HealthFile)
 	w("  weight -%d", checkWeight)
+	w("}")
+	// Weight 0: anything but 0 in the file is FAULT.
+	w("track_file agent_alive {")
+	w("  file %q", in.AliveFile)
+	w("  weight 0")
 	w("}")
 	nodeNames := make([]string, len(nodes))
 	for i, n := range nodes {
@@ -133,6 +144,7 @@ func KeepalivedConfig(in KeepalivedInput) (string, error) {
 		w("  }")
 		w("  track_file {")
 		w("    router_answers")
+		w("    agent_alive")
 		w("  }")
 		w("}")
 	}

@@ -61,7 +61,7 @@ func TestMayStart(t *testing.T) {
 }
 
 func TestConfigNodes(t *testing.T) {
-	conf, err := KeepalivedConfig(KeepalivedInput{Shard: "edge", HealthFile: "/run/h",
+	conf, err := KeepalivedConfig(KeepalivedInput{Shard: "edge", HealthFile: "/run/h", AliveFile: "/run/a",
 		Instances: []Instance{{VIP: netip.MustParseAddr("192.0.2.1"), RouterID: 1}},
 		Nodes:     []Node{{Name: "n2", Address: netip.MustParseAddr("10.0.0.2")}, {Name: "n1.example", Address: netip.MustParseAddr("10.0.0.1")}}})
 	if err != nil {

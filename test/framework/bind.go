@@ -255,3 +255,41 @@ func (s *DNSServer) Replace(ctx context.Context, name string, qtype uint16, valu
 	}
 	return nil
 }
+
+// Process gives access to the running named (its PID, for CPU and memory figures).
+func (s *DNSServer) Process() *Process { return s.proc }
+
+// ZoneTransfer is one AXFR of the zone, as external-dns' rfc2136 provider makes every sync.
+type ZoneTransfer struct {
+	Records int            // resource records, SOA included twice as sent
+	Bytes   int            // the records' wire size
+	ByType  map[string]int // records by type (A, TXT, ...)
+}
+
+// Transfer transfers the zone (AXFR, signed with the zone's key).
+func (s *DNSServer) Transfer(ctx context.Context) (ZoneTransfer, error) {
+	m := new(dns.Msg)
+	m.SetAxfr(dns.Fqdn(s.Zone))
+	m.SetTsig(s.TSIGName, dns.HmacSHA256, 300, time.Now().Unix())
+	tr := &dns.Transfer{TsigSecret: map[string]string{s.TSIGName: s.TSIGSecret}, DialTimeout: 2 * time.Second,
+		ReadTimeout: 30 * time.Second}
+	envs, err := tr.In(m, s.Addr)
+	if err != nil {
+		return ZoneTransfer{}, err
+	}
+	out := ZoneTransfer{ByType: map[string]int{}}
+	for e := range envs {
+		if e.Error != nil {
+			return out, e.Error
+		}
+		for _, rr := range e.RR {
+			out.Records++
+			out.Bytes += dns.Len(rr)
+			out.ByType[dns.TypeToString[rr.Header().Rrtype]]++
+		}
+		if ctx.Err() != nil {
+			return out, ctx.Err()
+		}
+	}
+	return out, nil
+}

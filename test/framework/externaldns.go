@@ -26,6 +26,12 @@ type ExternalDNSOptions struct {
 	// (--source=node --fqdn-template=NodeFQDN): what a seed operator runs per user cluster
 	// without Shardgate.
 	NodeFQDN string
+	// LogLevel: default debug (the tests read its log); benches at scale say info, as the chart runs.
+	LogLevel string
+	// Interval between syncs; default 1s.
+	Interval time.Duration
+	// Args are more flags (a bench trying --events, --txt-cache-interval, a --label-filter share).
+	Args []string
 }
 
 // StartExternalDNS starts external-dns against seed and server and stops it when t ends.
@@ -64,6 +70,12 @@ func startExternalDNS(testDir string, seed *ControlPlane, server *DNSServer, opt
 	if opts.OwnerID == "" {
 		opts.OwnerID = "shardgate-e2e"
 	}
+	if opts.LogLevel == "" {
+		opts.LogLevel = "debug"
+	}
+	if opts.Interval == 0 {
+		opts.Interval = time.Second
+	}
 	e := &ExternalDNS{MetricsAddr: fmt.Sprintf("127.0.0.1:%d", port)}
 	args := []string{
 		"--kubeconfig=" + kcPath,
@@ -73,10 +85,11 @@ func startExternalDNS(testDir string, seed *ControlPlane, server *DNSServer, opt
 		"--rfc2136-tsig-keyname=" + server.TSIGName, "--rfc2136-tsig-secret-alg=" + server.TSIGAlg,
 		"--domain-filter=" + server.Zone,
 		"--registry=txt", "--txt-owner-id=" + opts.OwnerID, "--txt-wildcard-replacement=star",
-		"--policy=sync", "--interval=1s",
+		"--policy=sync", "--interval=" + opts.Interval.String(),
 		"--metrics-address=" + e.MetricsAddr,
-		"--log-level=debug",
+		"--log-level=" + opts.LogLevel,
 	}
+	args = append(args, opts.Args...)
 	if opts.NodeFQDN != "" {
 		args = append(args, "--source=node", "--fqdn-template="+opts.NodeFQDN)
 	} else {

@@ -25,12 +25,12 @@ import (
 
 // Options configure the agent.
 type Options struct {
-	Source     Source // the rendered configuration and VIP list
-	NodeName   string // keepalived's config id: selects the node's own "@<node>" lines
-	NodeIP     netip.Addr
-	HealthFile string
-	RunDir     string // the directory shared with keepalived's container (see Keepalived)
-	RouterURL  string // answers 200 while the local router serves
+	Source   Source // the rendered configuration and VIP list
+	NodeName string // keepalived's config id: selects the node's own "@<node>" lines
+	NodeIP   netip.Addr
+	// AgentDir is the agent's own directory, KeepalivedDir keepalived's, read only (see Keepalived).
+	AgentDir, KeepalivedDir string
+	RouterURL               string // answers 200 while the local router serves
 	// ProbeInterval between router probes (each with this timeout too).
 	ProbeInterval time.Duration
 	// ReloadCheck: how often the configuration is compared with the one loaded (and, before
@@ -49,33 +49,43 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
-	if err := writeHealth(o.HealthFile, false); err != nil {
+	health := filepath.Join(o.AgentDir, healthFile)
+	rep := newReports(o, iface)
+	// A configuration an earlier agent of this pod wrote was allowed to start: keepalived runs it,
+	// or will, whether or not this agent ever gets its peers' reports again. Its router's health
+	// stays as that agent left it until the first probe (writing "failing" first would move this
+	// node's VIPs away and back for a restart of the agent alone), and the first report says what
+	// keepalived runs (saying "nothing" would let a joining node start early).
+	wanted, resumed := written(o.AgentDir)
+	reported := ""
+	if resumed {
+		reported = loadedDigest(o.KeepalivedDir)
+		rep.vips(wanted)
+		rep.observe(reported, wanted)
+	} else if err := writeHealth(health, false); err != nil {
 		return err
 	}
-	rep := newReports(o, iface)
 	go rep.run(ctx)
-	want := filepath.Join(o.RunDir, wantFile)
-	// A configuration written by an earlier agent of this pod was allowed to start: keepalived
-	// runs it, or will, whether or not this agent ever gets its peers' reports again.
-	wanted, resumed := written(want, o.Source)
 	if !resumed {
 		if wanted, err = waitToStart(ctx, o, rep); err != nil {
 			return err
 		}
-		if err := writeFile(want, wanted.Config); err != nil {
+		if err := writeWanted(o.AgentDir, wanted); err != nil {
 			return err
 		}
 		log.Printf("keepalived may start (nodes %s)", strings.Join(vip.ConfigNodes(wanted.Config), ", "))
 	}
 	rep.vips(wanted)
 	rep.send()
+	// keepalived's container of an older image never takes the configuration: say so.
+	unloadedSince, warned := time.Now(), false
 
 	probe := time.NewTicker(o.ProbeInterval)
 	defer probe.Stop()
 	reload := time.NewTicker(o.ReloadCheck)
 	defer reload.Stop()
 	client := &http.Client{Timeout: o.ProbeInterval}
-	healthy, written, reported := false, time.Now(), ""
+	healthy, written := false, time.Now()
 	for {
 		select {
 		case <-ctx.Done():
@@ -91,7 +101,7 @@ func Run(ctx context.Context, o Options) error {
 			if h == healthy && time.Since(written) < time.Second {
 				continue
 			}
-			if err := writeHealth(o.HealthFile, h); err != nil {
+			if err := writeHealth(health, h); err != nil {
 				log.Printf("health file: %v", err)
 				continue
 			}
@@ -103,10 +113,17 @@ func Run(ctx context.Context, o Options) error {
 		case <-reload.C:
 			// Reported once keepalived was started or reloaded with it: a joining node starts on
 			// this report and must hear adverts from then on.
-			if d := loadedDigest(o.RunDir); d != reported && d == digest([]byte(wanted.Config)) {
-				rep.loaded(wanted)
+			if d := loadedDigest(o.KeepalivedDir); d != reported {
+				rep.observe(d, wanted)
 				rep.send()
 				reported = d
+			}
+			if reported != "" {
+				unloadedSince = time.Now()
+			} else if !warned && time.Since(unloadedSince) > 30*time.Second {
+				log.Printf("keepalived's container has loaded no configuration in 30s: does it run " +
+					"`shardgate-vip-agent keepalived` from an image as new as this agent's?")
+				warned = true
 			}
 			latest, ok := o.Source.Latest()
 			if !ok {
@@ -116,7 +133,7 @@ func Run(ctx context.Context, o Options) error {
 				rep.vips(latest)
 				continue
 			}
-			if err := writeFile(want, latest.Config); err != nil {
+			if err := writeWanted(o.AgentDir, latest); err != nil {
 				log.Printf("write the configuration: %v", err)
 				continue
 			}
@@ -126,18 +143,28 @@ func Run(ctx context.Context, o Options) error {
 	}
 }
 
-// written is the configuration an earlier agent of this pod wrote, with the source's VIP list.
-func written(path string, src Source) (Rendered, bool) {
-	c, err := readSmall(path, maxConfigBytes)
+// written is the configuration (and its VIP list) an earlier agent of this pod wrote.
+func written(dir string) (Rendered, bool) {
+	c, err := readSmall(filepath.Join(dir, wantFile), maxConfigBytes)
 	if err != nil || len(c) == 0 {
 		return Rendered{}, false
 	}
-	r := Rendered{Config: string(c)}
-	if latest, ok := src.Latest(); ok {
-		r.VIPs = latest.VIPs
+	v, err := readSmall(filepath.Join(dir, vipsFile), maxConfigBytes)
+	if err != nil {
+		log.Printf("the VIP list beside the configuration: %v", err)
 	}
+	r := Rendered{Config: string(c), VIPs: string(v)}
 	log.Printf("keepalived was allowed to start by an earlier agent (nodes %s)", strings.Join(vip.ConfigNodes(r.Config), ", "))
 	return r, true
+}
+
+// writeWanted writes the configuration keepalived is to run, its VIP list first (read back by a
+// restarted agent).
+func writeWanted(dir string, r Rendered) error {
+	if err := writeFile(filepath.Join(dir, vipsFile), r.VIPs); err != nil {
+		return err
+	}
+	return writeFile(filepath.Join(dir, wantFile), r.Config)
 }
 
 // loadedDigest is what keepalived's supervisor says keepalived runs ("" while it says nothing,
@@ -210,6 +237,21 @@ func newReports(o Options, iface string) *reports {
 func (r *reports) loaded(c Rendered) {
 	r.now.Config, r.now.Peers = digest([]byte(c.Config)), vip.ConfigNodes(c.Config)
 	r.vips(c)
+}
+
+// observe sets what the report says keepalived runs from the digest its supervisor wrote: the
+// configuration wanted, with its peers, once it is that one; any other (a reload not applied yet,
+// or a digest nobody rendered) as running with no peer known, which keeps every joining node
+// waiting; before the supervisor said anything, not running.
+func (r *reports) observe(d string, wanted Rendered) {
+	switch d {
+	case "":
+		r.now.Config, r.now.Peers = "", nil
+	case digest([]byte(wanted.Config)):
+		r.loaded(wanted)
+	default:
+		r.now.Config, r.now.Peers = d, nil
+	}
 }
 
 func (r *reports) vips(c Rendered) {

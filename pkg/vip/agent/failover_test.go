@@ -8,8 +8,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -26,10 +28,12 @@ type lan struct {
 	hosts   []*framework.Host
 	routers map[string]*framework.Process
 	agents  map[string]*framework.Process
-	config  string
-	bins    map[string]string
-	dir     string
-	vips    []vip.Instance
+	// keepaliveds are keepalived's supervisors (keepalived's container).
+	keepaliveds map[string]*framework.Process
+	config      string
+	bins        map[string]string
+	dir         string
+	vips        []vip.Instance
 	// multicast VRRP instead of unicast peers.
 	multicast bool
 }
@@ -45,7 +49,13 @@ func startLAN(t testing.TB, names []string, vips []vip.Instance, multicast bool)
 		t.Skipf("keepalived not installed (hack/install-deps.sh installs it): %v", err)
 	}
 	l := &lan{t: t, fabric: framework.StartFabric(t), routers: map[string]*framework.Process{}, agents: map[string]*framework.Process{},
-		dir: t.TempDir(), vips: vips, bins: map[string]string{}, multicast: multicast}
+		keepaliveds: map[string]*framework.Process{}, dir: t.TempDir(), vips: vips, bins: map[string]string{}, multicast: multicast}
+	// The agent runs as uid 65532: it must reach its binary and the configuration.
+	for _, d := range []string{filepath.Dir(l.dir), l.dir} {
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
 	root, err := framework.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
@@ -78,6 +88,9 @@ func startLAN(t testing.TB, names []string, vips []vip.Instance, multicast bool)
 				if a := l.agents[h.Name]; a != nil {
 					t.Logf("--- %s agent (tail) ---\n%s", h.Name, a.Tail(4000))
 				}
+				if k := l.keepaliveds[h.Name]; k != nil {
+					t.Logf("--- %s keepalived (tail) ---\n%s", h.Name, k.Tail(4000))
+				}
 			}
 		}
 	})
@@ -91,7 +104,7 @@ func (l *lan) render(hosts []*framework.Host) {
 		nodes = append(nodes, vip.Node{Name: h.Name, Address: netip.MustParseAddr(h.IP)})
 	}
 	cfg, err := vip.KeepalivedConfig(vip.KeepalivedInput{Shard: "edge", Instances: l.vips, Nodes: nodes, Multicast: l.multicast,
-		AdvertInterval: 100 * time.Millisecond, HealthFile: "/run/keepalived/router-health"})
+		AdvertInterval: 100 * time.Millisecond, HealthFile: "/run/vip-agent/router-health", AliveFile: "/run/keepalived/agent-alive"})
 	if err != nil {
 		l.t.Fatal(err)
 	}
@@ -119,24 +132,56 @@ func (l *lan) stopRouter(h *framework.Host) {
 	}
 }
 
+// startAgent starts a host's VIP agent and keepalived's supervisor as the router pod runs them:
+// two containers, each with a mount and PID namespace of its own (when the harness stops unshare,
+// the kernel kills everything in it), each writing its own directory and reading the other's
+// read-only; the agent as uid 65532 without capabilities, keepalived as root.
 func (l *lan) startAgent(h *framework.Host) {
-	run := filepath.Join(l.dir, "run-"+h.Name)
-	if err := os.MkdirAll(run, 0o755); err != nil {
+	base := filepath.Join(l.dir, "pod-"+h.Name)
+	agentDir, runDir := filepath.Join(base, "vip-agent"), filepath.Join(base, "keepalived")
+	for _, d := range []string{base, agentDir, runDir} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			l.t.Fatal(err)
+		}
+	}
+	if err := os.Chown(agentDir, 65532, 65532); err != nil {
 		l.t.Fatal(err)
 	}
-	// The health file path is in the shared configuration: each host's agent and keepalived see
-	// their own /run/keepalived (a mount namespace per host, as a pod has its own volume). A PID
-	// namespace per host too, as a container has: when the harness stops unshare, the kernel
-	// kills everything in it (keepalived outlived a stopped agent otherwise).
-	p, err := h.Start(framework.ProcessSpec{Name: "agent", Path: "/usr/bin/unshare", Args: []string{"--mount", "--propagation", "private",
-		"--pid", "--fork", "--kill-child", "--mount-proc", "--",
-		"sh", "-c", `mkdir -p /run/keepalived && mount --bind "$0" /run/keepalived && exec "$@"`, run,
-		l.bins["agent"], "--with-keepalived", "--keepalived", keepalivedBin, "--config", l.config, "--node-name", h.Name, "--node-ip", h.IP,
-		"--router-url", "http://127.0.0.1:80/healthz", "--probe-interval", "100ms"}})
-	if err != nil {
-		l.t.Fatal(err)
+	container := func(name, readOnly string, args ...string) *framework.Process {
+		mount := `mkdir -p /run/vip-agent /run/keepalived && mount --bind "$0" /run/vip-agent && ` +
+			`mount --bind "$1" /run/keepalived && mount -o remount,bind,ro ` + readOnly + ` && shift && exec "$@"`
+		p, err := h.Start(framework.ProcessSpec{Name: name, Path: "/usr/bin/unshare", Args: append([]string{"--mount",
+			"--propagation", "private", "--pid", "--fork", "--kill-child", "--mount-proc", "--", "sh", "-c", mount,
+			agentDir, runDir}, args...)})
+		if err != nil {
+			l.t.Fatal(err)
+		}
+		return p
 	}
-	l.agents[h.Name] = p
+	l.keepaliveds[h.Name] = container("keepalived", "/run/vip-agent", l.bins["agent"], "keepalived", "--keepalived", keepalivedBin,
+		"--node-name", h.Name, "--node-ip", h.IP)
+	l.agents[h.Name] = container("agent", "/run/keepalived", "/usr/bin/setpriv", "--reuid=65532", "--regid=65532", "--clear-groups",
+		l.bins["agent"], "--config", l.config, "--node-name", h.Name, "--node-ip", h.IP,
+		"--router-url", "http://127.0.0.1:80/healthz", "--probe-interval", "100ms")
+}
+
+// leaf is the process at the end of pid's line of first children (the command unshare and sh
+// exec in the end).
+func leaf(t *testing.T, pid int) int {
+	t.Helper()
+	for {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", pid, pid))
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := strings.Fields(string(b))
+		if len(f) == 0 {
+			return pid
+		}
+		if pid, err = strconv.Atoi(f[0]); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 // holder is the host whose router answers on addr (the VIP), or "".
@@ -233,6 +278,22 @@ func TestKeepalivedFailover(t *testing.T) {
 		l.waitHolder(ctx, v1, is("n2"), 15*time.Second)
 	})
 
+	t.Run("a host whose agent stops loses its VIP", func(t *testing.T) {
+		// The agent hangs (SIGSTOP): its report lapses, so keepalived must hold nothing either.
+		agent := leaf(t, l.agents["n1"].PID())
+		start := time.Now()
+		if err := syscall.Kill(agent, syscall.SIGSTOP); err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = syscall.Kill(agent, syscall.SIGCONT) }()
+		l.waitHolder(ctx, v0, is("n2"), 10*time.Second)
+		t.Logf("agent stopped on n1: %s answered by n2 after %s", v0, time.Since(start).Round(time.Millisecond))
+		if err := syscall.Kill(agent, syscall.SIGCONT); err != nil {
+			t.Fatal(err)
+		}
+		l.waitHolder(ctx, v0, is("n1"), 10*time.Second)
+	})
+
 	t.Run("a peer change reloads keepalived without moving a VIP", func(t *testing.T) {
 		stop0, stop1 := l.loop(ctx, v0), l.loop(ctx, v1)
 		n3, err := l.fabric.AddHost("n3", "10.123.0.23")
@@ -242,7 +303,7 @@ func TestKeepalivedFailover(t *testing.T) {
 		l.render(append(slices.Clone(l.hosts), n3))
 		deadline := time.Now().Add(10 * time.Second)
 		for _, h := range l.hosts {
-			for !strings.Contains(l.agents[h.Name].Tail(4000), "keepalived reloaded") {
+			for !strings.Contains(l.keepaliveds[h.Name].Tail(4000), "keepalived reloaded") {
 				if time.Now().After(deadline) {
 					t.Fatalf("%s: keepalived not reloaded", h.Name)
 				}

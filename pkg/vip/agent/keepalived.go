@@ -20,40 +20,53 @@ import (
 	"github.com/shardgate/shardgate/pkg/vip"
 )
 
-// The agent and keepalived run in two containers of the router pod and share one directory (the
-// run directory). The agent holds the router's API token and no capability; keepalived holds
-// NET_ADMIN and NET_RAW and no token (security item 23). They speak through files in it, each
-// written by one side only:
+// The agent and keepalived run in two containers of the router pod. The agent holds the router's
+// API token and no capability; keepalived holds NET_ADMIN and NET_RAW and no token (security item
+// 23). They speak through files in two directories, each written by one side and mounted
+// read-only into the other (a file one side could replace in the other's directory would let a
+// compromised keepalived forge what the agent reports, or stop it writing):
 //
-//   - wantFile, by the agent: the configuration keepalived should run. The agent writes it first
-//     only once its peers run a configuration naming this node (vip.MayStart), so its presence is
-//     keepalived's permission to start.
-//   - the health file (the configuration's track_file), by the agent, before wantFile: whether the
-//     router answers. keepalived only reads it (a file root wrote in the sticky directory, the
-//     agent could not replace).
-//   - entryFile and activeFile, by the supervisor: keepalived's entry configuration (the node's
-//     interface, then an include of activeFile), and the copy of wantFile keepalived reads. A copy,
-//     so what keepalived loads is exactly what the supervisor hashed.
-//   - loadedFile, by the supervisor: the SHA-256 of the configuration keepalived was last started
-//     or reloaded with; the agent reports it, so peers know what this node runs.
+// The agent's directory:
+//   - wantFile: the configuration keepalived should run. The agent writes it first only once its
+//     peers run a configuration naming this node (vip.MayStart), so its presence is keepalived's
+//     permission to start; vipsFile beside it is the VIP list that came with it.
+//   - healthFile (the configuration's track_file), written before wantFile and again at least
+//     every second: whether the router answers, and by its age whether the agent is alive.
+//
+// keepalived's directory:
+//   - entryFile and activeFile: keepalived's entry configuration (the node's interface, then an
+//     include of activeFile), and the copy of wantFile keepalived reads, so what it loads is
+//     exactly what the supervisor hashed.
+//   - loadedFile: the SHA-256 of the configuration keepalived was last started or reloaded with;
+//     the agent reports it, so peers know what this node runs.
+//   - aliveFile (a track_file of weight 0): 1 once the agent's health file is older than
+//     agentSilence, which puts keepalived in FAULT (no VIP held, no advert sent), as the agent's
+//     lapsing report says; 0 again when the agent writes.
 const (
 	wantFile   = "rendered.conf"
+	vipsFile   = "vips"
+	healthFile = "router-health"
 	entryFile  = "keepalived.conf"
 	activeFile = "active.conf"
 	loadedFile = "loaded"
+	aliveFile  = "agent-alive"
 	// maxConfigBytes bounds what either side reads from the other: a ConfigMap holds at most 1 MiB.
 	maxConfigBytes = 1 << 20
+	// agentSilence: the agent rewrites its health file every second; silent this long, it is gone
+	// (well within the leaseSeconds its report lives).
+	agentSilence = 3 * time.Second
 )
 
 // Keepalived supervises keepalived in its own container: it starts keepalived once the agent wrote
-// the configuration to run, reloads it (SIGHUP) when the agent writes another, and says which one
-// runs. It never calls the API.
+// the configuration to run, reloads it (SIGHUP) when the agent writes another, says which one
+// runs, and faults it while the agent is silent. It never calls the API.
 type Keepalived struct {
 	Binary   string
 	NodeName string // keepalived's config id: selects the node's own "@<node>" lines
 	NodeIP   netip.Addr
-	RunDir   string
-	// Poll: how often the wanted configuration is compared with the one loaded.
+	RunDir   string // keepalived's directory, its own
+	AgentDir string // the agent's directory, read only
+	// Poll: how often the wanted configuration and the agent's heartbeat are read.
 	Poll time.Duration
 }
 
@@ -73,8 +86,12 @@ func (k Keepalived) Supervise(ctx context.Context) error {
 	if err := writeFile(filepath.Join(k.RunDir, entryFile), def); err != nil {
 		return err
 	}
-	config, loaded, err := k.waitForConfig(ctx)
+	config, err := k.waitForConfig(ctx)
 	if err != nil {
+		return err
+	}
+	alive := k.agentAlive()
+	if err := k.writeAlive(alive); err != nil {
 		return err
 	}
 	cmd := exec.CommandContext(ctx, k.Binary, "--vrrp", "--dont-fork", "--log-console", "--log-detail",
@@ -90,11 +107,10 @@ func (k Keepalived) Supervise(ctx context.Context) error {
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
 	log.Printf("keepalived started on %s (%s) as %s", iface, k.NodeIP, k.NodeName)
-	if err := writeFile(filepath.Join(k.RunDir, loadedFile), loaded+"\n"); err != nil {
-		return err
-	}
 	poll := time.NewTicker(k.Poll)
 	defer poll.Stop()
+	// What keepalived runs is said a poll after it was started or signalled, once it has read it.
+	unsaid := true
 	for {
 		select {
 		case err := <-exited:
@@ -103,7 +119,22 @@ func (k Keepalived) Supervise(ctx context.Context) error {
 			}
 			return fmt.Errorf("keepalived exited: %w", err)
 		case <-poll.C:
-			want, err := readSmall(filepath.Join(k.RunDir, wantFile), maxConfigBytes)
+			if a := k.agentAlive(); a != alive {
+				if err := k.writeAlive(a); err != nil {
+					log.Printf("%v", err)
+				} else {
+					alive = a
+					log.Printf("the agent is alive: %v (keepalived %s)", a, map[bool]string{true: "runs", false: "faults"}[a])
+				}
+			}
+			if unsaid {
+				if err := writeFile(filepath.Join(k.RunDir, loadedFile), digest(config)+"\n"); err != nil {
+					log.Printf("%v", err)
+					continue
+				}
+				unsaid = false
+			}
+			want, err := readSmall(filepath.Join(k.AgentDir, wantFile), maxConfigBytes)
 			if err != nil || len(want) == 0 || bytes.Equal(want, config) {
 				continue
 			}
@@ -115,25 +146,35 @@ func (k Keepalived) Supervise(ctx context.Context) error {
 				log.Printf("reload keepalived: %v", err)
 				continue
 			}
-			config, loaded = want, digest(want)
-			if err := writeFile(filepath.Join(k.RunDir, loadedFile), loaded+"\n"); err != nil {
-				log.Printf("%v", err)
-			}
+			config, unsaid = want, true
 			log.Printf("configuration changed: keepalived reloaded (nodes %v)", vip.ConfigNodes(string(config)))
 		}
 	}
 }
 
+// agentAlive: whether the agent wrote its health file within agentSilence.
+func (k Keepalived) agentAlive() bool {
+	st, err := os.Lstat(filepath.Join(k.AgentDir, healthFile))
+	return err == nil && st.Mode().IsRegular() && time.Since(st.ModTime()) < agentSilence
+}
+
+func (k Keepalived) writeAlive(alive bool) error {
+	if alive {
+		return writeFile(filepath.Join(k.RunDir, aliveFile), "0\n")
+	}
+	return writeFile(filepath.Join(k.RunDir, aliveFile), "1\n")
+}
+
 // waitForConfig waits for the agent's first configuration and makes it the active one.
-func (k Keepalived) waitForConfig(ctx context.Context) ([]byte, string, error) {
+func (k Keepalived) waitForConfig(ctx context.Context) ([]byte, error) {
 	said := false
 	for {
-		want, err := readSmall(filepath.Join(k.RunDir, wantFile), maxConfigBytes)
+		want, err := readSmall(filepath.Join(k.AgentDir, wantFile), maxConfigBytes)
 		if err == nil && len(want) > 0 {
 			if err := k.activate(want); err != nil {
-				return nil, "", err
+				return nil, err
 			}
-			return want, digest(want), nil
+			return want, nil
 		}
 		if !said {
 			log.Printf("keepalived waits for the agent's configuration")
@@ -141,7 +182,7 @@ func (k Keepalived) waitForConfig(ctx context.Context) ([]byte, string, error) {
 		}
 		select {
 		case <-ctx.Done():
-			return nil, "", ctx.Err()
+			return nil, ctx.Err()
 		case <-time.After(k.Poll):
 		}
 	}
@@ -179,7 +220,7 @@ func readSmall(path string, limit int64) ([]byte, error) {
 }
 
 // writeFile replaces path at once (keepalived never reads half a file). The temporary file is
-// created anew, never opened through a link the other container may have left in its place.
+// created anew, never opened through a link.
 func writeFile(path, content string) error {
 	tmp := path + ".tmp"
 	if err := os.Remove(tmp); err != nil && !errors.Is(err, fs.ErrNotExist) {

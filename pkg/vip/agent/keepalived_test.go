@@ -36,67 +36,74 @@ func waitFor(t *testing.T, what string, ok func() bool) {
 	t.FailNow()
 }
 
-// TestKeepalivedRunsOnlyWhatTheAgentWrote: keepalived's container (no API token) starts keepalived
-// only once the agent wrote a configuration, reloads it when the agent writes another, says which
-// one runs by its digest, and never follows a link in the shared directory.
-func TestKeepalivedRunsOnlyWhatTheAgentWrote(t *testing.T) {
-	run, tools := t.TempDir(), t.TempDir()
-	bin, calls := fakeKeepalived(t, tools)
+func called(calls string) string { b, _ := os.ReadFile(calls); return string(b) }
+
+// supervise runs k until the test ends (keepalived stopped before the directories go).
+func supervise(t *testing.T, k Keepalived) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() {
-		done <- Keepalived{Binary: bin, NodeName: "n1", NodeIP: netip.MustParseAddr("127.0.0.1"), RunDir: run,
-			Poll: 20 * time.Millisecond}.Supervise(ctx)
-	}()
-	defer func() {
+	go func() { done <- k.Supervise(ctx) }()
+	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {
 			t.Errorf("supervisor: %v", err)
 		}
-	}()
+	})
+}
+
+// TestKeepalivedRunsOnlyWhatTheAgentWrote: keepalived's container (no API token) starts keepalived
+// only once the agent wrote a configuration, reloads it when the agent writes another, says which
+// one runs by its digest (a poll after it signalled keepalived), and never follows a link.
+func TestKeepalivedRunsOnlyWhatTheAgentWrote(t *testing.T) {
+	agentDir, run, tools := t.TempDir(), t.TempDir(), t.TempDir()
+	bin, calls := fakeKeepalived(t, tools)
+	if err := writeHealth(filepath.Join(agentDir, healthFile), true); err != nil {
+		t.Fatal(err)
+	}
+	supervise(t, Keepalived{Binary: bin, NodeName: "n1", NodeIP: netip.MustParseAddr("127.0.0.1"), RunDir: run,
+		AgentDir: agentDir, Poll: 20 * time.Millisecond})
 	read := func(name string) string { b, _ := os.ReadFile(filepath.Join(run, name)); return string(b) }
-	called := func() string { b, _ := os.ReadFile(calls); return string(b) }
 	time.Sleep(300 * time.Millisecond)
-	if read(loadedFile) != "" || called() != "" {
-		t.Fatalf("keepalived started before the agent allowed it: %q %q", read(loadedFile), called())
+	if read(loadedFile) != "" || called(calls) != "" {
+		t.Fatalf("keepalived started before the agent allowed it: %q %q", read(loadedFile), called(calls))
 	}
 	if entry := read(entryFile); !strings.Contains(entry, "include "+filepath.Join(run, activeFile)) ||
 		!strings.Contains(entry, vip.InterfaceVariable+"=lo") {
 		t.Errorf("entry configuration: %q", entry)
 	}
 	want := func(c string) {
-		if err := writeFile(filepath.Join(run, wantFile), c); err != nil {
+		if err := writeWanted(agentDir, Rendered{Config: c}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	want("config A\n")
-	defer func() {
-		if t.Failed() {
-			t.Logf("calls %q, loaded %q, active %q", called(), read(loadedFile), read(activeFile))
+	runs := func(c string, calls_ string) func() bool {
+		return func() bool {
+			return called(calls) == calls_ && loadedDigest(run) == digest([]byte(c)) && read(activeFile) == c
 		}
-	}()
-	waitFor(t, "keepalived started with A", func() bool {
-		return called() == "started\n" && loadedDigest(run) == digest([]byte("config A\n")) && read(activeFile) == "config A\n"
-	})
+	}
+	want("config A\n")
+	waitFor(t, "keepalived started with A", runs("config A\n", "started\n"))
 	want("config B\n")
-	waitFor(t, "keepalived reloaded with B", func() bool {
-		return called() == "started\nhup\n" && loadedDigest(run) == digest([]byte("config B\n")) && read(activeFile) == "config B\n"
-	})
-	// A link in the agent's place (the other container may write the directory too) is not read.
+	waitFor(t, "keepalived reloaded with B", runs("config B\n", "started\nhup\n"))
+	// A link in the agent's place is not read.
 	other := filepath.Join(tools, "other.conf")
 	if err := os.WriteFile(other, []byte("config C\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Remove(filepath.Join(run, wantFile)); err != nil {
+	if err := os.Remove(filepath.Join(agentDir, wantFile)); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Symlink(other, filepath.Join(run, wantFile)); err != nil {
+	if err := os.Symlink(other, filepath.Join(agentDir, wantFile)); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(300 * time.Millisecond)
-	if got := read(activeFile); got != "config B\n" || strings.Count(called(), "hup") != 1 {
-		t.Errorf("a linked configuration was loaded: active %q, calls %q", got, called())
+	if got := read(activeFile); got != "config B\n" || strings.Count(called(calls), "hup") != 1 {
+		t.Errorf("a linked configuration was loaded: active %q, calls %q", got, called(calls))
 	}
+	// And the supervisor still follows the agent.
+	want("config D\n")
+	waitFor(t, "keepalived reloaded with D", runs("config D\n", "started\nhup\nhup\n"))
 }
 
 // TestTheAgentReadsNoLinkedDigest: the digest keepalived's container writes is read only from a
@@ -132,30 +139,25 @@ func TestTheAgentReadsNoLinkedDigest(t *testing.T) {
 // hold a running keepalived's reloads back: it writes the new configuration at once and reports
 // keepalived running once keepalived's container says it loaded it.
 func TestARestartedAgentKeepsFeedingKeepalived(t *testing.T) {
-	run, dir := t.TempDir(), t.TempDir()
 	old := "vrrp_instance edge_0 {\n@n3  priority 200\n}\n"
 	latest := "vrrp_instance edge_0 {\n@n1  priority 200\n@n3  priority 199\n}\n"
-	if err := writeFile(filepath.Join(run, wantFile), old); err != nil {
-		t.Fatal(err)
-	}
+	agentDir, keepalivedDir := pod(t, old, "", digest([]byte(old)))
+	dir := t.TempDir()
 	conf := filepath.Join(dir, "keepalived.conf")
 	if err := os.WriteFile(conf, []byte(latest), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
 	cs, rep := peerRunning(t, "n1", "n1", "n2") // n1 runs a configuration without n3
-	o := Options{Source: Files{Config: conf}, NodeName: "n3", NodeIP: netip.MustParseAddr("127.0.0.1"),
-		HealthFile: filepath.Join(run, "router-health"), RunDir: run, RouterURL: "http://127.0.0.1:1/",
-		ProbeInterval: 50 * time.Millisecond, ReloadCheck: 20 * time.Millisecond, Reporter: rep}
-	go func() { _ = Run(ctx, o) }()
-	read := func() string { b, _ := os.ReadFile(filepath.Join(run, wantFile)); return string(b) }
+	runAgent(t, Options{Source: Files{Config: conf}, NodeName: "n3", NodeIP: netip.MustParseAddr("127.0.0.1"),
+		AgentDir: agentDir, KeepalivedDir: keepalivedDir, RouterURL: "http://127.0.0.1:1/",
+		ProbeInterval: 50 * time.Millisecond, ReloadCheck: 20 * time.Millisecond, Reporter: rep})
+	read := func() string { b, _ := os.ReadFile(filepath.Join(agentDir, wantFile)); return string(b) }
 	waitFor(t, "the latest configuration written for keepalived", func() bool { return read() == latest })
-	if err := writeFile(filepath.Join(run, loadedFile), digest([]byte(latest))+"\n"); err != nil {
+	if err := writeFile(filepath.Join(keepalivedDir, loadedFile), digest([]byte(latest))+"\n"); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "n3 reported running the latest configuration", func() bool {
-		r, ok := report(ctx, cs, "n3")
+		r, ok := report(context.Background(), cs, "n3")
 		return ok && r.Config == digest([]byte(latest)) && strings.Join(r.Peers, ",") == "n1,n3"
 	})
 }
