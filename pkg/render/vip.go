@@ -27,15 +27,18 @@ const VIPAgentImage = "ghcr.io/shardgate/vip-agent:0.2.0"
 const vipClusterRole = "shardgate-router-vip"
 
 // The VIP agent's and keepalived's containers and their directories: each writes its own and
-// reads the other's, mounted read-only (pkg/vip/agent).
+// reads the other's, mounted read-only (pkg/vip/agent). The agent's is /run/keepalived, where the
+// health file keepalived tracks has always been: pods of the one-container image (0.1.0) read the
+// same ConfigMap during a rollout, and a tracked file whose directory they lack would be dropped,
+// and with it their routers' health.
 const (
 	vipAgentName     = "vip-agent"
 	vipAgentUser     = 65532 // the agent runs as nobody in particular: it needs no file of the image's
 	keepalivedName   = "keepalived"
-	vipRunDir        = "/run/keepalived"
-	vipRunVolume     = "keepalived-run"
-	vipAgentDir      = "/run/vip-agent"
+	vipAgentDir      = "/run/keepalived"
 	vipAgentVolume   = "vip-agent-run"
+	vipSupervisorDir = "/run/keepalived-supervisor"
+	vipSupervisorVol = "keepalived-run"
 	vipAgentBinary   = "/usr/local/bin/shardgate-vip-agent"
 	defaultAdvertInt = 200 * time.Millisecond
 )
@@ -60,7 +63,7 @@ func vipObjects(s v1alpha1.ShardSpec, in *VIPInput, labels map[string]string) ([
 		var err error
 		conf, err = vip.KeepalivedConfig(vip.KeepalivedInput{Shard: s.Name, Instances: in.Instances, Nodes: in.Nodes,
 			Multicast: s.VIP != nil && s.VIP.VRRP == v1alpha1.VRRPMulticast, AdvertInterval: advertInterval(s),
-			HealthFile: vipAgentDir + "/router-health", AliveFile: vipRunDir + "/agent-alive"})
+			HealthFile: vipAgentDir + "/router-health", AliveFile: vipSupervisorDir + "/agent-alive"})
 		if err != nil {
 			return nil, err
 		}
@@ -120,7 +123,7 @@ func vipContainers(s v1alpha1.ShardSpec) []corev1.Container {
 	node := []corev1.EnvVar{env("NODE_NAME", "spec.nodeName"), env("NODE_IP", "status.hostIP")}
 	dirs := func(own string) []corev1.VolumeMount {
 		return []corev1.VolumeMount{{Name: vipAgentVolume, MountPath: vipAgentDir, ReadOnly: own != vipAgentVolume},
-			{Name: vipRunVolume, MountPath: vipRunDir, ReadOnly: own != vipRunVolume}}
+			{Name: vipSupervisorVol, MountPath: vipSupervisorDir, ReadOnly: own != vipSupervisorVol}}
 	}
 	locked := func(sc *corev1.SecurityContext) *corev1.SecurityContext {
 		sc.AllowPrivilegeEscalation, sc.ReadOnlyRootFilesystem = ptr.To(false), ptr.To(true)
@@ -134,7 +137,7 @@ func vipContainers(s v1alpha1.ShardSpec) []corev1.Container {
 		// refreshes a volume a minute or more after a change, and a node joining must not start
 		// before the others run the configuration naming it.
 		Args: []string{"--shard=" + s.Name, "--node-name=$(NODE_NAME)", "--node-ip=$(NODE_IP)", "--namespace=$(POD_NAMESPACE)",
-			"--configmap=" + VIPConfigName(s.Name), "--agent-dir=" + vipAgentDir, "--run-dir=" + vipRunDir,
+			"--configmap=" + VIPConfigName(s.Name), "--agent-dir=" + vipAgentDir, "--run-dir=" + vipSupervisorDir,
 			fmt.Sprintf("--router-url=http://127.0.0.1:%d/ping", traefikAdminPort)},
 		Env:          append(node, env("POD_NAMESPACE", "metadata.namespace")),
 		VolumeMounts: dirs(vipAgentVolume),
@@ -145,9 +148,9 @@ func vipContainers(s v1alpha1.ShardSpec) []corev1.Container {
 	}, {
 		Name: keepalivedName, Image: image, ImagePullPolicy: s.ImagePullPolicy,
 		Command: []string{vipAgentBinary},
-		Args: []string{"keepalived", "--node-name=$(NODE_NAME)", "--node-ip=$(NODE_IP)", "--run-dir=" + vipRunDir,
+		Args: []string{"keepalived", "--node-name=$(NODE_NAME)", "--node-ip=$(NODE_IP)", "--run-dir=" + vipSupervisorDir,
 			"--agent-dir=" + vipAgentDir},
-		Env: node, VolumeMounts: dirs(vipRunVolume),
+		Env: node, VolumeMounts: dirs(vipSupervisorVol),
 		SecurityContext: locked(&corev1.SecurityContext{
 			RunAsNonRoot: ptr.To(false), RunAsUser: ptr.To[int64](0), RunAsGroup: ptr.To[int64](0),
 			Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}, Add: []corev1.Capability{"NET_ADMIN", "NET_RAW"}},
@@ -162,7 +165,7 @@ func keepalivedVolumes() []corev1.Volume {
 		return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{
 			Medium: corev1.StorageMediumMemory, SizeLimit: ptr.To(resource.MustParse("4Mi"))}}}
 	}
-	return []corev1.Volume{dir(vipAgentVolume), dir(vipRunVolume)}
+	return []corev1.Volume{dir(vipAgentVolume), dir(vipSupervisorVol)}
 }
 
 // VIPInputFor turns a shard's allocated VIPs and its routers' nodes into a VIPInput (entries that

@@ -59,10 +59,10 @@ func TestTraefikVIPShard(t *testing.T) {
 	for _, tc := range []struct {
 		c        corev1.Container
 		writable string
-	}{{a, "/run/vip-agent"}, {k, "/run/keepalived"}} {
+	}{{a, "/run/keepalived"}, {k, "/run/keepalived-supervisor"}} {
 		mounts := map[string]bool{}
 		for _, m := range tc.c.VolumeMounts {
-			if m.MountPath == "/run/vip-agent" || m.MountPath == "/run/keepalived" {
+			if m.MountPath == "/run/keepalived" || m.MountPath == "/run/keepalived-supervisor" {
 				mounts[m.MountPath] = !m.ReadOnly
 			}
 		}
@@ -106,8 +106,11 @@ func TestTraefikVIPShard(t *testing.T) {
 	// The agent's health file is the agent's alone: keepalived (root, in another container)
 	// writing it first left a file the agent could not replace in the sticky run directory, and
 	// every node stayed "unhealthy" (its router hung, nothing failed over).
-	if strings.Contains(conf, "init_file") || !strings.Contains(conf, `file "/run/vip-agent/router-health"`) ||
-		!strings.Contains(conf, `file "/run/keepalived/agent-alive"`) {
+	// And the health file is where pods of the one-container image (0.1.0), which read this
+	// ConfigMap too while a rollout mixes both, have it (keepalived drops a tracked file whose
+	// directory is missing, and with it the router's health).
+	if strings.Contains(conf, "init_file") || !strings.Contains(conf, `file "/run/keepalived/router-health"`) ||
+		!strings.Contains(conf, `file "/run/keepalived-supervisor/agent-alive"`) {
 		t.Errorf("keepalived.conf must track the agent's health file without writing it:\n%s", conf)
 	}
 	if cm.Data["vips"] != "192.0.2.1 3\n192.0.2.2 4\n" {

@@ -121,7 +121,7 @@ func benchRoutedIPFailover(b *testing.B, postAllow bool) {
 					holder = n
 				}
 			}
-			stop := loopHTTP(ctx, e.fabric, routedIP1, e.host)
+			stop := loopHTTP(ctx, b, e.fabric, routedIP1, e.host)
 			undo := f.fail(holder)
 			var visible time.Time
 			poll(ctx, b, 3*time.Minute, func() (bool, string) {

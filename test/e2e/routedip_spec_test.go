@@ -155,7 +155,7 @@ func TestRoutedIP(t *testing.T) {
 				node = n
 			}
 		}
-		stop := loopHTTP(ctx, fab, routedIP1, host)
+		stop := loopHTTP(ctx, t, fab, routedIP1, host)
 		start := time.Now()
 		stopped := 0
 		for _, p := range procs {

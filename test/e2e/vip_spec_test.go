@@ -226,7 +226,7 @@ func VIPSpec(ctx context.Context, t *testing.T, inputGetter func() VIPSpecInput)
 		if victim == nil {
 			t.Fatalf("no edge router on %s", leaver)
 		}
-		stop := loopHTTP(ctx, in.Fabric, stay, host)
+		stop := loopHTTP(ctx, t, in.Fabric, stay, host)
 		// Cordon the leaver and delete its router: the Deployment brings one up on the third node.
 		node := &corev1.Node{}
 		must(t, u.Client.Get(ctx, client.ObjectKey{Name: leaver}, node))
@@ -296,10 +296,17 @@ func TestVIP(t *testing.T) {
 
 // loopHTTP sends GET http://addr/ with Host host from the client namespace every 50 ms (300 ms
 // timeout) until stop, which reports how many were sent and how many failed.
-func loopHTTP(ctx context.Context, f *framework.Fabric, addr, host string) func() (int, int) {
+func loopHTTP(ctx context.Context, t testing.TB, f *framework.Fabric, addr, host string) func() (int, int) {
+	said := 0
 	return loop(ctx, 50*time.Millisecond, func(ctx context.Context, _ int) (bool, bool) {
 		code, body, err := f.GetQuick(ctx, addr+":80", host, 300*time.Millisecond)
-		return true, err != nil || code != 200 || !strings.Contains(body, "hello from web")
+		failed := err != nil || code != 200 || !strings.Contains(body, "hello from web")
+		// The first failures say why and when (the machine's load, a router, or the VIP).
+		if failed && ctx.Err() == nil && said < 5 {
+			said++
+			t.Logf("%s %s: %d %q %v", time.Now().Format("15:04:05.000"), addr, code, body, err)
+		}
+		return true, failed
 	})
 }
 

@@ -57,6 +57,14 @@ func Run(ctx context.Context, o Options) error {
 	// node's VIPs away and back for a restart of the agent alone), and the first report says what
 	// keepalived runs (saying "nothing" would let a joining node start early).
 	wanted, resumed := written(o.AgentDir)
+	// keepalived in FAULT (this pod's agent was silent for agentSilence) starts anew when the agent
+	// speaks again: it leaves FAULT at the agent's first health write, so that write waits until
+	// keepalived runs the ConfigMap's configuration and the peers allow it, as at a first start
+	// (meanwhile a joining node may have started, this node's report having lapsed).
+	faulted := resumed && keepalivedFaulted(o.KeepalivedDir)
+	if faulted {
+		log.Printf("keepalived is in FAULT: it stays so until it runs the latest configuration and the peers allow it")
+	}
 	reported := ""
 	if resumed {
 		reported = loadedDigest(o.KeepalivedDir)
@@ -78,7 +86,7 @@ func Run(ctx context.Context, o Options) error {
 	rep.vips(wanted)
 	rep.send()
 	// keepalived's container of an older image never takes the configuration: say so.
-	unloadedSince, warned := time.Now(), false
+	unloadedSince, warned, faultSaid := time.Now(), false, ""
 
 	probe := time.NewTicker(o.ProbeInterval)
 	defer probe.Stop()
@@ -94,6 +102,9 @@ func Run(ctx context.Context, o Options) error {
 			// A change of the VIPs held is reported at once: two reports naming one VIP are
 			// a split, so the one that lost it must not say so for seconds.
 			rep.send()
+			if faulted {
+				continue
+			}
 			// A change is written at once; the same health again every second, because keepalived
 			// watches the file through inotify and a write that falls between its first read and
 			// its watch while it starts is otherwise never seen (its node stayed "unhealthy").
@@ -114,6 +125,11 @@ func Run(ctx context.Context, o Options) error {
 			// Reported once keepalived was started or reloaded with it: a joining node starts on
 			// this report and must hear adverts from then on.
 			if d := loadedDigest(o.KeepalivedDir); d != reported {
+				if d == "" {
+					// Once keepalived ran, nothing (or garbage) where its digest was is not
+					// "nothing runs": keepalived's supervisor never removes it.
+					d = unknownConfig
+				}
 				rep.observe(d, wanted)
 				rep.send()
 				reported = d
@@ -131,6 +147,15 @@ func Run(ctx context.Context, o Options) error {
 			}
 			if latest.Config == wanted.Config {
 				rep.vips(latest)
+				if faulted && reported == digest([]byte(wanted.Config)) {
+					if ok, why := peersAllow(ctx, o, wanted); ok {
+						faulted = false
+						log.Printf("keepalived leaves FAULT (nodes %s)", strings.Join(vip.ConfigNodes(wanted.Config), ", "))
+					} else if why != faultSaid {
+						log.Printf("keepalived stays in FAULT: %s", why)
+						faultSaid = why
+					}
+				}
 				continue
 			}
 			if err := writeWanted(o.AgentDir, latest); err != nil {
@@ -167,6 +192,15 @@ func writeWanted(dir string, r Rendered) error {
 	return writeFile(filepath.Join(dir, wantFile), r.Config)
 }
 
+// keepalivedFaulted: keepalived's supervisor put keepalived in FAULT (its alive file says 1).
+func keepalivedFaulted(dir string) bool {
+	b, err := readSmall(filepath.Join(dir, aliveFile), 8)
+	return err == nil && strings.TrimSpace(string(b)) == "1"
+}
+
+// unknownConfig is reported for a configuration keepalived runs that the agent cannot name.
+const unknownConfig = "unknown"
+
 // loadedDigest is what keepalived's supervisor says keepalived runs ("" while it says nothing,
 // or anything but a digest).
 func loadedDigest(dir string) string {
@@ -190,19 +224,11 @@ func waitToStart(ctx context.Context, o Options, rep *reports) (Rendered, error)
 		r, ok := o.Source.Latest()
 		why := "no configuration read yet"
 		if ok {
-			nodes := vip.ConfigNodes(r.Config)
-			var reports map[string]vip.NodeReport
-			var err error
-			if o.Reporter != nil && slices.Contains(nodes, o.NodeName) {
-				reports, err = o.Reporter.Peers(ctx, nodes)
-			}
-			if err != nil {
-				why = err.Error()
-			} else if start, w := vip.MayStart(o.NodeName, nodes, reports, time.Now()); start {
+			start, w := peersAllow(ctx, o, r)
+			if start {
 				return r, nil
-			} else {
-				why = w
 			}
+			why = w
 			rep.vips(r)
 		}
 		if why != said {
@@ -216,6 +242,20 @@ func waitToStart(ctx context.Context, o Options, rep *reports) (Rendered, error)
 		case <-time.After(o.ReloadCheck):
 		}
 	}
+}
+
+// peersAllow says whether keepalived may start (or leave FAULT) with r: r names this node and,
+// with a Reporter, every peer that runs keepalived runs a configuration naming it (vip.MayStart).
+func peersAllow(ctx context.Context, o Options, r Rendered) (bool, string) {
+	nodes := vip.ConfigNodes(r.Config)
+	var reports map[string]vip.NodeReport
+	if o.Reporter != nil && slices.Contains(nodes, o.NodeName) {
+		var err error
+		if reports, err = o.Reporter.Peers(ctx, nodes); err != nil {
+			return false, err.Error()
+		}
+	}
+	return vip.MayStart(o.NodeName, nodes, reports, time.Now())
 }
 
 // reports keeps what this node reports and hands it to run, which sends it.

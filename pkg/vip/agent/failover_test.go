@@ -104,7 +104,8 @@ func (l *lan) render(hosts []*framework.Host) {
 		nodes = append(nodes, vip.Node{Name: h.Name, Address: netip.MustParseAddr(h.IP)})
 	}
 	cfg, err := vip.KeepalivedConfig(vip.KeepalivedInput{Shard: "edge", Instances: l.vips, Nodes: nodes, Multicast: l.multicast,
-		AdvertInterval: 100 * time.Millisecond, HealthFile: "/run/vip-agent/router-health", AliveFile: "/run/keepalived/agent-alive"})
+		AdvertInterval: 100 * time.Millisecond, HealthFile: "/run/keepalived/router-health",
+		AliveFile: "/run/keepalived-supervisor/agent-alive"})
 	if err != nil {
 		l.t.Fatal(err)
 	}
@@ -148,8 +149,8 @@ func (l *lan) startAgent(h *framework.Host) {
 		l.t.Fatal(err)
 	}
 	container := func(name, readOnly string, args ...string) *framework.Process {
-		mount := `mkdir -p /run/vip-agent /run/keepalived && mount --bind "$0" /run/vip-agent && ` +
-			`mount --bind "$1" /run/keepalived && mount -o remount,bind,ro ` + readOnly + ` && shift && exec "$@"`
+		mount := `mkdir -p /run/keepalived /run/keepalived-supervisor && mount --bind "$0" /run/keepalived && ` +
+			`mount --bind "$1" /run/keepalived-supervisor && mount -o remount,bind,ro ` + readOnly + ` && shift && exec "$@"`
 		p, err := h.Start(framework.ProcessSpec{Name: name, Path: "/usr/bin/unshare", Args: append([]string{"--mount",
 			"--propagation", "private", "--pid", "--fork", "--kill-child", "--mount-proc", "--", "sh", "-c", mount,
 			agentDir, runDir}, args...)})
@@ -158,9 +159,9 @@ func (l *lan) startAgent(h *framework.Host) {
 		}
 		return p
 	}
-	l.keepaliveds[h.Name] = container("keepalived", "/run/vip-agent", l.bins["agent"], "keepalived", "--keepalived", keepalivedBin,
+	l.keepaliveds[h.Name] = container("keepalived", "/run/keepalived", l.bins["agent"], "keepalived", "--keepalived", keepalivedBin,
 		"--node-name", h.Name, "--node-ip", h.IP)
-	l.agents[h.Name] = container("agent", "/run/keepalived", "/usr/bin/setpriv", "--reuid=65532", "--regid=65532", "--clear-groups",
+	l.agents[h.Name] = container("agent", "/run/keepalived-supervisor", "/usr/bin/setpriv", "--reuid=65532", "--regid=65532", "--clear-groups",
 		l.bins["agent"], "--config", l.config, "--node-name", h.Name, "--node-ip", h.IP,
 		"--router-url", "http://127.0.0.1:80/healthz", "--probe-interval", "100ms")
 }

@@ -37,11 +37,12 @@ import (
 //   - entryFile and activeFile: keepalived's entry configuration (the node's interface, then an
 //     include of activeFile), and the copy of wantFile keepalived reads, so what it loads is
 //     exactly what the supervisor hashed.
-//   - loadedFile: the SHA-256 of the configuration keepalived was last started or reloaded with;
-//     the agent reports it, so peers know what this node runs.
-//   - aliveFile (a track_file of weight 0): 1 once the agent's health file is older than
-//     agentSilence, which puts keepalived in FAULT (no VIP held, no advert sent), as the agent's
-//     lapsing report says; 0 again when the agent writes.
+//   - loadedFile: the SHA-256 of the configuration keepalived was last started or reloaded with
+//     (written before the start, a poll after each reload; never removed); the agent reports it,
+//     so peers know what this node runs.
+//   - aliveFile (a track_file of weight 0), rewritten every second: 1 once the agent's health
+//     file has not changed for agentSilence, which puts keepalived in FAULT (no VIP held, no
+//     advert sent); 0 again when the agent writes, which it does only once keepalived may run.
 const (
 	wantFile   = "rendered.conf"
 	vipsFile   = "vips"
@@ -76,12 +77,6 @@ func (k Keepalived) Supervise(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	// A restarted container starts a new keepalived: until it runs, nothing runs here.
-	for _, f := range []string{loadedFile, activeFile} {
-		if err := os.Remove(filepath.Join(k.RunDir, f)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return err
-		}
-	}
 	def := fmt.Sprintf("%s=%s\ninclude %s\n", vip.InterfaceVariable, iface, filepath.Join(k.RunDir, activeFile))
 	if err := writeFile(filepath.Join(k.RunDir, entryFile), def); err != nil {
 		return err
@@ -90,8 +85,15 @@ func (k Keepalived) Supervise(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	alive := k.agentAlive()
+	beat := &heartbeat{}
+	alive := beat.alive(k.AgentDir)
 	if err := k.writeAlive(alive); err != nil {
+		return err
+	}
+	aliveWritten := time.Now()
+	// Said before keepalived starts (a restarted container's keepalived must never read as
+	// "nothing runs" while it does), and again a poll after each reload.
+	if err := writeFile(filepath.Join(k.RunDir, loadedFile), digest(config)+"\n"); err != nil {
 		return err
 	}
 	cmd := exec.CommandContext(ctx, k.Binary, "--vrrp", "--dont-fork", "--log-console", "--log-detail",
@@ -109,8 +111,7 @@ func (k Keepalived) Supervise(ctx context.Context) error {
 	log.Printf("keepalived started on %s (%s) as %s", iface, k.NodeIP, k.NodeName)
 	poll := time.NewTicker(k.Poll)
 	defer poll.Stop()
-	// What keepalived runs is said a poll after it was started or signalled, once it has read it.
-	unsaid := true
+	unsaid := false
 	for {
 		select {
 		case err := <-exited:
@@ -119,12 +120,17 @@ func (k Keepalived) Supervise(ctx context.Context) error {
 			}
 			return fmt.Errorf("keepalived exited: %w", err)
 		case <-poll.C:
-			if a := k.agentAlive(); a != alive {
+			// Written again every second, as the agent writes its health: keepalived reads a
+			// tracked file before it watches it, at every start and reload, and misses a change
+			// that falls in between.
+			if a := beat.alive(k.AgentDir); a != alive || time.Since(aliveWritten) >= time.Second {
 				if err := k.writeAlive(a); err != nil {
 					log.Printf("%v", err)
 				} else {
-					alive = a
-					log.Printf("the agent is alive: %v (keepalived %s)", a, map[bool]string{true: "runs", false: "faults"}[a])
+					if a != alive {
+						log.Printf("the agent is alive: %v (keepalived %s)", a, map[bool]string{true: "runs", false: "faults"}[a])
+					}
+					alive, aliveWritten = a, time.Now()
 				}
 			}
 			if unsaid {
@@ -152,10 +158,36 @@ func (k Keepalived) Supervise(ctx context.Context) error {
 	}
 }
 
-// agentAlive: whether the agent wrote its health file within agentSilence.
-func (k Keepalived) agentAlive() bool {
-	st, err := os.Lstat(filepath.Join(k.AgentDir, healthFile))
-	return err == nil && st.Mode().IsRegular() && time.Since(st.ModTime()) < agentSilence
+// heartbeat follows the agent's health file: each write replaces it (a new inode), and the time of
+// the last change seen is taken from this process' monotonic clock, so a stepped wall clock
+// neither faults a live agent nor hides a dead one.
+type heartbeat struct {
+	seen    bool
+	stamp   [3]int64 // inode, modification time, size
+	changed time.Time
+}
+
+func (h *heartbeat) alive(agentDir string) bool {
+	st, err := os.Lstat(filepath.Join(agentDir, healthFile))
+	if err != nil || !st.Mode().IsRegular() {
+		return !h.changed.IsZero() && time.Since(h.changed) < agentSilence
+	}
+	var ino int64
+	if sys, ok := st.Sys().(*syscall.Stat_t); ok {
+		ino = int64(sys.Ino) //nolint:gosec // an inode number, compared only
+	}
+	stamp := [3]int64{ino, st.ModTime().UnixNano(), st.Size()}
+	switch {
+	case !h.seen:
+		// The first look: the file's own time says whether the agent wrote it lately.
+		h.seen, h.stamp = true, stamp
+		if time.Since(st.ModTime()) < agentSilence {
+			h.changed = time.Now()
+		}
+	case stamp != h.stamp:
+		h.stamp, h.changed = stamp, time.Now()
+	}
+	return !h.changed.IsZero() && time.Since(h.changed) < agentSilence
 }
 
 func (k Keepalived) writeAlive(alive bool) error {

@@ -2,7 +2,7 @@ package agent
 
 // What a restart of the agent's or keepalived's container must not cost, and what keepalived's
 // container must not make the agent say (found by the attacker's review of security item 23;
-// each test failed on f3cf59b).
+// each test failed on 462413e).
 
 import (
 	"context"
