@@ -66,19 +66,7 @@ func dnsScaleRun(b *testing.B, n int, extra []string) {
 	mux := func(i int) *framework.ClusterMux { return muxes[i/perBackend] }
 	id := func(i int) string { return fmt.Sprintf("u%d", i) }
 	createProfileB(ctx, b, seed)
-	parallel(b, n, func(i int) error {
-		for j := 1; j <= 3; j++ {
-			if err := mux(i).CreateNode(ctx, id(i), fmt.Sprintf("n%d", j), nodeAddr(i, j)); err != nil {
-				return err
-			}
-		}
-		kc, err := mux(i).AddCluster(ctx, id(i))
-		if err != nil {
-			return err
-		}
-		return seed.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: id(i),
-			Labels: map[string]string{v1alpha1.KubeconfigSecretLabel: "true"}}, Data: map[string][]byte{"value": kc}})
-	})
+	createBenchClusters(ctx, b, seed, n, mux)
 	edns := framework.StartExternalDNS(b, seed, bind, framework.ExternalDNSOptions{LogLevel: "info", Args: extra})
 	ednsPID, bindPID := edns.Process().PID(), bind.Process().PID()
 	ednsCPU0, bindCPU0 := procSeconds(b, ednsPID), procSeconds(b, bindPID)
@@ -156,8 +144,25 @@ func dnsScaleRun(b *testing.B, n int, extra []string) {
 	b.ReportMetric(float64(rssKiB(b, ednsPID))/1024, "external-dns-MiB")
 }
 
-// nodeAddr is node j's address in cluster i (as BenchmarkSeedScale gives them).
-func nodeAddr(i, j int) string { return fmt.Sprintf("127.%d.%d.%d", 100+i/250, i%250, j) }
+// createBenchClusters gives clusters u0..u<n-1> three ready nodes each (n1-n3, addresses
+// 127.<100+i/250>.<i%250>.<j>) on their muxes and registers each with a kubeconfig Secret.
+func createBenchClusters(ctx context.Context, b *testing.B, seed *framework.ControlPlane, n int,
+	mux func(int) *framework.ClusterMux) {
+	parallel(b, n, func(i int) error {
+		id := fmt.Sprintf("u%d", i)
+		for j := 1; j <= 3; j++ {
+			if err := mux(i).CreateNode(ctx, id, fmt.Sprintf("n%d", j), fmt.Sprintf("127.%d.%d.%d", 100+i/250, i%250, j)); err != nil {
+				return err
+			}
+		}
+		kc, err := mux(i).AddCluster(ctx, id)
+		if err != nil {
+			return err
+		}
+		return seed.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: id,
+			Labels: map[string]string{v1alpha1.KubeconfigSecretLabel: "true"}}, Data: map[string][]byte{"value": kc}})
+	})
+}
 
 func flagNote(extra []string) string {
 	if len(extra) == 0 {

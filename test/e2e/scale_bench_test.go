@@ -95,19 +95,7 @@ func scaleRun(b *testing.B, n, dead int) {
 	base := scrape(b, idle, userHosts)
 	must(b, idle.Kill())
 
-	parallel(b, n, func(i int) error {
-		for j := 1; j <= 3; j++ {
-			if err := mux(i).CreateNode(ctx, id(i), fmt.Sprintf("n%d", j), fmt.Sprintf("127.%d.%d.%d", 100+i/250, i%250, j)); err != nil {
-				return err
-			}
-		}
-		kc, err := mux(i).AddCluster(ctx, id(i))
-		if err != nil {
-			return err
-		}
-		return seed.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: id(i),
-			Labels: map[string]string{v1alpha1.KubeconfigSecretLabel: "true"}}, Data: map[string][]byte{"value": kc}})
-	})
+	createBenchClusters(ctx, b, seed, n, mux)
 	fmt.Printf("seed scale: %d user clusters on %d API servers set up in %s\n", n, len(env.Users), time.Since(start).Round(time.Second))
 	for i := range dead {
 		l, err := net.Listen("tcp", "127.0.0.1:0")

@@ -115,17 +115,7 @@ done
 		AgentDir: agentDir, Poll: 20 * time.Millisecond})
 	waitFor(t, "keepalived started", func() bool { return called(calls) == "started\n" })
 	// The agent's probe loop: the router answers, and the health file is written every second.
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() {
-		for ctx.Err() == nil {
-			_ = writeHealth(health, true)
-			select {
-			case <-ctx.Done():
-			case <-time.After(time.Second):
-			}
-		}
-	}()
+	beat(t, health)
 	time.Sleep(2500 * time.Millisecond)
 	if got, _ := os.ReadFile(view); string(got) != "0\n" || readIn(run, aliveFile) != "0\n" {
 		t.Errorf("keepalived sees agent_alive %q (the file says %q): it stays in FAULT with its agent alive, "+
@@ -170,17 +160,7 @@ func TestASilentAgentFaultsWhateverTheClockSays(t *testing.T) {
 	})
 	t.Run("stepped forward, the agent lives", func(t *testing.T) {
 		health, run := start(t)
-		ctx, cancel := context.WithCancel(context.Background())
-		defer cancel()
-		go func() { // the agent writes every second, as it does
-			for ctx.Err() == nil {
-				_ = writeHealth(health, true)
-				select {
-				case <-ctx.Done():
-				case <-time.After(time.Second):
-				}
-			}
-		}()
+		beat(t, health) // the agent writes every second, as it does
 		time.Sleep(100 * time.Millisecond)
 		// The clock steps 5 s forward: the last write is 5 s old on the new clock.
 		past := time.Now().Add(-5 * time.Second)
@@ -214,14 +194,10 @@ func TestARestartedKeepalivedIsNeverReportedStopped(t *testing.T) {
 		return func() { cancel(); <-done }
 	}
 	stop := container()
-	conf := filepath.Join(t.TempDir(), "keepalived.conf")
-	if err := os.WriteFile(conf, []byte(withoutN3), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	rep, writes := leaseWrites("n1")
-	runAgent(t, Options{Source: Files{Config: conf}, NodeName: "n1", NodeIP: netip.MustParseAddr("127.0.0.1"),
+	conf := configFile(t, withoutN3)
+	writes := reportingAgent(t, Options{Source: Files{Config: conf}, NodeName: "n1", NodeIP: netip.MustParseAddr("127.0.0.1"),
 		AgentDir: agentDir, KeepalivedDir: keepalivedDir, RouterURL: answeringRouter(t),
-		ProbeInterval: 50 * time.Millisecond, ReloadCheck: 50 * time.Millisecond, Reporter: rep})
+		ProbeInterval: 50 * time.Millisecond, ReloadCheck: 50 * time.Millisecond})
 	waitFor(t, "n1 reports running", func() bool {
 		w := writes()
 		return called(calls) == "started\n" && len(w) > 0 && w[len(w)-1].Running()
@@ -259,14 +235,10 @@ func TestKeepalivedsContainerCannotMakeTheAgentSayNothingRuns(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			agentDir, keepalivedDir := pod(t, withoutN3, "192.0.2.10 7\n", digest([]byte(withoutN3)))
-			conf := filepath.Join(t.TempDir(), "keepalived.conf")
-			if err := os.WriteFile(conf, []byte(withoutN3), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			rep, writes := leaseWrites("n1")
-			runAgent(t, Options{Source: Files{Config: conf}, NodeName: "n1", NodeIP: netip.MustParseAddr("127.0.0.1"),
+			conf := configFile(t, withoutN3)
+			writes := reportingAgent(t, Options{Source: Files{Config: conf}, NodeName: "n1", NodeIP: netip.MustParseAddr("127.0.0.1"),
 				AgentDir: agentDir, KeepalivedDir: keepalivedDir, RouterURL: answeringRouter(t),
-				ProbeInterval: 50 * time.Millisecond, ReloadCheck: 100 * time.Millisecond, Reporter: rep})
+				ProbeInterval: 50 * time.Millisecond, ReloadCheck: 100 * time.Millisecond})
 			waitFor(t, "n1 reports running", func() bool { w := writes(); return len(w) > 0 && w[len(w)-1].Running() })
 			if err := tc.forge(keepalivedDir); err != nil {
 				t.Fatal(err)
@@ -278,4 +250,21 @@ func TestKeepalivedsContainerCannotMakeTheAgentSayNothingRuns(t *testing.T) {
 			}
 		})
 	}
+}
+
+// beat writes a healthy router into health every second until the test ends, as the agent does.
+func beat(t *testing.T, health string) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ctx.Err() == nil {
+			_ = writeHealth(health, true)
+			select {
+			case <-ctx.Done():
+			case <-time.After(time.Second):
+			}
+		}
+	}()
+	t.Cleanup(func() { cancel(); <-done })
 }

@@ -87,6 +87,24 @@ func pod(t *testing.T, config, vips, loaded string) (agentDir, keepalivedDir str
 	return agentDir, keepalivedDir
 }
 
+// configFile is a file holding content (the agent's source outside a pod).
+func configFile(t *testing.T, content string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "keepalived.conf")
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// reportingAgent runs node n1's agent with o, reporting to an API server that records its reports.
+func reportingAgent(t *testing.T, o Options) func() []vip.NodeReport {
+	rep, writes := leaseWrites("n1")
+	o.Reporter = rep
+	runAgent(t, o)
+	return writes
+}
+
 // runAgent runs the agent of node n1 in the pod's directories until the test ends.
 func runAgent(t *testing.T, o Options) {
 	ctx, cancel := context.WithCancel(context.Background())
@@ -182,10 +200,7 @@ func TestARestartedAgentKeepsAHealthyRouterHealthy(t *testing.T) {
 	defer router.Close()
 	config := "vrrp_instance edge_0 {\n@n1  priority 200\n@n2  priority 199\n}\n"
 	agentDir, keepalivedDir := pod(t, config, "", digest([]byte(config)))
-	conf := filepath.Join(t.TempDir(), "keepalived.conf")
-	if err := os.WriteFile(conf, []byte(config), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	conf := configFile(t, config)
 	runAgent(t, Options{Source: Files{Config: conf}, NodeName: "n1", NodeIP: netip.MustParseAddr("127.0.0.1"),
 		AgentDir: agentDir, KeepalivedDir: keepalivedDir, RouterURL: router.URL, ProbeInterval: 300 * time.Millisecond,
 		ReloadCheck: time.Second})
@@ -205,14 +220,10 @@ func TestTheAgentReportsOnlyPeersItWasGiven(t *testing.T) {
 	real := "vrrp_instance edge_0 {\n@n1  priority 200\n@n2  priority 199\n}\n"
 	forged := "vrrp_instance edge_0 {\n@n1  priority 200\n@n2  priority 199\n@n3  priority 1\n@n4  priority 1\n}\n"
 	agentDir, keepalivedDir := pod(t, real, "", digest([]byte(forged)))
-	conf := filepath.Join(t.TempDir(), "keepalived.conf")
-	if err := os.WriteFile(conf, []byte(real), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	rep, writes := leaseWrites("n1")
-	runAgent(t, Options{Source: Files{Config: conf}, NodeName: "n1", NodeIP: netip.MustParseAddr("127.0.0.1"),
+	conf := configFile(t, real)
+	writes := reportingAgent(t, Options{Source: Files{Config: conf}, NodeName: "n1", NodeIP: netip.MustParseAddr("127.0.0.1"),
 		AgentDir: agentDir, KeepalivedDir: keepalivedDir, RouterURL: "http://127.0.0.1:1/",
-		ProbeInterval: 50 * time.Millisecond, ReloadCheck: 100 * time.Millisecond, Reporter: rep})
+		ProbeInterval: 50 * time.Millisecond, ReloadCheck: 100 * time.Millisecond})
 	time.Sleep(800 * time.Millisecond)
 	all := writes()
 	if len(all) == 0 {
