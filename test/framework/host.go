@@ -76,9 +76,17 @@ func (h *Host) Addresses() ([]string, error) {
 // answer came): the probe of a looping client during failover, where a hung server must count
 // as a failure within the timeout.
 func (f *Fabric) GetQuick(ctx context.Context, addr, host string, timeout time.Duration) (int, string, error) {
-	client := &http.Client{Timeout: timeout, Transport: &http.Transport{
+	return f.GetWithin(ctx, addr, host, timeout, timeout)
+}
+
+// GetWithin is GetQuick with separate bounds: the connection must be made within connect (the
+// address is held and something listens), the answer must come within total.
+func (f *Fabric) GetWithin(ctx context.Context, addr, host string, connect, total time.Duration) (int, string, error) {
+	client := &http.Client{Timeout: total, Transport: &http.Transport{
 		DisableKeepAlives: true,
 		DialContext: func(ctx context.Context, network, a string) (net.Conn, error) {
+			ctx, cancel := context.WithTimeout(ctx, connect)
+			defer cancel()
 			return DialInNetns(ctx, netnsPath(f.netns("client")), network, a)
 		},
 	}}
