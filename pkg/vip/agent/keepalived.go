@@ -56,6 +56,8 @@ const (
 	// agentSilence: the agent rewrites its health file every second; silent this long, it is gone
 	// (well within the leaseSeconds its report lives).
 	agentSilence = 3 * time.Second
+	// reloadAfterStart: keepalived is not signalled sooner after its start.
+	reloadAfterStart = time.Second
 )
 
 // Keepalived supervises keepalived in its own container: it starts keepalived once the agent wrote
@@ -106,6 +108,7 @@ func (k Keepalived) Supervise(ctx context.Context) error {
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start keepalived: %w", err)
 	}
+	started := time.Now()
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
 	log.Printf("keepalived started on %s (%s) as %s", iface, k.NodeIP, k.NodeName)
@@ -139,6 +142,11 @@ func (k Keepalived) Supervise(ctx context.Context) error {
 					continue
 				}
 				unsaid = false
+			}
+			// A SIGHUP before keepalived has set up its handlers would end it: a change that
+			// comes right after the start waits a moment.
+			if time.Since(started) < reloadAfterStart {
+				continue
 			}
 			want, err := readSmall(filepath.Join(k.AgentDir, wantFile), maxConfigBytes)
 			if err != nil || len(want) == 0 || bytes.Equal(want, config) {

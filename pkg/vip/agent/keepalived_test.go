@@ -17,8 +17,9 @@ import (
 func fakeKeepalived(t *testing.T, dir string) (bin, logFile string) {
 	t.Helper()
 	bin, logFile = filepath.Join(dir, "keepalived"), filepath.Join(dir, "calls")
-	script := "#!/bin/sh\necho started >> " + logFile + "\ntrap 'echo hup >> " + logFile + "' HUP\n" +
-		"trap 'exit 0' TERM\nwhile :; do sleep 0.05; done\n"
+	// The traps first: a signal before them would end the script (as it would keepalived).
+	script := "#!/bin/sh\ntrap 'echo hup >> " + logFile + "' HUP\ntrap 'exit 0' TERM\necho started >> " + logFile +
+		"\nwhile :; do sleep 0.05; done\n"
 	if err := os.WriteFile(bin, []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
