@@ -4,26 +4,60 @@ import (
 	"context"
 	"net/netip"
 	"os"
+	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/shardgate/shardgate/pkg/vip"
 )
 
-// fakeKeepalived stands in for keepalived in the supervisor's unit test (the failover tests and
-// TestVIP run the real one): it records its start and every SIGHUP in log.
-func fakeKeepalived(t *testing.T, dir string) (bin, logFile string) {
+// fakeKeepalived stands in for keepalived in the supervisor's unit tests (the failover tests and
+// TestVIP run the real one): this test binary, run with fakeKeepalivedEnv naming its log, records
+// its start and every SIGHUP there. Go, not a shell script: a shell cannot trap a signal that was
+// ignored when it started (a test run under nohup ignores SIGHUP), keepalived and Go can.
+func fakeKeepalived(t *testing.T, _ string) (bin, logFile string) {
 	t.Helper()
-	bin, logFile = filepath.Join(dir, "keepalived"), filepath.Join(dir, "calls")
-	// The traps first: a signal before them would end the script (as it would keepalived).
-	script := "#!/bin/sh\ntrap 'echo hup >> " + logFile + "' HUP\ntrap 'exit 0' TERM\necho started >> " + logFile +
-		"\nwhile :; do sleep 0.05; done\n"
-	if err := os.WriteFile(bin, []byte(script), 0o755); err != nil {
+	bin, err := os.Executable()
+	if err != nil {
 		t.Fatal(err)
 	}
+	logFile = filepath.Join(t.TempDir(), "calls")
+	t.Setenv(fakeKeepalivedEnv, logFile)
 	return bin, logFile
+}
+
+const fakeKeepalivedEnv = "SHARDGATE_FAKE_KEEPALIVED_LOG"
+
+func TestMain(m *testing.M) {
+	if logFile := os.Getenv(fakeKeepalivedEnv); logFile != "" && slices.Contains(os.Args, "--vrrp") {
+		runFakeKeepalived(logFile)
+		return
+	}
+	os.Exit(m.Run())
+}
+
+func runFakeKeepalived(logFile string) {
+	signals := make(chan os.Signal, 4)
+	signal.Notify(signals, syscall.SIGHUP, syscall.SIGTERM)
+	note := func(what string) {
+		f, err := os.OpenFile(logFile, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+		if err != nil {
+			os.Exit(2)
+		}
+		_, _ = f.WriteString(what + "\n")
+		_ = f.Close()
+	}
+	note("started")
+	for s := range signals {
+		if s == syscall.SIGTERM {
+			os.Exit(0)
+		}
+		note("hup")
+	}
 }
 
 func waitFor(t *testing.T, what string, ok func() bool) {
