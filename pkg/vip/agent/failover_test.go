@@ -161,7 +161,10 @@ func (l *lan) startAgent(h *framework.Host) {
 	}
 	l.keepaliveds[h.Name] = container("keepalived", "/run/keepalived", l.bins["agent"], "keepalived", "--keepalived", keepalivedBin,
 		"--node-name", h.Name, "--node-ip", h.IP)
-	l.agents[h.Name] = container("agent", "/run/keepalived-supervisor", "/usr/bin/setpriv", "--reuid=65532", "--regid=65532", "--clear-groups",
+	// --pdeathsig: a change of user clears the death signal unshare --kill-child set, and the agent
+	// outlived its test.
+	l.agents[h.Name] = container("agent", "/run/keepalived-supervisor", "/usr/bin/setpriv", "--reuid=65532",
+		"--regid=65532", "--clear-groups", "--pdeathsig=KILL",
 		l.bins["agent"], "--config", l.config, "--node-name", h.Name, "--node-ip", h.IP,
 		"--router-url", "http://127.0.0.1:80/healthz", "--probe-interval", "100ms")
 }
