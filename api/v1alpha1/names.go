@@ -31,6 +31,9 @@ const (
 	// the user-cluster caches select by it.
 	ManagedByLabel = "shardgate.io/managed-by"
 	ManagedByValue = "shardgate"
+	// DNSShareLabel on a DNSEndpoint names the seed external-dns instance that publishes it
+	// ("0".."N-1" for the controller's --dns-shares=N; see dnsrecords.Share).
+	DNSShareLabel = "shardgate.io/dns-share"
 	// ShardLabel names a shard: on its router objects, and on Ingresses allocated to it (each
 	// shard's router serves only its label).
 	ShardLabel = "shardgate.io/shard"

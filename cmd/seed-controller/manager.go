@@ -165,7 +165,8 @@ func addControllers(mgr ctrl.Manager, o options) error {
 	if len(o.dnsVerifyServers) > 0 {
 		verifier = dns.NewVerifier(o.dnsVerifyServers, o.dnsVerifyQPS, o.dnsVerifyInterval)
 	}
-	if err := dns.Add(mgr, dns.Config{Access: engager, ServedZones: o.servedZones, Concurrency: o.dnsConcurrency, Verifier: verifier, Board: board}); err != nil {
+	if err := dns.Add(mgr, dns.Config{Access: engager, ServedZones: o.servedZones, Concurrency: o.dnsConcurrency, Verifier: verifier, Board: board,
+		DNSShares: o.dnsShares}); err != nil {
 		return err
 	}
 	if err := shards.Add(mgr, engager, board, o.concurrency, o.canaryInterval > 0, o.certificateNamespace); err != nil {

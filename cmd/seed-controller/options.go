@@ -55,6 +55,7 @@ type options struct {
 	canaryAllowCIDRs        stringList
 	canaryNodePorts         string
 	dnsConcurrency          int
+	dnsShares               int
 	sharding                bool
 	replicaID               string
 	shardLease              time.Duration
@@ -106,6 +107,7 @@ func (o *options) bind(fs *flag.FlagSet) {
 	fs.Int64Var(&o.maxObjectBytes, "max-object-bytes", clusteraccess.DefaultMaxObjectBytes, "the largest object read from a user cluster (a real API server stores none over 1.5 MiB); a larger one puts its cluster over budget like --max-objects-per-kind")
 	fs.Int64Var(&o.maxKindBytes, "max-bytes-per-kind", clusteraccess.DefaultMaxKindBytes, "per-cluster budget: the bytes one kind's objects may take in the cache once trimmed (EndpointSlices five times it); past it, as past --max-objects-per-kind")
 	fs.IntVar(&o.concurrency, "concurrency", 8, "user clusters each controller reconciles at once")
+	fs.IntVar(&o.dnsShares, "dns-shares", 1, "seed external-dns instances that share the DNSEndpoints (the chart's externalDNS.shares): each DNSEndpoint is labelled shardgate.io/dns-share with its share, 0 to N-1")
 	fs.IntVar(&o.dnsConcurrency, "dns-concurrency", 8, "user clusters the DNS controller reconciles at once: a node change writes the DNSEndpoint, its status a second later (BenchmarkSeedScale at 1,000 clusters, a hundred changing at once: 1.14 s p99 with 8; 16 and 32 did no better and made the controller conflict with its own status writes its cache had not seen yet)")
 	fs.Var(&o.dnsVerifyServers, "dns-verify-servers", "comma-separated authoritative servers of the zones (host:port): DNSPublished then means they answer exactly the desired targets (Propagating until they do); default none: it means the DNSEndpoint is written")
 	fs.Float64Var(&o.dnsVerifyQPS, "dns-verify-qps", 20, "DNS queries per second all verifications together may send")
@@ -188,6 +190,9 @@ func (o *options) validate() error {
 	}
 	if o.seedQPS <= 0 || o.seedBurst < 1 {
 		return fmt.Errorf("--kube-api-qps and --kube-api-burst must be positive")
+	}
+	if o.dnsShares < 1 || o.dnsShares > 64 {
+		return fmt.Errorf("--dns-shares must be from 1 to 64, not %d", o.dnsShares)
 	}
 	if o.concurrency < 1 || o.dnsConcurrency < 1 {
 		return fmt.Errorf("--concurrency and --dns-concurrency must be at least 1")

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"crypto/tls"
 	"encoding/json"
 	"io"
@@ -116,6 +117,36 @@ func TestChartExternalDNSPublishesOnlyShardgatesEndpoints(t *testing.T) {
 	want := "--label-filter=" + v1alpha1.ManagedByLabel + "=" + v1alpha1.ManagedByValue
 	if !slices.Contains(args, want) {
 		t.Fatalf("external-dns args %v lack %s", args, want)
+	}
+	// The harness' external-dns (every spec's) publishes as fast as the chart's.
+	for _, want := range []string{"--policy=sync", "--interval=500ms", "--kube-api-qps=200", "--kube-api-burst=400"} {
+		if !slices.Contains(args, want) {
+			t.Errorf("external-dns args %v lack %s, which the harness runs with", args, want)
+		}
+	}
+	// With shares, each share's instance reads only its share's DNSEndpoints and never deletes; the
+	// janitor reads them all and deletes.
+	shares := chartExternalDNSArgs(t, "ok.example", "externalDNS.shares=3")
+	if len(shares) != 4 {
+		t.Fatalf("externalDNS.shares=3 rendered %d Deployments, want 3 and the janitor", len(shares))
+	}
+	for k := range 3 {
+		args := shares[fmt.Sprintf("x-shardgate-external-dns-%d", k)]
+		for _, want := range []string{"--policy=upsert-only", fmt.Sprintf("--label-filter=%s=%s,%s=%d", v1alpha1.ManagedByLabel,
+			v1alpha1.ManagedByValue, v1alpha1.DNSShareLabel, k)} {
+			if !slices.Contains(args, want) {
+				t.Errorf("share %d's args %v lack %s", k, args, want)
+			}
+		}
+	}
+	if j := shares["x-shardgate-external-dns"]; !slices.Contains(j, "--policy=sync") || !slices.Contains(j, "--interval=1m") {
+		t.Errorf("the janitor's args %v", j)
+	}
+	for _, bad := range []string{"0", "65", "x"} {
+		if out, err := helm(t, "template", "x", chart, "--set", "dns.zone=ok.example", "--set", "externalDNS.enabled=true",
+			"--set", "externalDNS.shares="+bad); err == nil {
+			t.Errorf("externalDNS.shares=%s rendered:\n%s", bad, out)
+		}
 	}
 }
 

@@ -659,7 +659,7 @@ func watchEndpoints(ctx context.Context, b *testing.B, seed *framework.ControlPl
 }
 
 // parallel runs f(0..n-1) on 32 workers and fails b with the first error.
-func parallel(b *testing.B, n int, f func(i int) error) {
+func parallel(b testing.TB, n int, f func(i int) error) {
 	work := make(chan int)
 	errs := make(chan error, n)
 	var wg sync.WaitGroup

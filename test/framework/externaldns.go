@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -28,9 +29,10 @@ type ExternalDNSOptions struct {
 	NodeFQDN string
 	// LogLevel: default debug (the tests read its log); benches at scale say info, as the chart runs.
 	LogLevel string
-	// Interval between syncs; default 1s.
+	// Interval between syncs; default 500ms, the chart's.
 	Interval time.Duration
-	// Args are more flags (a bench trying --events, --txt-cache-interval, a --label-filter share).
+	// Args are more flags (a bench trying --events, --txt-cache-interval, a --label-filter share); one
+	// naming a flag the harness sets replaces it.
 	Args []string
 }
 
@@ -74,7 +76,7 @@ func startExternalDNS(testDir string, seed *ControlPlane, server *DNSServer, opt
 		opts.LogLevel = "debug"
 	}
 	if opts.Interval == 0 {
-		opts.Interval = time.Second
+		opts.Interval = 500 * time.Millisecond
 	}
 	e := &ExternalDNS{MetricsAddr: fmt.Sprintf("127.0.0.1:%d", port)}
 	args := []string{
@@ -86,10 +88,11 @@ func startExternalDNS(testDir string, seed *ControlPlane, server *DNSServer, opt
 		"--domain-filter=" + server.Zone,
 		"--registry=txt", "--txt-owner-id=" + opts.OwnerID, "--txt-wildcard-replacement=star",
 		"--policy=sync", "--interval=" + opts.Interval.String(),
+		// The chart's client budget (TestChartExternalDNSPublishesOnlyShardgatesEndpoints).
+		"--kube-api-qps=200", "--kube-api-burst=400",
 		"--metrics-address=" + e.MetricsAddr,
 		"--log-level=" + opts.LogLevel,
 	}
-	args = append(args, opts.Args...)
 	if opts.NodeFQDN != "" {
 		args = append(args, "--source=node", "--fqdn-template="+opts.NodeFQDN)
 	} else {
@@ -98,6 +101,7 @@ func startExternalDNS(testDir string, seed *ControlPlane, server *DNSServer, opt
 	if opts.Namespace != "" {
 		args = append(args, "--namespace="+opts.Namespace)
 	}
+	args = overrideFlags(args, opts.Args)
 	e.proc, err = StartProcess(dir, ProcessSpec{
 		Name: "external-dns", Path: tools.Path(ToolExternalDNS), Args: args,
 		Env: []string{"HOME=" + dir, "EXTERNAL_DNS_RFC2136_TSIG_SECRET=" + server.TSIGSecret},
@@ -143,4 +147,21 @@ func (e *ExternalDNS) Pause(pause bool) error {
 		sig = syscall.SIGSTOP
 	}
 	return syscall.Kill(e.proc.PID(), sig)
+}
+
+// overrideFlags appends extra to args, dropping each "--name=value" of args whose name extra sets
+// (external-dns' flag parser refuses a repeated flag).
+func overrideFlags(args, extra []string) []string {
+	name := func(f string) string { n, _, _ := strings.Cut(f, "="); return n }
+	set := map[string]bool{}
+	for _, f := range extra {
+		set[name(f)] = true
+	}
+	var out []string
+	for _, f := range args {
+		if !set[name(f)] {
+			out = append(out, f)
+		}
+	}
+	return append(out, extra...)
 }

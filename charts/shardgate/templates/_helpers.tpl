@@ -31,6 +31,7 @@ app.kubernetes.io/component: seed-controller
 {{- define "shardgate.args" -}}
 - --dns-zone={{ include "shardgate.zone" . }}
 - --served-zones={{ if .Values.dns.servedZones }}{{ join "," .Values.dns.servedZones }}{{ else }}{{ include "shardgate.zone" . }}{{ end }}
+- --dns-shares={{ .Values.externalDNS.shares | int }}
 - --kubeconfig-secret-namespaces={{ include "shardgate.secretNamespaces" . }}
 {{- with .Values.dns.verify.servers }}
 - --dns-verify-servers={{ join "," . }}
@@ -114,3 +115,72 @@ and a first install see none.
 {{- end -}}
 {{- end -}}
 {{- end -}}
+
+{{- /*
+shardgate.externalDNS renders one external-dns Deployment: root (the chart's context), name,
+component, policy, interval and filter (its label selector; "" for none).
+*/ -}}
+{{- define "shardgate.externalDNS" -}}
+{{- $v := .root.Values.externalDNS }}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: {{ .name }}
+  namespace: {{ .root.Release.Namespace }}
+  labels: {{- include "shardgate.labels" .root | nindent 4 }}
+spec:
+  replicas: 1
+  strategy:
+    type: Recreate
+  selector:
+    matchLabels:
+      app.kubernetes.io/instance: {{ .root.Release.Name }}
+      app.kubernetes.io/component: {{ .component }}
+  template:
+    metadata:
+      labels:
+        app.kubernetes.io/instance: {{ .root.Release.Name }}
+        app.kubernetes.io/component: {{ .component }}
+    spec:
+      serviceAccountName: {{ printf "%s-external-dns" (include "shardgate.fullname" .root) }}
+      securityContext:
+        runAsNonRoot: true
+        runAsUser: 65532
+        seccompProfile:
+          type: RuntimeDefault
+      containers:
+      - name: external-dns
+        image: {{ $v.image }}
+        args:
+        - --source=crd
+        - --crd-source-apiversion=externaldns.k8s.io/v1alpha1
+        - --crd-source-kind=DNSEndpoint
+        - --provider={{ $v.provider }}
+        - --domain-filter={{ include "shardgate.zone" .root }}
+        - --registry=txt
+        - --txt-owner-id={{ $v.ownerID | default .root.Release.Name }}
+        # DNS wildcards cannot carry the registry's prefix: "*" becomes "star" in TXT names.
+        - --txt-wildcard-replacement=star
+        - --policy={{ .policy }}
+        - --interval={{ .interval }}
+        # It writes each changed DNSEndpoint's status, one at a time, before it publishes any:
+        # client-go's default 5 a second held a hundred changes back 20 s.
+        - --kube-api-qps={{ $v.kubeAPI.qps }}
+        - --kube-api-burst={{ $v.kubeAPI.burst }}
+        {{- with .filter }}
+        # Only Shardgate's DNSEndpoints (it labels its own){{ if contains "dns-share" . }}, of this share{{ end }}.
+        - --label-filter={{ . }}
+        {{- end }}
+        {{- range $v.args }}
+        - {{ . }}
+        {{- end }}
+        {{- with $v.env }}
+        env: {{- toYaml . | nindent 8 }}
+        {{- end }}
+        securityContext:
+          allowPrivilegeEscalation: false
+          readOnlyRootFilesystem: true
+          capabilities:
+            drop: ["ALL"]
+{{- end }}

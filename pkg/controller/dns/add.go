@@ -45,6 +45,8 @@ type Config struct {
 	Verifier *Verifier
 	// Board: the other controllers' conditions this controller writes.
 	Board *cistatus.Board
+	// DNSShares: how many seed external-dns instances share the DNSEndpoints (label per share).
+	DNSShares int
 }
 
 // Add registers the DNS controller.
@@ -52,7 +54,8 @@ func Add(mgr ctrl.Manager, cfg Config) error {
 	if err := AddIndexes(context.Background(), mgr.GetFieldIndexer()); err != nil {
 		return err
 	}
-	r := &Reconciler{Client: mgr.GetClient(), Access: cfg.Access, ServedZones: cfg.ServedZones, Clock: clock.RealClock{}, Verifier: cfg.Verifier, Board: cfg.Board}
+	r := &Reconciler{Client: mgr.GetClient(), Access: cfg.Access, ServedZones: cfg.ServedZones, Clock: clock.RealClock{}, Verifier: cfg.Verifier, Board: cfg.Board,
+		DNSShares: cfg.DNSShares}
 	return ctrl.NewControllerManagedBy(mgr).Named("dns").
 		// Clusters are independent: one slow cluster must not queue the others behind it.
 		WithOptions(controller.Options{MaxConcurrentReconciles: cfg.Concurrency}).

@@ -2,6 +2,7 @@ package dns
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -47,5 +48,41 @@ func TestKeptEndpointIsLabelledWhateverTheDomain(t *testing.T) {
 	}
 	if got.Labels[v1alpha1.ManagedByLabel] != v1alpha1.ManagedByValue {
 		t.Fatal("a kept DNSEndpoint stays unlabelled: the chart's external-dns (label filter, policy sync) deletes its records")
+	}
+}
+
+// TestEndpointMovesShareByLabelOnly: with --dns-shares changed, a DNSEndpoint is relabelled with its
+// new share and nothing else about it changes (its records are what the new share's external-dns
+// takes over).
+func TestEndpointMovesShareByLabelOnly(t *testing.T) {
+	ctx := context.Background()
+	s := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(s)
+	_ = v1alpha1.AddToScheme(s)
+	_ = dnsrecords.AddToScheme(s)
+	// An endpoint whose share changes going from 1 to 4 shares.
+	name := ""
+	for i := 0; name == ""; i++ {
+		if n := fmt.Sprintf("c%d", i); dnsrecords.Share("t", n, 4) != "0" {
+			name = n
+		}
+	}
+	ep := &dnsrecords.DNSEndpoint{ObjectMeta: metav1.ObjectMeta{Namespace: "t", Name: name,
+		Labels: dnsrecords.EndpointLabels("t", name, 1)}}
+	ep.Spec.Endpoints = []dnsrecords.Endpoint{{DNSName: "*." + name + ".z.test", RecordType: "A", Targets: []string{"192.0.2.1"}}}
+	c := fake.NewClientBuilder().WithScheme(s).WithObjects(ep).Build()
+	r := &Reconciler{Client: c, DNSShares: 4}
+	if err := r.label(ctx, ep); err != nil {
+		t.Fatal(err)
+	}
+	got := &dnsrecords.DNSEndpoint{}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(ep), got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Labels[v1alpha1.DNSShareLabel] != dnsrecords.Share("t", name, 4) || got.Labels[v1alpha1.ManagedByLabel] != v1alpha1.ManagedByValue {
+		t.Fatalf("labels %v, want share %s", got.Labels, dnsrecords.Share("t", name, 4))
+	}
+	if len(got.Spec.Endpoints) != 1 || got.Spec.Endpoints[0].Targets[0] != "192.0.2.1" || got.Generation != ep.Generation {
+		t.Fatalf("the move changed the records: %+v", got.Spec)
 	}
 }

@@ -42,6 +42,9 @@ type Reconciler struct {
 	// Board holds the conditions the lifecycle and shard controllers report: this controller
 	// writes them with its own (one status writer per cluster).
 	Board *cistatus.Board
+	// DNSShares is how many seed external-dns instances share the DNSEndpoints (the chart's
+	// externalDNS.shares): each DNSEndpoint is labelled with its share (dnsrecords.Share).
+	DNSShares int
 
 	// written holds, per cluster, when its records were last updated while the status saying so
 	// waits (statusAfterRecords).
@@ -298,7 +301,7 @@ func (r *Reconciler) recordPlan(ci *v1alpha1.ClusterIngress, key types.Namespace
 func (r *Reconciler) write(ctx context.Context, ci *v1alpha1.ClusterIngress, current *dnsrecords.DNSEndpoint, want []dnsrecords.Endpoint) error {
 	if current == nil {
 		ep := &dnsrecords.DNSEndpoint{ObjectMeta: metav1.ObjectMeta{Namespace: ci.Namespace, Name: ci.Name,
-			Labels: map[string]string{v1alpha1.ManagedByLabel: v1alpha1.ManagedByValue}}}
+			Labels: dnsrecords.EndpointLabels(ci.Namespace, ci.Name, r.DNSShares)}}
 		ep.SetGroupVersionKind(dnsrecords.GroupVersion.WithKind("DNSEndpoint"))
 		ep.Spec.Endpoints = want
 		if err := controllerutil.SetControllerReference(ci, ep, r.Client.Scheme()); err != nil {
@@ -333,15 +336,27 @@ func (r *Reconciler) notOwnUpdate() predicate.Predicate {
 	}}
 }
 
-// label puts shardgate.io/managed-by on a DNSEndpoint written before Shardgate labelled them,
-// whatever else this pass decides (the cluster may not be observable): the chart's external-dns
-// publishes only labelled DNSEndpoints, and an unlabelled one's records would be deleted.
+// label puts shardgate.io/managed-by and the share on a DNSEndpoint written before Shardgate
+// labelled them (or when the number of shares changed), whatever else this pass decides (the
+// cluster may not be observable): the chart's external-dns publishes only labelled DNSEndpoints,
+// and an unlabelled one's records would be deleted. A share move is a label change: the new
+// share's external-dns takes the records over as they are (docs/operator-guide.md, Sizing).
 func (r *Reconciler) label(ctx context.Context, current *dnsrecords.DNSEndpoint) error {
-	if current == nil || current.Labels[v1alpha1.ManagedByLabel] == v1alpha1.ManagedByValue {
+	if current == nil {
+		return nil
+	}
+	want := dnsrecords.EndpointLabels(current.Namespace, current.Name, r.DNSShares)
+	missing := false
+	for k, v := range want {
+		missing = missing || current.Labels[k] != v
+	}
+	if !missing {
 		return nil
 	}
 	patch := client.MergeFrom(current.DeepCopy())
-	metav1.SetMetaDataLabel(&current.ObjectMeta, v1alpha1.ManagedByLabel, v1alpha1.ManagedByValue)
+	for k, v := range want {
+		metav1.SetMetaDataLabel(&current.ObjectMeta, k, v)
+	}
 	if err := r.Client.Patch(ctx, current, patch, client.FieldOwner(v1alpha1.FieldOwner)); err != nil {
 		return fmt.Errorf("label DNSEndpoint: %w", err)
 	}
