@@ -2,9 +2,9 @@ package e2e
 
 import (
 	"context"
-	"fmt"
 	"crypto/tls"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
