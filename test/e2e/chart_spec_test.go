@@ -22,6 +22,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -124,28 +125,97 @@ func TestChartExternalDNSPublishesOnlyShardgatesEndpoints(t *testing.T) {
 			t.Errorf("external-dns args %v lack %s, which the harness runs with", args, want)
 		}
 	}
-	// With shares, each share's instance reads only its share's DNSEndpoints and never deletes; the
-	// janitor reads them all and deletes.
-	shares := chartExternalDNSArgs(t, "ok.example", "externalDNS.shares=3")
-	if len(shares) != 4 {
-		t.Fatalf("externalDNS.shares=3 rendered %d Deployments, want 3 and the janitor", len(shares))
-	}
-	for k := range 3 {
-		args := shares[fmt.Sprintf("x-shardgate-external-dns-%d", k)]
-		for _, want := range []string{"--policy=upsert-only", fmt.Sprintf("--label-filter=%s=%s,%s=%d", v1alpha1.ManagedByLabel,
-			v1alpha1.ManagedByValue, v1alpha1.DNSShareLabel, k)} {
-			if !slices.Contains(args, want) {
-				t.Errorf("share %d's args %v lack %s", k, args, want)
+}
+
+// TestChartExternalDNSShares: with externalDNS.shares, each share's instance publishes its share's
+// DNSEndpoints and never deletes, the last one also those labelled for a share that does not run
+// or not labelled yet, so every DNSEndpoint Shardgate labels has exactly one fast publisher
+// whatever the controller's --dns-shares; the janitor reads them all and deletes.
+func TestChartExternalDNSShares(t *testing.T) {
+	managed := labels.Set{v1alpha1.ManagedByLabel: v1alpha1.ManagedByValue}
+	for _, n := range []int{1, 2, 3, 4} {
+		rendered := chartExternalDNSArgs(t, "ok.example", fmt.Sprintf("externalDNS.shares=%d", n))
+		if want := map[bool]int{true: 1, false: n + 1}[n == 1]; len(rendered) != want {
+			t.Fatalf("externalDNS.shares=%d rendered %d Deployments, want %d", n, len(rendered), want)
+		}
+		janitor := rendered["x-shardgate-external-dns"]
+		if n > 1 && (!slices.Contains(janitor, "--policy=sync") || !slices.Contains(janitor, "--interval=10s")) {
+			t.Errorf("shares=%d: the janitor's args %v", n, janitor)
+		}
+		// Endpoints labelled by a controller with 1 to 6 shares, and one not labelled with a share.
+		endpoints := []labels.Set{managed}
+		for k := range 6 {
+			endpoints = append(endpoints, labels.Merge(managed, labels.Set{v1alpha1.DNSShareLabel: fmt.Sprint(k)}))
+		}
+		for _, ep := range endpoints {
+			var fast []string
+			for name, args := range rendered {
+				policy, sel := "", labels.Everything()
+				for _, a := range args {
+					if v, ok := strings.CutPrefix(a, "--policy="); ok {
+						policy = v
+					}
+					if v, ok := strings.CutPrefix(a, "--label-filter="); ok {
+						var err error
+						if sel, err = labels.Parse(v); err != nil {
+							t.Fatalf("%s: --label-filter=%s: %v", name, v, err)
+						}
+					}
+				}
+				if n > 1 && name == "x-shardgate-external-dns" {
+					if !sel.Matches(ep) {
+						t.Errorf("shares=%d: the janitor does not read %v", n, ep)
+					}
+					continue
+				}
+				if want := map[bool]string{true: "sync", false: "upsert-only"}[n == 1]; policy != want {
+					t.Errorf("shares=%d: %s runs --policy=%s, want %s", n, name, policy, want)
+				}
+				if sel.Matches(ep) {
+					fast = append(fast, name)
+				}
+			}
+			if len(fast) != 1 {
+				t.Errorf("shares=%d: a DNSEndpoint labelled %v is published fast by %v, want exactly one", n, ep, fast)
 			}
 		}
 	}
-	if j := shares["x-shardgate-external-dns"]; !slices.Contains(j, "--policy=sync") || !slices.Contains(j, "--interval=1m") {
-		t.Errorf("the janitor's args %v", j)
+	for _, bad := range [][]string{{"externalDNS.shares=0"}, {"externalDNS.shares=65"}, {"externalDNS.shares=x"},
+		{"externalDNS.janitorInterval=10m"}, {"externalDNS.args={--policy=sync}"}, {"externalDNS.args={--label-filter=a=b}"},
+		{"externalDNS.args={--txt-owner-id=other}"}} {
+		args := []string{"template", "x", chart, "--set", "dns.zone=ok.example", "--set", "externalDNS.enabled=true"}
+		for _, b := range bad {
+			args = append(args, "--set", b)
+		}
+		if out, err := helm(t, args...); err == nil {
+			t.Errorf("%v rendered:\n%s", bad, out)
+		}
 	}
-	for _, bad := range []string{"0", "65", "x"} {
-		if out, err := helm(t, "template", "x", chart, "--set", "dns.zone=ok.example", "--set", "externalDNS.enabled=true",
-			"--set", "externalDNS.shares="+bad); err == nil {
-			t.Errorf("externalDNS.shares=%s rendered:\n%s", bad, out)
+	// The interval and the client budget may be replaced through args (external-dns refuses a flag
+	// given twice); a cloud provider gets a minute by default.
+	for _, tt := range []struct {
+		set  []string
+		want []string
+	}{
+		{[]string{"externalDNS.args={--interval=2s,--kube-api-qps=50}"}, []string{"--interval=2s", "--kube-api-qps=50"}},
+		{[]string{"externalDNS.provider=aws"}, []string{"--interval=1m"}},
+	} {
+		for name, args := range chartExternalDNSArgs(t, "ok.example", tt.set...) {
+			seen := map[string]int{}
+			for _, a := range args {
+				f, _, _ := strings.Cut(a, "=")
+				seen[f]++
+			}
+			for f, c := range seen {
+				if c > 1 && f != "--domain-filter" {
+					t.Errorf("%v: %s gives %s %d times", tt.set, name, f, c)
+				}
+			}
+			for _, w := range tt.want {
+				if !slices.Contains(args, w) {
+					t.Errorf("%v: %s args %v lack %s", tt.set, name, args, w)
+				}
+			}
 		}
 	}
 }

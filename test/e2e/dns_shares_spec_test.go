@@ -21,7 +21,8 @@ import (
 // started, the controller restarted with --dns-shares=3) moves some clusters' DNSEndpoints to the
 // new share, and BIND answers every cluster's name with all its addresses throughout the move; a
 // moved cluster's node change is published by the new share alone (the janitor frozen); a deleted
-// cluster's names are deleted by the janitor.
+// cluster's names are deleted by the janitor. (Each instance runs with the arguments the chart
+// renders; the last share's filter is "not any other share's".)
 func TestDNSSharesHandOver(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
@@ -71,11 +72,18 @@ func TestDNSSharesHandOver(t *testing.T) {
 		return true, false
 	})
 	// The janitor is frozen: the old shares deleting the moved records, or the new share not
-	// taking them over, could not be hidden by it.
-	t.Logf("published after %s", time.Since(began).Round(time.Second))
+	// taking them over, could not be hidden by it. Then what `helm upgrade --set
+	// externalDNS.shares=3` does: every share's instance replaced (Recreate: the old one gone
+	// before the new one starts), the new share's started, the controller restarted.
 	must(t, janitor.Pause(true))
 	next := chartExternalDNSArgs(t, zone, "externalDNS.shares=3", "externalDNS.janitorInterval=2s")
-	framework.StartExternalDNS(t, seed, bind, framework.ExternalDNSOptions{LogLevel: "info", Args: next["x-shardgate-external-dns-2"]})
+	for k := range 3 {
+		name := fmt.Sprintf("x-shardgate-external-dns-%d", k)
+		if old, ok := edns[name]; ok {
+			must(t, old.Process().Stop())
+		}
+		framework.StartExternalDNS(t, seed, bind, framework.ExternalDNSOptions{LogLevel: "info", Args: next[name]})
+	}
 	must(t, ctrl.Kill())
 	framework.StartController(t, seed, "--dns-zone="+zone, "--dns-shares=3", "--source-removal-grace=1s")
 	eventually(ctx, t, 30*time.Second, func() (bool, string) {

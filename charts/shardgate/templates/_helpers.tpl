@@ -31,7 +31,9 @@ app.kubernetes.io/component: seed-controller
 {{- define "shardgate.args" -}}
 - --dns-zone={{ include "shardgate.zone" . }}
 - --served-zones={{ if .Values.dns.servedZones }}{{ join "," .Values.dns.servedZones }}{{ else }}{{ include "shardgate.zone" . }}{{ end }}
+{{- if gt (.Values.externalDNS.shares | int) 1 }}
 - --dns-shares={{ .Values.externalDNS.shares | int }}
+{{- end }}
 - --kubeconfig-secret-namespaces={{ include "shardgate.secretNamespaces" . }}
 {{- with .Values.dns.verify.servers }}
 - --dns-verify-servers={{ join "," . }}
@@ -122,6 +124,15 @@ component, policy, interval and filter (its label selector; "" for none).
 */ -}}
 {{- define "shardgate.externalDNS" -}}
 {{- $v := .root.Values.externalDNS }}
+{{- /* external-dns refuses a flag given twice: externalDNS.args may replace the interval and the
+client budget, not what sharing and the registry rest on. */}}
+{{- $userFlags := list }}
+{{- range $v.args }}{{ $userFlags = append $userFlags (regexReplaceAll "=.*$" (toString .) "") }}{{ end }}
+{{- range list "--provider" "--registry" "--txt-owner-id" "--txt-wildcard-replacement" "--policy" "--label-filter" "--crd-source-apiversion" "--crd-source-kind" }}
+{{- if has . $userFlags }}
+{{- fail (printf "externalDNS.args may not set %s: the chart sets it (externalDNS.provider, .ownerID, .labelFilter, .shares)" .) }}
+{{- end }}
+{{- end }}
 ---
 apiVersion: apps/v1
 kind: Deployment
@@ -163,11 +174,17 @@ spec:
         # DNS wildcards cannot carry the registry's prefix: "*" becomes "star" in TXT names.
         - --txt-wildcard-replacement=star
         - --policy={{ .policy }}
+        {{- if not (has "--interval" $userFlags) }}
         - --interval={{ .interval }}
+        {{- end }}
         # It writes each changed DNSEndpoint's status, one at a time, before it publishes any:
         # client-go's default 5 a second held a hundred changes back 20 s.
+        {{- if not (has "--kube-api-qps" $userFlags) }}
         - --kube-api-qps={{ $v.kubeAPI.qps }}
+        {{- end }}
+        {{- if not (has "--kube-api-burst" $userFlags) }}
         - --kube-api-burst={{ $v.kubeAPI.burst }}
+        {{- end }}
         {{- with .filter }}
         # Only Shardgate's DNSEndpoints (it labels its own){{ if contains "dns-share" . }}, of this share{{ end }}.
         - --label-filter={{ . }}
@@ -184,3 +201,12 @@ spec:
           capabilities:
             drop: ["ALL"]
 {{- end }}
+
+{{- /*
+shardgate.externalDNSInterval is the share instances' sync interval: externalDNS.interval, or by
+default 500ms for rfc2136 (its loop wakes once a second: every wake-up) and 1m for a provider
+with a request budget (a cloud API), which a zone listing twice a second would exhaust.
+*/ -}}
+{{- define "shardgate.externalDNSInterval" -}}
+{{- .Values.externalDNS.interval | default (ternary "500ms" "1m" (eq .Values.externalDNS.provider "rfc2136")) -}}
+{{- end -}}
