@@ -27,10 +27,7 @@ import (
 // --label-filter) no longer sees them and deletes them from the zone.
 func TestKeptEndpointIsLabelledWhateverTheDomain(t *testing.T) {
 	ctx := context.Background()
-	s := runtime.NewScheme()
-	_ = clientgoscheme.AddToScheme(s)
-	_ = v1alpha1.AddToScheme(s)
-	_ = dnsrecords.AddToScheme(s)
+	s := labelTestScheme()
 	ci := &v1alpha1.ClusterIngress{ObjectMeta: metav1.ObjectMeta{Namespace: "t", Name: "c1"},
 		Spec: v1alpha1.ClusterIngressSpec{ClusterID: "c1", DNS: v1alpha1.ResolveDNS(v1alpha1.DNSSettings{Zone: "z.test"}, "")}}
 	ep := &dnsrecords.DNSEndpoint{ObjectMeta: metav1.ObjectMeta{Namespace: "t", Name: "c1"}}
@@ -56,10 +53,7 @@ func TestKeptEndpointIsLabelledWhateverTheDomain(t *testing.T) {
 // takes over).
 func TestEndpointMovesShareByLabelOnly(t *testing.T) {
 	ctx := context.Background()
-	s := runtime.NewScheme()
-	_ = clientgoscheme.AddToScheme(s)
-	_ = v1alpha1.AddToScheme(s)
-	_ = dnsrecords.AddToScheme(s)
+	s := labelTestScheme()
 	// An endpoint whose share changes going from 1 to 4 shares.
 	name := ""
 	for i := 0; name == ""; i++ {
@@ -85,4 +79,12 @@ func TestEndpointMovesShareByLabelOnly(t *testing.T) {
 	if len(got.Spec.Endpoints) != 1 || got.Spec.Endpoints[0].Targets[0] != "192.0.2.1" || got.Generation != ep.Generation {
 		t.Fatalf("the move changed the records: %+v", got.Spec)
 	}
+}
+
+func labelTestScheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(s)
+	_ = v1alpha1.AddToScheme(s)
+	_ = dnsrecords.AddToScheme(s)
+	return s
 }
