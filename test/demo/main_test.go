@@ -34,12 +34,13 @@ func TestDemoStops(t *testing.T) {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
-	socket := fmt.Sprintf("sgdemo-%d", os.Getpid())
+	// One tmux server per case: a case that ends its only session ends its server, and a new
+	// session asked of a server still exiting fails ("server exited unexpectedly").
+	var socket string
 	run := func(args ...string) (string, error) {
 		out, err := exec.Command(tmux, append([]string{"-L", socket}, args...)...).CombinedOutput()
 		return string(out), err
 	}
-	t.Cleanup(func() { _, _ = run("kill-server") })
 
 	for i, tc := range []struct {
 		name string
@@ -53,6 +54,8 @@ func TestDemoStops(t *testing.T) {
 		{"SIGKILL", func(t *testing.T, _ string, launcher int) { check(t, syscall.Kill(launcher, syscall.SIGKILL)) }, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			socket = fmt.Sprintf("sgdemo-%d-%d", os.Getpid(), i)
+			t.Cleanup(func() { _, _ = run("kill-server") })
 			// Short: a real node's kubelet makes unix sockets under it (108 bytes at most).
 			runDir, err := os.MkdirTemp("", "sgdemo-")
 			check(t, err)
