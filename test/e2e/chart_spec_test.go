@@ -87,6 +87,10 @@ func TestChartRefusesBadValues(t *testing.T) {
 		{[]string{"--set", "dns.zone=ok.example", "--set", "tls.issuerRef.name=le", "--set", "tls.renewBefore=soon"}, "/tls/renewBefore"},
 		{[]string{"--set", "dns.zone=ok.example", "--set", "canary.proxy=ftp://proxy:21"}, "/canary/proxy"},
 		{[]string{"--set", "dns.zone=ok.example", "--set", "canary.refuseCIDRs={10.96.0.0/12,seed}"}, "/canary/refuseCIDRs/1"},
+		{[]string{"--set", "dns.zone=ok.example", "--set", "externalDNS.enabled=true", "--set", "externalDNS.args={--policy=sync}"}, "may not set --policy"},
+		{[]string{"--set", "dns.zone=ok.example", "--set", "externalDNS.enabled=true", "--set", "externalDNS.shares=2",
+			"--set", "externalDNS.args={--txt-cache-interval=1m}"},
+			"may not set --txt-cache-interval with externalDNS.shares > 1"},
 	} {
 		out, err := helm(t, append([]string{"template", "x", chart}, tt.args...)...)
 		if err == nil || !strings.Contains(out, tt.want) {

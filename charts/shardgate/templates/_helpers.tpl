@@ -133,6 +133,11 @@ client budget, not what sharing and the registry rest on. */}}
 {{- fail (printf "externalDNS.args may not set %s: the chart sets it (externalDNS.provider, .ownerID, .labelFilter, .shares)" .) }}
 {{- end }}
 {{- end }}
+{{- /* A share's TXT cache goes stale when the janitor or another share writes its names: an
+update then leaves the dead targets answered until the janitor runs (docs/operator-guide.md). */}}
+{{- if and (has "--txt-cache-interval" $userFlags) (gt ($v.shares | int) 1) }}
+{{- fail "externalDNS.args may not set --txt-cache-interval with externalDNS.shares > 1: a share's cache goes stale when another instance writes its names, and dead targets stay answered until the janitor runs" }}
+{{- end }}
 ---
 apiVersion: apps/v1
 kind: Deployment
