@@ -2,7 +2,6 @@ package cistatus
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/shardgate/shardgate/api/v1alpha1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -11,6 +10,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/shardgate/shardgate/api/v1alpha1"
 )
 
 var (
