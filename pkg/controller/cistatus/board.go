@@ -74,7 +74,7 @@ func (b *Board) Overlay(ci *v1alpha1.ClusterIngress) {
 	if len(parts) == 0 {
 		return
 	}
-	ci.Status = Compose(&ci.Status, parts, ci.Generation, b.clock.Now())
+	ci.Status = compose(&ci.Status, parts, ci.Generation, b.clock.Now())
 }
 
 // Post records owner's part of ci.Status (its fields and conditions, as the controller left
@@ -116,7 +116,11 @@ func (b *Board) post(ci *v1alpha1.ClusterIngress, owner Owner) bool {
 	e.last = b.posts
 	prev, seen := e.parts[owner]
 	e.parts[owner] = &part
-	return !seen || !equality.Semantic.DeepEqual(prev, &part)
+	changed := !seen || !equality.Semantic.DeepEqual(prev, &part)
+	if changed {
+		partChanges.WithLabelValues(string(owner)).Inc()
+	}
+	return changed
 }
 
 // parts is a copy of what was posted for key (the parts themselves are never changed).

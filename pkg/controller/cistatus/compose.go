@@ -18,6 +18,15 @@ import (
 // server stores it (times in whole seconds), so it compares equal to what is read back.
 func Compose(base *v1alpha1.ClusterIngressStatus, parts map[Owner]*v1alpha1.ClusterIngressStatus, generation int64,
 	now time.Time) v1alpha1.ClusterIngressStatus {
+	out := compose(base, parts, generation, now)
+	normalize(&out)
+	return out
+}
+
+// compose is Compose without the normalization (Overlay's: what a controller reads is never
+// compared with what is stored).
+func compose(base *v1alpha1.ClusterIngressStatus, parts map[Owner]*v1alpha1.ClusterIngressStatus, generation int64,
+	now time.Time) v1alpha1.ClusterIngressStatus {
 	out := base.DeepCopy()
 	var conds []metav1.Condition
 	for _, o := range order {
@@ -46,7 +55,6 @@ func Compose(base *v1alpha1.ClusterIngressStatus, parts map[Owner]*v1alpha1.Clus
 		ready.LastTransitionTime = prev.LastTransitionTime
 	}
 	out.Conditions = append(slices.Clone(conds), ready)
-	normalize(out)
 	return *out
 }
 
