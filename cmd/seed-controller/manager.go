@@ -140,6 +140,7 @@ func addControllers(mgr ctrl.Manager, o options) error {
 	}
 	// Every controller's part of ClusterIngress status, written by one writer (cistatus).
 	board := cistatus.NewBoard(mgr.GetClient())
+	board.Reader = mgr.GetAPIReader()
 	dc, err := discovery.NewDiscoveryClientForConfig(mgr.GetConfig())
 	if err != nil {
 		return err
@@ -248,7 +249,10 @@ func addSharding(mgr ctrl.Manager, o options, engager *clusteraccess.Engager, bo
 		LeaseDuration: o.shardLease, Renew: o.shardLease / 5, Log: ctrl.Log.WithName("sharding"),
 		Keys:      keys,
 		Group:     groups.Get,
-		OnRelease: func(key types.NamespacedName) { engager.Disengage(key); board.Forget(key) }}
+		OnRelease: func(key types.NamespacedName) { engager.Disengage(key); board.Forget(key) },
+		// What this replica posted before it lost the fence may be older than what another
+		// replica wrote meanwhile: the next write starts from the API server's status.
+		OnAcquire: board.Forget}
 	sharding.Install(owner)
 	return mgr.Add(owner)
 }

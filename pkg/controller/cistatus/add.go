@@ -20,11 +20,13 @@ var (
 	partChanges = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "shardgate_status_part_changes_total",
 		Help: "Posts that changed an owner's part of a ClusterIngress' status (what a write per controller would cost)"},
 		[]string{"owner"})
+	partsRefused = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "shardgate_status_parts_refused_total",
+		Help: "Controllers' status parts the API server refused (the others were written without them)"}, []string{"owner"})
 	legacyAdopted = prometheus.NewCounter(prometheus.CounterOpts{Name: "shardgate_status_legacy_managers_adopted_total",
 		Help: "ClusterIngresses whose status fields, written by an older Shardgate, were handed to the apply manager"})
 )
 
-func init() { metrics.Registry.MustRegister(statusWrites, partChanges, legacyAdopted) }
+func init() { metrics.Registry.MustRegister(statusWrites, partChanges, partsRefused, legacyAdopted) }
 
 // Add registers the status writer: one reconcile per ClusterIngress whose posted parts changed.
 // gate wraps it (the replica gate: only the replica serving a cluster writes its status).

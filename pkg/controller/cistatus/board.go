@@ -32,6 +32,8 @@ import (
 type Board struct {
 	client client.Client
 	clock  clock.PassiveClock
+	// Reader reads uncached (the manager's API reader): the status a first write starts from.
+	Reader client.Reader
 
 	mu      sync.Mutex
 	entries map[types.NamespacedName]*entry
@@ -48,9 +50,12 @@ type Board struct {
 type entry struct {
 	parts map[Owner]*v1alpha1.ClusterIngressStatus
 	last  uint64
-	// written is the status the last write stored (as the server returned it): a cache that has
-	// not caught up with it yet is no reason to write the same again.
-	written *v1alpha1.ClusterIngressStatus
+	// written is the object as the last write stored it (the server's answer): newer than a
+	// cache that has not caught up with it yet.
+	written *v1alpha1.ClusterIngress
+	// refused are parts the API server refused (applyValidParts), left out until their owner
+	// posts another.
+	refused map[Owner]*v1alpha1.ClusterIngressStatus
 }
 
 // NewBoard returns an empty board that writes through c.
@@ -189,19 +194,56 @@ func (b *Board) lockWrites(key types.NamespacedName) func() {
 	return m.Unlock
 }
 
-func (b *Board) setWritten(key types.NamespacedName, s *v1alpha1.ClusterIngressStatus) {
+func (b *Board) setWritten(key types.NamespacedName, obj *v1alpha1.ClusterIngress) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if e := b.entries[key]; e != nil {
-		e.written = s
+		e.written = obj
 	}
 }
 
-func (b *Board) lastWritten(key types.NamespacedName) *v1alpha1.ClusterIngressStatus {
+func (b *Board) lastWritten(key types.NamespacedName) *v1alpha1.ClusterIngress {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if e := b.entries[key]; e != nil {
 		return e.written
 	}
 	return nil
+}
+
+func (b *Board) refuse(key types.NamespacedName, owner Owner, part *v1alpha1.ClusterIngressStatus) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if e := b.entries[key]; e != nil {
+		if e.refused == nil {
+			e.refused = map[Owner]*v1alpha1.ClusterIngressStatus{}
+		}
+		e.refused[owner] = part
+	}
+}
+
+// withoutRefused is parts less those the API server refused and their owner has not changed since.
+func (b *Board) withoutRefused(key types.NamespacedName, parts map[Owner]*v1alpha1.ClusterIngressStatus) map[Owner]*v1alpha1.ClusterIngressStatus {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	e := b.entries[key]
+	if e == nil || len(e.refused) == 0 {
+		return parts
+	}
+	out := map[Owner]*v1alpha1.ClusterIngressStatus{}
+	for o, p := range parts {
+		if r, ok := e.refused[o]; ok && equality.Semantic.DeepEqual(r, p) {
+			continue
+		}
+		out[o] = p
+	}
+	return out
+}
+
+// reader reads what must not come from a cache (Reader, else the client).
+func (b *Board) reader() client.Reader {
+	if b.Reader != nil {
+		return b.Reader
+	}
+	return b.client
 }

@@ -4,6 +4,8 @@
 package cistatus
 
 import (
+	"unicode/utf8"
+
 	"github.com/shardgate/shardgate/api/v1alpha1"
 )
 
@@ -80,8 +82,24 @@ func extract(owner Owner, s *v1alpha1.ClusterIngressStatus) v1alpha1.ClusterIngr
 	}
 	for _, c := range s.Conditions {
 		if conditionOwner[c.Type] == owner {
+			c.Message = bounded(c.Message)
 			part.Conditions = append(part.Conditions, c)
 		}
 	}
 	return part
+}
+
+// maxMessage bounds a condition's message (the API allows 32,768 bytes; messages joined from
+// lists of shards or addresses have no bound of their own).
+const maxMessage = 4096
+
+func bounded(msg string) string {
+	if len(msg) <= maxMessage {
+		return msg
+	}
+	cut := maxMessage - len("…")
+	for cut > 0 && !utf8.RuneStart(msg[cut]) {
+		cut--
+	}
+	return msg[:cut] + "…"
 }
