@@ -108,11 +108,21 @@ func TestHandOverKeepsTheOldOwnersLastRecords(t *testing.T) {
 	lag.freeze(seenByB)
 	b := cistatus.NewBoard(lag) // replica B, new owner
 	b.Reader = e.c              // the manager's API reader
-	e2 := &writerEnv{c: lag, board: b, key: e.key}
-	e2.post(t, cistatus.Lifecycle, setCond(v1alpha1.ConditionSourceAvailable, metav1.ConditionTrue, v1alpha1.ReasonSourcePresent))
-	controllertest.Reconcile(t, b, e.key, 1)
-	if got := e.get(t).Status.RoutedIPs; len(got) != 1 || got[0].Address != "192.0.2.2" {
-		t.Fatalf("B's first status write reverted A's routed-IP record to %+v, want 192.0.2.2", got)
+	firstPostAndWrite(t, &writerEnv{c: lag, board: b, key: e.key})
+	wantRouted(t, e, "192.0.2.2", "B's first status write reverted A's routed-IP record")
+}
+
+// firstPostAndWrite: a new owner's lifecycle controller posts first, and the writer runs.
+func firstPostAndWrite(t *testing.T, e *writerEnv) {
+	t.Helper()
+	e.post(t, cistatus.Lifecycle, setCond(v1alpha1.ConditionSourceAvailable, metav1.ConditionTrue, v1alpha1.ReasonSourcePresent))
+	controllertest.Reconcile(t, e.board, e.key, 1)
+}
+
+func wantRouted(t *testing.T, e *writerEnv, addr, what string) {
+	t.Helper()
+	if got := e.get(t).Status.RoutedIPs; len(got) != 1 || got[0].Address != addr {
+		t.Fatalf("%s: %+v, want %s", what, got, addr)
 	}
 }
 
@@ -133,12 +143,8 @@ func TestRetakenClusterKeepsWhatAnotherReplicaWrote(t *testing.T) {
 	b.Forget(e.key) // B gives it back
 	// A serves it again: told on taking the fence, then its lifecycle controller posts first.
 	a.Forget(e.key)
-	ea := &writerEnv{c: e.c, board: a, key: e.key}
-	ea.post(t, cistatus.Lifecycle, setCond(v1alpha1.ConditionSourceAvailable, metav1.ConditionTrue, v1alpha1.ReasonSourcePresent))
-	controllertest.Reconcile(t, a, e.key, 1)
-	if got := e.get(t).Status.RoutedIPs; len(got) != 1 || got[0].Address != "192.0.2.9" {
-		t.Fatalf("A's stale board reverted the record B wrote: %+v, want 192.0.2.9", got)
-	}
+	firstPostAndWrite(t, &writerEnv{c: e.c, board: a, key: e.key})
+	wantRouted(t, e, "192.0.2.9", "A's stale board reverted the record B wrote")
 }
 
 // One controller's part with a message past the API's bound (a list joined from tenants'
@@ -196,11 +202,7 @@ func TestRollbackAndRollForward(t *testing.T) {
 	if got.Status.Routes != 0 || got.Status.Domain != "c.z.test" || got.Status.Certificate != nil {
 		t.Fatalf("after roll forward: %+v", got.Status)
 	}
-	for _, f := range got.ManagedFields {
-		if f.Subresource == "status" && f.Operation != metav1.ManagedFieldsOperationApply {
-			t.Errorf("status still managed by %s (%s)", f.Manager, f.Operation)
-		}
-	}
+	onlyApplyManagesStatus(t, got)
 }
 
 // Ready's lastTransitionTime stays put while the cache lags a Ready transition (the board's own

@@ -118,6 +118,12 @@ func TestWriterTakesOverWhatAnOlderShardgateWrote(t *testing.T) {
 	if ci.Status.Domain != "c.z.test" {
 		t.Errorf("a field the DNS part carries from the object was lost: %+v", ci.Status)
 	}
+	onlyApplyManagesStatus(t, ci)
+}
+
+// onlyApplyManagesStatus fails t when a manager other than by apply owns ci's status.
+func onlyApplyManagesStatus(t *testing.T, ci *v1alpha1.ClusterIngress) {
+	t.Helper()
 	for _, f := range ci.ManagedFields {
 		if f.Subresource == "status" && f.Operation != metav1.ManagedFieldsOperationApply {
 			t.Errorf("status still managed by %s (%s)", f.Manager, f.Operation)
