@@ -105,7 +105,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	r.putUnseen(req.NamespacedName, stillUnseen)
 	recordRoutes(req.String(), allocated, rejected)
 	ci.Status.Routes, ci.Status.RejectedRoutes = allocated, rejected
-	r.Board.Post(ci, cistatus.Allocation)
+	r.Board.Post(ctx, ci, cistatus.Allocation)
 	return ctrl.Result{}, errors.Join(errs...)
 }
 

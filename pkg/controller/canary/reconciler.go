@@ -54,7 +54,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		ci.Status.Canaries = nil
 		meta.RemoveStatusCondition(&ci.Status.Conditions, v1alpha1.ConditionRoutesServing)
 		serving.DeletePartialMatch(prometheus.Labels{"cluster": req.String()})
-		r.Board.Post(ci, cistatus.Canary)
+		r.Board.Post(ctx, ci, cistatus.Canary)
 		return ctrl.Result{}, nil
 	}
 	if ci.Status.Domain == "" {
@@ -113,7 +113,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		all.Message = "shards whose canary fails: " + strings.Join(failing, ", ")
 	}
 	meta.SetStatusCondition(&ci.Status.Conditions, all)
-	r.Board.Post(ci, cistatus.Canary)
+	r.Board.Post(ctx, ci, cistatus.Canary)
 	return ctrl.Result{RequeueAfter: r.Interval}, nil
 }
 

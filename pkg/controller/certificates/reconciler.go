@@ -81,7 +81,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		cond.ObservedGeneration = ci.Generation
 		meta.SetStatusCondition(&ci.Status.Conditions, *cond)
 	}
-	r.Board.Post(ci, cistatus.Certificates)
+	r.Board.Post(ctx, ci, cistatus.Certificates)
 	return ctrl.Result{RequeueAfter: requeue}, err
 }
 

@@ -83,10 +83,15 @@ func (b *Board) Overlay(ci *v1alpha1.ClusterIngress) {
 }
 
 // Post records owner's part of ci.Status (its fields and conditions, as the controller left
-// them after Overlay and its edits) and wakes the writer when it changed.
-func (b *Board) Post(ci *v1alpha1.ClusterIngress, owner Owner) {
+// them after Overlay and its edits) and wakes the writer when it changed. ctx is the reconcile's:
+// a reconcile whose context ended (the replica's fence lapsed meanwhile) posts nothing, since what
+// it decided may already be older than what another replica wrote.
+func (b *Board) Post(ctx context.Context, ci *v1alpha1.ClusterIngress, owner Owner) {
+	if ctx.Err() != nil {
+		return
+	}
 	if b.writeThrough {
-		_ = b.Write(context.Background(), ci, owner) // a failed write shows as the status the test reads
+		_ = b.Write(ctx, ci, owner) // a failed write shows as the status the test reads
 		return
 	}
 	if b.post(ci, owner) {

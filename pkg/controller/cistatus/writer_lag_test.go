@@ -79,7 +79,7 @@ func TestWriterComposesOverItsOwnWriteWhileTheCacheLags(t *testing.T) {
 	ci := e.get(t)
 	b.Overlay(ci)
 	publishDNS(&ci.Status)
-	b.Post(ci, cistatus.DNS)
+	b.Post(context.Background(), ci, cistatus.DNS)
 	writeRouted(t, lag, b, e, "192.0.2.1") // stored: A
 	lag.freeze(e.get(t))                   // the cache has A, and lags from here on
 	writeRouted(t, lag, b, e, "192.0.2.2") // stored: B (cache still A)
@@ -98,7 +98,7 @@ func TestHandOverKeepsTheOldOwnersLastRecords(t *testing.T) {
 	ci := e.get(t)
 	a.Overlay(ci)
 	publishDNS(&ci.Status)
-	a.Post(ci, cistatus.DNS)
+	a.Post(context.Background(), ci, cistatus.DNS)
 	writeRouted(t, e.c, a, e, "192.0.2.1")
 	seenByB := e.get(t)                    // B's cache stops here
 	writeRouted(t, e.c, a, e, "192.0.2.2") // A's last write before the hand-over
@@ -135,7 +135,7 @@ func TestRetakenClusterKeepsWhatAnotherReplicaWrote(t *testing.T) {
 	ci := e.get(t)
 	a.Overlay(ci)
 	publishDNS(&ci.Status)
-	a.Post(ci, cistatus.DNS)
+	a.Post(context.Background(), ci, cistatus.DNS)
 	writeRouted(t, e.c, a, e, "192.0.2.1")
 	// A lapses (no Forget); B serves the cluster and moves the address.
 	b := cistatus.NewBoard(e.c)
@@ -155,7 +155,7 @@ func TestLongMessageNeverBlocksTheOtherParts(t *testing.T) {
 	ci := e.get(t)
 	e.board.Overlay(ci)
 	publishDNS(&ci.Status)
-	e.board.Post(ci, cistatus.DNS)
+	e.board.Post(context.Background(), ci, cistatus.DNS)
 	e.post(t, cistatus.Canary, func(s *v1alpha1.ClusterIngressStatus) {
 		meta.SetStatusCondition(&s.Conditions, metav1.Condition{Type: v1alpha1.ConditionRoutesServing,
 			Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonCanaryPending,
@@ -178,7 +178,7 @@ func TestRollbackAndRollForward(t *testing.T) {
 	e.board.Overlay(ci)
 	publishDNS(&ci.Status)
 	ci.Status.Certificate = &v1alpha1.CertificateStatus{Name: "new"}
-	e.board.Post(ci, cistatus.DNS)
+	e.board.Post(context.Background(), ci, cistatus.DNS)
 	e.post(t, cistatus.Certificates, func(s *v1alpha1.ClusterIngressStatus) { s.Certificate = &v1alpha1.CertificateStatus{Name: "new"} })
 	controllertest.Reconcile(t, e.board, e.key, 1)
 	// Rollback: the old version patches status (merge, optimistic lock, manager shardgate).

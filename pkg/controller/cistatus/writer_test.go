@@ -48,7 +48,7 @@ func (e *writerEnv) post(t *testing.T, owner cistatus.Owner, edit func(*v1alpha1
 	ci := e.get(t)
 	e.board.Overlay(ci)
 	edit(&ci.Status)
-	e.board.Post(ci, owner)
+	e.board.Post(context.Background(), ci, owner)
 }
 
 func setCond(typ string, s metav1.ConditionStatus, reason string) func(*v1alpha1.ClusterIngressStatus) {
@@ -164,5 +164,19 @@ func TestWriterForgetsADeletedCluster(t *testing.T) {
 	controllertest.Reconcile(t, e.board, e.key, 1)
 	if _, ok := e.board.Posted(e.key, v1alpha1.ConditionShardsAvailable); ok {
 		t.Error("the deleted cluster's parts are still held")
+	}
+}
+
+// A reconcile whose context ended (its replica's fence lapsed) posts nothing: what it decided
+// may be older than what another replica wrote meanwhile.
+func TestPostFromAnEndedReconcileIsDropped(t *testing.T) {
+	e := newWriterEnv(t)
+	ci := e.get(t)
+	setCond(v1alpha1.ConditionShardsAvailable, metav1.ConditionTrue, v1alpha1.ReasonShardsAvailable)(&ci.Status)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	e.board.Post(ctx, ci, cistatus.Shards)
+	if _, ok := e.board.Posted(e.key, v1alpha1.ConditionShardsAvailable); ok {
+		t.Error("a post from an ended reconcile was kept")
 	}
 }

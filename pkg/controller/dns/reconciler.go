@@ -103,7 +103,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if wait := r.firstStatusWait(before, ci); wait > 0 && err == nil {
 		return ctrl.Result{RequeueAfter: wait}, nil
 	}
-	r.Board.Post(ci, cistatus.DNS)
+	r.Board.Post(ctx, ci, cistatus.DNS)
 	if t, ok := r.written.Load(req.NamespacedName); ok && ci.Status.LastPublishedTime != nil && !ci.Status.LastPublishedTime.Time.Before(t.(time.Time)) {
 		r.written.CompareAndDelete(req.NamespacedName, t)
 	}

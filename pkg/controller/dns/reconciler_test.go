@@ -175,7 +175,7 @@ func TestOneWriterForEveryPart(t *testing.T) {
 		ci, _ := get(t, seed.Client, key)
 		board.Overlay(ci)
 		meta.SetStatusCondition(&ci.Status.Conditions, c)
-		board.Post(ci, owner)
+		board.Post(context.Background(), ci, owner)
 	}
 	post(cistatus.Lifecycle, metav1.Condition{Type: v1alpha1.ConditionSourceAvailable, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonSourcePresent, Message: "here"})
 

@@ -212,7 +212,7 @@ func (r *Reconciler) setSourceCondition(ctx context.Context, ci *v1alpha1.Cluste
 	meta.SetStatusCondition(&ci.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionSourceAvailable, Status: status,
 		Reason: reason, Message: msg, ObservedGeneration: ci.Generation})
 	if status == metav1.ConditionTrue || same {
-		r.Board.Post(ci, cistatus.Lifecycle)
+		r.Board.Post(ctx, ci, cistatus.Lifecycle)
 		return nil
 	}
 	return r.Board.Write(ctx, ci, cistatus.Lifecycle)

@@ -71,7 +71,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		c.ObservedGeneration = ci.Generation
 		meta.SetStatusCondition(&ci.Status.Conditions, c)
 	}
-	r.Board.Post(ci, cistatus.Shards)
+	r.Board.Post(ctx, ci, cistatus.Shards)
 	return ctrl.Result{}, err
 }
 

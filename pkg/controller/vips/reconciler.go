@@ -44,7 +44,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if len(vipShards(ci)) == 0 {
 		ci.Status.VIPs = nil
 		meta.RemoveStatusCondition(&ci.Status.Conditions, v1alpha1.ConditionVIPsAvailable)
-		r.Board.Post(ci, cistatus.VIPs)
+		r.Board.Post(ctx, ci, cistatus.VIPs)
 		return ctrl.Result{}, nil
 	}
 	all := &v1alpha1.ClusterIngressList{}
@@ -82,7 +82,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	c := vip.Available(plan.VIPs, append(plan.Problems, split...))
 	c.ObservedGeneration = ci.Generation
 	meta.SetStatusCondition(&ci.Status.Conditions, c)
-	r.Board.Post(ci, cistatus.VIPs)
+	r.Board.Post(ctx, ci, cistatus.VIPs)
 	return ctrl.Result{RequeueAfter: recheck}, nil
 }
 
