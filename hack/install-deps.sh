@@ -20,6 +20,15 @@ command -v iptables >/dev/null || [[ -x /usr/sbin/iptables ]] || need+=(iptables
 [[ -x /usr/bin/chromium ]] || need+=(chromium)
 # tmux: the demo's test stops it from a real terminal (Ctrl-C, closed window).
 command -v tmux >/dev/null || need+=(tmux)
+# Every kube-apiserver, kubelet and controller watching its certificates takes inotify instances,
+# 128 per user by default: with the 30 user clusters of TestSharding and other specs running
+# beside it, the next process's certificate watcher failed with "too many open files" (EMFILE
+# from inotify_init). Raised as kind's docs advise for many clusters on one host.
+if [[ $(cat /proc/sys/fs/inotify/max_user_instances 2>/dev/null || echo 1024) -lt 1024 ]]; then
+  echo "[deps] fs.inotify.max_user_instances=1024 (many API servers on one host)" >&2
+  if [[ $(id -u) -eq 0 ]]; then echo 1024 >/proc/sys/fs/inotify/max_user_instances; else
+    echo 1024 | sudo tee /proc/sys/fs/inotify/max_user_instances >/dev/null; fi
+fi
 [[ ${#need[@]} -eq 0 ]] && exit 0
 
 echo "[deps] installing ${need[*]} (Debian packages)" >&2
