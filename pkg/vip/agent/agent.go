@@ -12,7 +12,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"log"
-	"net"
 	"net/http"
 	"net/netip"
 	"path/filepath"
@@ -39,13 +38,15 @@ type Options struct {
 	// Reporter, when set, reports this node (the configuration keepalived runs, the VIPs on the
 	// interface) and holds the start back until the peers run a configuration naming this node.
 	Reporter *Reporter
+	// Network reads the node's interfaces (nil: the system's).
+	Network Network
 }
 
 // Run feeds keepalived, which runs in a container of its own (see Keepalived), until ctx ends:
 // it writes the configuration keepalived may start with once the peers run one naming this node,
 // every later one at once, and the router's health; and it reports what keepalived runs.
 func Run(ctx context.Context, o Options) error {
-	iface, err := InterfaceOf(o.NodeIP)
+	iface, err := o.network().InterfaceOf(o.NodeIP)
 	if err != nil {
 		return err
 	}
@@ -109,7 +110,7 @@ func Run(ctx context.Context, o Options) error {
 			// watches the file through inotify and a write that falls between its first read and
 			// its watch while it starts is otherwise never seen (its node stayed "unhealthy").
 			h := answers(ctx, client, o.RouterURL)
-			if h == healthy && time.Since(written) < time.Second {
+			if !rewriteDue(h, healthy, time.Since(written)) {
 				continue
 			}
 			if err := writeHealth(health, h); err != nil {
@@ -122,18 +123,14 @@ func Run(ctx context.Context, o Options) error {
 			}
 			healthy = h
 		case <-reload.C:
-			// Reported once keepalived was started or reloaded with it: a joining node starts on
-			// this report and must hear adverts from then on.
-			if d := loadedDigest(o.KeepalivedDir); d != reported {
-				if d == "" {
-					// Once keepalived ran, nothing (or garbage) where its digest was is not
-					// "nothing runs": keepalived's supervisor never removes it.
-					d = unknownConfig
-				}
-				rep.observe(d, wanted)
+			latest, read := o.Source.Latest()
+			d := decideReload(reloadInput{Loaded: loadedDigest(o.KeepalivedDir), Reported: reported, Wanted: wanted,
+				Latest: latest, Read: read, Faulted: faulted})
+			if d.Report {
+				rep.observe(d.Reported, wanted)
 				rep.send()
-				reported = d
 			}
+			reported = d.Reported
 			if reported != "" {
 				unloadedSince = time.Now()
 			} else if !warned && time.Since(unloadedSince) > 30*time.Second {
@@ -141,21 +138,19 @@ func Run(ctx context.Context, o Options) error {
 					"`shardgate-vip-agent keepalived` from an image as new as this agent's?")
 				warned = true
 			}
-			latest, ok := o.Source.Latest()
-			if !ok {
-				continue
-			}
-			if latest.Config == wanted.Config {
+			if d.KeepVIPs {
 				rep.vips(latest)
-				if faulted && reported == digest([]byte(wanted.Config)) {
-					if ok, why := peersAllow(ctx, o, wanted); ok {
-						faulted = false
-						log.Printf("keepalived leaves FAULT (nodes %s)", strings.Join(vip.ConfigNodes(wanted.Config), ", "))
-					} else if why != faultSaid {
-						log.Printf("keepalived stays in FAULT: %s", why)
-						faultSaid = why
-					}
+			}
+			if d.AskPeers {
+				if ok, why := peersAllow(ctx, o, wanted); ok {
+					faulted = false
+					log.Printf("keepalived leaves FAULT (nodes %s)", strings.Join(vip.ConfigNodes(wanted.Config), ", "))
+				} else if why != faultSaid {
+					log.Printf("keepalived stays in FAULT: %s", why)
+					faultSaid = why
 				}
+			}
+			if !d.Write {
 				continue
 			}
 			if err := writeWanted(o.AgentDir, latest); err != nil {
@@ -310,7 +305,7 @@ func (r *reports) send() {
 	if r.o.Reporter == nil {
 		return
 	}
-	held, err := heldOn(r.iface, r.list)
+	onIface, err := r.o.network().Addrs(r.iface)
 	if err != nil {
 		// Unknown is neither "none" (a report of no VIPs could hide a split) nor the last report
 		// (renewed, it would say fresh for as long as the failure lasts): the report lapses.
@@ -322,7 +317,7 @@ func (r *reports) send() {
 		return
 	}
 	r.readErr = ""
-	r.now.Held = held
+	r.now.Held = held(onIface, r.list)
 	now := r.now
 	r.hand(&now)
 }
@@ -377,45 +372,6 @@ const (
 	minReportBackoff = 200 * time.Millisecond
 	maxReportBackoff = 2 * time.Second
 )
-
-// interfaceAddrs are the addresses on the named interface.
-func interfaceAddrs(name string) (map[netip.Addr]bool, error) {
-	i, err := net.InterfaceByName(name)
-	if err != nil {
-		return nil, err
-	}
-	addrs, err := i.Addrs()
-	if err != nil {
-		return nil, err
-	}
-	out := map[netip.Addr]bool{}
-	for _, a := range addrs {
-		if p, err := netip.ParsePrefix(a.String()); err == nil {
-			out[p.Addr().Unmap()] = true
-		}
-	}
-	return out, nil
-}
-
-// InterfaceOf names the interface holding addr.
-func InterfaceOf(addr netip.Addr) (string, error) {
-	ifs, err := net.Interfaces()
-	if err != nil {
-		return "", err
-	}
-	for _, i := range ifs {
-		addrs, err := i.Addrs()
-		if err != nil {
-			continue
-		}
-		for _, a := range addrs {
-			if p, err := netip.ParsePrefix(a.String()); err == nil && p.Addr() == addr {
-				return i.Name, nil
-			}
-		}
-	}
-	return "", fmt.Errorf("no interface holds %s", addr)
-}
 
 func answers(ctx context.Context, c *http.Client, url string) bool {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)

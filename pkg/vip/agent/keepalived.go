@@ -126,7 +126,7 @@ func (k Keepalived) Supervise(ctx context.Context) error {
 			// Written again every second, as the agent writes its health: keepalived reads a
 			// tracked file before it watches it, at every start and reload, and misses a change
 			// that falls in between.
-			if a := beat.alive(k.AgentDir); a != alive || time.Since(aliveWritten) >= time.Second {
+			if a := beat.alive(k.AgentDir); rewriteDue(a, alive, time.Since(aliveWritten)) {
 				if err := k.writeAlive(a); err != nil {
 					log.Printf("%v", err)
 				} else {
@@ -178,24 +178,13 @@ type heartbeat struct {
 func (h *heartbeat) alive(agentDir string) bool {
 	st, err := os.Lstat(filepath.Join(agentDir, healthFile))
 	if err != nil || !st.Mode().IsRegular() {
-		return !h.changed.IsZero() && time.Since(h.changed) < agentSilence
+		return h.observe(false, [3]int64{}, time.Time{}, time.Now())
 	}
 	var ino int64
 	if sys, ok := st.Sys().(*syscall.Stat_t); ok {
 		ino = int64(sys.Ino) //nolint:gosec // an inode number, compared only
 	}
-	stamp := [3]int64{ino, st.ModTime().UnixNano(), st.Size()}
-	switch {
-	case !h.seen:
-		// The first look: the file's own time says whether the agent wrote it lately.
-		h.seen, h.stamp = true, stamp
-		if time.Since(st.ModTime()) < agentSilence {
-			h.changed = time.Now()
-		}
-	case stamp != h.stamp:
-		h.stamp, h.changed = stamp, time.Now()
-	}
-	return !h.changed.IsZero() && time.Since(h.changed) < agentSilence
+	return h.observe(true, [3]int64{ino, st.ModTime().UnixNano(), st.Size()}, st.ModTime(), time.Now())
 }
 
 func (k Keepalived) writeAlive(alive bool) error {

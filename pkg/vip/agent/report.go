@@ -134,17 +134,13 @@ func (r *Reporter) Peers(ctx context.Context, nodes []string) (map[string]vip.No
 	return out, nil
 }
 
-// heldOn lists which of vips are on the interface.
-func heldOn(iface string, vips []netip.Addr) ([]netip.Addr, error) {
-	onIface, err := interfaceAddrs(iface)
-	if err != nil {
-		return nil, err
-	}
+// held lists which of vips are among the interface's addresses.
+func held(onIface map[netip.Addr]bool, vips []netip.Addr) []netip.Addr {
 	var out []netip.Addr
 	for _, v := range vips {
 		if onIface[v] {
 			out = append(out, v)
 		}
 	}
-	return out, nil
+	return out
 }
