@@ -51,17 +51,29 @@ func (r *recorder) list() []string {
 // startFake starts a cache of ConfigMaps served by srv and waits until it synced.
 func startFake(t *testing.T, srv *httptest.Server, streaming bool) (*Cache, *recorder, *errorLog) {
 	t.Helper()
+	return startFakeKind(t, srv, Options{StreamingLists: streaming}, Kind{})
+}
+
+// startFakeKind starts a cache of ConfigMaps (as kind says) with opts served by srv and, unless
+// the kind is on demand (a cache of those alone never syncs), waits until it synced.
+func startFakeKind(t *testing.T, srv *httptest.Server, opts Options, kind Kind) (*Cache, *recorder, *errorLog) {
+	t.Helper()
 	mapper := meta.NewDefaultRESTMapper(nil)
 	mapper.Add(corev1.SchemeGroupVersion.WithKind("ConfigMap"), meta.RESTScopeNamespace)
 	rec, errs := &recorder{}, &errorLog{}
 	synced := make(chan struct{})
-	c, err := New(&rest.Config{Host: srv.URL}, Options{Scheme: clientgoscheme.Scheme, Mapper: mapper, StreamingLists: streaming,
-		OnError: errs.add, OnSynced: func() { close(synced) }}, []Kind{{Object: &corev1.ConfigMap{}, Handler: rec.handler()}})
+	opts.Scheme, opts.Mapper, opts.OnError, opts.OnSynced = clientgoscheme.Scheme, mapper, errs.add, func() { close(synced) }
+	kind.Object, kind.Handler = &corev1.ConfigMap{}, rec.handler()
+	c, err := New(&rest.Config{Host: srv.URL}, opts, []Kind{kind})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	t.Cleanup(func() { cancel(); c.Wait() })
+	if kind.OnDemand {
+		c.Start(ctx)
+		return c, rec, errs
+	}
 	stop := startSynced(ctx, t, c, synced)
 	t.Cleanup(stop)
 	return c, rec, errs
