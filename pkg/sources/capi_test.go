@@ -64,7 +64,8 @@ func TestFromCluster(t *testing.T) {
 func TestClusterAPIProvider(t *testing.T) {
 	p := NewClusterAPI(nil, logr.Discard())
 	if p.Kind() != v1alpha1.SourceKindCluster || p.KubeconfigWatched() || Available(p) {
-		t.Fatalf("kind %s, kubeconfig watched %v, available before discovery %v", p.Kind(), p.KubeconfigWatched(), Available(p))
+		t.Fatalf("kind %s, kubeconfig watched %v, available before discovery %v",
+			p.Kind(), p.KubeconfigWatched(), Available(p))
 	}
 	key := types.NamespacedName{Namespace: "ns", Name: "c1"}
 	src := FromCluster(capiCluster(true))

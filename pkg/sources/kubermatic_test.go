@@ -25,7 +25,8 @@ func kkpCluster(namespace, health string, edit ...func(*KubermaticCluster)) *Kub
 func TestFromKubermatic(t *testing.T) {
 	kkpSource := func(initialized, paused bool) Source {
 		return Source{Kind: v1alpha1.SourceKindKubermatic, Namespace: "cluster-kkp1", Name: "kkp1",
-			Labels: map[string]string{"a": "b"}, ClusterID: "kkp1", KubeconfigSecret: "internal-admin-kubeconfig", Initialized: initialized, Paused: paused}
+			Labels: map[string]string{"a": "b"}, ClusterID: "kkp1", KubeconfigSecret: "internal-admin-kubeconfig",
+			Initialized: initialized, Paused: paused}
 	}
 	tests := []struct {
 		name string
@@ -48,7 +49,8 @@ func TestFromKubermatic(t *testing.T) {
 func TestKubermaticProvider(t *testing.T) {
 	p := NewKubermatic(nil, logr.Discard())
 	if p.Kind() != v1alpha1.SourceKindKubermatic || p.KubeconfigWatched() || Available(p) {
-		t.Fatalf("kind %s, kubeconfig watched %v, available before discovery %v", p.Kind(), p.KubeconfigWatched(), Available(p))
+		t.Fatalf("kind %s, kubeconfig watched %v, available before discovery %v",
+			p.Kind(), p.KubeconfigWatched(), Available(p))
 	}
 	key := types.NamespacedName{Namespace: "cluster-kkp1", Name: "kkp1"}
 	healthy := kkpCluster("cluster-kkp1", KubermaticHealthUp)

@@ -25,8 +25,9 @@ func TestFromSecret(t *testing.T) {
 		s    *corev1.Secret
 		want Source
 	}{
-		{"its own kubeconfig, always initialized", kubeconfigSecret("ns", labelled, nil), Source{Kind: v1alpha1.SourceKindSecret,
-			Namespace: "ns", Name: "edge", Labels: labelled, ClusterID: "edge", KubeconfigSecret: "edge", Initialized: true}},
+		{"its own kubeconfig, always initialized", kubeconfigSecret("ns", labelled, nil), Source{
+			Kind: v1alpha1.SourceKindSecret, Namespace: "ns", Name: "edge", Labels: labelled, ClusterID: "edge",
+			KubeconfigSecret: "edge", Initialized: true}},
 		{"cluster ID annotated", kubeconfigSecret("ns", nil, map[string]string{v1alpha1.ClusterIDAnnotation: "prod-2"}),
 			Source{Kind: v1alpha1.SourceKindSecret, Namespace: "ns", Name: "edge", ClusterID: "prod-2", KubeconfigSecret: "edge",
 				Initialized: true}},

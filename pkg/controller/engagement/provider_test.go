@@ -42,7 +42,8 @@ func TestAFourthKindNeedsNoEngagementChange(t *testing.T) {
 		&v1alpha1.ClusterIngress{ObjectMeta: metav1.ObjectMeta{Namespace: "garden", Name: "s1"},
 			Spec: v1alpha1.ClusterIngressSpec{ClusterRef: v1alpha1.ClusterReference{Kind: sourcestest.Kind, Name: "s1"}}},
 		&v1alpha1.ClusterIngress{ObjectMeta: metav1.ObjectMeta{Namespace: "garden", Name: "capi"},
-			Spec: v1alpha1.ClusterIngressSpec{ClusterRef: v1alpha1.ClusterReference{Kind: v1alpha1.SourceKindCluster, Name: "capi"}}},
+			Spec: v1alpha1.ClusterIngressSpec{
+				ClusterRef: v1alpha1.ClusterReference{Kind: v1alpha1.SourceKindCluster, Name: "capi"}}},
 	).Build()
 	shoots := sourcestest.NewShoots()
 	f := clusteraccess.NewFake()

@@ -95,8 +95,8 @@ func (r *Reconciler) kubeconfigSecret(ctx context.Context, ci *v1alpha1.ClusterI
 		return nil, v1alpha1.ReasonKubeconfigMissing, fmt.Errorf("unknown cluster source kind %q", ci.Spec.ClusterRef.Kind)
 	}
 	if !sources.Available(p) {
-		return nil, v1alpha1.ReasonKubeconfigMissing,
-			fmt.Errorf("cluster %s is a %s, but %s has not been found in the seed (yet)", name, p.Description(), p.Discovery().Name)
+		return nil, v1alpha1.ReasonKubeconfigMissing, fmt.Errorf(
+			"cluster %s is a %s, but %s has not been found in the seed (yet)", name, p.Description(), p.Discovery().Name)
 	}
 	key, err := p.KubeconfigSecret(ctx, r.Client, ci.Namespace, name)
 	if err != nil {

@@ -230,8 +230,8 @@ func TestDeselectedOrDeletingClusterIsRemoved(t *testing.T) {
 	if ci := e.ci(t, ckey); ci == nil || ci.Spec.ClusterRef.Kind != v1alpha1.SourceKindCluster {
 		t.Fatalf("Cluster source: %+v", ci)
 	}
-	blind := &Reconciler{Client: e.c, DefaultZone: "seed.test", Sources: providers(), Clock: e.clock, RemovalGrace: time.Minute,
-		Board: cistatus.NewBoard()}
+	blind := &Reconciler{Client: e.c, DefaultZone: "seed.test", Sources: providers(), Clock: e.clock,
+		RemovalGrace: time.Minute, Board: cistatus.NewBoard()}
 	controllertest.Reconcile(t, blind, ckey, 2)
 	if c, ok := blind.Board.Posted(ckey, v1alpha1.ConditionSourceAvailable); e.ci(t, ckey) == nil || (ok && c.Status != metav1.ConditionTrue) {
 		t.Fatal("a controller that cannot see Cluster API touched a Cluster's ClusterIngress")
