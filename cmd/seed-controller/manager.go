@@ -10,7 +10,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
-	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -47,28 +46,42 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 )
 
-func newScheme() *runtime.Scheme {
+func newScheme(providers sources.Registry) *runtime.Scheme {
 	s := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(s))
 	utilruntime.Must(v1alpha1.AddToScheme(s))
-	utilruntime.Must(clusterv1.AddToScheme(s))
-	utilruntime.Must(sources.AddKubermaticToScheme(s))
+	utilruntime.Must(providers.AddToScheme(s))
 	utilruntime.Must(dnsrecords.AddToScheme(s))
 	utilruntime.Must(cmapi.AddToScheme(s))
 	utilruntime.Must(acmev1.AddToScheme(s))
 	return s
 }
 
+// sourceProviders are the kinds of cluster source, in the order a cluster's key is looked up in
+// them (the first source found is the cluster's). A kind is added here, with its provider.
+func sourceProviders(dc discovery.DiscoveryInterface, o options) sources.Registry {
+	return sources.Registry{
+		sources.NewClusterAPI(dc, ctrl.Log.WithName("cluster-api")),
+		sources.NewKubermatic(dc, ctrl.Log.WithName("kubermatic")),
+		sources.NewKubeconfigSecrets(o.secretNamespaces),
+	}
+}
+
 // newManager builds the controller manager with leader election, health and metrics endpoints.
 func newManager(cfg *rest.Config, o options) (ctrl.Manager, error) {
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	providers := sourceProviders(dc, o)
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme: newScheme(),
+		Scheme: newScheme(providers),
 		Cache: cache.Options{
 			DefaultTransform: cache.TransformStripManagedFields(),
 			// Only kubeconfig Secrets, only in the namespaces the operator listed: the seed's
 			// other Secrets are none of Shardgate's business.
 			ByObject: map[client.Object]cache.ByObject{
-				&corev1.Secret{}: lifecycle.KubeconfigSecretCache(o.secretNamespaces),
+				&corev1.Secret{}: sources.KubeconfigSecretCache(o.secretNamespaces),
 				// Only the routed-IP classes' Jobs, in the one namespace the Role grants them.
 				&batchv1.Job{}: {Label: labels.SelectorFromSet(labels.Set{v1alpha1.ManagedByLabel: v1alpha1.ManagedByValue}), Namespaces: jobNamespaces(o)},
 			},
@@ -96,7 +109,7 @@ func newManager(cfg *rest.Config, o options) (ctrl.Manager, error) {
 	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
 		return nil, err
 	}
-	if err := addControllers(mgr, o); err != nil {
+	if err := addControllers(mgr, o, dc, providers); err != nil {
 		return nil, err
 	}
 	if o.statusAddr != "0" && o.statusAddr != "" {
@@ -120,9 +133,10 @@ func newManager(cfg *rest.Config, o options) (ctrl.Manager, error) {
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete,namespace=shardgate
 // +kubebuilder:rbac:groups="";events.k8s.io,resources=events,verbs=create;patch
 
-// addControllers registers Shardgate's controllers. They share one Engager: one cache per user
-// cluster, whatever the number of controllers reading it.
-func addControllers(mgr ctrl.Manager, o options) error {
+// addControllers registers Shardgate's controllers and the discovery of the source providers'
+// APIs. They share one Engager: one cache per user cluster, whatever the number of controllers
+// reading it.
+func addControllers(mgr ctrl.Manager, o options, dc discovery.DiscoveryInterface, providers sources.Registry) error {
 	access := clusteraccess.Options{Log: ctrl.Log.WithName("engager"), DriftInterval: o.driftInterval,
 		Kubeconfig: clusteraccess.KubeconfigPolicy{AllowInsecure: o.allowInsecure},
 		MaxObjects: o.maxObjects, MaxObjectBytes: o.maxObjectBytes, MaxKindBytes: o.maxKindBytes}
@@ -138,28 +152,28 @@ func addControllers(mgr ctrl.Manager, o options) error {
 	}
 	// The lifecycle and shard controllers' conditions, which the DNS controller writes.
 	board := cistatus.NewBoard()
-	dc, err := discovery.NewDiscoveryClientForConfig(mgr.GetConfig())
-	if err != nil {
-		return err
-	}
 	if len(o.secretNamespaces) == 0 {
 		ctrl.Log.WithName("setup").Info("no --kubeconfig-secret-namespaces and no namespace of its own: kubeconfig Secrets register no clusters")
 	}
-	capi := sources.NewClusterAPI(dc, ctrl.Log.WithName("cluster-api"))
-	kkp := sources.NewKubermatic(dc, ctrl.Log.WithName("kubermatic"))
 	if o.sharding {
-		keys := lifecycle.ClusterKeys(mgr.GetCache(), capi, kkp, len(o.secretNamespaces) > 0)
-		if err := addSharding(mgr, o, engager, board, keys); err != nil {
+		if err := addSharding(mgr, o, engager, board, lifecycle.ClusterKeys(mgr.GetCache(), providers)); err != nil {
 			return err
 		}
 	}
-	if err := lifecycle.Add(mgr, lifecycle.Config{DefaultZone: o.dnsZone, ClusterAPI: capi, Kubermatic: kkp, SecretNamespaces: o.secretNamespaces,
+	if err := lifecycle.Add(mgr, lifecycle.Config{DefaultZone: o.dnsZone, Sources: providers,
 		RemovalGrace: o.removalGrace, Concurrency: o.concurrency, Board: board}); err != nil {
 		return err
 	}
-	if err := engagement.Add(mgr, engagement.Config{Registry: engager, ClusterAPI: capi, Kubermatic: kkp, SecretNamespaces: o.secretNamespaces,
+	if err := engagement.Add(mgr, engagement.Config{Registry: engager, Sources: providers,
 		KubeconfigResync: o.kubeconfigResync, Concurrency: o.concurrency}); err != nil {
 		return err
+	}
+	for _, p := range providers {
+		if d := p.Discovery(); d != nil {
+			if err := mgr.Add(d); err != nil {
+				return err
+			}
+		}
 	}
 	var verifier *dns.Verifier
 	if len(o.dnsVerifyServers) > 0 {

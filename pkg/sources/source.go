@@ -4,19 +4,17 @@ import (
 	"slices"
 	"strings"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
 )
 
-// Source is a user cluster as the seed describes it: a Cluster API Cluster (with its
-// <name>-kubeconfig Secret), a Kubermatic Cluster (with internal-admin-kubeconfig in its
-// namespace) or a Secret labelled shardgate.io/kubeconfig.
+// Source is a user cluster as the seed describes it, whatever its kind: a Cluster API Cluster
+// (with its <name>-kubeconfig Secret), a Kubermatic Cluster (with internal-admin-kubeconfig in
+// its namespace), a Secret labelled shardgate.io/kubeconfig, or what another Provider describes.
 type Source struct {
-	Kind      string // v1alpha1.SourceKindCluster, SourceKindKubermatic or SourceKindSecret
+	Kind      string // its Provider's Kind
 	Namespace string
 	Name      string
 	Labels    map[string]string
@@ -36,30 +34,6 @@ type Source struct {
 	Paused bool
 }
 
-// FromCluster describes a Cluster API Cluster.
-func FromCluster(c *clusterv1.Cluster) Source {
-	return Source{
-		Kind: v1alpha1.SourceKindCluster, Namespace: c.Namespace, Name: c.Name, Labels: c.Labels,
-		ClusterID:             clusterID(c.Name, c.Annotations),
-		IgnoredVIPAnnotations: ignoredVIPAnnotations(c.Annotations),
-		KubeconfigSecret:      c.Name + "-kubeconfig",
-		Initialized:           controlPlaneInitialized(c),
-		Deleting:              c.DeletionTimestamp != nil,
-	}
-}
-
-// FromSecret describes a kubeconfig Secret (label shardgate.io/kubeconfig).
-func FromSecret(s *corev1.Secret) Source {
-	return Source{
-		Kind: v1alpha1.SourceKindSecret, Namespace: s.Namespace, Name: s.Name, Labels: s.Labels,
-		ClusterID:             clusterID(s.Name, s.Annotations),
-		IgnoredVIPAnnotations: ignoredVIPAnnotations(s.Annotations),
-		KubeconfigSecret:      s.Name,
-		Initialized:           true,
-		Deleting:              s.DeletionTimestamp != nil,
-	}
-}
-
 func clusterID(name string, annotations map[string]string) string {
 	if id, ok := annotations[v1alpha1.ClusterIDAnnotation]; ok {
 		return strings.TrimSpace(id)
@@ -75,18 +49,6 @@ func ignoredVIPAnnotations(annotations map[string]string) []string {
 		}
 	}
 	return out
-}
-
-func controlPlaneInitialized(c *clusterv1.Cluster) bool {
-	if c.Status.Initialization.ControlPlaneInitialized != nil && *c.Status.Initialization.ControlPlaneInitialized {
-		return true
-	}
-	for _, cond := range c.Status.Conditions {
-		if cond.Type == clusterv1.ClusterControlPlaneInitializedCondition && cond.Status == metav1.ConditionTrue {
-			return true
-		}
-	}
-	return false
 }
 
 // SelectProfile returns the profile in force for a cluster with these labels: among the valid

@@ -8,7 +8,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
-	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
 )
@@ -57,37 +56,6 @@ func TestSelectProfile(t *testing.T) {
 				t.Fatalf("got %q want %q", name, tt.want)
 			}
 		})
-	}
-}
-
-func TestSources(t *testing.T) {
-	c := &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c1", Annotations: map[string]string{v1alpha1.ClusterIDAnnotation: " prod-1 "}}}
-	s := FromCluster(c)
-	if s.ClusterID != "prod-1" || s.KubeconfigSecret != "c1-kubeconfig" || s.Initialized || s.Kind != v1alpha1.SourceKindCluster {
-		t.Fatalf("uninitialized cluster: %+v", s)
-	}
-	c.Status.Initialization.ControlPlaneInitialized = ptr.To(true)
-	if !FromCluster(c).Initialized {
-		t.Fatal("initialization.controlPlaneInitialized not honoured")
-	}
-	c.Status.Initialization.ControlPlaneInitialized = nil
-	c.Status.Conditions = []metav1.Condition{{Type: clusterv1.ClusterControlPlaneInitializedCondition, Status: metav1.ConditionTrue}}
-	if !FromCluster(c).Initialized {
-		t.Fatal("ControlPlaneInitialized condition not honoured")
-	}
-	sec := FromSecret(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "edge"}})
-	if sec.ClusterID != "edge" || sec.KubeconfigSecret != "edge" || !sec.Initialized {
-		t.Fatalf("secret source: %+v", sec)
-	}
-	k := &KubermaticCluster{ObjectMeta: metav1.ObjectMeta{Name: "kkp1", Labels: map[string]string{"a": "b"}},
-		Status: KubermaticClusterStatus{NamespaceName: "cluster-kkp1", ExtendedHealth: KubermaticClusterHealth{Apiserver: "HealthStatusProvisioning"}}}
-	if ks := FromKubermatic(k); ks.Kind != v1alpha1.SourceKindKubermatic || ks.Namespace != "cluster-kkp1" || ks.ClusterID != "kkp1" ||
-		ks.KubeconfigSecret != "internal-admin-kubeconfig" || ks.Initialized || ks.Paused {
-		t.Fatalf("kubermatic source: %+v", ks)
-	}
-	k.Status.ExtendedHealth.Apiserver, k.Spec.Pause = KubermaticHealthUp, true
-	if ks := FromKubermatic(k); !ks.Initialized || !ks.Paused {
-		t.Fatalf("healthy paused kubermatic source: %+v", ks)
 	}
 }
 

@@ -9,14 +9,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
-	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
-	"github.com/shardgate/shardgate/pkg/apidiscovery"
 	"github.com/shardgate/shardgate/pkg/clusteraccess"
 	"github.com/shardgate/shardgate/pkg/sources"
 )
@@ -31,16 +29,14 @@ type Reconciler struct {
 	// KubeconfigSecrets reads Secrets labelled shardgate.io/kubeconfig in the allowed namespaces
 	// (a cache).
 	KubeconfigSecrets client.Reader
-	// ClusterAPISecrets reads a Cluster API <cluster>-kubeconfig Secret by name, uncached: the
-	// controller never lists or caches the Secrets Cluster API keeps beside it (CA, etcd and
-	// service-account keys, bootstrap data).
-	ClusterAPISecrets client.Reader
-	// Kubermatic's internal-admin-kubeconfig is read the same way (ClusterAPISecrets).
-	ClusterAPI, Kubermatic *apidiscovery.API
-	// SecretNamespaces are the namespaces kubeconfig Secrets may register clusters from.
-	SecretNamespaces map[string]bool
-	// Resync is how often a Cluster API kubeconfig is read again, since it is not watched
-	// (rotation). A credential refusal re-reads it at once.
+	// UnwatchedSecrets reads the kubeconfig Secret of a source whose provider does not watch it
+	// (a Cluster API <cluster>-kubeconfig) by name, uncached: the controller never lists or
+	// caches the Secrets beside it (CA, etcd and service-account keys, bootstrap data).
+	UnwatchedSecrets client.Reader
+	// Sources are the cluster source providers.
+	Sources sources.Registry
+	// Resync is how often a kubeconfig that is not watched is read again (rotation). A
+	// credential refusal re-reads it at once.
 	Resync   time.Duration
 	Registry clusteraccess.Registry
 }
@@ -62,7 +58,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, nil
 	}
 	result := ctrl.Result{}
-	if ci.Spec.ClusterRef.Kind == v1alpha1.SourceKindCluster || ci.Spec.ClusterRef.Kind == v1alpha1.SourceKindKubermatic {
+	if p := r.Sources.For(ci.Spec.ClusterRef.Kind); p != nil && !p.KubeconfigWatched() {
 		result.RequeueAfter = r.Resync
 	}
 	secret, reason, err := r.kubeconfigSecret(ctx, ci)
@@ -93,51 +89,27 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 // kubeconfigSecret returns the Secret with the cluster's kubeconfig, or a reason constant and an
 // error saying why there is none to use.
 func (r *Reconciler) kubeconfigSecret(ctx context.Context, ci *v1alpha1.ClusterIngress) (*corev1.Secret, string, error) {
-	ns := ci.Namespace
-	switch ci.Spec.ClusterRef.Kind {
-	case v1alpha1.SourceKindCluster:
-		if !r.ClusterAPI.Available() {
-			return nil, v1alpha1.ReasonKubeconfigMissing, fmt.Errorf("cluster %s is a Cluster API Cluster, but Cluster API has not been found in the seed (yet)", ci.Spec.ClusterRef.Name)
-		}
-		c := &clusterv1.Cluster{}
-		if err := r.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: ci.Spec.ClusterRef.Name}, c); err != nil {
-			if apierrors.IsNotFound(err) {
-				return nil, v1alpha1.ReasonKubeconfigMissing, fmt.Errorf("cluster API Cluster %s/%s not found", ns, ci.Spec.ClusterRef.Name)
-			}
-			return nil, "", err
-		}
-		src := sources.FromCluster(c)
-		if !src.Initialized {
-			return nil, v1alpha1.ReasonControlPlaneNotReady, fmt.Errorf("cluster API Cluster %s/%s: control plane not initialized yet", ns, c.Name)
-		}
-		return getSecret(ctx, r.ClusterAPISecrets, ns, src.KubeconfigSecret)
-	case v1alpha1.SourceKindKubermatic:
-		if !r.Kubermatic.Available() {
-			return nil, v1alpha1.ReasonKubeconfigMissing, fmt.Errorf("cluster %s is a Kubermatic Cluster, but Kubermatic has not been found in the seed (yet)", ci.Spec.ClusterRef.Name)
-		}
-		c := &sources.KubermaticCluster{}
-		if err := r.Client.Get(ctx, types.NamespacedName{Name: ci.Spec.ClusterRef.Name}, c); err != nil {
-			if apierrors.IsNotFound(err) {
-				return nil, v1alpha1.ReasonKubeconfigMissing, fmt.Errorf("kubermatic Cluster %s not found", ci.Spec.ClusterRef.Name)
-			}
-			return nil, "", err
-		}
-		src := sources.FromKubermatic(c)
-		if src.Namespace != ns {
-			return nil, v1alpha1.ReasonKubeconfigMissing, fmt.Errorf("kubermatic Cluster %s lives in namespace %q, not %s", c.Name, src.Namespace, ns)
-		}
-		if !src.Initialized {
-			return nil, v1alpha1.ReasonControlPlaneNotReady, fmt.Errorf("kubermatic Cluster %s: its API server is not healthy yet", c.Name)
-		}
-		return getSecret(ctx, r.ClusterAPISecrets, ns, src.KubeconfigSecret)
-	case v1alpha1.SourceKindSecret:
-		if !r.SecretNamespaces[ns] {
-			return nil, v1alpha1.ReasonKubeconfigMissing, fmt.Errorf("namespace %s is not one the controller reads kubeconfig Secrets from (--kubeconfig-secret-namespaces)", ns)
-		}
-		return getSecret(ctx, r.KubeconfigSecrets, ns, ci.Spec.ClusterRef.Name)
-	default:
+	name := ci.Spec.ClusterRef.Name
+	p := r.Sources.For(ci.Spec.ClusterRef.Kind)
+	if p == nil {
 		return nil, v1alpha1.ReasonKubeconfigMissing, fmt.Errorf("unknown cluster source kind %q", ci.Spec.ClusterRef.Kind)
 	}
+	if !sources.Available(p) {
+		return nil, v1alpha1.ReasonKubeconfigMissing, fmt.Errorf(
+			"cluster %s is a %s, but %s has not been found in the seed (yet)", name, p.Description(), p.Discovery().Name)
+	}
+	key, err := p.KubeconfigSecret(ctx, r.Client, ci.Namespace, name)
+	if err != nil {
+		if u, ok := errors.AsType[*sources.Unengageable](err); ok {
+			return nil, u.Reason, u
+		}
+		return nil, "", err
+	}
+	secrets := r.UnwatchedSecrets
+	if p.KubeconfigWatched() {
+		secrets = r.KubeconfigSecrets
+	}
+	return getSecret(ctx, secrets, key.Namespace, key.Name)
 }
 
 func getSecret(ctx context.Context, rd client.Reader, ns, name string) (*corev1.Secret, string, error) {

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -14,9 +15,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
-	"github.com/shardgate/shardgate/pkg/apidiscovery"
 	"github.com/shardgate/shardgate/pkg/clusteraccess"
 	"github.com/shardgate/shardgate/pkg/controller/controllertest"
+	"github.com/shardgate/shardgate/pkg/sources"
 	"github.com/shardgate/shardgate/test/framework"
 )
 
@@ -64,9 +65,9 @@ func TestEngagement(t *testing.T) {
 	seed := controllertest.Seed(t)
 	ns := controllertest.Namespace(t, seed.Client)
 	f := clusteraccess.NewFake()
-	capi := &apidiscovery.API{}
-	r := &Reconciler{Client: seed.Client, KubeconfigSecrets: seed.Client, ClusterAPISecrets: seed.Client, ClusterAPI: capi,
-		SecretNamespaces: map[string]bool{ns: true}, Resync: time.Minute, Registry: f}
+	capi := sources.NewClusterAPI(nil, logr.Discard())
+	r := &Reconciler{Client: seed.Client, KubeconfigSecrets: seed.Client, UnwatchedSecrets: seed.Client,
+		Sources: sources.Registry{capi, sources.NewKubeconfigSecrets([]string{ns})}, Resync: time.Minute, Registry: f}
 
 	good := clusterIngress(t, seed.Client, ns, "good", v1alpha1.SourceKindSecret)
 	secret(t, seed.Client, ns, "good", kubeconfig(t, ""))
@@ -92,7 +93,7 @@ func TestEngagement(t *testing.T) {
 	capiKey := clusterIngress(t, seed.Client, ns, "capi", v1alpha1.SourceKindCluster)
 	controllertest.Reconcile(t, r, capiKey, 1)
 	blocked(t, f, capiKey, v1alpha1.ReasonKubeconfigMissing, "Cluster API has not been found")
-	capi.Found()
+	capi.Discovery().Found()
 	cl := &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "capi"}, Spec: clusterv1.ClusterSpec{Paused: ptr.To(false)}}
 	if err := seed.Client.Create(context.Background(), cl); err != nil {
 		t.Fatal(err)

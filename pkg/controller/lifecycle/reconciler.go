@@ -6,7 +6,6 @@ import (
 	"strings"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -19,7 +18,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
-	"github.com/shardgate/shardgate/pkg/apidiscovery"
 	"github.com/shardgate/shardgate/pkg/controller/cistatus"
 	"github.com/shardgate/shardgate/pkg/sources"
 	"github.com/shardgate/shardgate/pkg/validation"
@@ -37,11 +35,8 @@ type Reconciler struct {
 	Client client.Client
 	// DefaultZone is the controller's --dns-zone.
 	DefaultZone string
-	// ClusterAPI and Kubermatic say whether the seed's Cluster API and Kubermatic have been
-	// discovered.
-	ClusterAPI, Kubermatic *apidiscovery.API
-	// SecretNamespaces are the namespaces kubeconfig Secrets may register clusters from.
-	SecretNamespaces map[string]bool
+	// Sources are the cluster source providers, in lookup order.
+	Sources sources.Registry
 	// RemovalGrace: see LifecycleInput.Grace.
 	RemovalGrace time.Duration
 	Clock        clock.PassiveClock
@@ -49,8 +44,8 @@ type Reconciler struct {
 	Board *cistatus.Board
 }
 
-// Reconcile handles the source named by req (Cluster or kubeconfig Secret, same key as its
-// ClusterIngress): gather, decide, apply.
+// Reconcile handles the source named by req (whatever its kind, same key as its ClusterIngress):
+// gather, decide, apply.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	ci := &v1alpha1.ClusterIngress{}
 	if err := r.Client.Get(ctx, req.NamespacedName, ci); err != nil {
@@ -82,7 +77,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		log.FromContext(ctx).Info("cluster source missing; keeping the cluster for the grace period", "grace", r.RemovalGrace)
 		err = r.setSourceCondition(ctx, ci, metav1.ConditionFalse, v1alpha1.ReasonSourceMissing,
 			fmt.Sprintf("the %s is gone; the cluster's records and objects are removed at %s unless it comes back",
-				sourceDescription(ci.Spec.ClusterRef.Kind), r.Clock.Now().Add(r.RemovalGrace).UTC().Format(time.RFC3339)))
+				r.describe(ci.Spec.ClusterRef.Kind), r.Clock.Now().Add(r.RemovalGrace).UTC().Format(time.RFC3339)))
 	case sources.LifecycleDelete:
 		log.FromContext(ctx).Info("deleting ClusterIngress", "reason", d.Why)
 		if d.BestEffortCleanup && ci.Annotations[v1alpha1.CleanupAnnotation] != v1alpha1.CleanupBestEffort {
@@ -102,50 +97,27 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	return ctrl.Result{RequeueAfter: d.RequeueAfter}, nil
 }
 
-// source finds the user cluster named key: a Cluster API Cluster first, else a kubeconfig Secret
-// in an allowed namespace. known is false when a Cluster might exist but cannot be read because
-// Cluster API has not been discovered (yet).
+// source finds the user cluster named key: in each provider whose API the seed serves, in
+// registry order. known is false when the ClusterIngress' source might exist but cannot be read,
+// its provider's API not having been found (yet), or no provider of its kind being registered.
 func (r *Reconciler) source(ctx context.Context, key types.NamespacedName, ci *v1alpha1.ClusterIngress) (*sources.Source, bool, error) {
-	capi := r.ClusterAPI.Available()
-	if capi {
-		c := &clusterv1.Cluster{}
-		err := r.Client.Get(ctx, key, c)
-		if err == nil {
-			s := sources.FromCluster(c)
-			return &s, true, nil
+	for _, p := range r.Sources {
+		if !sources.Available(p) {
+			continue
 		}
-		if !apierrors.IsNotFound(err) {
+		src, found, err := p.Get(ctx, r.Client, key)
+		if err != nil {
 			return nil, false, err // never read as "gone"
 		}
-	}
-	kkp := r.Kubermatic.Available()
-	if kkp {
-		c := &sources.KubermaticCluster{}
-		err := r.Client.Get(ctx, types.NamespacedName{Name: key.Name}, c)
-		switch {
-		case err == nil && c.Status.NamespaceName == key.Namespace:
-			s := sources.FromKubermatic(c)
-			return &s, true, nil
-		case err != nil && !apierrors.IsNotFound(err):
-			return nil, false, err
+		if found {
+			return &src, true, nil
 		}
 	}
-	if r.SecretNamespaces[key.Namespace] {
-		s := &corev1.Secret{}
-		err := r.Client.Get(ctx, key, s)
-		switch {
-		case err == nil:
-			if _, ok := s.Labels[v1alpha1.KubeconfigSecretLabel]; ok {
-				src := sources.FromSecret(s)
-				return &src, true, nil
-			}
-		case !apierrors.IsNotFound(err):
-			return nil, false, err
-		}
+	if ci == nil {
+		return nil, true, nil
 	}
-	known := ci == nil || ci.Spec.ClusterRef.Kind == v1alpha1.SourceKindSecret ||
-		ci.Spec.ClusterRef.Kind == v1alpha1.SourceKindCluster && capi || ci.Spec.ClusterRef.Kind == v1alpha1.SourceKindKubermatic && kkp
-	return nil, known, nil
+	p := r.Sources.For(ci.Spec.ClusterRef.Kind)
+	return nil, p != nil && sources.Available(p), nil
 }
 
 // apply creates or updates the ClusterIngress with spec and marks its source present, naming the
@@ -176,7 +148,7 @@ func (r *Reconciler) apply(ctx context.Context, key types.NamespacedName, ci *v1
 	if op != controllerutil.OperationResultNone {
 		log.FromContext(ctx).Info("ClusterIngress "+string(op), "profile", spec.Profile, "clusterID", spec.ClusterID)
 	}
-	msg := "the " + sourceDescription(spec.ClusterRef.Kind) + " exists"
+	msg := "the " + r.describe(spec.ClusterRef.Kind) + " exists"
 	if len(ignored) > 0 {
 		msg += "; its annotations " + strings.Join(ignored, ", ") + " are not read: VIP pools, L2 domains and " +
 			"router IDs are set by the operator in the IngressProfile (spec.vip)"
@@ -187,6 +159,8 @@ func (r *Reconciler) apply(ctx context.Context, key types.NamespacedName, ci *v1
 // legacyClusterIngressLabel was set by earlier versions on ClusterIngresses and DNSEndpoints.
 const legacyClusterIngressLabel = "shardgate.io/cluster-ingress"
 
+// withoutSourceRefs drops the owner references earlier versions set: only Cluster API Clusters
+// and kubeconfig Secrets were sources then, and no provider added since sets one.
 func withoutSourceRefs(refs []metav1.OwnerReference) []metav1.OwnerReference {
 	var out []metav1.OwnerReference
 	for _, r := range refs {
@@ -218,12 +192,11 @@ func (r *Reconciler) setSourceCondition(ctx context.Context, ci *v1alpha1.Cluste
 	return r.Client.Status().Patch(ctx, ci, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}), client.FieldOwner(v1alpha1.FieldOwner))
 }
 
-func sourceDescription(kind string) string {
-	switch kind {
-	case v1alpha1.SourceKindCluster:
-		return "Cluster API Cluster"
-	case v1alpha1.SourceKindKubermatic:
-		return "Kubermatic Cluster"
+// describe names one source of kind in messages. Every kind it is asked for has a provider: a
+// source was found by it, or its ClusterIngress' source is known to be gone.
+func (r *Reconciler) describe(kind string) string {
+	if p := r.Sources.For(kind); p != nil {
+		return p.Description()
 	}
-	return "kubeconfig Secret"
+	return kind + " source"
 }

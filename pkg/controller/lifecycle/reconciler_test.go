@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -16,13 +17,20 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
-	"github.com/shardgate/shardgate/pkg/apidiscovery"
 	"github.com/shardgate/shardgate/pkg/controller/cistatus"
 	"github.com/shardgate/shardgate/pkg/controller/controllertest"
+	"github.com/shardgate/shardgate/pkg/sources"
 	"github.com/shardgate/shardgate/test/framework"
 )
 
 func TestMain(m *testing.M) { framework.Main(m) }
+
+// providers are the seed controller's providers: Cluster API, whose API is not discovered until
+// a test says so, Kubermatic (never) and kubeconfig Secrets in the namespaces listed.
+func providers(secretNamespaces ...string) sources.Registry {
+	return sources.Registry{sources.NewClusterAPI(nil, logr.Discard()), sources.NewKubermatic(nil, logr.Discard()),
+		sources.NewKubeconfigSecrets(secretNamespaces)}
+}
 
 type env struct {
 	c     client.Client
@@ -37,8 +45,8 @@ func setup(t *testing.T) *env {
 	ns := controllertest.Namespace(t, seed.Client)
 	clock := clocktesting.NewFakeClock(time.Now())
 	e := &env{c: seed.Client, ns: ns, clock: clock, sel: map[string]string{"profile": ns},
-		r: &Reconciler{Client: seed.Client, DefaultZone: "seed.test", ClusterAPI: &apidiscovery.API{},
-			SecretNamespaces: map[string]bool{ns: true}, RemovalGrace: time.Minute, Clock: clock, Board: cistatus.NewBoard()}}
+		r: &Reconciler{Client: seed.Client, DefaultZone: "seed.test", Sources: providers(ns),
+			RemovalGrace: time.Minute, Clock: clock, Board: cistatus.NewBoard()}}
 	e.profile(t, ns, e.sel)
 	return e
 }
@@ -112,7 +120,7 @@ func TestSelectedSourceGetsAClusterIngress(t *testing.T) {
 	if e.ci(t, other) != nil {
 		t.Fatal("an unselected source got a ClusterIngress")
 	}
-	e.r.SecretNamespaces = map[string]bool{}
+	e.r.Sources = providers()
 	outside := e.secret(t, "outside", e.sel)
 	controllertest.Reconcile(t, e.r, outside, 1)
 	if e.ci(t, outside) != nil {
@@ -211,7 +219,7 @@ func TestDeselectedOrDeletingClusterIsRemoved(t *testing.T) {
 	}
 	// A Cluster API Cluster being deleted: removed at once, cleanup best-effort. Unknown Cluster
 	// API: a Cluster's ClusterIngress is left alone.
-	e.r.ClusterAPI.Found()
+	e.r.Sources.For(v1alpha1.SourceKindCluster).Discovery().Found()
 	c := &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "capi", Labels: e.sel, Finalizers: []string{"test"}},
 		Spec: clusterv1.ClusterSpec{Paused: ptr.To(false)}}
 	if err := e.c.Create(context.Background(), c); err != nil {
@@ -222,7 +230,8 @@ func TestDeselectedOrDeletingClusterIsRemoved(t *testing.T) {
 	if ci := e.ci(t, ckey); ci == nil || ci.Spec.ClusterRef.Kind != v1alpha1.SourceKindCluster {
 		t.Fatalf("Cluster source: %+v", ci)
 	}
-	blind := &Reconciler{Client: e.c, DefaultZone: "seed.test", ClusterAPI: &apidiscovery.API{}, Clock: e.clock, RemovalGrace: time.Minute, Board: cistatus.NewBoard()}
+	blind := &Reconciler{Client: e.c, DefaultZone: "seed.test", Sources: providers(), Clock: e.clock,
+		RemovalGrace: time.Minute, Board: cistatus.NewBoard()}
 	controllertest.Reconcile(t, blind, ckey, 2)
 	if c, ok := blind.Board.Posted(ckey, v1alpha1.ConditionSourceAvailable); e.ci(t, ckey) == nil || (ok && c.Status != metav1.ConditionTrue) {
 		t.Fatal("a controller that cannot see Cluster API touched a Cluster's ClusterIngress")
@@ -258,7 +267,11 @@ func TestClusterKeysIncludeSourcesWithoutAClusterIngress(t *testing.T) {
 		t.Fatal(err)
 	}
 	inNS := func(secrets bool) []string {
-		keys, err := ClusterKeys(e.c, &apidiscovery.API{}, &apidiscovery.API{}, secrets)(ctx)
+		registered := providers()
+		if secrets {
+			registered = providers(e.ns)
+		}
+		keys, err := ClusterKeys(e.c, registered)(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
