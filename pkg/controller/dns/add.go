@@ -7,7 +7,6 @@ import (
 	"context"
 	"fmt"
 
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -43,7 +42,7 @@ type Config struct {
 	Concurrency int
 	// Verifier checks the published answers at the zone's authoritative servers (nil: off).
 	Verifier *Verifier
-	// Board: the other controllers' conditions this controller writes.
+	// Board takes this controller's part of the status.
 	Board *cistatus.Board
 	// DNSShares: how many seed external-dns instances share the DNSEndpoints (label per share).
 	DNSShares int
@@ -69,8 +68,6 @@ func Add(mgr ctrl.Manager, cfg Config) error {
 		Watches(&v1alpha1.ClusterIngress{}, handler.EnqueueRequestsFromMapFunc(sameDomain(mgr.GetClient()))).
 		// Records follow nodes and router pods/Services; Ingress churn does not wake this.
 		WatchesRawSource(source.Channel(cfg.Access.Subscribe(clusteraccess.ChangeNodes|clusteraccess.ChangeManaged), &handler.EnqueueRequestForObject{})).
-		// Conditions the other controllers posted.
-		WatchesRawSource(cfg.Board.Source()).
 		WatchesRawSource(sharding.Changes()).
 		Complete(sharding.Only(conflicts.Retried("dns", r)))
 }
@@ -119,9 +116,9 @@ func sameDomain(c client.Client) handler.MapFunc {
 	}
 }
 
-// notOwnStatus drops ClusterIngress updates that change nothing but fields this controller
-// writes itself: targets, nodes, shards, its own conditions and those of the board. Spec,
-// metadata and the conditions other controllers write (which Ready summarises) pass.
+// notOwnStatus drops ClusterIngress updates that change nothing but status this controller does
+// not read: spec, metadata and the other controllers' records its records follow (VIPs, held
+// routed IPs, claims) pass.
 var notOwnStatus = predicate.Funcs{
 	UpdateFunc: func(e event.UpdateEvent) bool {
 		o, ok1 := e.ObjectOld.(*v1alpha1.ClusterIngress)
@@ -137,12 +134,6 @@ var notOwnStatus = predicate.Funcs{
 		}
 		if predicates.ClaimsKey(o) != predicates.ClaimsKey(n) {
 			return true // a claimed shard has records of its own
-		}
-		for _, typ := range []string{v1alpha1.ConditionCertificateReady, v1alpha1.ConditionVIPsAvailable} {
-			a, b := meta.FindStatusCondition(o.Status.Conditions, typ), meta.FindStatusCondition(n.Status.Conditions, typ)
-			if (a == nil) != (b == nil) || (a != nil && (a.Status != b.Status || a.Reason != b.Reason)) {
-				return true
-			}
 		}
 		return false
 	},

@@ -38,7 +38,7 @@ func setup(t *testing.T) *env {
 	clock := clocktesting.NewFakeClock(time.Now())
 	e := &env{c: seed.Client, ns: ns, clock: clock, sel: map[string]string{"profile": ns},
 		r: &Reconciler{Client: seed.Client, DefaultZone: "seed.test", ClusterAPI: &apidiscovery.API{},
-			SecretNamespaces: map[string]bool{ns: true}, RemovalGrace: time.Minute, Clock: clock, Board: cistatus.NewBoard()}}
+			SecretNamespaces: map[string]bool{ns: true}, RemovalGrace: time.Minute, Clock: clock, Board: cistatus.NewBoard(seed.Client)}}
 	e.profile(t, ns, e.sel)
 	return e
 }
@@ -222,7 +222,7 @@ func TestDeselectedOrDeletingClusterIsRemoved(t *testing.T) {
 	if ci := e.ci(t, ckey); ci == nil || ci.Spec.ClusterRef.Kind != v1alpha1.SourceKindCluster {
 		t.Fatalf("Cluster source: %+v", ci)
 	}
-	blind := &Reconciler{Client: e.c, DefaultZone: "seed.test", ClusterAPI: &apidiscovery.API{}, Clock: e.clock, RemovalGrace: time.Minute, Board: cistatus.NewBoard()}
+	blind := &Reconciler{Client: e.c, DefaultZone: "seed.test", ClusterAPI: &apidiscovery.API{}, Clock: e.clock, RemovalGrace: time.Minute, Board: cistatus.NewBoard(e.c)}
 	controllertest.Reconcile(t, blind, ckey, 2)
 	if c, ok := blind.Board.Posted(ckey, v1alpha1.ConditionSourceAvailable); e.ci(t, ckey) == nil || (ok && c.Status != metav1.ConditionTrue) {
 		t.Fatal("a controller that cannot see Cluster API touched a Cluster's ClusterIngress")
