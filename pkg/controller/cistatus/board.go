@@ -2,7 +2,6 @@ package cistatus
 
 import (
 	"context"
-	"hash/fnv"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -39,9 +38,10 @@ type Board struct {
 	entries map[types.NamespacedName]*entry
 	// posts counts every Post; entry.last is the count at its latest one (ForgetUnlessPostedSince).
 	posts uint64
-	// writing serialises the writes of one cluster (striped by key): a write composes the latest
-	// parts, so a later write never stores older parts than an earlier one.
-	writing [64]sync.Mutex
+	// writing serialises the writes of one cluster: a write composes the latest parts, so a later
+	// write never stores older parts than an earlier one. Per key (not striped): a slow write of
+	// one cluster must not hold another's back.
+	writing map[types.NamespacedName]*keyLock
 	wake    chan event.GenericEvent
 	// writeThrough makes every post write at once (WriteThrough).
 	writeThrough bool
@@ -61,7 +61,8 @@ type entry struct {
 // NewBoard returns an empty board that writes through c.
 func NewBoard(c client.Client) *Board {
 	return &Board{client: c, clock: clock.RealClock{}, entries: map[types.NamespacedName]*entry{},
-		wake: make(chan event.GenericEvent, 4096)}
+		writing: map[types.NamespacedName]*keyLock{},
+		wake:    make(chan event.GenericEvent, 4096)}
 }
 
 // WriteThrough makes b write every post at once, as the writer would just after it: for a
@@ -103,7 +104,9 @@ func (b *Board) Post(ctx context.Context, ci *v1alpha1.ClusterIngress, owner Own
 // Write posts owner's part and writes the status now, for a controller that must not go on
 // before its part is stored (a record that a Job or a grace period rests on).
 func (b *Board) Write(ctx context.Context, ci *v1alpha1.ClusterIngress, owner Owner) error {
-	b.post(ci, owner)
+	if !b.post(ci, owner) && b.partWritten(client.ObjectKeyFromObject(ci), owner) {
+		return nil // stored already: most passes of a controller change nothing
+	}
 	stored := &v1alpha1.ClusterIngress{}
 	if err := b.client.Get(ctx, client.ObjectKeyFromObject(ci), stored); err != nil {
 		return err
@@ -191,12 +194,43 @@ func (b *Board) Source() source.Source {
 	return source.Channel(b.wake, &handler.EnqueueRequestForObject{})
 }
 
+// keyLock is one cluster's write lock, dropped when nobody holds or waits for it.
+type keyLock struct {
+	mu    sync.Mutex
+	users int
+}
+
 func (b *Board) lockWrites(key types.NamespacedName) func() {
-	h := fnv.New32a()
-	_, _ = h.Write([]byte(key.String()))
-	m := &b.writing[h.Sum32()%uint32(len(b.writing))]
-	m.Lock()
-	return m.Unlock
+	b.mu.Lock()
+	l := b.writing[key]
+	if l == nil {
+		l = &keyLock{}
+		b.writing[key] = l
+	}
+	l.users++
+	b.mu.Unlock()
+	l.mu.Lock()
+	return func() {
+		l.mu.Unlock()
+		b.mu.Lock()
+		if l.users--; l.users == 0 {
+			delete(b.writing, key)
+		}
+		b.mu.Unlock()
+	}
+}
+
+// partWritten: owner's latest part is what the last write stored.
+func (b *Board) partWritten(key types.NamespacedName, owner Owner) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	e := b.entries[key]
+	if e == nil || e.written == nil || e.parts[owner] == nil {
+		return false
+	}
+	stored := extract(owner, &e.written.Status)
+	normalize(&stored)
+	return equality.Semantic.DeepEqual(&stored, e.parts[owner])
 }
 
 func (b *Board) setWritten(key types.NamespacedName, obj *v1alpha1.ClusterIngress) {
