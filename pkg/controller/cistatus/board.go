@@ -3,6 +3,7 @@ package cistatus
 import (
 	"context"
 	"sync"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -45,6 +46,9 @@ type Board struct {
 	wake    chan event.GenericEvent
 	// writeThrough makes every post write at once (WriteThrough).
 	writeThrough bool
+	// yield, when set, says that records (what users resolve) are waiting to be written: status
+	// writes then wait, up to maxYield after the change they carry was posted (SetYield).
+	yield func() bool
 }
 
 type entry struct {
@@ -56,6 +60,8 @@ type entry struct {
 	// refused are parts the API server refused (applyValidParts), left out until their owner
 	// posts another.
 	refused map[Owner]*v1alpha1.ClusterIngressStatus
+	// changed is when the oldest change not yet written was posted (zero: none).
+	changed time.Time
 }
 
 // NewBoard returns an empty board that writes through c.
@@ -132,6 +138,9 @@ func (b *Board) post(ci *v1alpha1.ClusterIngress, owner Owner) bool {
 	changed := !seen || !equality.Semantic.DeepEqual(prev, &part)
 	if changed {
 		partChanges.WithLabelValues(string(owner)).Inc()
+		if e.changed.IsZero() {
+			e.changed = b.clock.Now()
+		}
 	}
 	return changed
 }
@@ -238,6 +247,7 @@ func (b *Board) setWritten(key types.NamespacedName, obj *v1alpha1.ClusterIngres
 	defer b.mu.Unlock()
 	if e := b.entries[key]; e != nil {
 		e.written = obj
+		e.changed = time.Time{}
 	}
 }
 
@@ -285,4 +295,36 @@ func (b *Board) reader() client.Reader {
 		return b.Reader
 	}
 	return b.client
+}
+
+// maxYield bounds how long a status write waits for record writes (SetYield): the status may lag
+// the records by this much in a burst, never more, however long the burst lasts.
+const maxYield = 3 * time.Second
+
+// yieldPoll is how often a waiting status write looks again whether records still wait.
+const yieldPoll = 200 * time.Millisecond
+
+// SetYield makes status writes wait while recordsPending says records wait to be written (the DNS
+// controller's): the records are what users resolve, and in a burst (250 clusters' nodes changing
+// at once) every status write ahead of them costs the seed's API server the time a record needed.
+// One board writer cannot order its work behind another controller's queue; this is the order.
+func (b *Board) SetYield(recordsPending func() bool) { b.yield = recordsPending }
+
+// yieldFor is how long key's status write should still wait for records (0: write now). A
+// cluster's first status is never held: it carries the domain other controllers wait for.
+func (b *Board) yieldFor(key types.NamespacedName, first bool) time.Duration {
+	if b.yield == nil || first || !b.yield() {
+		return 0
+	}
+	b.mu.Lock()
+	e := b.entries[key]
+	var since time.Time
+	if e != nil {
+		since = e.changed
+	}
+	b.mu.Unlock()
+	if since.IsZero() || b.clock.Since(since) >= maxYield {
+		return 0
+	}
+	return yieldPoll
 }

@@ -29,6 +29,10 @@ func (b *Board) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, e
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	first := ci.Status.Domain == "" && b.lastWritten(req.NamespacedName) == nil
+	if wait := b.yieldFor(req.NamespacedName, first); wait > 0 {
+		return ctrl.Result{RequeueAfter: wait}, nil
+	}
 	return ctrl.Result{}, b.write(ctx, ci, false)
 }
 

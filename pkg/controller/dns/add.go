@@ -55,6 +55,9 @@ func Add(mgr ctrl.Manager, cfg Config) error {
 	}
 	r := &Reconciler{Client: mgr.GetClient(), Access: cfg.Access, ServedZones: cfg.ServedZones, Clock: clock.RealClock{}, Verifier: cfg.Verifier, Board: cfg.Board,
 		DNSShares: cfg.DNSShares}
+	// Status writes wait for the records of the changes queued here (records first in a burst).
+	pending := newPendingRecords()
+	cfg.Board.SetYield(pending.Any)
 	return ctrl.NewControllerManagedBy(mgr).Named("dns").
 		// Clusters are independent: one slow cluster must not queue the others behind it.
 		WithOptions(controller.Options{MaxConcurrentReconciles: cfg.Concurrency}).
@@ -67,9 +70,9 @@ func Add(mgr ctrl.Manager, cfg Config) error {
 		// A domain freed or taken elsewhere changes who holds it.
 		Watches(&v1alpha1.ClusterIngress{}, handler.EnqueueRequestsFromMapFunc(sameDomain(mgr.GetClient()))).
 		// Records follow nodes and router pods/Services; Ingress churn does not wake this.
-		WatchesRawSource(source.Channel(cfg.Access.Subscribe(clusteraccess.ChangeNodes|clusteraccess.ChangeManaged), &handler.EnqueueRequestForObject{})).
+		WatchesRawSource(source.Channel(cfg.Access.Subscribe(clusteraccess.ChangeNodes|clusteraccess.ChangeManaged), pending.enqueue())).
 		WatchesRawSource(sharding.Changes()).
-		Complete(sharding.Only(conflicts.Retried("dns", r)))
+		Complete(pending.clearing(sharding.Only(conflicts.Retried("dns", r))))
 }
 
 // AddIndexes adds the ClusterIngress field indexes the controller lists by (the domain asked for
