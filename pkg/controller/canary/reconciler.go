@@ -33,10 +33,8 @@ type Reconciler struct {
 	Refused  canary.Refused
 	// NodePorts: the node ports a NodePort shard is requested at (zero: canary.DefaultNodePorts).
 	NodePorts canary.PortRange
-	// Board takes status.canaries and RoutesServing (cistatus.Canary).
-	Board   *cistatus.Board
-	Get     canary.Get
-	Limiter *rate.Limiter
+	Get       canary.Get
+	Limiter   *rate.Limiter
 }
 
 // Reconcile checks every shard of the cluster and comes back after Interval.
@@ -48,14 +46,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	r.Board.Overlay(ci)
+	before := ci.Status.DeepCopy()
 	if ci.DeletionTimestamp != nil || ci.Spec.Canary.Disabled {
 		// Nothing is checked: nothing is claimed either way.
 		ci.Status.Canaries = nil
 		meta.RemoveStatusCondition(&ci.Status.Conditions, v1alpha1.ConditionRoutesServing)
 		serving.DeletePartialMatch(prometheus.Labels{"cluster": req.String()})
-		r.Board.Post(ctx, ci, cistatus.Canary)
-		return ctrl.Result{}, nil
+		return ctrl.Result{}, client.IgnoreNotFound(cistatus.Patch(ctx, r.Client, ci, before))
 	}
 	if ci.Status.Domain == "" {
 		return ctrl.Result{RequeueAfter: r.Interval}, nil // no names yet
@@ -113,7 +110,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		all.Message = "shards whose canary fails: " + strings.Join(failing, ", ")
 	}
 	meta.SetStatusCondition(&ci.Status.Conditions, all)
-	r.Board.Post(ctx, ci, cistatus.Canary)
+	if err := cistatus.Patch(ctx, r.Client, ci, before); err != nil {
+		return ctrl.Result{}, err
+	}
 	return ctrl.Result{RequeueAfter: r.Interval}, nil
 }
 

@@ -23,7 +23,6 @@ import (
 	"github.com/shardgate/shardgate/pkg/apidiscovery"
 	"github.com/shardgate/shardgate/pkg/certs"
 	"github.com/shardgate/shardgate/pkg/certs/certstest"
-	"github.com/shardgate/shardgate/pkg/controller/cistatus"
 	"github.com/shardgate/shardgate/pkg/controller/controllertest"
 	"github.com/shardgate/shardgate/test/framework"
 )
@@ -47,7 +46,7 @@ func seed(t *testing.T) client.Client {
 func reconciler(c client.Client, certNS string, perWeek int, clk *clocktesting.FakePassiveClock) *Reconciler {
 	api := &apidiscovery.API{}
 	api.Found()
-	return &Reconciler{Client: c, APIReader: c, CertManager: api, Clock: clk, Namespace: certNS, OrdersPerWeek: perWeek, Board: cistatus.NewBoard(c).WriteThrough()}
+	return &Reconciler{Client: c, APIReader: c, CertManager: api, Clock: clk, Namespace: certNS, OrdersPerWeek: perWeek}
 }
 
 // newCI is a ClusterIngress with TLS through the Issuer "le" and its domain published.

@@ -42,9 +42,6 @@ type Reconciler struct {
 	JobNamespace string
 	Clock        clock.PassiveClock
 	Recorder     events.EventRecorder
-	// Board takes status.routedIPs and RoutedIPsAssigned (cistatus.RoutedIPs), written before
-	// any Job the record asks for.
-	Board *cistatus.Board
 }
 
 // Reconcile gathers (the cluster's RoutedIPs, nodes and endpoints from its cache; classes, the
@@ -60,7 +57,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.Client.Get(ctx, req.NamespacedName, ci); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	r.Board.Overlay(ci)
+	before := ci.Status.DeepCopy()
 	cluster, ok := r.Access.Get(req.NamespacedName)
 	if ci.DeletionTimestamp != nil {
 		return r.reconcileDelete(ctx, ci, cluster, ok && cluster.Observable())
@@ -82,7 +79,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 				Reason: v1alpha1.ReasonRoutedIPsNotAllowed, ObservedGeneration: ci.Generation,
 				Message: "Shardgate could not install the RoutedIP CRD in the user cluster (its role lacks the routed-IP rules of config/user-cluster/rbac.yaml)"})
 		}
-		return ctrl.Result{}, r.Board.Write(ctx, ci, cistatus.RoutedIPs)
+		return ctrl.Result{}, r.patch(ctx, ci, before)
 	}
 	if err := ensureShardRoutedIPs(ctx, cluster, shardIPs); err != nil {
 		return ctrl.Result{}, err
@@ -107,7 +104,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	ci.Status.RoutedIPs = records
 	setCondition(ci, records, len(shardIPs) > 0)
-	if err := r.Board.Write(ctx, ci, cistatus.RoutedIPs); err != nil {
+	if err := r.patch(ctx, ci, before); err != nil {
 		return ctrl.Result{}, err
 	}
 	if err := r.releaseAddresses(ctx, ci, records); err != nil {
@@ -377,4 +374,8 @@ func (r *Reconciler) event(ctx context.Context, ci *v1alpha1.ClusterIngress, clu
 			recordUserEvent(ctx, cluster.Writer(), ri, typ, o.Event.Reason, o.Event.UserMessage)
 		}
 	}
+}
+
+func (r *Reconciler) patch(ctx context.Context, ci *v1alpha1.ClusterIngress, before *v1alpha1.ClusterIngressStatus) error {
+	return cistatus.Patch(ctx, r.Client, ci, before)
 }
