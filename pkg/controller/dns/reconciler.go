@@ -2,13 +2,11 @@ package dns
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"sync"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -28,8 +26,8 @@ import (
 )
 
 // Reconciler keeps one DNSEndpoint per ClusterIngress (same namespace and name) with the
-// cluster's wildcard and apex records, and reports ClusterReachable, DNSPublished and Ready
-// (see api/v1alpha1 for who owns which condition). Gather, Decide, apply.
+// cluster's wildcard and apex records, and reports ClusterReachable, DNSPublished and the
+// domain, targets and shards (cistatus.DNS). Gather, Decide, apply.
 type Reconciler struct {
 	Client client.Client
 	Access clusteraccess.Access
@@ -39,8 +37,7 @@ type Reconciler struct {
 	// Verifier, when set, makes DNSPublished mean the zone's authoritative servers answer
 	// exactly the desired targets (reason Propagating until they do).
 	Verifier *Verifier
-	// Board holds the conditions the lifecycle and shard controllers report: this controller
-	// writes them with its own (one status writer per cluster).
+	// Board takes this controller's part of the status (cistatus.DNS).
 	Board *cistatus.Board
 	// DNSShares is how many seed external-dns instances share the DNSEndpoints (the chart's
 	// externalDNS.shares): each DNSEndpoint is labelled with its share (dnsrecords.Share).
@@ -73,17 +70,12 @@ var statusPriority = -100
 // once: a thousand seed writes fewer). A cluster that fails or takes longer shows that.
 const firstStatusGrace = 30 * time.Second
 
-// Reconcile fetches, decides, writes the DNSEndpoint only on change, and patches status once,
-// with the conditions the other controllers posted to the board and the Ready they add up to.
+// Reconcile fetches, decides, writes the DNSEndpoint only on change, and posts its part of the
+// status to the board (the status writer adds the others' and Ready).
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	ci := &v1alpha1.ClusterIngress{}
-	mark := r.Board.Mark()
 	if err := r.Client.Get(ctx, req.NamespacedName, ci); err != nil {
 		if apierrors.IsNotFound(err) {
-			// Gone, or not in this cache yet: a controller that posts for a new ClusterIngress
-			// posts again when its own cache (this one) has it, so only what was posted since
-			// this read began must stay.
-			r.Board.ForgetUnlessPostedSince(req.NamespacedName, mark)
 			r.written.Delete(req.NamespacedName)
 			r.ownUpdates.Delete(req.NamespacedName)
 		}
@@ -99,34 +91,28 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			return ctrl.Result{}, err
 		}
 	}
+	r.Board.Overlay(ci)
 	before := ci.Status.DeepCopy()
 	requeue, updated, err := r.reconcileDNS(ctx, ci)
 	if updated && err == nil {
 		return ctrl.Result{RequeueAfter: statusAfterRecords, Priority: &statusPriority}, nil
 	}
-	for _, c := range r.Board.Conditions(req.NamespacedName) {
-		meta.SetStatusCondition(&ci.Status.Conditions, c)
-	}
-	setCondition(ci, Ready(ci.Status.Conditions))
 	if err == nil {
 		ci.Status.ObservedGeneration = ci.Generation
 	}
-	if !equality.Semantic.DeepEqual(before, &ci.Status) {
-		if wait := r.firstStatusWait(before, ci); wait > 0 && err == nil {
-			return ctrl.Result{RequeueAfter: wait}, nil
-		}
-		if perr := r.patchStatus(ctx, ci, before); perr != nil {
-			return ctrl.Result{}, errors.Join(err, perr)
-		}
+	if wait := r.firstStatusWait(before, ci); wait > 0 && err == nil {
+		return ctrl.Result{RequeueAfter: wait}, nil
 	}
+	r.Board.Post(ctx, ci, cistatus.DNS)
 	if t, ok := r.written.Load(req.NamespacedName); ok && ci.Status.LastPublishedTime != nil && !ci.Status.LastPublishedTime.Time.Before(t.(time.Time)) {
 		r.written.CompareAndDelete(req.NamespacedName, t)
 	}
 	return ctrl.Result{RequeueAfter: requeue}, err
 }
 
-// firstStatusWait is how much longer the first status write of ci waits (firstStatusGrace): only
-// while no status was written yet and the cluster is still being contacted.
+// firstStatusWait is how much longer the first post of ci's status waits (firstStatusGrace): only
+// while none was posted or written yet and the cluster is still being contacted. The status
+// writer holds a cluster's first write until this controller's part is there.
 func (r *Reconciler) firstStatusWait(before *v1alpha1.ClusterIngressStatus, ci *v1alpha1.ClusterIngress) time.Duration {
 	if meta.FindStatusCondition(before.Conditions, v1alpha1.ConditionClusterReachable) != nil {
 		return 0
@@ -372,10 +358,6 @@ func (r *Reconciler) currentEndpoint(ctx context.Context, key types.NamespacedNa
 		return nil, err
 	}
 	return ep, nil
-}
-
-func (r *Reconciler) patchStatus(ctx context.Context, ci *v1alpha1.ClusterIngress, before *v1alpha1.ClusterIngressStatus) error {
-	return cistatus.Patch(ctx, r.Client, ci, before)
 }
 
 func setTargets(ci *v1alpha1.ClusterIngress, t []string) {

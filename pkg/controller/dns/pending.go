@@ -1,0 +1,76 @@
+package dns
+
+import (
+	"context"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+)
+
+// pendingRecords is the set of clusters whose user-cluster change (nodes, routers) is queued and
+// not yet reconciled: records that may be about to change. The status writer waits while it is
+// not empty (cistatus.Board.SetYield), so a burst's records are written before its status.
+type pendingRecords struct {
+	mu   sync.Mutex
+	seq  uint64
+	keys map[types.NamespacedName]uint64
+}
+
+func newPendingRecords() *pendingRecords {
+	return &pendingRecords{keys: map[types.NamespacedName]uint64{}}
+}
+
+// Any says whether some cluster's change waits for its reconcile.
+func (p *pendingRecords) Any() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.keys) > 0
+}
+
+func (p *pendingRecords) mark(key types.NamespacedName) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.seq++
+	p.keys[key] = p.seq
+}
+
+// taken is the mark of key as a reconcile starts; done clears it unless a newer change came in
+// meanwhile (its own reconcile is queued and will clear that one).
+func (p *pendingRecords) taken(key types.NamespacedName) uint64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.keys[key]
+}
+
+func (p *pendingRecords) done(key types.NamespacedName, mark uint64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.keys[key] == mark {
+		delete(p.keys, key)
+	}
+}
+
+// enqueue is the handler of the user clusters' change events: the cluster is marked, then queued.
+func (p *pendingRecords) enqueue() handler.EventHandler {
+	return handler.Funcs{GenericFunc: func(_ context.Context, e event.GenericEvent,
+		q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+		key := types.NamespacedName{Namespace: e.Object.GetNamespace(), Name: e.Object.GetName()}
+		p.mark(key)
+		q.Add(reconcile.Request{NamespacedName: key})
+	}}
+}
+
+// clearing wraps the whole reconcile (the replica gate included: a cluster another replica
+// serves is never reconciled here, and its mark must not hold this replica's status writes).
+func (p *pendingRecords) clearing(r reconcile.Reconciler) reconcile.Reconciler {
+	return reconcile.Func(func(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+		mark := p.taken(req.NamespacedName)
+		defer p.done(req.NamespacedName, mark)
+		return r.Reconcile(ctx, req)
+	})
+}
