@@ -62,6 +62,8 @@ type entry struct {
 	refused map[Owner]*v1alpha1.ClusterIngressStatus
 	// changed is when the oldest change not yet written was posted (zero: none).
 	changed time.Time
+	// feedsRecords: a part not yet written is one the DNS controller's records follow (recordInputs).
+	feedsRecords bool
 }
 
 // NewBoard returns an empty board that writes through c.
@@ -141,6 +143,7 @@ func (b *Board) post(ci *v1alpha1.ClusterIngress, owner Owner) bool {
 		if e.changed.IsZero() {
 			e.changed = b.clock.Now()
 		}
+		e.feedsRecords = e.feedsRecords || recordInputs[owner]
 	}
 	return changed
 }
@@ -247,7 +250,7 @@ func (b *Board) setWritten(key types.NamespacedName, obj *v1alpha1.ClusterIngres
 	defer b.mu.Unlock()
 	if e := b.entries[key]; e != nil {
 		e.written = obj
-		e.changed = time.Time{}
+		e.changed, e.feedsRecords = time.Time{}, false
 	}
 }
 
@@ -311,7 +314,8 @@ const yieldPoll = 200 * time.Millisecond
 func (b *Board) SetYield(recordsPending func() bool) { b.yield = recordsPending }
 
 // yieldFor is how long key's status write should still wait for records (0: write now). A
-// cluster's first status is never held: it carries the domain other controllers wait for.
+// cluster's first status is never held: it carries the domain other controllers wait for; nor is
+// a part the records follow (recordInputs): holding it would hold the records.
 func (b *Board) yieldFor(key types.NamespacedName, first bool) time.Duration {
 	if b.yield == nil || first || !b.yield() {
 		return 0
@@ -319,11 +323,12 @@ func (b *Board) yieldFor(key types.NamespacedName, first bool) time.Duration {
 	b.mu.Lock()
 	e := b.entries[key]
 	var since time.Time
+	feeds := false
 	if e != nil {
-		since = e.changed
+		since, feeds = e.changed, e.feedsRecords
 	}
 	b.mu.Unlock()
-	if since.IsZero() || b.clock.Since(since) >= maxYield {
+	if feeds || since.IsZero() || b.clock.Since(since) >= maxYield {
 		return 0
 	}
 	return yieldPoll

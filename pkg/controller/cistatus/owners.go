@@ -103,3 +103,9 @@ func bounded(msg string) string {
 	}
 	return msg[:cut] + "…"
 }
+
+// recordInputs are the owners whose part the DNS controller's records follow, and which it hears
+// of from the written status (its watch): a VIP shard's records are its VIPs, a RoutedIP shard's
+// its held addresses, a claimed shard has records of its own. Their writes never wait for record
+// writes (Board.SetYield): that would hold the very records the wait is for.
+var recordInputs = map[Owner]bool{VIPs: true, RoutedIPs: true, Claims: true}
