@@ -189,7 +189,9 @@ func addControllers(mgr ctrl.Manager, o options, dc discovery.DiscoveryInterface
 	if err := shards.Add(mgr, engager, board, o.concurrency, o.canaryInterval > 0, o.certificateNamespace); err != nil {
 		return err
 	}
-	if err := board.Add(mgr, o.dnsConcurrency, func(r reconcile.Reconciler) reconcile.Reconciler {
+	// The status writer's applies take the seed API server's time the records need in a burst: a
+	// quarter of the DNS controller's workers (a burst's status is held until its records are out).
+	if err := board.Add(mgr, max(2, o.dnsConcurrency/4), func(r reconcile.Reconciler) reconcile.Reconciler {
 		return sharding.Only(conflicts.Retried("status", r))
 	}); err != nil {
 		return err

@@ -60,8 +60,9 @@ type entry struct {
 	// refused are parts the API server refused (applyValidParts), left out until their owner
 	// posts another.
 	refused map[Owner]*v1alpha1.ClusterIngressStatus
-	// changed is when the oldest change not yet written was posted (zero: none).
-	changed time.Time
+	// changed is when the oldest change not yet written was posted (zero: none), latest when the
+	// newest was.
+	changed, latest time.Time
 	// feedsRecords: a part not yet written is one the DNS controller's records follow (recordInputs).
 	feedsRecords bool
 }
@@ -140,8 +141,9 @@ func (b *Board) post(ci *v1alpha1.ClusterIngress, owner Owner) bool {
 	changed := !seen || !equality.Semantic.DeepEqual(prev, &part)
 	if changed {
 		partChanges.WithLabelValues(string(owner)).Inc()
+		e.latest = b.clock.Now()
 		if e.changed.IsZero() {
-			e.changed = b.clock.Now()
+			e.changed = e.latest
 		}
 		e.feedsRecords = e.feedsRecords || recordInputs[owner]
 	}
@@ -250,7 +252,7 @@ func (b *Board) setWritten(key types.NamespacedName, obj *v1alpha1.ClusterIngres
 	defer b.mu.Unlock()
 	if e := b.entries[key]; e != nil {
 		e.written = obj
-		e.changed, e.feedsRecords = time.Time{}, false
+		e.changed, e.latest, e.feedsRecords = time.Time{}, time.Time{}, false
 	}
 }
 
@@ -301,35 +303,48 @@ func (b *Board) reader() client.Reader {
 }
 
 // maxYield bounds how long a status write waits for record writes (SetYield): the status may lag
-// the records by this much in a burst, never more, however long the burst lasts.
-const maxYield = 3 * time.Second
+// the records by this much in a burst, never more, however long the burst lasts. 3 s released
+// the held writes into a slow machine's burst (a 250-cluster burst, out and back in, lasts that
+// long on two cores), and the records waited behind them (p99 1.2-5 s against 0.5-1.1 s).
+const maxYield = 10 * time.Second
+
+// settleDelay: with SetYield, a cluster's status is written once its parts have not changed for
+// this long. A burst of clusters changing out and back in (a switch rebooting) then posts twice
+// and writes once, after its records, as the DNS controller's own deferred status pass did.
+const settleDelay = time.Second
 
 // yieldPoll is how often a waiting status write looks again whether records still wait.
 const yieldPoll = 200 * time.Millisecond
 
 // SetYield makes status writes wait while recordsPending says records wait to be written (the DNS
-// controller's): the records are what users resolve, and in a burst (250 clusters' nodes changing
-// at once) every status write ahead of them costs the seed's API server the time a record needed.
-// One board writer cannot order its work behind another controller's queue; this is the order.
+// controller's), and until a cluster's parts have settled (settleDelay): the records are what
+// users resolve, and in a burst (250 clusters' nodes changing at once) every status write ahead of
+// them costs the seed's API server the time a record needed. One board writer cannot order its
+// work behind another controller's queue; this is the order.
 func (b *Board) SetYield(recordsPending func() bool) { b.yield = recordsPending }
 
-// yieldFor is how long key's status write should still wait for records (0: write now). A
-// cluster's first status is never held: it carries the domain other controllers wait for; nor is
-// a part the records follow (recordInputs): holding it would hold the records.
+// yieldFor is how long key's status write should still wait (0: write now), at most maxYield after
+// its oldest unwritten change. Never held: a cluster's first status (it carries the domain other
+// controllers wait for) and a part the records follow (recordInputs: holding it would hold them).
 func (b *Board) yieldFor(key types.NamespacedName, first bool) time.Duration {
-	if b.yield == nil || first || !b.yield() {
+	if b.yield == nil || first {
 		return 0
 	}
 	b.mu.Lock()
-	e := b.entries[key]
-	var since time.Time
+	var changed, latest time.Time
 	feeds := false
-	if e != nil {
-		since, feeds = e.changed, e.feedsRecords
+	if e := b.entries[key]; e != nil {
+		changed, latest, feeds = e.changed, e.latest, e.feedsRecords
 	}
 	b.mu.Unlock()
-	if feeds || since.IsZero() || b.clock.Since(since) >= maxYield {
+	if feeds || changed.IsZero() || b.clock.Since(changed) >= maxYield {
 		return 0
 	}
-	return yieldPoll
+	if quiet := b.clock.Since(latest); quiet < settleDelay {
+		return settleDelay - quiet
+	}
+	if b.yield() {
+		return yieldPoll
+	}
+	return 0
 }
