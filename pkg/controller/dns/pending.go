@@ -19,6 +19,8 @@ type pendingRecords struct {
 	mu   sync.Mutex
 	seq  uint64
 	keys map[types.NamespacedName]uint64
+	// onEmpty is told when the last queued change was reconciled (the status writes held wake).
+	onEmpty func()
 }
 
 func newPendingRecords() *pendingRecords {
@@ -49,9 +51,14 @@ func (p *pendingRecords) taken(key types.NamespacedName) uint64 {
 
 func (p *pendingRecords) done(key types.NamespacedName, mark uint64) {
 	p.mu.Lock()
-	defer p.mu.Unlock()
+	emptied := false
 	if p.keys[key] == mark {
 		delete(p.keys, key)
+		emptied = len(p.keys) == 0
+	}
+	p.mu.Unlock()
+	if emptied && p.onEmpty != nil {
+		p.onEmpty()
 	}
 }
 
