@@ -49,8 +49,6 @@ type Board struct {
 	// yield, when set, says that records (what users resolve) are waiting to be written: status
 	// writes then wait, up to maxYield after the change they carry was posted (SetYield).
 	yield func() bool
-	// held are the clusters whose status write waits for records (RecordsWritten wakes them).
-	held map[types.NamespacedName]bool
 }
 
 type entry struct {
@@ -315,32 +313,15 @@ const maxYield = 10 * time.Second
 // and writes once, after its records, as the DNS controller's own deferred status pass did.
 const settleDelay = time.Second
 
+// yieldPoll is how often a waiting status write looks again whether records still wait.
+const yieldPoll = 200 * time.Millisecond
 
 // SetYield makes status writes wait while recordsPending says records wait to be written (the DNS
 // controller's), and until a cluster's parts have settled (settleDelay): the records are what
 // users resolve, and in a burst (250 clusters' nodes changing at once) every status write ahead of
 // them costs the seed's API server the time a record needed. One board writer cannot order its
 // work behind another controller's queue; this is the order.
-// The writes held for records are woken by RecordsWritten, not by polling (a poll per held
-// cluster every 200 ms was ~4,500 reconciles in a 250-cluster burst at 1,000 clusters).
 func (b *Board) SetYield(recordsPending func() bool) { b.yield = recordsPending }
-
-// RecordsWritten wakes the status writes held for records: no records wait any more.
-func (b *Board) RecordsWritten() {
-	b.mu.Lock()
-	keys := b.held
-	b.held = nil
-	b.mu.Unlock()
-	if len(keys) == 0 {
-		return
-	}
-	go func() { // never block the DNS controller's worker on the writer's queue
-		for key := range keys {
-			b.wake <- event.GenericEvent{Object: &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{
-				Namespace: key.Namespace, Name: key.Name}}}
-		}
-	}()
-}
 
 // yieldFor is how long key's status write should still wait (0: write now), at most maxYield after
 // its oldest unwritten change. Never held: a cluster's first status (it carries the domain other
@@ -362,18 +343,8 @@ func (b *Board) yieldFor(key types.NamespacedName, first bool) time.Duration {
 	if quiet := b.clock.Since(latest); quiet < settleDelay {
 		return settleDelay - quiet
 	}
-	// Held first, then asked: records written in between wake it (once too often, never too few).
-	b.mu.Lock()
-	if b.held == nil {
-		b.held = map[types.NamespacedName]bool{}
-	}
-	b.held[key] = true
-	b.mu.Unlock()
 	if b.yield() {
-		return maxYield - b.clock.Since(changed) // the bound, should no wake-up come
+		return yieldPoll
 	}
-	b.mu.Lock()
-	delete(b.held, key)
-	b.mu.Unlock()
 	return 0
 }

@@ -58,7 +58,6 @@ func Add(mgr ctrl.Manager, cfg Config) error {
 	// Status writes wait for the records of the changes queued here (records first in a burst).
 	pending := newPendingRecords()
 	cfg.Board.SetYield(pending.Any)
-	pending.onEmpty = cfg.Board.RecordsWritten
 	return ctrl.NewControllerManagedBy(mgr).Named("dns").
 		// Clusters are independent: one slow cluster must not queue the others behind it.
 		WithOptions(controller.Options{MaxConcurrentReconciles: cfg.Concurrency}).

@@ -19,8 +19,6 @@ type pendingRecords struct {
 	mu   sync.Mutex
 	seq  uint64
 	keys map[types.NamespacedName]uint64
-	// onEmpty is told when the last queued change was reconciled (the status writes held wake).
-	onEmpty func()
 }
 
 func newPendingRecords() *pendingRecords {
@@ -51,14 +49,9 @@ func (p *pendingRecords) taken(key types.NamespacedName) uint64 {
 
 func (p *pendingRecords) done(key types.NamespacedName, mark uint64) {
 	p.mu.Lock()
-	emptied := false
+	defer p.mu.Unlock()
 	if p.keys[key] == mark {
 		delete(p.keys, key)
-		emptied = len(p.keys) == 0
-	}
-	p.mu.Unlock()
-	if emptied && p.onEmpty != nil {
-		p.onEmpty()
 	}
 }
 
