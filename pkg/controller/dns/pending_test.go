@@ -3,19 +3,22 @@ package dns
 import (
 	"context"
 	"testing"
+	"time"
 
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
-// TestPendingRecords: a queued change holds the status writer until its reconcile ends; a change
-// that comes in during that reconcile keeps holding (its own reconcile is queued); a cluster the
-// replica gate skips is cleared as well.
+// TestPendingRecords: a queued change holds the status writer until its reconcile ends and for
+// recordsQuiet after the last one ended; a change that comes in during that reconcile keeps
+// holding (its own reconcile is queued).
 func TestPendingRecords(t *testing.T) {
 	p := newPendingRecords()
+	now := time.Now()
+	p.now = func() time.Time { return now }
 	a, b := types.NamespacedName{Namespace: "n", Name: "a"}, types.NamespacedName{Namespace: "n", Name: "b"}
-	if p.Any() {
+	if p.Busy() {
 		t.Fatal("empty set pending")
 	}
 	var during func()
@@ -33,17 +36,28 @@ func TestPendingRecords(t *testing.T) {
 	p.mark(a)
 	p.mark(b)
 	reconcileKey(a)
-	if !p.Any() {
+	if !p.Busy() {
 		t.Fatal("b's change is still queued")
 	}
 	during = func() { p.mark(b) }
 	reconcileKey(b)
-	if !p.Any() {
+	if !p.Busy() {
 		t.Fatal("a change that came in during b's reconcile was cleared with it")
 	}
 	during = nil
 	reconcileKey(b)
-	if p.Any() {
-		t.Fatal("pending after every change was reconciled")
+	if !p.Busy() {
+		t.Fatal("not holding right after the last change was reconciled: a burst's next change may be on its way")
+	}
+	now = now.Add(recordsQuiet - time.Millisecond)
+	p.mark(a) // a change within the quiet period restarts it once reconciled
+	reconcileKey(a)
+	now = now.Add(recordsQuiet - time.Millisecond)
+	if !p.Busy() {
+		t.Fatal("the quiet period does not start from the last reconcile")
+	}
+	now = now.Add(time.Millisecond)
+	if p.Busy() {
+		t.Fatalf("still holding %s after every change was reconciled", recordsQuiet)
 	}
 }
