@@ -48,7 +48,7 @@ type Board struct {
 	writeThrough bool
 	// yield, when set, says that records (what users resolve) are waiting to be written: status
 	// writes then wait, up to maxYield after the change they carry was posted (SetYield).
-	yield func() bool
+	yield func() time.Duration
 }
 
 type entry struct {
@@ -313,15 +313,15 @@ const maxYield = 10 * time.Second
 // and writes once, after its records, as the DNS controller's own deferred status pass did.
 const settleDelay = time.Second
 
-// yieldPoll is how often a waiting status write looks again whether records still wait.
+// yieldPoll is the shortest wait of a held status write before it looks again.
 const yieldPoll = 200 * time.Millisecond
 
-// SetYield makes status writes wait while recordsPending says records wait to be written (the DNS
-// controller's), and until a cluster's parts have settled (settleDelay): the records are what
-// users resolve, and in a burst (250 clusters' nodes changing at once) every status write ahead of
-// them costs the seed's API server the time a record needed. One board writer cannot order its
-// work behind another controller's queue; this is the order.
-func (b *Board) SetYield(recordsPending func() bool) { b.yield = recordsPending }
+// SetYield makes status writes wait as long as recordsHold says records are still being written
+// (the DNS controller's: 0 when none are), and until a cluster's parts have settled
+// (settleDelay): the records are what users resolve, and in a burst (250 clusters' nodes changing
+// at once) every status write ahead of them costs the seed's API server the time a record needed.
+// One board writer cannot order its work behind another controller's queue; this is the order.
+func (b *Board) SetYield(recordsHold func() time.Duration) { b.yield = recordsHold }
 
 // yieldFor is how long key's status write should still wait (0: write now), at most maxYield after
 // its oldest unwritten change. Never held: a cluster's first status (it carries the domain other
@@ -343,8 +343,10 @@ func (b *Board) yieldFor(key types.NamespacedName, first bool) time.Duration {
 	if quiet := b.clock.Since(latest); quiet < settleDelay {
 		return settleDelay - quiet
 	}
-	if b.yield() {
-		return yieldPoll
+	if hold := b.yield(); hold > 0 {
+		// Looking again sooner than the hold ends only costs reconciles: a 250-cluster burst
+		// polled every 200 ms took ~3,500 of them.
+		return min(max(hold, yieldPoll), maxYield-b.clock.Since(changed))
 	}
 	return 0
 }

@@ -22,7 +22,7 @@ func TestVIPsAreNeverHeldForRecords(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Now())
 	e.board.SetClock(clk)
 	// Another cluster's nodes keep changing: the DNS controller always has a change queued.
-	e.board.SetYield(func() bool { return true })
+	e.board.SetYield(func() time.Duration { return time.Second })
 
 	e.post(t, cistatus.DNS, func(s *v1alpha1.ClusterIngressStatus) {
 		s.Domain = "c.z.test"

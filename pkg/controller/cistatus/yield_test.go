@@ -22,7 +22,12 @@ func TestStatusWaitsForRecords(t *testing.T) {
 	e.board.SetClock(clk)
 	var pending atomic.Bool
 	pending.Store(true)
-	e.board.SetYield(pending.Load)
+	e.board.SetYield(func() time.Duration {
+		if pending.Load() {
+			return 1500 * time.Millisecond
+		}
+		return 0
+	})
 
 	e.post(t, cistatus.DNS, func(s *v1alpha1.ClusterIngressStatus) {
 		s.Domain = "c.z.test"
@@ -37,10 +42,15 @@ func TestStatusWaitsForRecords(t *testing.T) {
 	}
 	e.post(t, cistatus.Allocation, routes(7))
 	clk.Step(time.Second)
-	if res := controllertest.Reconcile(t, e.board, e.key, 1); res.RequeueAfter == 0 || e.get(t).Status.Routes != 0 {
+	if res := controllertest.Reconcile(t, e.board, e.key, 1); res.RequeueAfter != 1500*time.Millisecond ||
+		e.get(t).Status.Routes != 0 {
 		t.Fatalf("written while records wait (%+v): routes %d", res, e.get(t).Status.Routes)
 	}
-	clk.Step(9 * time.Second) // 10 s after the post: written however long the burst lasts
+	clk.Step(8 * time.Second) // the wait never runs past the bound
+	if res := controllertest.Reconcile(t, e.board, e.key, 1); res.RequeueAfter != time.Second {
+		t.Fatalf("9 s after the post the write waits %s, past the 10-s bound", res.RequeueAfter)
+	}
+	clk.Step(time.Second) // 10 s after the post: written however long the burst lasts
 	if res := controllertest.Reconcile(t, e.board, e.key, 1); res.RequeueAfter != 0 || e.get(t).Status.Routes != 7 {
 		t.Fatalf("held past the bound (%+v): routes %d", res, e.get(t).Status.Routes)
 	}

@@ -57,7 +57,7 @@ func Add(mgr ctrl.Manager, cfg Config) error {
 		DNSShares: cfg.DNSShares}
 	// Status writes wait for the records of the changes queued here (records first in a burst).
 	pending := newPendingRecords()
-	cfg.Board.SetYield(pending.Busy)
+	cfg.Board.SetYield(pending.Hold)
 	return ctrl.NewControllerManagedBy(mgr).Named("dns").
 		// Clusters are independent: one slow cluster must not queue the others behind it.
 		WithOptions(controller.Options{MaxConcurrentReconciles: cfg.Concurrency}).

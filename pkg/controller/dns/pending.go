@@ -37,12 +37,18 @@ func newPendingRecords() *pendingRecords {
 	return &pendingRecords{keys: map[types.NamespacedName]uint64{}, now: time.Now}
 }
 
-// Busy says whether some cluster's change waits for its reconcile, or the last one was reconciled
-// less than recordsQuiet ago.
-func (p *pendingRecords) Busy() bool {
+// Hold is how long status writes should wait at least: recordsQuiet while some cluster's change
+// waits for its reconcile, what is left of it after the last one was reconciled, 0 once quiet.
+func (p *pendingRecords) Hold() time.Duration {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return len(p.keys) > 0 || (!p.emptied.IsZero() && p.now().Sub(p.emptied) < recordsQuiet)
+	if len(p.keys) > 0 {
+		return recordsQuiet
+	}
+	if p.emptied.IsZero() {
+		return 0
+	}
+	return max(0, recordsQuiet-p.now().Sub(p.emptied))
 }
 
 func (p *pendingRecords) mark(key types.NamespacedName) {

@@ -18,7 +18,7 @@ func TestPendingRecords(t *testing.T) {
 	now := time.Now()
 	p.now = func() time.Time { return now }
 	a, b := types.NamespacedName{Namespace: "n", Name: "a"}, types.NamespacedName{Namespace: "n", Name: "b"}
-	if p.Busy() {
+	if p.Hold() != 0 {
 		t.Fatal("empty set pending")
 	}
 	var during func()
@@ -36,28 +36,28 @@ func TestPendingRecords(t *testing.T) {
 	p.mark(a)
 	p.mark(b)
 	reconcileKey(a)
-	if !p.Busy() {
+	if p.Hold() == 0 {
 		t.Fatal("b's change is still queued")
 	}
 	during = func() { p.mark(b) }
 	reconcileKey(b)
-	if !p.Busy() {
+	if p.Hold() == 0 {
 		t.Fatal("a change that came in during b's reconcile was cleared with it")
 	}
 	during = nil
 	reconcileKey(b)
-	if !p.Busy() {
+	if p.Hold() == 0 {
 		t.Fatal("not holding right after the last change was reconciled: a burst's next change may be on its way")
 	}
 	now = now.Add(recordsQuiet - time.Millisecond)
 	p.mark(a) // a change within the quiet period restarts it once reconciled
 	reconcileKey(a)
 	now = now.Add(recordsQuiet - time.Millisecond)
-	if !p.Busy() {
-		t.Fatal("the quiet period does not start from the last reconcile")
+	if h := p.Hold(); h != time.Millisecond {
+		t.Fatalf("hold %s with a millisecond of the quiet period left", h)
 	}
 	now = now.Add(time.Millisecond)
-	if p.Busy() {
+	if p.Hold() != 0 {
 		t.Fatalf("still holding %s after every change was reconciled", recordsQuiet)
 	}
 }
