@@ -1,24 +1,26 @@
 package v1alpha1
 
-// Who writes what of a ClusterIngress. Each controller reports only its own conditions and
-// fields, and is woken only by changes it decides from, not by the others' status writes. The
-// lifecycle and shard controllers post their conditions to a status board
-// (pkg/controller/cistatus.Board) which the DNS controller writes with its own status and the
-// Ready they add up to: one writer for what every new cluster reports while it is published. The
-// others patch their part themselves (merge patches with an optimistic lock).
+// Who writes what of a ClusterIngress. Each controller owns only its own conditions and status
+// fields (pkg/controller/cistatus/owners.go declares them; each has exactly one owner) and is
+// woken only by changes it decides from. A controller reads the status through the status board
+// (pkg/controller/cistatus.Board: its own and the others' latest parts over the cached object),
+// edits its part and posts it; one writer per cluster composes every part and the Ready they add
+// up to and writes them in one server-side apply (field manager "shardgate"): no two controllers
+// write the same status, so no write conflicts, and a burst of posts is one write. Where a part
+// must be stored before the controller goes on, it writes it at once (Board.Write).
 //
-//	controller  (package)                 reports
-//	lifecycle   pkg/controller/lifecycle  spec; SourceAvailable (posted; a missing source also
-//	                                      written at once: its time starts the removal grace);
-//	                                      the cleanup annotation; deletes it
+//	controller  (package)                 owns
+//	lifecycle   pkg/controller/lifecycle  spec; SourceAvailable (a missing source written at
+//	                                      once: its time starts the removal grace); the cleanup
+//	                                      annotation; deletes it
 //	engagement  pkg/controller/engagement nothing (engages the cluster; DNS reports the outcome)
-//	dns         pkg/controller/dns        writes the board's conditions with its own:
-//	                                      ClusterReachable, DNSPublished, Ready; clusterID, domain,
+//	dns         pkg/controller/dns        ClusterReachable, DNSPublished; clusterID, domain,
 //	                                      readyNodes, readyNodeCount, targets, targetsSummary,
-//	                                      shards, dnsEndpointRef, lastPublishedTime,
-//	                                      observedGeneration; finalizer dns-cleanup
-//	shards      pkg/controller/shards     ShardsAvailable, RoutesProtected (posted; CleanupPending
-//	                                      written while the cluster is deleted); finalizer
+//	                                      shards, dnsEndpointRef, lastPublishedTime, dnsVerifiedBy,
+//	                                      observedGeneration; finalizer dns-cleanup. A cluster's
+//	                                      first status waits for this part (it holds the domain).
+//	shards      pkg/controller/shards     ShardsAvailable, RoutesProtected (CleanupPending written
+//	                                      at once while the cluster is deleted); finalizer
 //	                                      user-cluster-cleanup
 //	allocation  pkg/controller/allocation routes, rejectedRoutes; finalizer allocation-cleanup
 //	certificates pkg/controller/certificates CertificateReady; certificate (and the cert-manager
@@ -26,11 +28,16 @@ package v1alpha1
 //	vips        pkg/controller/vips       VIPsAvailable; vips (addresses and router IDs per VIP
 //	                                      shard, allocated per L2 domain; holders observed)
 //	routedips   pkg/controller/routedips  RoutedIPsAssigned; routedIPs (the record of which node
-//	                                      holds each routed IP); the user cluster's RoutedIPs
-//	                                      (shards' ones, every status), holder taints; the
-//	                                      classes' status and Jobs in the seed
-//	claims      pkg/controller/claims     claims (status.claims: the claimed shards); the user
+//	                                      holds each routed IP, written at once: Jobs follow it);
+//	                                      the user cluster's RoutedIPs (shards' ones, every
+//	                                      status), holder taints; the classes' status and Jobs
+//	claims      pkg/controller/claims     claims (status.claims: the claimed shards, written at
+//	                                      once, before the claims' own status); the user
 //	                                      cluster's IngressClaims' status
+//	canary      pkg/controller/canary     RoutesServing; canaries
+//	(writer)    pkg/controller/cistatus   Ready, from a declared list (cistatus/ready.go says why
+//	                                      RoutesProtected, RoutedIPsAssigned and RoutesServing are
+//	                                      left out)
 //
 // Ready summarises SourceAvailable, ClusterReachable, ShardsAvailable, DNSPublished and, when
 // TLS is on, CertificateReady, and with VIP shards, VIPsAvailable. The

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
 	canarycheck "github.com/shardgate/shardgate/pkg/canary"
@@ -22,6 +23,7 @@ import (
 	"github.com/shardgate/shardgate/pkg/controller/certificates"
 	"github.com/shardgate/shardgate/pkg/controller/cistatus"
 	"github.com/shardgate/shardgate/pkg/controller/claims"
+	"github.com/shardgate/shardgate/pkg/controller/conflicts"
 	"github.com/shardgate/shardgate/pkg/controller/dns"
 	"github.com/shardgate/shardgate/pkg/controller/engagement"
 	"github.com/shardgate/shardgate/pkg/controller/lifecycle"
@@ -150,8 +152,9 @@ func addControllers(mgr ctrl.Manager, o options, dc discovery.DiscoveryInterface
 	if err := mgr.Add(engager); err != nil { // disengages every cluster when the manager stops
 		return err
 	}
-	// The lifecycle and shard controllers' conditions, which the DNS controller writes.
-	board := cistatus.NewBoard()
+	// Every controller's part of ClusterIngress status, written by one writer (cistatus).
+	board := cistatus.NewBoard(mgr.GetClient())
+	board.Reader = mgr.GetAPIReader()
 	if len(o.secretNamespaces) == 0 {
 		ctrl.Log.WithName("setup").Info("no --kubeconfig-secret-namespaces and no namespace of its own: kubeconfig Secrets register no clusters")
 	}
@@ -186,27 +189,34 @@ func addControllers(mgr ctrl.Manager, o options, dc discovery.DiscoveryInterface
 	if err := shards.Add(mgr, engager, board, o.concurrency, o.canaryInterval > 0, o.certificateNamespace); err != nil {
 		return err
 	}
+	// The status writer's applies take the seed API server's time the records need in a burst: a
+	// quarter of the DNS controller's workers (a burst's status is held until its records are out).
+	if err := board.Add(mgr, max(2, o.dnsConcurrency/4), func(r reconcile.Reconciler) reconcile.Reconciler {
+		return sharding.Only(conflicts.Retried("status", r))
+	}); err != nil {
+		return err
+	}
 	if o.canaryInterval > 0 {
-		if err := canary.Add(mgr, canaryConfig(o, engager, verifier)); err != nil {
+		if err := canary.Add(mgr, canaryConfig(o, engager, verifier, board)); err != nil {
 			return err
 		}
 	}
-	if err := allocation.Add(mgr, engager, o.concurrency); err != nil {
+	if err := allocation.Add(mgr, engager, board, o.concurrency); err != nil {
 		return err
 	}
 	if err := certificates.Add(mgr, certificates.Config{CertManager: certs.NewCertManagerAPI(dc, ctrl.Log.WithName("cert-manager")),
-		Concurrency: o.concurrency, Namespace: o.certificateNamespace, OrdersPerWeek: o.acmeOrdersPerWeek}); err != nil {
+		Concurrency: o.concurrency, Namespace: o.certificateNamespace, OrdersPerWeek: o.acmeOrdersPerWeek, Board: board}); err != nil {
 		return err
 	}
-	if err := vips.Add(mgr, engager); err != nil {
+	if err := vips.Add(mgr, engager, board); err != nil {
 		return err
 	}
-	if err := claims.Add(mgr, engager, o.concurrency, o.claimReclaimGrace); err != nil {
+	if err := claims.Add(mgr, engager, board, o.concurrency, o.claimReclaimGrace); err != nil {
 		return err
 	}
 	if o.routedIPJobNamespace == "" {
 		ctrl.Log.WithName("setup").Info("no --routed-ip-job-namespace and no namespace of its own: routed IPs are off")
-	} else if err := routedips.Add(mgr, routedips.Config{Access: engager, JobNamespace: o.routedIPJobNamespace}); err != nil {
+	} else if err := routedips.Add(mgr, routedips.Config{Access: engager, JobNamespace: o.routedIPJobNamespace, Board: board}); err != nil {
 		return err
 	}
 	return profile.Add(mgr, o.dnsZone)
@@ -255,7 +265,10 @@ func addSharding(mgr ctrl.Manager, o options, engager *clusteraccess.Engager, bo
 		LeaseDuration: o.shardLease, Renew: o.shardLease / 5, Log: ctrl.Log.WithName("sharding"),
 		Keys:      keys,
 		Group:     groups.Get,
-		OnRelease: func(key types.NamespacedName) { engager.Disengage(key); board.Forget(key) }}
+		OnRelease: func(key types.NamespacedName) { engager.Disengage(key); board.Forget(key) },
+		// What this replica posted before it lost the fence may be older than what another
+		// replica wrote meanwhile: the next write starts from the API server's status.
+		OnAcquire: board.Forget}
 	sharding.Install(owner)
 	return mgr.Add(owner)
 }
@@ -273,8 +286,8 @@ func newClient(o options) client.NewClientFunc {
 }
 
 // canaryConfig: the canary resolves where DNS is verified when it is, else like any client.
-func canaryConfig(o options, access clusteraccess.Access, verifier *dns.Verifier) canary.Config {
-	cfg := canary.Config{Access: access, Interval: o.canaryInterval, QPS: o.canaryQPS, Concurrency: o.concurrency}
+func canaryConfig(o options, access clusteraccess.Access, verifier *dns.Verifier, board *cistatus.Board) canary.Config {
+	cfg := canary.Config{Access: access, Interval: o.canaryInterval, QPS: o.canaryQPS, Concurrency: o.concurrency, Board: board}
 	cfg.Refused, _ = canarycheck.DefaultRefused().WithCIDRs(o.canaryRefuseCIDRs) // validated
 	cfg.Refused, _ = cfg.Refused.WithAllowed(o.canaryAllowCIDRs)                 // validated
 	cfg.NodePorts, _ = canarycheck.ParsePortRange(o.canaryNodePorts)             // validated

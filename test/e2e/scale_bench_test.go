@@ -193,6 +193,9 @@ func scaleRun(b *testing.B, n, dead int) {
 		settledAfter.Round(100*time.Millisecond), settled)
 	fmt.Printf("  seed writes to publish: %.2f per cluster (goal <= 3), %.2f until settled; 409 conflicts from the seed: %.0f\n",
 		float64(writesToPublish)/float64(n), float64(writesToSettle)/float64(n), engaged.sum("seed ", " 409"))
+	fmt.Printf("  status to publish: %.2f writes per cluster for %.2f changed controller parts (a write per part: the "+
+		"other way, each controller applying its own); until settled %.2f for %.2f\n", atPublish.statusWrites/float64(n),
+		atPublish.partChanges/float64(n), engaged.statusWrites/float64(n), engaged.partChanges/float64(n))
 	fmt.Printf("    per published cluster, from the seed's audit log: %s writes until its DNSEndpoint was created, %s until settled (%d clusters)\n",
 		spread(toPublish), spread(inAll), len(toPublish))
 	var kinds []string
@@ -221,6 +224,9 @@ func scaleRun(b *testing.B, n, dead int) {
 // controllerFigures are what scaleRun reads of the controller's metrics.
 type controllerFigures struct {
 	rss, heap, goroutines, cpu float64
+	// statusWrites and partChanges: the status writer's writes, and the posts that changed a
+	// controller's part (what writing each controller's part on its own would cost).
+	statusWrites, partChanges float64
 	// requests counts the controller's requests by "user|seed method code".
 	requests map[string]float64
 	// reconciles: per controller, "total", "time" (seconds in Reconcile) and "queued" (seconds
@@ -308,6 +314,10 @@ func scrape(b *testing.B, c *framework.Controller, userHosts map[string]bool) co
 			f.goroutines = v
 		case fields[0] == "process_cpu_seconds_total":
 			f.cpu = v
+		case fields[0] == "shardgate_status_writes_total":
+			f.statusWrites = v
+		case strings.HasPrefix(line, "shardgate_status_part_changes_total{"):
+			f.partChanges += v
 		case strings.HasPrefix(line, "controller_runtime_reconcile_total{"):
 			reconciled(label(line, "controller"), "total", v)
 		case strings.HasPrefix(line, "controller_runtime_reconcile_time_seconds_sum{"):

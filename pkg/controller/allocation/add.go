@@ -12,6 +12,7 @@ import (
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
 	"github.com/shardgate/shardgate/pkg/clusteraccess"
+	"github.com/shardgate/shardgate/pkg/controller/cistatus"
 	"github.com/shardgate/shardgate/pkg/controller/conflicts"
 	"github.com/shardgate/shardgate/pkg/controller/predicates"
 	"github.com/shardgate/shardgate/pkg/controller/sharding"
@@ -22,7 +23,7 @@ import (
 // +kubebuilder:rbac:groups=shardgate.io,resources=clusteringresses/finalizers,verbs=update
 
 // Add registers the allocation controller.
-func Add(mgr ctrl.Manager, access clusteraccess.Access, concurrency int) error {
+func Add(mgr ctrl.Manager, access clusteraccess.Access, board *cistatus.Board, concurrency int) error {
 	return ctrl.NewControllerManagedBy(mgr).Named("allocation").
 		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
 		// Its own status writes (route counts) do not wake it: spec, domain and deletion do.
@@ -30,5 +31,5 @@ func Add(mgr ctrl.Manager, access clusteraccess.Access, concurrency int) error {
 		// Routes, and router Deployments (their readiness is LeastLoaded's capacity).
 		WatchesRawSource(source.Channel(access.Subscribe(clusteraccess.ChangeRoutes|clusteraccess.ChangeManaged), &handler.EnqueueRequestForObject{})).
 		WatchesRawSource(sharding.Changes()).
-		Complete(sharding.Only(conflicts.Retried("allocation", &Reconciler{Client: mgr.GetClient(), Access: access})))
+		Complete(sharding.Only(conflicts.Retried("allocation", &Reconciler{Client: mgr.GetClient(), Access: access, Board: board})))
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/shardgate/shardgate/api/v1alpha1"
 	"github.com/shardgate/shardgate/pkg/allocation"
 	"github.com/shardgate/shardgate/pkg/clusteraccess"
+	"github.com/shardgate/shardgate/pkg/controller/cistatus"
 	"github.com/shardgate/shardgate/pkg/ingressclass"
 	"github.com/shardgate/shardgate/pkg/names"
 	"github.com/shardgate/shardgate/pkg/validation"
@@ -31,6 +32,8 @@ import (
 type Reconciler struct {
 	Client client.Client
 	Access clusteraccess.Access
+	// Board takes status.routes and status.rejectedRoutes (cistatus.Allocation).
+	Board *cistatus.Board
 
 	// unseen holds, per cluster, the Ingresses written by the last pass whose new state the
 	// cache has not shown yet (UID -> the resourceVersion the write started from). The next
@@ -46,6 +49,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.Client.Get(ctx, req.NamespacedName, ci); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	r.Board.Overlay(ci)
 	if ci.DeletionTimestamp != nil {
 		return r.reconcileDelete(ctx, ci)
 	}
@@ -100,13 +104,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	stillUnseen, errs := pass.wait()
 	r.putUnseen(req.NamespacedName, stillUnseen)
 	recordRoutes(req.String(), allocated, rejected)
-	if ci.Status.Routes != allocated || ci.Status.RejectedRoutes != rejected {
-		before := ci.DeepCopy()
-		ci.Status.Routes, ci.Status.RejectedRoutes = allocated, rejected
-		if err := r.Client.Status().Patch(ctx, ci, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
-			errs = append(errs, err)
-		}
-	}
+	ci.Status.Routes, ci.Status.RejectedRoutes = allocated, rejected
+	r.Board.Post(ctx, ci, cistatus.Allocation)
 	return ctrl.Result{}, errors.Join(errs...)
 }
 

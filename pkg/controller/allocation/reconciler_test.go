@@ -14,6 +14,7 @@ import (
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
 	"github.com/shardgate/shardgate/pkg/clusteraccess"
+	"github.com/shardgate/shardgate/pkg/controller/cistatus"
 	"github.com/shardgate/shardgate/pkg/controller/controllertest"
 	"github.com/shardgate/shardgate/pkg/names"
 	"github.com/shardgate/shardgate/test/framework"
@@ -35,7 +36,7 @@ func TestIngressesAreAllocatedToldAndReleased(t *testing.T) {
 	ns := controllertest.Namespace(t, seed.Client)
 	ctx := context.Background()
 	access := clusteraccess.NewFake()
-	r := &Reconciler{Client: seed.Client, Access: access}
+	r := &Reconciler{Client: seed.Client, Access: access, Board: cistatus.NewBoard(seed.Client).WriteThrough()}
 	ci := &v1alpha1.ClusterIngress{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "c1"}, Spec: v1alpha1.ClusterIngressSpec{
 		ClusterRef: v1alpha1.ClusterReference{Kind: v1alpha1.SourceKindSecret, Name: "c1"}, Profile: "p", ClusterID: "c1",
 		DNS: v1alpha1.ResolveDNS(v1alpha1.DNSSettings{Zone: "z.test"}, ""), Shards: v1alpha1.ResolveShards(nil),

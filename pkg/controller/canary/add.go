@@ -26,6 +26,7 @@ import (
 	"github.com/shardgate/shardgate/api/v1alpha1"
 	"github.com/shardgate/shardgate/pkg/canary"
 	"github.com/shardgate/shardgate/pkg/clusteraccess"
+	"github.com/shardgate/shardgate/pkg/controller/cistatus"
 	"github.com/shardgate/shardgate/pkg/controller/conflicts"
 	"github.com/shardgate/shardgate/pkg/controller/predicates"
 	"github.com/shardgate/shardgate/pkg/controller/sharding"
@@ -54,6 +55,8 @@ type Config struct {
 	NodePorts canary.PortRange
 	// Concurrency: clusters checked at once.
 	Concurrency int
+	// Board takes the controller's part of the status.
+	Board *cistatus.Board
 }
 
 // Add registers the canary controller.
@@ -69,7 +72,7 @@ func Add(mgr ctrl.Manager, cfg Config) error {
 	client := &http.Client{Timeout: 5 * time.Second, Transport: transport,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	r := &Reconciler{Client: mgr.GetClient(), Access: cfg.Access, Interval: cfg.Interval, Resolve: cfg.Resolve, Refused: cfg.Refused, NodePorts: cfg.NodePorts,
-		Get: httpGet(client), Limiter: rate.NewLimiter(rate.Limit(cfg.QPS), max(1, int(cfg.QPS)))}
+		Get: httpGet(client), Limiter: rate.NewLimiter(rate.Limit(cfg.QPS), max(1, int(cfg.QPS))), Board: cfg.Board}
 	return ctrl.NewControllerManagedBy(mgr).Named("canary").
 		WithOptions(controller.Options{MaxConcurrentReconciles: cfg.Concurrency}).
 		// Checks are timed (RequeueAfter); spec, deletion and the domain start one at once.

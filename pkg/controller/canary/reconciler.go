@@ -33,8 +33,10 @@ type Reconciler struct {
 	Refused  canary.Refused
 	// NodePorts: the node ports a NodePort shard is requested at (zero: canary.DefaultNodePorts).
 	NodePorts canary.PortRange
-	Get       canary.Get
-	Limiter   *rate.Limiter
+	// Board takes status.canaries and RoutesServing (cistatus.Canary).
+	Board   *cistatus.Board
+	Get     canary.Get
+	Limiter *rate.Limiter
 }
 
 // Reconcile checks every shard of the cluster and comes back after Interval.
@@ -46,13 +48,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	before := ci.Status.DeepCopy()
+	r.Board.Overlay(ci)
 	if ci.DeletionTimestamp != nil || ci.Spec.Canary.Disabled {
 		// Nothing is checked: nothing is claimed either way.
 		ci.Status.Canaries = nil
 		meta.RemoveStatusCondition(&ci.Status.Conditions, v1alpha1.ConditionRoutesServing)
 		serving.DeletePartialMatch(prometheus.Labels{"cluster": req.String()})
-		return ctrl.Result{}, client.IgnoreNotFound(cistatus.Patch(ctx, r.Client, ci, before))
+		r.Board.Post(ctx, ci, cistatus.Canary)
+		return ctrl.Result{}, nil
 	}
 	if ci.Status.Domain == "" {
 		return ctrl.Result{RequeueAfter: r.Interval}, nil // no names yet
@@ -110,9 +113,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		all.Message = "shards whose canary fails: " + strings.Join(failing, ", ")
 	}
 	meta.SetStatusCondition(&ci.Status.Conditions, all)
-	if err := cistatus.Patch(ctx, r.Client, ci, before); err != nil {
-		return ctrl.Result{}, err
-	}
+	r.Board.Post(ctx, ci, cistatus.Canary)
 	return ctrl.Result{RequeueAfter: r.Interval}, nil
 }
 

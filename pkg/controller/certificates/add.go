@@ -22,6 +22,7 @@ import (
 	"github.com/shardgate/shardgate/api/v1alpha1"
 	"github.com/shardgate/shardgate/pkg/apidiscovery"
 	"github.com/shardgate/shardgate/pkg/certs"
+	"github.com/shardgate/shardgate/pkg/controller/cistatus"
 	"github.com/shardgate/shardgate/pkg/controller/conflicts"
 	"github.com/shardgate/shardgate/pkg/controller/predicates"
 	"github.com/shardgate/shardgate/pkg/controller/sharding"
@@ -45,13 +46,15 @@ type Config struct {
 	Namespace string
 	// OrdersPerWeek is the seed's budget of new ACME orders per week.
 	OrdersPerWeek int
+	// Board takes the controller's part of the status.
+	Board *cistatus.Board
 }
 
 // Add registers the certificates controller. Certificates are watched once cert-manager is
 // found; until then clusters with TLS on say CertManagerNotInstalled.
 func Add(mgr ctrl.Manager, cfg Config) error {
 	r := &Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), CertManager: cfg.CertManager, Clock: clock.RealClock{},
-		Namespace: cfg.Namespace, OrdersPerWeek: cfg.OrdersPerWeek}
+		Namespace: cfg.Namespace, OrdersPerWeek: cfg.OrdersPerWeek, Board: cfg.Board}
 	c, err := ctrl.NewControllerManagedBy(mgr).Named("certificates").
 		WithOptions(controller.Options{MaxConcurrentReconciles: cfg.Concurrency}).
 		// Spec (TLS settings, shards), deletion and the domain decide the names; the others'

@@ -18,6 +18,7 @@ import (
 	"github.com/shardgate/shardgate/api/v1alpha1"
 	"github.com/shardgate/shardgate/pkg/apidiscovery"
 	"github.com/shardgate/shardgate/pkg/certs"
+	"github.com/shardgate/shardgate/pkg/controller/cistatus"
 )
 
 // TestForgedLegacyCertificateIsNoRenewal: S writes Certificates in its own namespace (the
@@ -48,7 +49,7 @@ func TestForgedLegacyCertificateIsNoRenewal(t *testing.T) {
 	c := fake.NewClientBuilder().WithScheme(s).WithObjects(ci, forged, ledger).Build()
 	api := &apidiscovery.API{}
 	api.Found()
-	r := &Reconciler{Client: c, APIReader: c, CertManager: api, Clock: clocktesting.NewFakePassiveClock(now), Namespace: "shardgate-system", OrdersPerWeek: 1}
+	r := &Reconciler{Client: c, APIReader: c, CertManager: api, Clock: clocktesting.NewFakePassiveClock(now), Namespace: "shardgate-system", OrdersPerWeek: 1, Board: cistatus.NewBoard(c).WriteThrough()}
 	ok, _, err := r.grant(ctx, ci, wanted, false, now)
 	if err != nil {
 		t.Fatal(err)

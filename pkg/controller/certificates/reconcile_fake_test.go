@@ -24,6 +24,7 @@ import (
 	"github.com/shardgate/shardgate/pkg/apidiscovery"
 	"github.com/shardgate/shardgate/pkg/certs"
 	"github.com/shardgate/shardgate/pkg/certs/certstest"
+	"github.com/shardgate/shardgate/pkg/controller/cistatus"
 	"github.com/shardgate/shardgate/test/framework"
 )
 
@@ -45,8 +46,9 @@ type certWorld struct {
 	perWeek     int
 	gone        bool // the ClusterIngress is not in the seed
 
-	c   client.Client
-	key types.NamespacedName
+	c     client.Client
+	board *cistatus.Board
+	key   types.NamespacedName
 }
 
 func newCertWorld() *certWorld {
@@ -73,8 +75,9 @@ func (w *certWorld) reconcile(t *testing.T) (ctrl.Result, error) {
 	if w.certManager {
 		api.Found()
 	}
+	w.board = cistatus.NewBoard(w.c)
 	r := &Reconciler{Client: w.c, APIReader: w.c, CertManager: api, Clock: clocktesting.NewFakePassiveClock(w.now),
-		Namespace: w.namespace, OrdersPerWeek: w.perWeek}
+		Namespace: w.namespace, OrdersPerWeek: w.perWeek, Board: w.board}
 	return r.Reconcile(context.Background(), ctrl.Request{NamespacedName: w.key})
 }
 
@@ -90,10 +93,13 @@ func (w *certWorld) certificate(t *testing.T) *cmapi.Certificate {
 	return c
 }
 
+// status is the cluster's status as the controller left it: what it posted to the board over what
+// the seed holds (the board's writer, tested on a real API server in cistatus, stores it).
 func (w *certWorld) status(t *testing.T) v1alpha1.ClusterIngressStatus {
 	t.Helper()
 	ci := &v1alpha1.ClusterIngress{}
 	must(t, w.c.Get(context.Background(), w.key, ci))
+	w.board.Overlay(ci)
 	return ci.Status
 }
 

@@ -2,7 +2,6 @@ package certificates
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -11,7 +10,6 @@ import (
 	acmev1 "github.com/cert-manager/cert-manager/pkg/apis/acme/v1"
 	cmapi "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -42,6 +40,8 @@ type Reconciler struct {
 	// OrdersPerWeek is the seed's budget of new ACME orders (first certificates and new names)
 	// per week; renewals of unchanged names are not counted.
 	OrdersPerWeek int
+	// Board takes CertificateReady and status.certificate (cistatus.Certificates).
+	Board *cistatus.Board
 }
 
 // While a certificate is not ready, the ACME order and challenges are looked at again this often
@@ -52,7 +52,7 @@ const pendingRecheck = 10 * time.Second
 // the queue (its cluster deleted, its names back to what they were).
 const queuedRecheck = time.Minute
 
-// Reconcile applies the Certificate, decides CertificateReady, and patches status on change.
+// Reconcile applies the Certificate, decides CertificateReady, and posts its part of the status.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	ci := &v1alpha1.ClusterIngress{}
 	if err := r.Client.Get(ctx, req.NamespacedName, ci); err != nil {
@@ -66,7 +66,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		forget(req.NamespacedName)
 		return ctrl.Result{}, r.release(ctx, req.NamespacedName)
 	}
-	before := ci.Status.DeepCopy()
+	r.Board.Overlay(ci)
 	var (
 		cond    *metav1.Condition
 		requeue time.Duration
@@ -81,16 +81,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		cond.ObservedGeneration = ci.Generation
 		meta.SetStatusCondition(&ci.Status.Conditions, *cond)
 	}
-	if !equality.Semantic.DeepEqual(before, &ci.Status) {
-		if perr := r.patchStatus(ctx, ci, before); perr != nil {
-			return ctrl.Result{}, errors.Join(err, perr)
-		}
-	}
+	r.Board.Post(ctx, ci, cistatus.Certificates)
 	return ctrl.Result{RequeueAfter: requeue}, err
-}
-
-func (r *Reconciler) patchStatus(ctx context.Context, ci *v1alpha1.ClusterIngress, before *v1alpha1.ClusterIngressStatus) error {
-	return cistatus.Patch(ctx, r.Client, ci, before)
 }
 
 // turnOff deletes the Certificate of a cluster whose TLS is off (and one left in the cluster's

@@ -23,6 +23,7 @@ import (
 	"github.com/shardgate/shardgate/pkg/apidiscovery"
 	"github.com/shardgate/shardgate/pkg/certs"
 	"github.com/shardgate/shardgate/pkg/certs/certstest"
+	"github.com/shardgate/shardgate/pkg/controller/cistatus"
 	"github.com/shardgate/shardgate/pkg/controller/controllertest"
 	"github.com/shardgate/shardgate/test/framework"
 )
@@ -46,7 +47,7 @@ func seed(t *testing.T) client.Client {
 func reconciler(c client.Client, certNS string, perWeek int, clk *clocktesting.FakePassiveClock) *Reconciler {
 	api := &apidiscovery.API{}
 	api.Found()
-	return &Reconciler{Client: c, APIReader: c, CertManager: api, Clock: clk, Namespace: certNS, OrdersPerWeek: perWeek}
+	return &Reconciler{Client: c, APIReader: c, CertManager: api, Clock: clk, Namespace: certNS, OrdersPerWeek: perWeek, Board: cistatus.NewBoard(c).WriteThrough()}
 }
 
 // newCI is a ClusterIngress with TLS through the Issuer "le" and its domain published.

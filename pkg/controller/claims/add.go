@@ -17,6 +17,7 @@ import (
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
 	"github.com/shardgate/shardgate/pkg/clusteraccess"
+	"github.com/shardgate/shardgate/pkg/controller/cistatus"
 	"github.com/shardgate/shardgate/pkg/controller/conflicts"
 	"github.com/shardgate/shardgate/pkg/controller/predicates"
 	"github.com/shardgate/shardgate/pkg/controller/sharding"
@@ -27,9 +28,9 @@ import (
 
 // Add registers the claims controller; reclaimGrace is how long a claim's Ingresses must stay
 // gone before its reclaim policy applies.
-func Add(mgr ctrl.Manager, access clusteraccess.Access, concurrency int, reclaimGrace time.Duration) error {
+func Add(mgr ctrl.Manager, access clusteraccess.Access, board *cistatus.Board, concurrency int, reclaimGrace time.Duration) error {
 	r := &Reconciler{Client: mgr.GetClient(), Access: access, Recorder: mgr.GetEventRecorder("shardgate-claims"),
-		ReclaimGrace: reclaimGrace, Clock: clock.RealClock{}}
+		ReclaimGrace: reclaimGrace, Clock: clock.RealClock{}, Board: board}
 	return ctrl.NewControllerManagedBy(mgr).Named("claims").
 		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
 		For(&v1alpha1.ClusterIngress{}, builder.WithPredicates(predicate.Or(predicates.MetadataOrSpecChanged, predicates.DomainChanged))).

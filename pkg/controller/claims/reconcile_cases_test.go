@@ -23,6 +23,7 @@ import (
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
 	"github.com/shardgate/shardgate/pkg/clusteraccess"
+	"github.com/shardgate/shardgate/pkg/controller/cistatus"
 	"github.com/shardgate/shardgate/pkg/names"
 	"github.com/shardgate/shardgate/test/framework"
 )
@@ -60,7 +61,8 @@ func newClaimWorld(t *testing.T, edit func(ci *v1alpha1.ClusterIngress), userObj
 		WithObjects(objs...).WithStatusSubresource(&v1alpha1.IngressClaim{}).Build()}
 	w.user.Caps.CRDs = true
 	w.access.Add(w.key, w.user)
-	w.r = &Reconciler{Client: seed, Access: w.access, Recorder: w.events, ReclaimGrace: time.Minute}
+	w.r = &Reconciler{Client: seed, Access: w.access, Recorder: w.events, ReclaimGrace: time.Minute,
+		Board: cistatus.NewBoard(seed).WriteThrough()}
 	return w
 }
 

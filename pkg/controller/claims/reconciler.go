@@ -38,6 +38,8 @@ type Reconciler struct {
 	ReclaimGrace time.Duration
 	// Clock dates when a claim's Ingresses were first seen gone (nil: the real clock).
 	Clock clock.PassiveClock
+	// Board takes status.claims (cistatus.Claims), written before the claims' own status.
+	Board *cistatus.Board
 }
 
 // Reconcile gathers the cluster's claims, Ingresses and claimed routers' readiness, decides,
@@ -49,6 +51,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.Client.Get(ctx, req.NamespacedName, ci); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	r.Board.Overlay(ci)
 	cluster, ok := r.Access.Get(req.NamespacedName)
 	if ci.DeletionTimestamp != nil || !ok || !cluster.Observable() || !cluster.Capabilities().CRDs || ci.Status.Domain == "" {
 		return ctrl.Result{}, nil
@@ -123,7 +126,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	before := ci.Status.DeepCopy()
 	ci.Status.Claims = out.Records
-	if err := cistatus.Patch(ctx, r.Client, ci, before); err != nil {
+	if err := r.Board.Write(ctx, ci, cistatus.Claims); err != nil {
 		return ctrl.Result{}, err
 	}
 	r.eventTransitions(ci, before.Claims, out.Records)

@@ -7,7 +7,6 @@ import (
 	"context"
 	"fmt"
 
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -43,7 +42,7 @@ type Config struct {
 	Concurrency int
 	// Verifier checks the published answers at the zone's authoritative servers (nil: off).
 	Verifier *Verifier
-	// Board: the other controllers' conditions this controller writes.
+	// Board takes this controller's part of the status.
 	Board *cistatus.Board
 	// DNSShares: how many seed external-dns instances share the DNSEndpoints (label per share).
 	DNSShares int
@@ -56,6 +55,9 @@ func Add(mgr ctrl.Manager, cfg Config) error {
 	}
 	r := &Reconciler{Client: mgr.GetClient(), Access: cfg.Access, ServedZones: cfg.ServedZones, Clock: clock.RealClock{}, Verifier: cfg.Verifier, Board: cfg.Board,
 		DNSShares: cfg.DNSShares}
+	// Status writes wait for the records of the changes queued here (records first in a burst).
+	pending := newPendingRecords()
+	cfg.Board.SetYield(pending.Hold)
 	return ctrl.NewControllerManagedBy(mgr).Named("dns").
 		// Clusters are independent: one slow cluster must not queue the others behind it.
 		WithOptions(controller.Options{MaxConcurrentReconciles: cfg.Concurrency}).
@@ -68,11 +70,9 @@ func Add(mgr ctrl.Manager, cfg Config) error {
 		// A domain freed or taken elsewhere changes who holds it.
 		Watches(&v1alpha1.ClusterIngress{}, handler.EnqueueRequestsFromMapFunc(sameDomain(mgr.GetClient()))).
 		// Records follow nodes and router pods/Services; Ingress churn does not wake this.
-		WatchesRawSource(source.Channel(cfg.Access.Subscribe(clusteraccess.ChangeNodes|clusteraccess.ChangeManaged), &handler.EnqueueRequestForObject{})).
-		// Conditions the other controllers posted.
-		WatchesRawSource(cfg.Board.Source()).
+		WatchesRawSource(source.Channel(cfg.Access.Subscribe(clusteraccess.ChangeNodes|clusteraccess.ChangeManaged), pending.enqueue())).
 		WatchesRawSource(sharding.Changes()).
-		Complete(sharding.Only(conflicts.Retried("dns", r)))
+		Complete(pending.clearing(sharding.Only(conflicts.Retried("dns", r))))
 }
 
 // AddIndexes adds the ClusterIngress field indexes the controller lists by (the domain asked for
@@ -119,9 +119,9 @@ func sameDomain(c client.Client) handler.MapFunc {
 	}
 }
 
-// notOwnStatus drops ClusterIngress updates that change nothing but fields this controller
-// writes itself: targets, nodes, shards, its own conditions and those of the board. Spec,
-// metadata and the conditions other controllers write (which Ready summarises) pass.
+// notOwnStatus drops ClusterIngress updates that change nothing but status this controller does
+// not read: spec, metadata and the other controllers' records its records follow (VIPs, held
+// routed IPs, claims) pass.
 var notOwnStatus = predicate.Funcs{
 	UpdateFunc: func(e event.UpdateEvent) bool {
 		o, ok1 := e.ObjectOld.(*v1alpha1.ClusterIngress)
@@ -137,12 +137,6 @@ var notOwnStatus = predicate.Funcs{
 		}
 		if predicates.ClaimsKey(o) != predicates.ClaimsKey(n) {
 			return true // a claimed shard has records of its own
-		}
-		for _, typ := range []string{v1alpha1.ConditionCertificateReady, v1alpha1.ConditionVIPsAvailable} {
-			a, b := meta.FindStatusCondition(o.Status.Conditions, typ), meta.FindStatusCondition(n.Status.Conditions, typ)
-			if (a == nil) != (b == nil) || (a != nil && (a.Status != b.Status || a.Reason != b.Reason)) {
-				return true
-			}
 		}
 		return false
 	},

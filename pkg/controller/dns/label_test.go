@@ -34,7 +34,7 @@ func TestKeptEndpointIsLabelledWhateverTheDomain(t *testing.T) {
 	ep.Spec.Endpoints = []dnsrecords.Endpoint{{DNSName: "c1.z.test", RecordType: "A", Targets: []string{"192.0.2.1"}}}
 	c := fake.NewClientBuilder().WithScheme(s).WithObjects(ci, ep).WithStatusSubresource(ci).Build()
 	r := &Reconciler{Client: c, Access: clusteraccess.NewFake(), ServedZones: []string{"z.tset"}, // the 3 a.m. typo
-		Clock: clocktesting.NewFakeClock(time.Now()), Board: cistatus.NewBoard()}
+		Clock: clocktesting.NewFakeClock(time.Now()), Board: cistatus.NewBoard(c)}
 	_, _, _ = r.publish(ctx, ci)
 	got := &dnsrecords.DNSEndpoint{}
 	if err := c.Get(ctx, client.ObjectKeyFromObject(ep), got); err != nil {

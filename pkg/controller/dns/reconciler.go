@@ -2,13 +2,11 @@ package dns
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"sync"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -28,8 +26,8 @@ import (
 )
 
 // Reconciler keeps one DNSEndpoint per ClusterIngress (same namespace and name) with the
-// cluster's wildcard and apex records, and reports ClusterReachable, DNSPublished and Ready
-// (see api/v1alpha1 for who owns which condition). Gather, Decide, apply.
+// cluster's wildcard and apex records, and reports ClusterReachable, DNSPublished and the
+// domain, targets and shards (cistatus.DNS). Gather, Decide, apply.
 type Reconciler struct {
 	Client client.Client
 	Access clusteraccess.Access
@@ -39,16 +37,12 @@ type Reconciler struct {
 	// Verifier, when set, makes DNSPublished mean the zone's authoritative servers answer
 	// exactly the desired targets (reason Propagating until they do).
 	Verifier *Verifier
-	// Board holds the conditions the lifecycle and shard controllers report: this controller
-	// writes them with its own (one status writer per cluster).
+	// Board takes this controller's part of the status (cistatus.DNS).
 	Board *cistatus.Board
 	// DNSShares is how many seed external-dns instances share the DNSEndpoints (the chart's
 	// externalDNS.shares): each DNSEndpoint is labelled with its share (dnsrecords.Share).
 	DNSShares int
 
-	// written holds, per cluster, when its records were last updated while the status saying so
-	// waits (statusAfterRecords).
-	written sync.Map // types.NamespacedName → time.Time
 	// ownUpdates holds, per cluster, the generation its DNSEndpoint got from this controller's
 	// last update. The watch event of that update is no cause to reconcile: the status it calls
 	// for is already queued behind the others (statusAfterRecords), and reconciling at once would
@@ -56,16 +50,14 @@ type Reconciler struct {
 	ownUpdates sync.Map // types.NamespacedName → int64
 }
 
-// statusAfterRecords: after an update of a published cluster's records, the status that reports
-// it (targets, ready nodes, lastPublishedTime) is written this much later, by a reconcile queued
-// behind the others. When a hundred clusters' nodes change at once, every DNSEndpoint is then
-// written before any of their status: the records — what users resolve — do not wait behind
-// status writes (at 1,000 clusters, 100 changing at once: p99 1.66 s with both in one reconcile).
-// A cluster's first records are never deferred: their status holds the domain.
-const statusAfterRecords = time.Second
+// verifyAfterUpdate: with a Verifier, records just updated are checked at the authoritative
+// servers this much later, by a reconcile queued behind the changes still to be published
+// (verifyPriority). Their status is posted at once: the board's writer holds status writes while
+// records wait (cistatus.Board.SetYield), so it no longer takes a second reconcile to write the
+// records of a burst before any of its status.
+const verifyAfterUpdate = time.Second
 
-// statusPriority queues the deferred status writes behind the changes still to be published.
-var statusPriority = -100
+var verifyPriority = -100
 
 // firstStatusGrace is how long a new cluster's first status write waits while the cluster is
 // still being contacted: most clusters answer within it, and their first status then says
@@ -73,18 +65,12 @@ var statusPriority = -100
 // once: a thousand seed writes fewer). A cluster that fails or takes longer shows that.
 const firstStatusGrace = 30 * time.Second
 
-// Reconcile fetches, decides, writes the DNSEndpoint only on change, and patches status once,
-// with the conditions the other controllers posted to the board and the Ready they add up to.
+// Reconcile fetches, decides, writes the DNSEndpoint only on change, and posts its part of the
+// status to the board (the status writer adds the others' and Ready).
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	ci := &v1alpha1.ClusterIngress{}
-	mark := r.Board.Mark()
 	if err := r.Client.Get(ctx, req.NamespacedName, ci); err != nil {
 		if apierrors.IsNotFound(err) {
-			// Gone, or not in this cache yet: a controller that posts for a new ClusterIngress
-			// posts again when its own cache (this one) has it, so only what was posted since
-			// this read began must stay.
-			r.Board.ForgetUnlessPostedSince(req.NamespacedName, mark)
-			r.written.Delete(req.NamespacedName)
 			r.ownUpdates.Delete(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
@@ -99,34 +85,25 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			return ctrl.Result{}, err
 		}
 	}
+	r.Board.Overlay(ci)
 	before := ci.Status.DeepCopy()
-	requeue, updated, err := r.reconcileDNS(ctx, ci)
-	if updated && err == nil {
-		return ctrl.Result{RequeueAfter: statusAfterRecords, Priority: &statusPriority}, nil
-	}
-	for _, c := range r.Board.Conditions(req.NamespacedName) {
-		meta.SetStatusCondition(&ci.Status.Conditions, c)
-	}
-	setCondition(ci, Ready(ci.Status.Conditions))
+	requeue, err := r.reconcileDNS(ctx, ci)
 	if err == nil {
 		ci.Status.ObservedGeneration = ci.Generation
 	}
-	if !equality.Semantic.DeepEqual(before, &ci.Status) {
-		if wait := r.firstStatusWait(before, ci); wait > 0 && err == nil {
-			return ctrl.Result{RequeueAfter: wait}, nil
-		}
-		if perr := r.patchStatus(ctx, ci, before); perr != nil {
-			return ctrl.Result{}, errors.Join(err, perr)
-		}
+	if wait := r.firstStatusWait(before, ci); wait > 0 && err == nil {
+		return ctrl.Result{RequeueAfter: wait}, nil
 	}
-	if t, ok := r.written.Load(req.NamespacedName); ok && ci.Status.LastPublishedTime != nil && !ci.Status.LastPublishedTime.Time.Before(t.(time.Time)) {
-		r.written.CompareAndDelete(req.NamespacedName, t)
+	r.Board.Post(ctx, ci, cistatus.DNS)
+	if requeue == verifyAfterUpdate {
+		return ctrl.Result{RequeueAfter: requeue, Priority: &verifyPriority}, err
 	}
 	return ctrl.Result{RequeueAfter: requeue}, err
 }
 
-// firstStatusWait is how much longer the first status write of ci waits (firstStatusGrace): only
-// while no status was written yet and the cluster is still being contacted.
+// firstStatusWait is how much longer the first post of ci's status waits (firstStatusGrace): only
+// while none was posted or written yet and the cluster is still being contacted. The status
+// writer holds a cluster's first write until this controller's part is there.
 func (r *Reconciler) firstStatusWait(before *v1alpha1.ClusterIngressStatus, ci *v1alpha1.ClusterIngress) time.Duration {
 	if meta.FindStatusCondition(before.Conditions, v1alpha1.ConditionClusterReachable) != nil {
 		return 0
@@ -141,22 +118,27 @@ func (r *Reconciler) firstStatusWait(before *v1alpha1.ClusterIngressStatus, ci *
 // ci.Status; with a Verifier, it then checks the answers and says when to look again. Bad
 // configuration ends in a condition and a nil error (nothing to retry until the input changes);
 // none of it touches the records.
-// updated says the records of a cluster that holds its domain were just updated, and its status
-// is left to a later reconcile (statusAfterRecords).
-func (r *Reconciler) reconcileDNS(ctx context.Context, ci *v1alpha1.ClusterIngress) (requeue time.Duration, updated bool, err error) {
+// Records just updated are not checked in the same pass (the servers cannot have them yet, and
+// in a burst the check would hold a worker the next cluster's records need): DNSPublished says
+// Propagating and the check follows verifyAfterUpdate later, queued behind the records.
+func (r *Reconciler) reconcileDNS(ctx context.Context, ci *v1alpha1.ClusterIngress) (requeue time.Duration, err error) {
 	var prev *metav1.Condition
 	if c := meta.FindStatusCondition(ci.Status.Conditions, v1alpha1.ConditionDNSPublished); c != nil {
 		prev = c.DeepCopy()
 	}
 	records, updated, err := r.publish(ctx, ci)
-	if err != nil || updated {
-		return 0, updated, err
+	if err != nil {
+		return 0, err
 	}
 	ci.Status.DNSVerifiedBy = nil
 	if r.Verifier == nil {
-		return 0, false, nil
+		return 0, nil
 	}
-	return r.verify(ctx, ci, prev, records), false, nil
+	if updated {
+		r.propagating(ci, prev, "the DNSEndpoint was just updated")
+		return verifyAfterUpdate, nil
+	}
+	return r.verify(ctx, ci, prev, records), nil
 }
 
 // verify checks published records at the zone's authoritative servers: DNSPublished stays
@@ -180,20 +162,31 @@ func (r *Reconciler) verify(ctx context.Context, ci *v1alpha1.ClusterIngress, pr
 		}
 		return r.Verifier.Interval
 	}
+	r.propagating(ci, prev, mismatch)
+	return time.Second
+}
+
+// propagating says DNSPublished Propagating: the records are written, the authoritative servers
+// do not answer them yet (since the first pass that saw so).
+func (r *Reconciler) propagating(ci *v1alpha1.ClusterIngress, prev *metav1.Condition, mismatch string) {
+	c := meta.FindStatusCondition(ci.Status.Conditions, v1alpha1.ConditionDNSPublished)
+	if c == nil || c.Status != metav1.ConditionTrue || c.Reason != v1alpha1.ReasonPublished {
+		return
+	}
+	now := r.Clock.Now()
 	since := now
-	if wasPropagating {
+	if prev != nil && prev.Reason == v1alpha1.ReasonPropagating {
 		since = prev.LastTransitionTime.Time
 	}
 	setCondition(ci, metav1.Condition{Type: v1alpha1.ConditionDNSPublished, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonPropagating,
 		LastTransitionTime: metav1.NewTime(since),
 		Message:            fmt.Sprintf("the DNSEndpoint is written; waiting %s for the authoritative servers: %s", now.Sub(since).Round(time.Second), mismatch)})
-	return time.Second
 }
 
 // publish is reconcileDNS without verification; it returns the records the DNSEndpoint holds
 // for a cluster that holds its domain, and whether it updated them (a first write, which holds
-// the domain, does not count: its status is written at once).
-func (r *Reconciler) publish(ctx context.Context, ci *v1alpha1.ClusterIngress) ([]dnsrecords.Endpoint, bool, error) {
+// the domain, does not count).
+func (r *Reconciler) publish(ctx context.Context, ci *v1alpha1.ClusterIngress) (records []dnsrecords.Endpoint, updated bool, err error) {
 	key := client.ObjectKeyFromObject(ci)
 	cluster, engaged := r.Access.Get(key)
 	var blocked *clusteraccess.State
@@ -247,7 +240,7 @@ func (r *Reconciler) publish(ctx context.Context, ci *v1alpha1.ClusterIngress) (
 	if !d.Hold {
 		return nil, false, nil
 	}
-	before := ci.Status.Domain // held already when the status says so: an update may defer its status
+	before := ci.Status.Domain // held already when the status says so
 	ci.Status.ClusterID, ci.Status.Domain = ci.Spec.ClusterID, domain
 	r.recordPlan(ci, key, d.Plan, in.Replicas)
 	pending := cluster.TakePendingChange()
@@ -262,12 +255,7 @@ func (r *Reconciler) publish(ctx context.Context, ci *v1alpha1.ClusterIngress) (
 		if !pending.IsZero() {
 			convergence.Observe(now.Sub(pending).Seconds())
 		}
-		if current != nil && ci.Status.Domain == before {
-			r.written.Store(key, now)
-			return d.Endpoints, true, nil
-		}
-	} else if t, ok := r.written.Load(key); ok && (ci.Status.LastPublishedTime == nil || ci.Status.LastPublishedTime.Time.Before(t.(time.Time))) {
-		ci.Status.LastPublishedTime = &metav1.Time{Time: t.(time.Time)} // the deferred status of the last update
+		updated = current != nil && ci.Status.Domain == before
 	}
 	if current != nil || d.Write {
 		ci.Status.DNSEndpointRef = ci.Name
@@ -282,7 +270,7 @@ func (r *Reconciler) publish(ctx context.Context, ci *v1alpha1.ClusterIngress) (
 	if !d.Write && current != nil {
 		return current.Spec.Endpoints, false, nil
 	}
-	return d.Endpoints, false, nil
+	return d.Endpoints, updated, nil
 }
 
 // recordPlan puts the per-shard outcome on status.
@@ -372,10 +360,6 @@ func (r *Reconciler) currentEndpoint(ctx context.Context, key types.NamespacedNa
 		return nil, err
 	}
 	return ep, nil
-}
-
-func (r *Reconciler) patchStatus(ctx context.Context, ci *v1alpha1.ClusterIngress, before *v1alpha1.ClusterIngressStatus) error {
-	return cistatus.Patch(ctx, r.Client, ci, before)
 }
 
 func setTargets(ci *v1alpha1.ClusterIngress, t []string) {

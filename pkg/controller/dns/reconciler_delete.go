@@ -31,7 +31,6 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, ci *v1alpha1.ClusterIn
 		log.FromContext(ctx).Info("DNSEndpoint deleted with its ClusterIngress")
 	}
 	readyIngressNodes.DeleteLabelValues(key.String())
-	r.Board.Forget(key)
 	patch := client.MergeFrom(ci.DeepCopy())
 	controllerutil.RemoveFinalizer(ci, v1alpha1.DNSCleanupFinalizer)
 	return r.Client.Patch(ctx, ci, patch)

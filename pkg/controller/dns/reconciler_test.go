@@ -70,7 +70,7 @@ func TestRecordsFollowTheClusterAndStayWithTheirHolder(t *testing.T) {
 	ns := controllertest.Namespace(t, seed.Client)
 	access := clusteraccess.NewFake()
 	cached := controllertest.CachedClient(t, seed, AddIndexes)
-	r := &Reconciler{Client: cached, Access: access, ServedZones: []string{"dns.test"}, Clock: clocktesting.NewFakeClock(time.Now()), Board: cistatus.NewBoard()}
+	r := &Reconciler{Client: cached, Access: access, ServedZones: []string{"dns.test"}, Clock: clocktesting.NewFakeClock(time.Now()), Board: cistatus.NewBoard(seed.Client).WriteThrough()}
 
 	holder := newCI(t, seed.Client, ns, "holder", "c1")
 	user := controllertest.UserCluster(access, holder, readyNode("n1", "10.0.0.1"), readyNode("n2", "10.0.0.2"))
@@ -139,7 +139,7 @@ func TestZoneNotServedTouchesNothing(t *testing.T) {
 	seed := controllertest.Seed(t)
 	ns := controllertest.Namespace(t, seed.Client)
 	access := clusteraccess.NewFake()
-	r := &Reconciler{Client: controllertest.CachedClient(t, seed, AddIndexes), Access: access, ServedZones: []string{"other.test"}, Clock: clocktesting.NewFakeClock(time.Now()), Board: cistatus.NewBoard()}
+	r := &Reconciler{Client: controllertest.CachedClient(t, seed, AddIndexes), Access: access, ServedZones: []string{"other.test"}, Clock: clocktesting.NewFakeClock(time.Now()), Board: cistatus.NewBoard(seed.Client).WriteThrough()}
 	key := newCI(t, seed.Client, ns, "c", "c")
 	controllertest.UserCluster(access, key, readyNode("n1", "10.0.0.1"))
 	controllertest.ReconcileUntil(t, r, key, publishedWith(t, seed.Client, key, v1alpha1.ReasonZoneNotServed))
@@ -152,15 +152,17 @@ func TestZoneNotServedTouchesNothing(t *testing.T) {
 	}
 }
 
-// TestOneWriterForTheBoard: the conditions the lifecycle and shard controllers post are written by
-// this controller, in the same write as its own and the Ready they add up to; a new cluster still
-// being contacted gets its first status only after firstStatusGrace (or once it answers).
-func TestOneWriterForTheBoard(t *testing.T) {
+// TestOneWriterForEveryPart: the parts the controllers post (here the lifecycle, shard and DNS
+// controllers') are written by the status writer in one write with the Ready they add up to; a
+// new cluster still being contacted gets its first status only after firstStatusGrace (or once
+// it answers): the writer waits for the DNS controller's part.
+func TestOneWriterForEveryPart(t *testing.T) {
 	seed := controllertest.Seed(t)
 	ns := controllertest.Namespace(t, seed.Client)
 	access := clusteraccess.NewFake()
 	clock := clocktesting.NewFakeClock(time.Now())
-	r := &Reconciler{Client: controllertest.CachedClient(t, seed, AddIndexes), Access: access, ServedZones: []string{"dns.test"}, Clock: clock, Board: cistatus.NewBoard()}
+	board := cistatus.NewBoard(seed.Client)
+	r := &Reconciler{Client: controllertest.CachedClient(t, seed, AddIndexes), Access: access, ServedZones: []string{"dns.test"}, Clock: clock, Board: board}
 	key := newCI(t, seed.Client, ns, "board", "board")
 	// The grace counts from the creation the API server stamped, which is later than the clock's
 	// start by however long the cache took to start.
@@ -168,51 +170,63 @@ func TestOneWriterForTheBoard(t *testing.T) {
 	clock.SetTime(created.CreationTimestamp.Time)
 	user := controllertest.UserCluster(access, key, readyNode("n1", "10.0.0.1"))
 	user.St = clusteraccess.State{Phase: clusteraccess.PhaseConnecting, Reason: string(clusteraccess.PhaseConnecting), Message: "contacting the API server"}
-	source := metav1.Condition{Type: v1alpha1.ConditionSourceAvailable, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonSourcePresent, Message: "here"}
-	r.Board.Post(key, source)
+	post := func(owner cistatus.Owner, c metav1.Condition) {
+		t.Helper()
+		ci, _ := get(t, seed.Client, key)
+		board.Overlay(ci)
+		meta.SetStatusCondition(&ci.Status.Conditions, c)
+		board.Post(context.Background(), ci, owner)
+	}
+	post(cistatus.Lifecycle, metav1.Condition{Type: v1alpha1.ConditionSourceAvailable, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonSourcePresent, Message: "here"})
 
 	// Connecting: no status yet, a look again when the grace ends. (Once the cache has the
-	// ClusterIngress: before, a reconcile finds nothing to do and forgets what was posted, which
-	// the lifecycle controller posts again when its cache, the same, has the ClusterIngress.)
+	// ClusterIngress: before, a reconcile finds nothing to do.)
 	controllertest.ReconcileUntil(t, r, key, func() (bool, string) {
 		return r.Client.Get(context.Background(), key, &v1alpha1.ClusterIngress{}) == nil, "the cache does not hold the ClusterIngress yet"
 	})
-	r.Board.Post(key, source)
 	res := controllertest.Reconcile(t, r, key, 1)
+	controllertest.Reconcile(t, board, key, 1)
 	if ci, _ := get(t, seed.Client, key); len(ci.Status.Conditions) != 0 || res.RequeueAfter <= 0 || res.RequeueAfter > firstStatusGrace {
 		t.Fatalf("first status while connecting: %+v, requeue after %s", ci.Status.Conditions, res.RequeueAfter)
 	}
 	clock.Step(firstStatusGrace)
-	controllertest.ReconcileUntil(t, r, key, func() (bool, string) {
+	both := func(check func() (bool, string)) func() (bool, string) {
+		return func() (bool, string) {
+			controllertest.Reconcile(t, board, key, 1)
+			return check()
+		}
+	}
+	controllertest.ReconcileUntil(t, r, key, both(func() (bool, string) {
 		ci, _ := get(t, seed.Client, key)
 		c := meta.FindStatusCondition(ci.Status.Conditions, v1alpha1.ConditionClusterReachable)
 		s := meta.FindStatusCondition(ci.Status.Conditions, v1alpha1.ConditionSourceAvailable)
 		return c != nil && c.Reason == v1alpha1.ReasonConnecting && s != nil && s.Message == "here", fmt.Sprintf("conditions %+v", ci.Status.Conditions)
-	})
+	}))
 
 	// Reachable, shards not available yet: published, not Ready, in one writer's status.
 	user.St = clusteraccess.State{}
-	r.Board.Post(key, metav1.Condition{Type: v1alpha1.ConditionShardsAvailable, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonShardsApplyFailed, Message: "m"})
-	controllertest.ReconcileUntil(t, r, key, publishedWith(t, seed.Client, key, v1alpha1.ReasonPublished))
+	post(cistatus.Shards, metav1.Condition{Type: v1alpha1.ConditionShardsAvailable, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonShardsApplyFailed, Message: "m"})
+	controllertest.ReconcileUntil(t, r, key, both(publishedWith(t, seed.Client, key, v1alpha1.ReasonPublished)))
 	ci, _ := get(t, seed.Client, key)
 	if c := meta.FindStatusCondition(ci.Status.Conditions, v1alpha1.ConditionReady); c == nil || c.Status != metav1.ConditionFalse || !strings.Contains(c.Message, "ShardsAvailable") {
 		t.Fatalf("Ready with shards unavailable: %+v", c)
 	}
 	// The shards come up: Ready in the write that says so.
-	r.Board.Post(key, metav1.Condition{Type: v1alpha1.ConditionShardsAvailable, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonShardsAvailable, Message: "1 shard(s)"})
-	controllertest.ReconcileUntil(t, r, key, func() (bool, string) {
-		ci, _ := get(t, seed.Client, key)
-		s := meta.FindStatusCondition(ci.Status.Conditions, v1alpha1.ConditionShardsAvailable)
-		c := meta.FindStatusCondition(ci.Status.Conditions, v1alpha1.ConditionReady)
-		return s != nil && s.Status == metav1.ConditionTrue && c != nil && c.Status == metav1.ConditionTrue, fmt.Sprintf("conditions %+v", ci.Status.Conditions)
-	})
+	post(cistatus.Shards, metav1.Condition{Type: v1alpha1.ConditionShardsAvailable, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonShardsAvailable, Message: "1 shard(s)"})
+	controllertest.Reconcile(t, board, key, 1)
+	ci, _ = get(t, seed.Client, key)
+	s := meta.FindStatusCondition(ci.Status.Conditions, v1alpha1.ConditionShardsAvailable)
+	if c := meta.FindStatusCondition(ci.Status.Conditions, v1alpha1.ConditionReady); s == nil || s.Status != metav1.ConditionTrue || c == nil || c.Status != metav1.ConditionTrue {
+		t.Fatalf("shards available: conditions %+v", ci.Status.Conditions)
+	}
 
 	// Gone: the board forgets it.
 	if err := seed.Client.Delete(context.Background(), ci); err != nil {
 		t.Fatal(err)
 	}
-	controllertest.ReconcileUntil(t, r, key, func() (bool, string) {
-		_, ok := r.Board.Posted(key, v1alpha1.ConditionShardsAvailable)
+	controllertest.ReconcileUntil(t, r, key, func() (bool, string) { // r lets the finalizer go
+		controllertest.Reconcile(t, board, key, 1)
+		_, ok := board.Posted(key, v1alpha1.ConditionShardsAvailable)
 		return !ok, "the board still holds the deleted cluster's conditions"
 	})
 }
@@ -229,15 +243,16 @@ func controllerHas(ci *v1alpha1.ClusterIngress, f string) bool {
 	return slices.Contains(ci.Finalizers, f)
 }
 
-// A node change of a published cluster updates its records at once and its status a second
-// later, in a reconcile queued behind the other changes; the status then says when the records
-// were written. A cluster's first records come with their status (it holds the domain).
-func TestRecordsFirstStatusAfter(t *testing.T) {
+// A node change of a published cluster updates its records and posts the status that reports
+// them in the same pass, with no second reconcile (the board's writer holds the status write while
+// records wait: cistatus.TestStatusWaitsForRecords); the status says when the records were written.
+func TestRecordsAndTheirStatusInOnePass(t *testing.T) {
 	seed := controllertest.Seed(t)
 	ns := controllertest.Namespace(t, seed.Client)
 	access := clusteraccess.NewFake()
 	clock := clocktesting.NewFakeClock(time.Now().Truncate(time.Second))
-	r := &Reconciler{Client: controllertest.CachedClient(t, seed, AddIndexes), Access: access, ServedZones: []string{"dns.test"}, Clock: clock, Board: cistatus.NewBoard()}
+	r := &Reconciler{Client: controllertest.CachedClient(t, seed, AddIndexes), Access: access, ServedZones: []string{"dns.test"},
+		Clock: clock, Board: cistatus.NewBoard(seed.Client).WriteThrough()}
 	key := newCI(t, seed.Client, ns, "first", "first")
 	user := controllertest.UserCluster(access, key, readyNode("n1", "10.0.0.1"))
 	controllertest.ReconcileUntil(t, r, key, func() (bool, string) {
@@ -259,11 +274,13 @@ func TestRecordsFirstStatusAfter(t *testing.T) {
 	if got := dnsrecords.Targets(ep.Spec.Endpoints); !slices.Equal(got, []string{"10.0.0.1", "10.0.0.2"}) {
 		t.Fatalf("records after the node change: %v", got)
 	}
-	if !slices.Equal(ci.Status.Targets, []string{"10.0.0.1"}) || res.RequeueAfter != statusAfterRecords || res.Priority == nil || *res.Priority >= 0 {
-		t.Fatalf("status written with the records (targets %v) or not queued behind the others (%+v)", ci.Status.Targets, res)
+	if !slices.Equal(ci.Status.Targets, []string{"10.0.0.1", "10.0.0.2"}) || ci.Status.LastPublishedTime == nil ||
+		!ci.Status.LastPublishedTime.Time.Equal(written) || res.RequeueAfter != 0 {
+		t.Fatalf("status after the records' pass: targets %v, lastPublishedTime %v (records written %v), result %+v",
+			ci.Status.Targets, ci.Status.LastPublishedTime, written, res)
 	}
-	// The watch event of that update must not run the status ahead of its queue; anyone else's
-	// edit of the records must be repaired at once.
+	// The watch event of that update is no cause for another pass; anyone else's edit of the
+	// records must be repaired at once.
 	own := event.UpdateEvent{ObjectOld: ep, ObjectNew: ep}
 	if r.notOwnUpdate().Update(own) {
 		t.Fatalf("the controller's own update (generation %d) wakes it", ep.Generation)
@@ -272,15 +289,6 @@ func TestRecordsFirstStatusAfter(t *testing.T) {
 	edited.Generation++
 	if !r.notOwnUpdate().Update(event.UpdateEvent{ObjectOld: ep, ObjectNew: edited}) {
 		t.Fatal("an edit after the controller's update does not wake it")
-	}
-	clock.Step(statusAfterRecords)
-	controllertest.ReconcileUntil(t, r, key, func() (bool, string) {
-		ci, _ := get(t, seed.Client, key)
-		return slices.Equal(ci.Status.Targets, []string{"10.0.0.1", "10.0.0.2"}) && ci.Status.LastPublishedTime != nil && ci.Status.LastPublishedTime.Time.Equal(written),
-			fmt.Sprintf("status targets %v, lastPublishedTime %v (records written %v)", ci.Status.Targets, ci.Status.LastPublishedTime, written)
-	})
-	if _, ok := r.written.Load(key); ok {
-		t.Fatal("the deferred write is still remembered after its status was written")
 	}
 }
 
@@ -293,7 +301,7 @@ func TestDNSEndpointsCarryTheLabelExternalDNSFilters(t *testing.T) {
 	ns := controllertest.Namespace(t, seed.Client)
 	access := clusteraccess.NewFake()
 	cached := controllertest.CachedClient(t, seed, AddIndexes)
-	r := &Reconciler{Client: cached, Access: access, ServedZones: []string{"dns.test"}, Clock: clocktesting.NewFakeClock(time.Now()), Board: cistatus.NewBoard()}
+	r := &Reconciler{Client: cached, Access: access, ServedZones: []string{"dns.test"}, Clock: clocktesting.NewFakeClock(time.Now()), Board: cistatus.NewBoard(seed.Client).WriteThrough()}
 	key := newCI(t, seed.Client, ns, "labelled", "lab1")
 	user := controllertest.UserCluster(access, key, readyNode("n1", "10.0.0.1"))
 	controllertest.ReconcileUntil(t, r, key, publishedWith(t, seed.Client, key, v1alpha1.ReasonPublished))

@@ -34,7 +34,7 @@ type Config struct {
 	// RemovalGrace: how long a cluster's ClusterIngress outlives its source.
 	RemovalGrace time.Duration
 	Concurrency  int
-	// Board takes SourceAvailable (the DNS controller writes it).
+	// Board takes SourceAvailable (cistatus.Lifecycle).
 	Board *cistatus.Board
 }
 

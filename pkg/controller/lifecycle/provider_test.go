@@ -41,7 +41,7 @@ func TestAFourthKindNeedsNoLifecycleChange(t *testing.T) {
 	shoots := sourcestest.NewShoots()
 	registry := sources.Registry{shoots}
 	r := &Reconciler{Client: c, DefaultZone: "seed.test", Sources: registry, RemovalGrace: time.Minute,
-		Clock: clocktesting.NewFakeClock(time.Now()), Board: cistatus.NewBoard()}
+		Clock: clocktesting.NewFakeClock(time.Now()), Board: cistatus.NewBoard(c)}
 	key := types.NamespacedName{Namespace: "garden", Name: "s1"}
 	reconcile := func() {
 		t.Helper()
@@ -80,7 +80,7 @@ func TestAFourthKindNeedsNoLifecycleChange(t *testing.T) {
 		t.Fatalf("SourceAvailable once the Shoot is gone: %+v", got)
 	}
 	// A controller without the provider cannot know the Shoot is gone: it removes nothing.
-	blind := &Reconciler{Client: c, DefaultZone: "seed.test", RemovalGrace: 0, Clock: r.Clock, Board: cistatus.NewBoard()}
+	blind := &Reconciler{Client: c, DefaultZone: "seed.test", RemovalGrace: 0, Clock: r.Clock, Board: cistatus.NewBoard(c)}
 	if _, err := blind.Reconcile(ctx, controllertest.Request(key)); err != nil || getCI(t, c, key) == nil {
 		t.Fatalf("a controller without the Shoot provider removed its ClusterIngress (%v)", err)
 	}

@@ -40,7 +40,7 @@ type Reconciler struct {
 	// RemovalGrace: see LifecycleInput.Grace.
 	RemovalGrace time.Duration
 	Clock        clock.PassiveClock
-	// Board takes SourceAvailable; the DNS controller writes it.
+	// Board takes SourceAvailable (cistatus.Lifecycle).
 	Board *cistatus.Board
 }
 
@@ -53,6 +53,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			return ctrl.Result{}, err
 		}
 		ci = nil
+	} else {
+		r.Board.Overlay(ci)
 	}
 	src, known, err := r.source(ctx, req.NamespacedName, ci)
 	if err != nil {
@@ -172,24 +174,22 @@ func withoutSourceRefs(refs []metav1.OwnerReference) []metav1.OwnerReference {
 	return out
 }
 
-// setSourceCondition posts SourceAvailable to the board: the DNS controller writes it with its
-// own status. A missing source is also written here at once, because its transition time starts
-// the removal grace period (DecideLifecycle), and it keeps its first message: it says when
-// removal happens.
+// setSourceCondition posts SourceAvailable (cistatus.Lifecycle). A missing source is written at
+// once, because its transition time starts the removal grace period (DecideLifecycle), and it
+// keeps its first message: it says when removal happens.
 func (r *Reconciler) setSourceCondition(ctx context.Context, ci *v1alpha1.ClusterIngress, status metav1.ConditionStatus, reason, msg string) error {
-	written := meta.FindStatusCondition(ci.Status.Conditions, v1alpha1.ConditionSourceAvailable)
-	same := written != nil && written.Status == status && written.Reason == reason
-	if same && status == metav1.ConditionFalse && written.Message != "" {
-		msg = written.Message
+	known := meta.FindStatusCondition(ci.Status.Conditions, v1alpha1.ConditionSourceAvailable)
+	same := known != nil && known.Status == status && known.Reason == reason
+	if same && status == metav1.ConditionFalse && known.Message != "" {
+		msg = known.Message
 	}
-	c := metav1.Condition{Type: v1alpha1.ConditionSourceAvailable, Status: status, Reason: reason, Message: msg, ObservedGeneration: ci.Generation}
-	r.Board.Post(client.ObjectKeyFromObject(ci), c)
+	meta.SetStatusCondition(&ci.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionSourceAvailable, Status: status,
+		Reason: reason, Message: msg, ObservedGeneration: ci.Generation})
 	if status == metav1.ConditionTrue || same {
+		r.Board.Post(ctx, ci, cistatus.Lifecycle)
 		return nil
 	}
-	before := ci.DeepCopy()
-	meta.SetStatusCondition(&ci.Status.Conditions, c)
-	return r.Client.Status().Patch(ctx, ci, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}), client.FieldOwner(v1alpha1.FieldOwner))
+	return r.Board.Write(ctx, ci, cistatus.Lifecycle)
 }
 
 // describe names one source of kind in messages. Every kind it is asked for has a provider: a

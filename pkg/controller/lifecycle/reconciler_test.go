@@ -46,7 +46,7 @@ func setup(t *testing.T) *env {
 	clock := clocktesting.NewFakeClock(time.Now())
 	e := &env{c: seed.Client, ns: ns, clock: clock, sel: map[string]string{"profile": ns},
 		r: &Reconciler{Client: seed.Client, DefaultZone: "seed.test", Sources: providers(ns),
-			RemovalGrace: time.Minute, Clock: clock, Board: cistatus.NewBoard()}}
+			RemovalGrace: time.Minute, Clock: clock, Board: cistatus.NewBoard(seed.Client)}}
 	e.profile(t, ns, e.sel)
 	return e
 }
@@ -231,7 +231,7 @@ func TestDeselectedOrDeletingClusterIsRemoved(t *testing.T) {
 		t.Fatalf("Cluster source: %+v", ci)
 	}
 	blind := &Reconciler{Client: e.c, DefaultZone: "seed.test", Sources: providers(), Clock: e.clock,
-		RemovalGrace: time.Minute, Board: cistatus.NewBoard()}
+		RemovalGrace: time.Minute, Board: cistatus.NewBoard(e.c)}
 	controllertest.Reconcile(t, blind, ckey, 2)
 	if c, ok := blind.Board.Posted(ckey, v1alpha1.ConditionSourceAvailable); e.ci(t, ckey) == nil || (ok && c.Status != metav1.ConditionTrue) {
 		t.Fatal("a controller that cannot see Cluster API touched a Cluster's ClusterIngress")

@@ -24,6 +24,7 @@ import (
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
 	"github.com/shardgate/shardgate/pkg/clusteraccess"
+	"github.com/shardgate/shardgate/pkg/controller/cistatus"
 	"github.com/shardgate/shardgate/pkg/controller/conflicts"
 	"github.com/shardgate/shardgate/pkg/controller/predicates"
 	"github.com/shardgate/shardgate/pkg/controller/sharding"
@@ -45,6 +46,8 @@ type Config struct {
 	// JobNamespace is where the classes' Jobs run (the controller's namespace: the classes'
 	// Secrets live there).
 	JobNamespace string
+	// Board takes the controller's part of ClusterIngress status.
+	Board *cistatus.Board
 }
 
 // clusterWorkers: clusters are placed in parallel (a worker per cluster key at a time, so one
@@ -54,7 +57,7 @@ const clusterWorkers = 4
 
 // Add registers both controllers. The firewall has one worker: a class's firewall is one map.
 func Add(mgr ctrl.Manager, cfg Config) error {
-	r := &Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Access: cfg.Access, JobNamespace: cfg.JobNamespace, Clock: clock.RealClock{},
+	r := &Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Access: cfg.Access, JobNamespace: cfg.JobNamespace, Clock: clock.RealClock{}, Board: cfg.Board,
 		Recorder: mgr.GetEventRecorder("shardgate-routedips")}
 	jobs := builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
 		return o.GetNamespace() == cfg.JobNamespace && o.GetLabels()[routedip.JobKindLabel] != ""

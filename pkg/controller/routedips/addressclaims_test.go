@@ -15,6 +15,7 @@ import (
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
 	"github.com/shardgate/shardgate/pkg/clusteraccess"
+	"github.com/shardgate/shardgate/pkg/controller/cistatus"
 	"github.com/shardgate/shardgate/pkg/controller/controllertest"
 	"github.com/shardgate/shardgate/test/framework"
 )
@@ -97,6 +98,6 @@ func setUpAddressClaim(t *testing.T, holderOf func(ns string) string) addressCla
 	u := controllertest.UserCluster(access, client.ObjectKeyFromObject(b), node("n1", now), routerSlice("n1"))
 	u.Caps.CRDs = true
 	r := &Reconciler{Client: seed.Client, APIReader: seed.Client, Access: access, JobNamespace: ns,
-		Clock: clocktesting.NewFakePassiveClock(now), Recorder: events.NewFakeRecorder(100)}
+		Clock: clocktesting.NewFakePassiveClock(now), Recorder: events.NewFakeRecorder(100), Board: cistatus.NewBoard(seed.Client).WriteThrough()}
 	return addressClaim{seed: seed, ns: ns, a: a, b: b, r: r}
 }

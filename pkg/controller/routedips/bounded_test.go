@@ -14,6 +14,7 @@ import (
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
 	"github.com/shardgate/shardgate/pkg/clusteraccess"
+	"github.com/shardgate/shardgate/pkg/controller/cistatus"
 	"github.com/shardgate/shardgate/pkg/controller/controllertest"
 )
 
@@ -70,7 +71,7 @@ func TestRefusedRoutedIPsCostBoundedWrites(t *testing.T) {
 			writes++
 			return c.SubResource(sub).Patch(ctx, o, p, opts...)
 		}})
-	r := &Reconciler{Client: seed.Client, APIReader: seed.Client, Access: access, JobNamespace: ns, Clock: clocktesting.NewFakePassiveClock(now), Recorder: events.NewFakeRecorder(100)}
+	r := &Reconciler{Client: seed.Client, APIReader: seed.Client, Access: access, JobNamespace: ns, Clock: clocktesting.NewFakePassiveClock(now), Recorder: events.NewFakeRecorder(100), Board: cistatus.NewBoard(seed.Client).WriteThrough()}
 	controllertest.Reconcile(t, r, key, 1)
 	if writes == 0 || writes > maxRefusedWritesPerPass {
 		t.Errorf("%d status writes for 40 refused RoutedIPs in one pass, want 1..%d", writes, maxRefusedWritesPerPass)

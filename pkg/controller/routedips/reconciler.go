@@ -42,6 +42,9 @@ type Reconciler struct {
 	JobNamespace string
 	Clock        clock.PassiveClock
 	Recorder     events.EventRecorder
+	// Board takes status.routedIPs and RoutedIPsAssigned (cistatus.RoutedIPs), written before
+	// any Job the record asks for.
+	Board *cistatus.Board
 }
 
 // Reconcile gathers (the cluster's RoutedIPs, nodes and endpoints from its cache; classes, the
@@ -57,7 +60,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.Client.Get(ctx, req.NamespacedName, ci); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	before := ci.Status.DeepCopy()
+	r.Board.Overlay(ci)
 	cluster, ok := r.Access.Get(req.NamespacedName)
 	if ci.DeletionTimestamp != nil {
 		return r.reconcileDelete(ctx, ci, cluster, ok && cluster.Observable())
@@ -79,7 +82,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 				Reason: v1alpha1.ReasonRoutedIPsNotAllowed, ObservedGeneration: ci.Generation,
 				Message: "Shardgate could not install the RoutedIP CRD in the user cluster (its role lacks the routed-IP rules of config/user-cluster/rbac.yaml)"})
 		}
-		return ctrl.Result{}, r.patch(ctx, ci, before)
+		return ctrl.Result{}, r.Board.Write(ctx, ci, cistatus.RoutedIPs)
 	}
 	if err := ensureShardRoutedIPs(ctx, cluster, shardIPs); err != nil {
 		return ctrl.Result{}, err
@@ -104,7 +107,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	ci.Status.RoutedIPs = records
 	setCondition(ci, records, len(shardIPs) > 0)
-	if err := r.patch(ctx, ci, before); err != nil {
+	if err := r.Board.Write(ctx, ci, cistatus.RoutedIPs); err != nil {
 		return ctrl.Result{}, err
 	}
 	if err := r.releaseAddresses(ctx, ci, records); err != nil {
@@ -374,8 +377,4 @@ func (r *Reconciler) event(ctx context.Context, ci *v1alpha1.ClusterIngress, clu
 			recordUserEvent(ctx, cluster.Writer(), ri, typ, o.Event.Reason, o.Event.UserMessage)
 		}
 	}
-}
-
-func (r *Reconciler) patch(ctx context.Context, ci *v1alpha1.ClusterIngress, before *v1alpha1.ClusterIngressStatus) error {
-	return cistatus.Patch(ctx, r.Client, ci, before)
 }

@@ -22,6 +22,7 @@ import (
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
 	"github.com/shardgate/shardgate/pkg/clusteraccess"
+	"github.com/shardgate/shardgate/pkg/controller/cistatus"
 	"github.com/shardgate/shardgate/pkg/controller/controllertest"
 	"github.com/shardgate/shardgate/pkg/names"
 	"github.com/shardgate/shardgate/pkg/routedip"
@@ -79,7 +80,7 @@ func TestMoveStartsWithTaintAndFirewallThenJob(t *testing.T) {
 	u := controllertest.UserCluster(access, key, node("old", now.Add(-time.Hour)), node("young", now.Add(-time.Minute)), node("idle", now),
 		routerSlice("old", "young"), owner)
 	u.Caps.CRDs = true
-	r := &Reconciler{Client: seed.Client, APIReader: seed.Client, Access: access, JobNamespace: ns, Clock: clocktesting.NewFakePassiveClock(now), Recorder: events.NewFakeRecorder(100)}
+	r := &Reconciler{Client: seed.Client, APIReader: seed.Client, Access: access, JobNamespace: ns, Clock: clocktesting.NewFakePassiveClock(now), Recorder: events.NewFakeRecorder(100), Board: cistatus.NewBoard(seed.Client).WriteThrough()}
 
 	controllertest.Reconcile(t, r, key, 2)
 	rec := recordOf(t, seed.Client, key)
@@ -196,7 +197,7 @@ func TestEndpointSlicesReadOnlyForRoutedIPs(t *testing.T) {
 			}
 			return c.List(ctx, list, opts...)
 		}})
-	r := &Reconciler{Client: seed.Client, APIReader: seed.Client, Access: access, JobNamespace: ns, Clock: clocktesting.NewFakePassiveClock(now), Recorder: events.NewFakeRecorder(100)}
+	r := &Reconciler{Client: seed.Client, APIReader: seed.Client, Access: access, JobNamespace: ns, Clock: clocktesting.NewFakePassiveClock(now), Recorder: events.NewFakeRecorder(100), Board: cistatus.NewBoard(seed.Client).WriteThrough()}
 
 	controllertest.Reconcile(t, r, key, 2)
 	if sliceLists != 0 {

@@ -20,6 +20,7 @@ import (
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
 	"github.com/shardgate/shardgate/pkg/clusteraccess"
+	"github.com/shardgate/shardgate/pkg/controller/cistatus"
 	"github.com/shardgate/shardgate/pkg/controller/controllertest"
 	"github.com/shardgate/shardgate/pkg/names"
 )
@@ -75,7 +76,7 @@ func TestClusterOwnerCannotSteerTheSeedsCredentials(t *testing.T) {
 	access := clusteraccess.NewFake()
 	u := controllertest.UserCluster(access, key, own("old", time.Hour), own("mid", time.Minute), hostile, slice, posing)
 	u.Caps.CRDs = true
-	r := &Reconciler{Client: seed.Client, APIReader: seed.Client, Access: access, JobNamespace: ns, Clock: clocktesting.NewFakePassiveClock(now), Recorder: events.NewFakeRecorder(100)}
+	r := &Reconciler{Client: seed.Client, APIReader: seed.Client, Access: access, JobNamespace: ns, Clock: clocktesting.NewFakePassiveClock(now), Recorder: events.NewFakeRecorder(100), Board: cistatus.NewBoard(seed.Client).WriteThrough()}
 
 	controllertest.Reconcile(t, r, key, 2)
 	held, moving := record(t, seed.Client, key, addr), record(t, seed.Client, key, addr2)

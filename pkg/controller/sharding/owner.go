@@ -56,6 +56,11 @@ type Owner struct {
 	// OnRelease is called for a cluster this replica gave up, before its fence is released
 	// (the engager disengages it).
 	OnRelease func(types.NamespacedName)
+	// OnAcquire is called when this replica takes a cluster's fence (again), before any reconcile
+	// of it is admitted: what it remembers of the cluster from before (a lapse, another replica
+	// serving it meanwhile) may be stale. Called with the Owner's lock held: it must not call
+	// the Owner.
+	OnAcquire func(types.NamespacedName)
 	// Group places keys together: keys of one non-empty group are served by one replica (the
 	// VIP clusters of one L2 domain, whose planner must see every member's nodes); "" (or no
 	// Group) places a key by itself. It is called with mu held and must not call the Owner.
@@ -367,6 +372,9 @@ func (o *Owner) enter(ctx context.Context, key types.NamespacedName) (context.Co
 		// Held but not to be used now: releaseLost gives it back if another replica serves it.
 		o.mu.Unlock()
 		return nil, nil, waiting
+	}
+	if o.OnAcquire != nil {
+		o.OnAcquire(key)
 	}
 	return o.admit(ctx, key, f)
 }

@@ -44,9 +44,8 @@ type Reconciler struct {
 	Clock                clock.PassiveClock
 	// Canary renders every shard's canary route (the canary controller checks them).
 	Canary bool
-	// Board takes ShardsAvailable and RoutesProtected; the DNS controller writes them. (While the
-	// cluster is being cleaned up, CleanupPending is written here: the DNS controller is then
-	// removing records, not writing status.)
+	// Board takes ShardsAvailable and RoutesProtected (cistatus.Shards); CleanupPending, while
+	// the cluster is being cleaned up, is written at once.
 	Board *cistatus.Board
 }
 
@@ -56,6 +55,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.Client.Get(ctx, req.NamespacedName, ci); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	r.Board.Overlay(ci)
 	if ci.DeletionTimestamp != nil {
 		return r.reconcileDelete(ctx, ci)
 	}
@@ -67,10 +67,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 	}
 	conds, err := r.reconcileShards(ctx, ci)
-	for i := range conds {
-		conds[i].ObservedGeneration = ci.Generation
+	for _, c := range conds {
+		c.ObservedGeneration = ci.Generation
+		meta.SetStatusCondition(&ci.Status.Conditions, c)
 	}
-	r.Board.Post(req.NamespacedName, conds...)
+	r.Board.Post(ctx, ci, cistatus.Shards)
 	return ctrl.Result{}, err
 }
 

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
+	"github.com/shardgate/shardgate/pkg/controller/cistatus"
 )
 
 // cleanupRetry is how soon cleanup is tried again while the user cluster cannot be observed.
@@ -59,5 +60,5 @@ func (r *Reconciler) setCleanupPending(ctx context.Context, ci *v1alpha1.Cluster
 	if equalConditions(before.Status.Conditions, ci.Status.Conditions) {
 		return nil
 	}
-	return client.IgnoreNotFound(r.Client.Status().Patch(ctx, ci, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}), client.FieldOwner(v1alpha1.FieldOwner)))
+	return client.IgnoreNotFound(r.Board.Write(ctx, ci, cistatus.Shards))
 }

@@ -72,7 +72,7 @@ func TestShardsAreDeployedRepairedAndRemoved(t *testing.T) {
 	seed := controllertest.Seed(t)
 	ns := controllertest.Namespace(t, seed.Client)
 	access := clusteraccess.NewFake()
-	r := &Reconciler{Client: seed.Client, Access: access, Board: cistatus.NewBoard()}
+	r := &Reconciler{Client: seed.Client, Access: access, Board: cistatus.NewBoard(seed.Client)}
 	key := newCI(t, seed.Client, ns, v1alpha1.ShardSpec{Name: "default", NodeSelector: map[string]string{"role": "edge", "zone": "a"}})
 	user := controllertest.UserCluster(access, key)
 	user.Caps = clusteraccess.Capabilities{AdmissionPolicy: true, Version: "v1.37"}
@@ -183,7 +183,7 @@ func TestWithoutAdmissionPolicyAPI(t *testing.T) {
 	seed := controllertest.Seed(t)
 	ns := controllertest.Namespace(t, seed.Client)
 	access := clusteraccess.NewFake()
-	r := &Reconciler{Client: seed.Client, Access: access, Board: cistatus.NewBoard()}
+	r := &Reconciler{Client: seed.Client, Access: access, Board: cistatus.NewBoard(seed.Client)}
 	key := newCI(t, seed.Client, ns)
 	user := controllertest.UserCluster(access, key)
 	user.Caps = clusteraccess.Capabilities{Version: "v1.29"}

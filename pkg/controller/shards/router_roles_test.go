@@ -117,7 +117,7 @@ func TestLeastPrivilegeRoleBindsRouterRolesOnly(t *testing.T) {
 
 	ns := controllertest.Namespace(t, seed.Client)
 	access := clusteraccess.NewFake()
-	r := &Reconciler{Client: seed.Client, Access: access, Board: cistatus.NewBoard()}
+	r := &Reconciler{Client: seed.Client, Access: access, Board: cistatus.NewBoard(seed.Client)}
 	key := newCI(t, seed.Client, ns, v1alpha1.ShardSpec{Name: "default", Publishing: v1alpha1.PublishNodePort})
 	access.Add(key, &clusteraccess.FakeCluster{Client: tlsSecretOnly{restricted}, Caps: clusteraccess.Capabilities{AdmissionPolicy: true, Version: "v1.37"}})
 	controllertest.Reconcile(t, r, key, 2)

@@ -40,7 +40,7 @@ func TestRoutersGetTheCertificate(t *testing.T) {
 	ns := controllertest.Namespace(t, seed.Client)
 	access := clusteraccess.NewFake()
 	certNS := controllertest.Namespace(t, seed.Client) // Shardgate's certificate namespace
-	r := &Reconciler{Client: seed.Client, Access: access, SecretReader: seed.Client, CertificateNamespace: certNS, Clock: clock.RealClock{}, Board: cistatus.NewBoard()}
+	r := &Reconciler{Client: seed.Client, Access: access, SecretReader: seed.Client, CertificateNamespace: certNS, Clock: clock.RealClock{}, Board: cistatus.NewBoard(seed.Client)}
 	key := newCI(t, seed.Client, ns)
 	ci := &v1alpha1.ClusterIngress{}
 	must(t, seed.Client.Get(ctx, key, ci))

@@ -14,6 +14,7 @@ import (
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
 	"github.com/shardgate/shardgate/pkg/clusteraccess"
+	"github.com/shardgate/shardgate/pkg/controller/cistatus"
 	"github.com/shardgate/shardgate/pkg/controller/conflicts"
 	"github.com/shardgate/shardgate/pkg/controller/predicates"
 	"github.com/shardgate/shardgate/pkg/controller/sharding"
@@ -35,8 +36,8 @@ func PlacementGroup(ci *v1alpha1.ClusterIngress) string {
 
 // Add registers the VIP controller. One worker: a domain's allocation is decided by one
 // reconcile at a time, so two clusters are never given the same free address at once.
-func Add(mgr ctrl.Manager, access clusteraccess.Access) error {
-	r := &Reconciler{Client: mgr.GetClient(), Access: access, Clock: clock.RealClock{}}
+func Add(mgr ctrl.Manager, access clusteraccess.Access, board *cistatus.Board) error {
+	r := &Reconciler{Client: mgr.GetClient(), Access: access, Clock: clock.RealClock{}, Board: board}
 	return ctrl.NewControllerManagedBy(mgr).Named("vips").
 		WithOptions(controller.Options{MaxConcurrentReconciles: 1}).
 		For(&v1alpha1.ClusterIngress{}, builder.WithPredicates(predicates.MetadataOrSpecChanged)).

@@ -26,6 +26,9 @@ type Reconciler struct {
 	Client client.Client
 	Access clusteraccess.Access
 	Clock  clock.PassiveClock
+	// Board takes status.vips and VIPsAvailable (cistatus.VIPs); the other members' latest
+	// records are read through it too.
+	Board *cistatus.Board
 }
 
 // Reconcile gathers the domain (every ClusterIngress in it, oldest first, and the addresses of
@@ -36,11 +39,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.Client.Get(ctx, req.NamespacedName, ci); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	r.Board.Overlay(ci)
 	before := ci.Status.DeepCopy()
 	if len(vipShards(ci)) == 0 {
 		ci.Status.VIPs = nil
 		meta.RemoveStatusCondition(&ci.Status.Conditions, v1alpha1.ConditionVIPsAvailable)
-		return ctrl.Result{}, r.patch(ctx, ci, before)
+		r.Board.Post(ctx, ci, cistatus.VIPs)
+		return ctrl.Result{}, nil
 	}
 	all := &v1alpha1.ClusterIngressList{}
 	if err := r.Client.List(ctx, all); err != nil {
@@ -49,6 +54,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	domain := ci.Spec.VIP.L2Domain
 	var members []v1alpha1.ClusterIngress
 	for _, o := range all.Items {
+		r.Board.Overlay(&o)
 		if o.Spec.VIP.L2Domain == domain && (len(vipShards(&o)) > 0 || len(o.Status.VIPs) > 0) {
 			members = append(members, o)
 		}
@@ -76,7 +82,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	c := vip.Available(plan.VIPs, append(plan.Problems, split...))
 	c.ObservedGeneration = ci.Generation
 	meta.SetStatusCondition(&ci.Status.Conditions, c)
-	return ctrl.Result{RequeueAfter: recheck}, r.patch(ctx, ci, before)
+	r.Board.Post(ctx, ci, cistatus.VIPs)
+	return ctrl.Result{RequeueAfter: recheck}, nil
 }
 
 // Request is what a cluster asks of its L2 domain: each VIP shard with its pool (the shard's
@@ -237,8 +244,4 @@ func (r *Reconciler) fillHolders(ctx context.Context, ci *v1alpha1.ClusterIngres
 		holders[s.Shard] = vip.Holders(reports, func(n string) bool { return isNode[n] }, now)
 	}
 	return vip.FillHolders(vips, holders), recheck
-}
-
-func (r *Reconciler) patch(ctx context.Context, ci *v1alpha1.ClusterIngress, before *v1alpha1.ClusterIngressStatus) error {
-	return cistatus.Patch(ctx, r.Client, ci, before)
 }

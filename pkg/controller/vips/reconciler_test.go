@@ -18,6 +18,7 @@ import (
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
 	"github.com/shardgate/shardgate/pkg/clusteraccess"
+	"github.com/shardgate/shardgate/pkg/controller/cistatus"
 	"github.com/shardgate/shardgate/pkg/controller/controllertest"
 	"github.com/shardgate/shardgate/pkg/names"
 	"github.com/shardgate/shardgate/pkg/vip"
@@ -69,7 +70,7 @@ func TestVIPsAllocatedObservedAndReleased(t *testing.T) {
 	access := clusteraccess.NewFake()
 	now := time.Now()
 	clock := clocktesting.NewFakePassiveClock(now)
-	r := &Reconciler{Client: seed.Client, Access: access, Clock: clock}
+	r := &Reconciler{Client: seed.Client, Access: access, Clock: clock, Board: cistatus.NewBoard(seed.Client).WriteThrough()}
 	a := vipCI(t, seed.Client, ns, "a", 2)
 	time.Sleep(1100 * time.Millisecond) // creation timestamps have one-second resolution: a is older
 	b := vipCI(t, seed.Client, ns, "b", 1)

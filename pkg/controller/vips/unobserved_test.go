@@ -9,6 +9,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/shardgate/shardgate/pkg/clusteraccess"
+	"github.com/shardgate/shardgate/pkg/controller/cistatus"
 	"github.com/shardgate/shardgate/pkg/controller/controllertest"
 )
 
@@ -20,7 +21,7 @@ func TestNoNewVIPWhileTheClusterIsNotObserved(t *testing.T) {
 	seed := controllertest.Seed(t)
 	ns := controllertest.Namespace(t, seed.Client)
 	access := clusteraccess.NewFake()
-	r := &Reconciler{Client: seed.Client, Access: access, Clock: clocktesting.NewFakePassiveClock(time.Now())}
+	r := &Reconciler{Client: seed.Client, Access: access, Clock: clocktesting.NewFakePassiveClock(time.Now()), Board: cistatus.NewBoard(seed.Client).WriteThrough()}
 	c := vipCI(t, seed.Client, ns, "c", 1)
 	u := controllertest.UserCluster(access, c, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"},
 		Status: corev1.NodeStatus{Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "10.9.0.1"}}}})

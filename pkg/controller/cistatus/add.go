@@ -1,0 +1,42 @@
+package cistatus
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/shardgate/shardgate/api/v1alpha1"
+)
+
+var (
+	statusWrites = prometheus.NewCounter(prometheus.CounterOpts{Name: "shardgate_status_writes_total",
+		Help: "ClusterIngress status writes (server-side applies of every controller's part)"})
+	partChanges = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "shardgate_status_part_changes_total",
+		Help: "Posts that changed an owner's part of a ClusterIngress' status (what a write per controller would cost)"},
+		[]string{"owner"})
+	partsRefused = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "shardgate_status_parts_refused_total",
+		Help: "Controllers' status parts the API server refused (the others were written without them)"}, []string{"owner"})
+	legacyAdopted = prometheus.NewCounter(prometheus.CounterOpts{Name: "shardgate_status_legacy_managers_adopted_total",
+		Help: "ClusterIngresses whose status fields, written by an older Shardgate, were handed to the apply manager"})
+)
+
+func init() { metrics.Registry.MustRegister(statusWrites, partChanges, partsRefused, legacyAdopted) }
+
+// Add registers the status writer: one reconcile per ClusterIngress whose posted parts changed.
+// gate wraps it (the replica gate: only the replica serving a cluster writes its status).
+func (b *Board) Add(mgr ctrl.Manager, concurrency int, gate func(reconcile.Reconciler) reconcile.Reconciler) error {
+	return ctrl.NewControllerManagedBy(mgr).Named("status").
+		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
+		WatchesRawSource(b.Source()).
+		// A deleted ClusterIngress' parts are forgotten (Reconcile finds it gone).
+		Watches(&v1alpha1.ClusterIngress{}, &handler.EnqueueRequestForObject{}, builder.WithPredicates(predicate.Funcs{
+			CreateFunc: func(event.CreateEvent) bool { return false }, UpdateFunc: func(event.UpdateEvent) bool { return false },
+			GenericFunc: func(event.GenericEvent) bool { return false }})).
+		Complete(gate(b))
+}

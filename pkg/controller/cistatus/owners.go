@@ -1,0 +1,111 @@
+// Package cistatus is the one path by which controllers write a ClusterIngress' status: each
+// controller posts the part it owns (owners.go) to the Board, and one writer (writer.go) applies
+// the parts together, with the Ready they add up to (ready.go), in one server-side apply.
+package cistatus
+
+import (
+	"unicode/utf8"
+
+	"github.com/shardgate/shardgate/api/v1alpha1"
+)
+
+// Owner is a controller that owns a part of ClusterIngress status.
+type Owner string
+
+// The owners, in the order their parts are composed.
+const (
+	Lifecycle    Owner = "lifecycle"
+	DNS          Owner = "dns"
+	Shards       Owner = "shards"
+	Allocation   Owner = "allocation"
+	Certificates Owner = "certificates"
+	VIPs         Owner = "vips"
+	RoutedIPs    Owner = "routedips"
+	Claims       Owner = "claims"
+	Canary       Owner = "canary"
+)
+
+// ownership is what an owner's part holds: its conditions and its fields.
+type ownership struct {
+	conditions []string
+	// fields copies the owner's fields from src to dst.
+	fields func(dst, src *v1alpha1.ClusterIngressStatus)
+}
+
+// owned declares who owns what; a status field or condition type belongs to exactly one owner
+// (TestOwnershipIsExclusive). Ready belongs to none: the writer computes it.
+var owned = map[Owner]ownership{
+	Lifecycle: {conditions: []string{v1alpha1.ConditionSourceAvailable}},
+	DNS: {conditions: []string{v1alpha1.ConditionClusterReachable, v1alpha1.ConditionDNSPublished},
+		fields: func(dst, src *v1alpha1.ClusterIngressStatus) {
+			dst.ClusterID, dst.Domain, dst.DNSEndpointRef = src.ClusterID, src.Domain, src.DNSEndpointRef
+			dst.ReadyNodes, dst.ReadyNodeCount = src.ReadyNodes, src.ReadyNodeCount
+			dst.Targets, dst.TargetsSummary = src.Targets, src.TargetsSummary
+			dst.Shards, dst.LastPublishedTime, dst.DNSVerifiedBy = src.Shards, src.LastPublishedTime, src.DNSVerifiedBy
+			dst.ObservedGeneration = src.ObservedGeneration
+		}},
+	Shards: {conditions: []string{v1alpha1.ConditionShardsAvailable, v1alpha1.ConditionRoutesProtected}},
+	Allocation: {fields: func(dst, src *v1alpha1.ClusterIngressStatus) {
+		dst.Routes, dst.RejectedRoutes = src.Routes, src.RejectedRoutes
+	}},
+	Certificates: {conditions: []string{v1alpha1.ConditionCertificateReady},
+		fields: func(dst, src *v1alpha1.ClusterIngressStatus) { dst.Certificate = src.Certificate }},
+	VIPs: {conditions: []string{v1alpha1.ConditionVIPsAvailable},
+		fields: func(dst, src *v1alpha1.ClusterIngressStatus) { dst.VIPs = src.VIPs }},
+	RoutedIPs: {conditions: []string{v1alpha1.ConditionRoutedIPsAssigned},
+		fields: func(dst, src *v1alpha1.ClusterIngressStatus) { dst.RoutedIPs = src.RoutedIPs }},
+	Claims: {fields: func(dst, src *v1alpha1.ClusterIngressStatus) { dst.Claims = src.Claims }},
+	Canary: {conditions: []string{v1alpha1.ConditionRoutesServing},
+		fields: func(dst, src *v1alpha1.ClusterIngressStatus) { dst.Canaries = src.Canaries }},
+}
+
+// order is the owners in composition order (and the order of their conditions in status).
+var order = []Owner{Lifecycle, DNS, Shards, Allocation, Certificates, VIPs, RoutedIPs, Claims, Canary}
+
+// conditionOwner maps each condition type to its owner.
+var conditionOwner = func() map[string]Owner {
+	m := map[string]Owner{}
+	for o, w := range owned {
+		for _, t := range w.conditions {
+			m[t] = o
+		}
+	}
+	return m
+}()
+
+// extract is owner's part of s: its fields and its conditions (everything else zero).
+func extract(owner Owner, s *v1alpha1.ClusterIngressStatus) v1alpha1.ClusterIngressStatus {
+	var part v1alpha1.ClusterIngressStatus
+	w := owned[owner]
+	if w.fields != nil {
+		w.fields(&part, s.DeepCopy())
+	}
+	for _, c := range s.Conditions {
+		if conditionOwner[c.Type] == owner {
+			c.Message = bounded(c.Message)
+			part.Conditions = append(part.Conditions, c)
+		}
+	}
+	return part
+}
+
+// maxMessage bounds a condition's message (the API allows 32,768 bytes; messages joined from
+// lists of shards or addresses have no bound of their own).
+const maxMessage = 4096
+
+func bounded(msg string) string {
+	if len(msg) <= maxMessage {
+		return msg
+	}
+	cut := maxMessage - len("…")
+	for cut > 0 && !utf8.RuneStart(msg[cut]) {
+		cut--
+	}
+	return msg[:cut] + "…"
+}
+
+// recordInputs are the owners whose part the DNS controller's records follow, and which it hears
+// of from the written status (its watch): a VIP shard's records are its VIPs, a RoutedIP shard's
+// its held addresses, a claimed shard has records of its own. Their writes never wait for record
+// writes (Board.SetYield): that would hold the very records the wait is for.
+var recordInputs = map[Owner]bool{VIPs: true, RoutedIPs: true, Claims: true}

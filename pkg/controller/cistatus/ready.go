@@ -1,0 +1,58 @@
+package cistatus
+
+import (
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/shardgate/shardgate/api/v1alpha1"
+)
+
+// readyFrom declares what Ready adds up, in the order a cause is reported (the first one not
+// True is Ready's reason). Required conditions must be there and True; the others count only
+// while their owner reports them.
+var readyFrom = []struct {
+	typ      string
+	required bool
+}{
+	{v1alpha1.ConditionSourceAvailable, false}, // absent until the lifecycle controller reports
+	{v1alpha1.ConditionClusterReachable, true},
+	{v1alpha1.ConditionShardsAvailable, false},  // absent until the shard controller reports
+	{v1alpha1.ConditionDNSPublished, true},      // and Published: for ready nodes, not kept stale
+	{v1alpha1.ConditionCertificateReady, false}, // present only while TLS is on
+	{v1alpha1.ConditionVIPsAvailable, false},    // present only with VIP shards
+	// Left out, each on purpose:
+	// - RoutesProtected: the admission policy is defence in depth; without it (an older user
+	//   cluster) routes are still served and DNS still follows the routers.
+	// - RoutedIPsAssigned: routed IPs are extra addresses beside the records Ready is about; a
+	//   failed move is told on its own condition and alert, not as the cluster being down.
+	// - RoutesServing: the canary is an outside probe that can fail for reasons outside the
+	//   cluster (a proxy, a firewall in front); it is reported, not folded into Ready.
+}
+
+// Ready summarises the declared conditions (readyFrom): the cluster's source exists, it is
+// reachable, its shards have ready routers, its records are published for ready nodes, and its
+// certificate and VIPs are in place where it has them.
+func Ready(conds []metav1.Condition) metav1.Condition {
+	for _, r := range readyFrom {
+		c := meta.FindStatusCondition(conds, r.typ)
+		switch {
+		case c == nil && !r.required:
+			continue
+		case c != nil && c.Status == metav1.ConditionTrue &&
+			(r.typ != v1alpha1.ConditionDNSPublished || c.Reason == v1alpha1.ReasonPublished):
+			continue
+		}
+		what := r.typ
+		if r.typ == v1alpha1.ConditionDNSPublished {
+			what += " (for ready nodes)"
+		}
+		msg := what + " is not True"
+		if c != nil {
+			msg += ": " + c.Reason
+		}
+		return metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonNotReady,
+			Message: msg}
+	}
+	return metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonReady,
+		Message: "DNS follows the cluster's ready ingress nodes"}
+}
