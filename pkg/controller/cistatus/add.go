@@ -22,11 +22,16 @@ var (
 		[]string{"owner"})
 	partsRefused = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "shardgate_status_parts_refused_total",
 		Help: "Controllers' status parts the API server refused (the others were written without them)"}, []string{"owner"})
+	writeLag = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "shardgate_status_write_lag_seconds",
+		Help:    "From a change of a ClusterIngress' status part to its write (held behind records at most 10 s)",
+		Buckets: []float64{0.1, 0.25, 0.5, 1, 2, 5, 10, 15, 30, 60}})
 	legacyAdopted = prometheus.NewCounter(prometheus.CounterOpts{Name: "shardgate_status_legacy_managers_adopted_total",
 		Help: "ClusterIngresses whose status fields, written by an older Shardgate, were handed to the apply manager"})
 )
 
-func init() { metrics.Registry.MustRegister(statusWrites, partChanges, partsRefused, legacyAdopted) }
+func init() {
+	metrics.Registry.MustRegister(statusWrites, partChanges, partsRefused, writeLag, legacyAdopted)
+}
 
 // Add registers the status writer: one reconcile per ClusterIngress whose posted parts changed.
 // gate wraps it (the replica gate: only the replica serving a cluster writes its status).

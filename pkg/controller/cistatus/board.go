@@ -2,6 +2,7 @@ package cistatus
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 
@@ -52,6 +53,9 @@ type Board struct {
 }
 
 type entry struct {
+	// uid is the object the parts were posted for: a ClusterIngress deleted and created again
+	// under its name starts with no parts (a reconcile of the old one may post after its end).
+	uid   types.UID
 	parts map[Owner]*v1alpha1.ClusterIngressStatus
 	last  uint64
 	// written is the object as the last write stored it (the server's answer): newer than a
@@ -85,7 +89,7 @@ func (b *Board) WriteThrough() *Board {
 // Overlay puts every part posted for ci over the status the caller read, so a controller
 // decides on the latest status this replica knows, its own last post included.
 func (b *Board) Overlay(ci *v1alpha1.ClusterIngress) {
-	parts := b.parts(client.ObjectKeyFromObject(ci))
+	parts := b.partsOf(ci)
 	if len(parts) == 0 {
 		return
 	}
@@ -120,7 +124,14 @@ func (b *Board) Write(ctx context.Context, ci *v1alpha1.ClusterIngress, owner Ow
 	if err := b.client.Get(ctx, client.ObjectKeyFromObject(ci), stored); err != nil {
 		return err
 	}
-	return b.write(ctx, stored, true)
+	if err := b.write(ctx, stored, true); err != nil {
+		return err
+	}
+	if b.refused(client.ObjectKeyFromObject(ci), owner) {
+		// The others' parts were written without it: the caller must not go on as if it were.
+		return fmt.Errorf("the %s part of the status was not written (refused by the API server or too large)", owner)
+	}
+	return nil
 }
 
 func (b *Board) post(ci *v1alpha1.ClusterIngress, owner Owner) bool {
@@ -131,8 +142,8 @@ func (b *Board) post(ci *v1alpha1.ClusterIngress, owner Owner) bool {
 	defer b.mu.Unlock()
 	b.posts++
 	e := b.entries[key]
-	if e == nil {
-		e = &entry{parts: map[Owner]*v1alpha1.ClusterIngressStatus{}}
+	if e == nil || !sameObject(e.uid, ci.UID) {
+		e = &entry{uid: ci.UID, parts: map[Owner]*v1alpha1.ClusterIngressStatus{}}
 		b.entries[key] = e
 	}
 	e.last = b.posts
@@ -145,9 +156,31 @@ func (b *Board) post(ci *v1alpha1.ClusterIngress, owner Owner) bool {
 		if e.changed.IsZero() {
 			e.changed = e.latest
 		}
-		e.feedsRecords = e.feedsRecords || recordInputs[owner]
+		e.feedsRecords = e.feedsRecords || recordInputs[owner] || domainChanged(owner, e.written, &part)
 	}
 	return changed
+}
+
+// domainChanged: a DNS part that takes or gives up a domain. Other clusters' records follow who
+// holds a domain (the written status.domain), so it is never held behind records either.
+func domainChanged(owner Owner, written *v1alpha1.ClusterIngress, part *v1alpha1.ClusterIngressStatus) bool {
+	return owner == DNS && (written == nil || written.Status.Domain != part.Domain)
+}
+
+// sameObject: parts posted for uid a belong to the object b. An empty UID (an object built in a
+// test) matches any.
+func sameObject(a, b types.UID) bool { return a == "" || b == "" || a == b }
+
+// partsOf is what was posted for ci's object, nothing when the parts are a deleted namesake's.
+func (b *Board) partsOf(ci *v1alpha1.ClusterIngress) map[Owner]*v1alpha1.ClusterIngressStatus {
+	b.mu.Lock()
+	e := b.entries[client.ObjectKeyFromObject(ci)]
+	stale := e != nil && !sameObject(e.uid, ci.UID)
+	b.mu.Unlock()
+	if stale {
+		return nil
+	}
+	return b.parts(client.ObjectKeyFromObject(ci))
 }
 
 // parts is a copy of what was posted for key (the parts themselves are never changed).
@@ -251,6 +284,9 @@ func (b *Board) setWritten(key types.NamespacedName, obj *v1alpha1.ClusterIngres
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if e := b.entries[key]; e != nil {
+		if !e.changed.IsZero() {
+			writeLag.Observe(b.clock.Since(e.changed).Seconds())
+		}
 		e.written = obj
 		e.changed, e.latest, e.feedsRecords = time.Time{}, time.Time{}, false
 	}
@@ -273,6 +309,28 @@ func (b *Board) refuse(key types.NamespacedName, owner Owner, part *v1alpha1.Clu
 			e.refused = map[Owner]*v1alpha1.ClusterIngressStatus{}
 		}
 		e.refused[owner] = part
+	}
+}
+
+// refused: owner's latest part is one the writer left out (applyValidParts, withinBudget).
+func (b *Board) refused(key types.NamespacedName, owner Owner) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	e := b.entries[key]
+	if e == nil || e.refused[owner] == nil || e.parts[owner] == nil {
+		return false
+	}
+	return equality.Semantic.DeepEqual(e.refused[owner], e.parts[owner])
+}
+
+// forgetDeletedNamesake drops the parts posted for a deleted object of ci's name (a reconcile of
+// it posted after its end): ci is another object, whose owners have not posted yet.
+func (b *Board) forgetDeletedNamesake(ci *v1alpha1.ClusterIngress) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	key := client.ObjectKeyFromObject(ci)
+	if e := b.entries[key]; e != nil && !sameObject(e.uid, ci.UID) {
+		delete(b.entries, key)
 	}
 }
 
@@ -340,13 +398,14 @@ func (b *Board) yieldFor(key types.NamespacedName, first bool) time.Duration {
 	if feeds || changed.IsZero() || b.clock.Since(changed) >= maxYield {
 		return 0
 	}
+	left := maxYield - b.clock.Since(changed)
 	if quiet := b.clock.Since(latest); quiet < settleDelay {
-		return settleDelay - quiet
+		return min(settleDelay-quiet, left)
 	}
 	if hold := b.yield(); hold > 0 {
 		// Looking again sooner than the hold ends only costs reconciles: a 250-cluster burst
 		// polled every 200 ms took ~3,500 of them.
-		return min(max(hold, yieldPoll), maxYield-b.clock.Since(changed))
+		return min(max(hold, yieldPoll), left)
 	}
 	return 0
 }

@@ -29,6 +29,7 @@ func (b *Board) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, e
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	b.forgetDeletedNamesake(ci)
 	first := ci.Status.Domain == "" && b.lastWritten(req.NamespacedName) == nil
 	if wait := b.yieldFor(req.NamespacedName, first); wait > 0 {
 		return ctrl.Result{RequeueAfter: wait}, nil
@@ -45,7 +46,7 @@ func (b *Board) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, e
 func (b *Board) write(ctx context.Context, ci *v1alpha1.ClusterIngress, force bool) error {
 	key := client.ObjectKeyFromObject(ci)
 	defer b.lockWrites(key)()
-	parts := b.parts(key)
+	parts := b.partsOf(ci)
 	if len(parts) == 0 {
 		return nil
 	}
@@ -56,7 +57,7 @@ func (b *Board) write(ctx context.Context, ci *v1alpha1.ClusterIngress, force bo
 	if _, ok := parts[DNS]; !ok && !force && len(base.Status.Conditions) == 0 {
 		return nil
 	}
-	parts = b.withoutRefused(key, parts)
+	parts = b.withinBudget(ctx, key, base, b.withoutRefused(key, parts))
 	desired := Compose(&base.Status, parts, base.Generation, b.clock.Now())
 	if equality.Semantic.DeepEqual(&desired, &base.Status) {
 		return nil
@@ -82,6 +83,46 @@ func (b *Board) write(ctx context.Context, ci *v1alpha1.ClusterIngress, force bo
 	b.setWritten(key, stored)
 	statusWrites.Inc()
 	return nil
+}
+
+// maxStatusBytes bounds a ClusterIngress' status as written: etcd refuses a request past 1.5 MiB,
+// and not as Invalid, so one owner's part swollen by its cluster's input (O's 10,000 nodes with
+// 253-byte names in readyNodes) would keep every other part unwritten, the ones that must be
+// stored before their controller goes on too.
+const maxStatusBytes = 512 << 10
+
+// withinBudget leaves the largest parts out, as refused, until the composed status fits
+// maxStatusBytes. A part left out keeps the values the object has, until its owner posts
+// another.
+func (b *Board) withinBudget(ctx context.Context, key types.NamespacedName, base *v1alpha1.ClusterIngress,
+	parts map[Owner]*v1alpha1.ClusterIngressStatus) map[Owner]*v1alpha1.ClusterIngressStatus {
+	for len(parts) > 0 {
+		desired := Compose(&base.Status, parts, base.Generation, b.clock.Now())
+		if jsonSize(&desired) <= maxStatusBytes {
+			return parts
+		}
+		var largest Owner
+		size := -1
+		for o, p := range parts {
+			if n := jsonSize(p); n > size {
+				largest, size = o, n
+			}
+		}
+		log.FromContext(ctx).Error(nil, "this controller's part of the status is too large to write; the others are written",
+			"owner", largest, "bytes", size, "limit", maxStatusBytes)
+		partsRefused.WithLabelValues(string(largest)).Inc()
+		b.refuse(key, largest, parts[largest])
+		delete(parts, largest)
+	}
+	return parts
+}
+
+func jsonSize(v any) int {
+	body, err := json.Marshal(v)
+	if err != nil {
+		return 0
+	}
+	return len(body)
 }
 
 // base is the newest status known of ci's object (see write).

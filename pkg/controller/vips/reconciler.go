@@ -82,6 +82,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	c := vip.Available(plan.VIPs, append(plan.Problems, split...))
 	c.ObservedGeneration = ci.Generation
 	meta.SetStatusCondition(&ci.Status.Conditions, c)
+	if !sameAddresses(before.VIPs, plan.VIPs) {
+		// An allocation is stored before anything acts on it (the shard controller renders
+		// keepalived from the board): after a restart, a VIP known only to this replica's memory
+		// could be planned for another cluster of the L2 domain.
+		return ctrl.Result{RequeueAfter: recheck}, r.Board.Write(ctx, ci, cistatus.VIPs)
+	}
 	r.Board.Post(ctx, ci, cistatus.VIPs)
 	return ctrl.Result{RequeueAfter: recheck}, nil
 }
@@ -244,4 +250,14 @@ func (r *Reconciler) fillHolders(ctx context.Context, ci *v1alpha1.ClusterIngres
 		holders[s.Shard] = vip.Holders(reports, func(n string) bool { return isNode[n] }, now)
 	}
 	return vip.FillHolders(vips, holders), recheck
+}
+
+// sameAddresses: a and b allocate the same addresses and router IDs to the same shards (homes
+// and holders aside).
+func sameAddresses(a, b []v1alpha1.ShardVIPs) bool {
+	return slices.EqualFunc(a, b, func(x, y v1alpha1.ShardVIPs) bool {
+		return x.Shard == y.Shard && slices.EqualFunc(x.Addresses, y.Addresses, func(p, q v1alpha1.VIPAddress) bool {
+			return p.Address == q.Address && p.RouterID == q.RouterID
+		})
+	})
 }
