@@ -107,12 +107,57 @@ func StartControllerAs(t testing.TB, seed *ControlPlane, kubeconfig []byte, args
 	return c
 }
 
-func startController(testDir string, seed *ControlPlane, kubeconfig []byte, args []string) (*Controller, error) {
-	bin, err := ControllerBinary()
+// ControllerOptions says which controller binary StartControllerWith runs, and how.
+type ControllerOptions struct {
+	// Binary is the seed-controller to run (default: ControllerBinary, this tree's), e.g. a
+	// previous release's built by an upgrade spec.
+	Binary string
+	// Name of its folder and log in the test's directory (default seed-controller): two
+	// controllers of one test (old and new) keep apart logs.
+	Name string
+	// Kubeconfig as in StartControllerAs (nil: a new cluster-admin user).
+	Kubeconfig []byte
+	// Env is added to the process' minimal environment (e.g. POD_NAMESPACE, as the chart sets it).
+	Env []string
+}
+
+// StartControllerWith is StartControllerAs with a binary, folder name and environment of the
+// caller's choosing.
+func StartControllerWith(t testing.TB, seed *ControlPlane, opts ControllerOptions, args ...string) *Controller {
+	t.Helper()
+	c, err := startControllerWith(TestDir(t), seed, opts, args)
 	if err != nil {
-		return nil, err
+		t.Fatalf("%s: %v", opts.name(), err)
 	}
-	dir, err := componentDir(testDir, "seed-controller")
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("--- %s (tail) ---\n%s", opts.name(), c.proc.Tail(6000))
+		}
+		_ = c.proc.Stop()
+	})
+	return c
+}
+
+func (o ControllerOptions) name() string {
+	if o.Name == "" {
+		return "seed-controller"
+	}
+	return o.Name
+}
+
+func startController(testDir string, seed *ControlPlane, kubeconfig []byte, args []string) (*Controller, error) {
+	return startControllerWith(testDir, seed, ControllerOptions{Kubeconfig: kubeconfig}, args)
+}
+
+func startControllerWith(testDir string, seed *ControlPlane, opts ControllerOptions, args []string) (*Controller, error) {
+	bin, kubeconfig := opts.Binary, opts.Kubeconfig
+	if bin == "" {
+		var err error
+		if bin, err = ControllerBinary(); err != nil {
+			return nil, err
+		}
+	}
+	dir, err := componentDir(testDir, opts.name())
 	if err != nil {
 		return nil, err
 	}
@@ -128,7 +173,7 @@ func startController(testDir string, seed *ControlPlane, kubeconfig []byte, args
 	// A port taken between choosing and binding (by a client connection's ephemeral port, or
 	// by another package's server) fails the start: choose again, three times at most.
 	for attempt := 1; ; attempt++ {
-		c, err := startControllerOn(dir, bin, kcPath, seed, args)
+		c, err := startControllerOn(dir, bin, kcPath, seed, opts, args)
 		if err == nil || attempt == 3 || !strings.Contains(err.Error(), "address already in use") {
 			return c, err
 		}
@@ -136,7 +181,7 @@ func startController(testDir string, seed *ControlPlane, kubeconfig []byte, args
 }
 
 // startControllerOn starts the controller on three distinct free ports.
-func startControllerOn(dir, bin, kcPath string, seed *ControlPlane, args []string) (*Controller, error) {
+func startControllerOn(dir, bin, kcPath string, seed *ControlPlane, opts ControllerOptions, args []string) (*Controller, error) {
 	ports, err := FreePorts(3)
 	if err != nil {
 		return nil, err
@@ -148,7 +193,11 @@ func startControllerOn(dir, bin, kcPath string, seed *ControlPlane, args []strin
 	}
 	c := &Controller{MetricsAddr: fmt.Sprintf("127.0.0.1:%d", ports[0]), HealthAddr: fmt.Sprintf("127.0.0.1:%d", ports[1]),
 		StatusAddr: fmt.Sprintf("127.0.0.1:%d", ports[2]), dir: dir, seed: seed, metricsCA: ca}
-	c.spec = ProcessSpec{Name: "seed-controller", Path: bin, Args: append([]string{
+	var env []string
+	if len(opts.Env) > 0 {
+		env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}, opts.Env...)
+	}
+	c.spec = ProcessSpec{Name: opts.name(), Path: bin, Env: env, Args: append([]string{
 		"--kubeconfig=" + kcPath,
 		"--metrics-bind-address=" + c.MetricsAddr,
 		"--metrics-cert-dir=" + certDir,
@@ -208,6 +257,12 @@ func (c *Controller) Restart() error {
 	}
 	return c.start()
 }
+
+// Stop stops the controller (SIGTERM: it releases its leader Lease, as a pod being replaced does).
+func (c *Controller) Stop() error { return c.proc.Stop() }
+
+// LogPath is the controller's log file.
+func (c *Controller) LogPath() string { return c.proc.LogPath }
 
 // Running reports whether the process is still alive (it must never crash on bad input).
 func (c *Controller) Running() bool {

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 )
 
@@ -43,6 +45,9 @@ type EnvironmentOptions struct {
 	Zone string
 	// SeedAPIServerFlags are set on the seed's kube-apiserver (e.g. an audit log).
 	SeedAPIServerFlags map[string]string
+	// WithoutShardgateCRDs leaves Shardgate's own CRDs out of the seed: the spec installs them
+	// (e.g. the upgrade spec, a previous release's chart).
+	WithoutShardgateCRDs bool
 }
 
 // StartEnvironment starts everything opts asks for; all of it is stopped when t ends.
@@ -51,6 +56,9 @@ func StartEnvironment(t testing.TB, opts EnvironmentOptions) *Environment {
 	crds, err := SeedCRDDirs()
 	if err != nil {
 		t.Fatal(err)
+	}
+	if opts.WithoutShardgateCRDs {
+		crds = slices.DeleteFunc(crds, func(d string) bool { return strings.HasSuffix(d, filepath.Join("config", "crd", "bases")) })
 	}
 	env := &Environment{Seed: StartControlPlane(t, "seed", ControlPlaneOptions{CRDDirs: crds, SimulatedNodes: opts.SeedNode, RealNodes: opts.SeedNode,
 		APIServerFlags: opts.SeedAPIServerFlags})}
