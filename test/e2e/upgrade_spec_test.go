@@ -104,6 +104,10 @@ func previousReleaseTree(root string, rel previousRelease) (string, error) {
 
 // buildPreviousRelease extracts rel's tree from git into dir and builds bin/seed-controller there.
 func buildPreviousRelease(root string, rel previousRelease, dir string) error {
+	if exec.Command("git", "-C", root, "cat-file", "-e", rel.Commit+"^{commit}").Run() != nil {
+		// A shallow clone: its origin (the repository it was cloned from) has the commit.
+		_ = exec.Command("git", "-C", root, "fetch", "--quiet", "origin", rel.Commit).Run()
+	}
 	if out, err := exec.Command("git", "-C", root, "cat-file", "-e", rel.Commit+"^{commit}").CombinedOutput(); err != nil {
 		return fmt.Errorf("the previous release's commit %s (hack/previous-release) is not in this clone (%v %s): "+
 			"the upgrade spec needs it; fetch it (git fetch --unshallow, or git fetch origin %s)", rel.Commit, err, out, rel.Commit)
