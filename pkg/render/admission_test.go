@@ -16,7 +16,7 @@ import (
 // TestAdmissionPolicyCoversStatus: the policy matches the status subresource too (labels and
 // annotations sent through it are kept by the API server).
 func TestAdmissionPolicyCoversStatus(t *testing.T) {
-	objs, err := AdmissionPolicy("system:shardgate", routekinds.Registry{routekinds.Ingress{}})
+	objs, err := AdmissionPolicy("system:shardgate", ingressOnly)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,7 +31,7 @@ func TestAdmissionPolicyCoversStatus(t *testing.T) {
 // change the managed-by label on an Ingress (issue 28 item 2: the label made a tenant's Ingress
 // pass for Shardgate's canary, skipped by allocation).
 func TestAdmissionPolicyGuardsManagedBy(t *testing.T) {
-	objs, err := AdmissionPolicy("system:shardgate", routekinds.Registry{routekinds.Ingress{}})
+	objs, err := AdmissionPolicy("system:shardgate", ingressOnly)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,7 +20,8 @@ const CanaryPath = "/ping"
 // (an Ingress), so that a request for the canary host travels the path every route does (DNS,
 // the shard's entry point, the router's host routing, a Service backend) without any workload of
 // its own.
-func canaryObjects(s v1alpha1.ShardSpec, domain string, labels map[string]string, kinds routekinds.Registry) ([]typed, error) {
+func canaryObjects(s v1alpha1.ShardSpec, domain string, labels map[string]string, kinds routekinds.Registry,
+) ([]typed, error) {
 	name := names.CanaryName(s.Name)
 	svc := &corev1.Service{
 		ObjectMeta: objectMeta(name, names.Namespace, labels),
@@ -28,8 +29,8 @@ func canaryObjects(s v1alpha1.ShardSpec, domain string, labels map[string]string
 			Ports: []corev1.ServicePort{{Name: "ping", Port: traefikAdminPort, TargetPort: intstr.FromInt32(traefikAdminPort), Protocol: corev1.ProtocolTCP}}},
 	}
 	objs := []typed{{corev1.SchemeGroupVersion.WithKind("Service"), svc}}
-	c := routekinds.Canary{Shard: s, Meta: objectMeta(name, names.Namespace, labels), Host: names.CanaryHost(domain), Path: CanaryPath,
-		Service: name, Port: "ping"}
+	c := routekinds.Canary{Shard: s, Meta: objectMeta(name, names.Namespace, labels), Host: names.CanaryHost(domain),
+		Path: CanaryPath, Service: name, Port: "ping"}
 	for _, k := range kinds {
 		if route := k.CanaryRoute(c); route != nil {
 			objs = append(objs, typed{k.GroupVersionKind(), route})

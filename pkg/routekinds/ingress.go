@@ -1,7 +1,6 @@
 package routekinds
 
 import (
-	"cmp"
 	"context"
 	"slices"
 	"strings"
@@ -102,7 +101,8 @@ func trimIngressClass(obj any) (any, error) {
 
 // Serves implements Kind: an Ingress of class shardgate (by spec.ingressClassName, else by the
 // legacy annotation), or of none while classless Ingresses are Shardgate's.
-func (Ingress) Serves(ctx context.Context, rd client.Reader, spec *v1alpha1.ClusterIngressSpec) (func(client.Object) bool, error) {
+func (Ingress) Serves(ctx context.Context, rd client.Reader, spec *v1alpha1.ClusterIngressSpec,
+) (func(client.Object) bool, error) {
 	classes := &networkingv1.IngressClassList{}
 	if err := rd.List(ctx, classes); err != nil {
 		return nil, err
@@ -193,25 +193,30 @@ func (Ingress) AlreadySays(route client.Object, a allocation.Allocation) bool {
 // Spec implements Kind.
 func (Ingress) Spec(route client.Object) any { return route.(*networkingv1.Ingress).Spec }
 
-// Addresses implements Kind: status.loadBalancer.ingress, each entry's hostname (what routers
-// publish: the shard's domain apex), else its IP.
-func (Ingress) Addresses(route client.Object) []string {
+// Published implements Kind: status.loadBalancer.ingress, where routers publish the shard's
+// domain apex as a hostname.
+func (Ingress) Published(route client.Object, shards []Shard) bool {
 	lb := route.(*networkingv1.Ingress).Status.LoadBalancer.Ingress
-	out := make([]string, 0, len(lb))
-	for _, x := range lb {
-		out = append(out, cmp.Or(x.Hostname, x.IP))
+	if shards == nil {
+		return len(lb) > 0
 	}
-	return out
+	return slices.ContainsFunc(lb, func(x networkingv1.IngressLoadBalancerIngress) bool { return namesShard(x, shards) })
 }
 
-// DropAddresses implements Kind, by the same address Addresses gives for each entry.
-func (Ingress) DropAddresses(route client.Object, drop func(string) bool) {
+// Unpublish implements Kind.
+func (Ingress) Unpublish(route client.Object, shards []Shard) {
 	ing := route.(*networkingv1.Ingress)
-	ing.Status.LoadBalancer.Ingress = slices.DeleteFunc(ing.Status.LoadBalancer.Ingress,
-		func(x networkingv1.IngressLoadBalancerIngress) bool { return drop(cmp.Or(x.Hostname, x.IP)) })
-	if len(ing.Status.LoadBalancer.Ingress) == 0 {
+	if shards != nil {
+		ing.Status.LoadBalancer.Ingress = slices.DeleteFunc(ing.Status.LoadBalancer.Ingress,
+			func(x networkingv1.IngressLoadBalancerIngress) bool { return namesShard(x, shards) })
+	}
+	if shards == nil || len(ing.Status.LoadBalancer.Ingress) == 0 {
 		ing.Status.LoadBalancer.Ingress = nil
 	}
+}
+
+func namesShard(x networkingv1.IngressLoadBalancerIngress, shards []Shard) bool {
+	return x.Hostname != "" && slices.ContainsFunc(shards, func(s Shard) bool { return s.Domain == x.Hostname })
 }
 
 // ReleasedMessage implements Kind.

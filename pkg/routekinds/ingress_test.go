@@ -79,9 +79,9 @@ func TestIngressServes(t *testing.T) {
 	}
 }
 
-// TestIngressHostsAndAddresses: one host per rule ("" where a rule has none); the addresses are
-// what status.loadBalancer publishes, and DropAddresses takes exactly those selected.
-func TestIngressHostsAndAddresses(t *testing.T) {
+// TestIngressHostsAndStatus: one host per rule ("" where a rule has none); status.loadBalancer
+// names a shard by its domain apex, and Unpublish takes exactly those entries (every one for nil).
+func TestIngressHostsAndStatus(t *testing.T) {
 	for _, c := range []struct {
 		name  string
 		route *networkingv1.Ingress
@@ -95,28 +95,32 @@ func TestIngressHostsAndAddresses(t *testing.T) {
 		}
 	}
 
+	edge := []Shard{{Name: "edge", Domain: "edge.c1.z"}}
+	ip := networkingv1.IngressLoadBalancerIngress{IP: "192.0.2.1"}
 	for _, c := range []struct {
 		name      string
 		status    networkingv1.IngressStatus
-		addresses []string
-		drop      func(string) bool
+		shards    []Shard
+		published bool
 		left      []networkingv1.IngressLoadBalancerIngress
 	}{
-		{"none", lb(), []string{}, func(string) bool { return true }, nil},
-		{"the shard's, kept", lb(networkingv1.IngressLoadBalancerIngress{Hostname: "edge.c1.z"}), []string{"edge.c1.z"},
-			func(a string) bool { return a == "other.c1.z" }, []networkingv1.IngressLoadBalancerIngress{{Hostname: "edge.c1.z"}}},
-		{"the shard's among others, dropped", lb(networkingv1.IngressLoadBalancerIngress{IP: "192.0.2.1"},
-			networkingv1.IngressLoadBalancerIngress{Hostname: "edge.c1.z"}), []string{"192.0.2.1", "edge.c1.z"},
-			func(a string) bool { return a == "edge.c1.z" }, []networkingv1.IngressLoadBalancerIngress{{IP: "192.0.2.1"}}},
-		{"all, dropped to none", lb(networkingv1.IngressLoadBalancerIngress{Hostname: "edge.c1.z"}), []string{"edge.c1.z"},
-			func(string) bool { return true }, nil},
+		{"none", lb(), nil, false, nil},
+		{"any, all dropped", lb(ip, networkingv1.IngressLoadBalancerIngress{Hostname: "other.example.org"}), nil, true, nil},
+		{"another shard's, kept", lb(networkingv1.IngressLoadBalancerIngress{Hostname: "other.c1.z"}), edge, false,
+			[]networkingv1.IngressLoadBalancerIngress{{Hostname: "other.c1.z"}}},
+		{"the shard's among others, dropped", lb(ip, networkingv1.IngressLoadBalancerIngress{Hostname: "edge.c1.z"}), edge,
+			true, []networkingv1.IngressLoadBalancerIngress{ip}},
+		{"the shard's alone, dropped to none", lb(networkingv1.IngressLoadBalancerIngress{Hostname: "edge.c1.z"}), edge,
+			true, nil},
+		{"no shards named", lb(networkingv1.IngressLoadBalancerIngress{Hostname: "edge.c1.z"}), []Shard{}, false,
+			[]networkingv1.IngressLoadBalancerIngress{{Hostname: "edge.c1.z"}}},
 	} {
 		route := ing("")
 		route.Status = c.status
-		if got := (Ingress{}).Addresses(route); !slices.Equal(got, c.addresses) {
-			t.Errorf("%s: addresses %q, want %q", c.name, got, c.addresses)
+		if got := (Ingress{}).Published(route, c.shards); got != c.published {
+			t.Errorf("%s: published %v, want %v", c.name, got, c.published)
 		}
-		Ingress{}.DropAddresses(route, c.drop)
+		Ingress{}.Unpublish(route, c.shards)
 		if got := route.Status.LoadBalancer.Ingress; !equality.Semantic.DeepEqual(got, c.left) || c.left == nil && got != nil {
 			t.Errorf("%s: left %+v, want %+v", c.name, got, c.left)
 		}

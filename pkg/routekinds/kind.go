@@ -76,15 +76,18 @@ type Kind interface {
 	// patched whole (the cache keeps it whole).
 	Spec(route client.Object) any
 
-	// How status tells the user: the shard's routers publish the shard's domain apex in the
-	// route's status (Ingress: status.loadBalancer), which is also how the user sees that a router
-	// picked the route up. Shardgate only takes addresses away: all of them from a route it
-	// rejects, its shards' when it lets go of a cluster.
+	// How status tells the user: the shard's routers say in the route's status that they serve
+	// it (Ingress: the shard's domain apex in status.loadBalancer; an HTTPRoute would have its
+	// shard's Gateway among status.parents), which is also how the user sees that a router picked
+	// the route up. Shardgate only takes such entries away: all of them from a route it rejects,
+	// its shards' when it lets go of a cluster.
 
-	// Addresses are the names or addresses the route's status publishes, one per entry.
-	Addresses(route client.Object) []string
-	// DropAddresses removes from route's status the entries whose address drop selects.
-	DropAddresses(route client.Object, drop func(address string) bool)
+	// Published reports whether route's status names one of shards; with nil shards, whether it
+	// holds any entry at all.
+	Published(route client.Object, shards []Shard) bool
+	// Unpublish removes from route's status the entries that name one of shards; with nil
+	// shards, every entry.
+	Unpublish(route client.Object, shards []Shard)
 	// ReleasedMessage is the Event that tells the owner Shardgate let go of a route that is
 	// another controller's now.
 	ReleasedMessage() string
@@ -115,6 +118,12 @@ type Cached struct {
 	// Rendered: Shardgate applies an object of this kind too (the shared IngressClass), so a
 	// change to one also wakes the controllers that repair drift, and cleanup lists it by label.
 	Rendered bool
+}
+
+// Shard is one of a cluster's shards as a route's status may name it: by its name (what its own
+// parent objects are named after) or by its domain apex (what routers publish as an address).
+type Shard struct {
+	Name, Domain string
 }
 
 // Canary is what a canary route is made of.

@@ -3,7 +3,6 @@ package allocation
 import (
 	"context"
 	"fmt"
-	"slices"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -46,7 +45,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, ci *v1alpha1.ClusterIn
 			return ctrl.Result{RequeueAfter: cleanupRetry}, nil
 		}
 		log.FromContext(ctx).Info("the cluster is going away and cannot be observed: its routes are not released")
-	} else if err := releaseAll(ctx, cluster, shardDomains(ci)); err != nil {
+	} else if err := releaseAll(ctx, cluster, shardsOf(ci)); err != nil {
 		return ctrl.Result{}, err
 	}
 	patch := client.MergeFrom(ci.DeepCopy())
@@ -54,34 +53,36 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, ci *v1alpha1.ClusterIn
 	return ctrl.Result{}, client.IgnoreNotFound(r.Client.Patch(ctx, ci, patch))
 }
 
-func shardDomains(ci *v1alpha1.ClusterIngress) map[string]bool {
-	domains := map[string]bool{}
+// shardsOf are the cluster's shards as route status names them; none before it has a domain
+// (an empty list, not nil: to the kinds nil means every entry).
+func shardsOf(ci *v1alpha1.ClusterIngress) []routekinds.Shard {
+	shards := []routekinds.Shard{}
 	if ci.Status.Domain != "" {
 		for _, s := range ci.Shards() {
-			domains[names.ShardDomain(s.Name, ci.Status.Domain)] = true
+			shards = append(shards, routekinds.Shard{Name: s.Name, Domain: names.ShardDomain(s.Name, ci.Status.Domain)})
 		}
 	}
-	return domains
+	return shards
 }
 
 // releaseAll takes Shardgate's label, annotations and router-published addresses off every
 // route of every kind.
-func releaseAll(ctx context.Context, cluster clusteraccess.Cluster, shardDomains map[string]bool) error {
+func releaseAll(ctx context.Context, cluster clusteraccess.Cluster, shards []routekinds.Shard) error {
 	for _, k := range cluster.RouteKinds() {
-		if err := releaseKind(ctx, cluster, k, shardDomains); err != nil {
+		if err := releaseKind(ctx, cluster, k, shards); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func releaseKind(ctx context.Context, cluster clusteraccess.Cluster, k routekinds.Kind, shardDomains map[string]bool) error {
+func releaseKind(ctx context.Context, cluster clusteraccess.Cluster, k routekinds.Kind, shards []routekinds.Shard,
+) error {
 	list := k.NewList()
 	if err := cluster.Reader().List(ctx, list); err != nil {
 		return clusteraccess.DescribeError("list "+k.Resource(), err)
 	}
 	w := cluster.Writer()
-	ours := func(address string) bool { return shardDomains[address] }
 	for _, o := range k.Items(list) {
 		what := fmt.Sprintf("%s %s/%s", k.Name(), o.GetNamespace(), o.GetName())
 		if allocation.CarriesAllocation(o) {
@@ -89,7 +90,7 @@ func releaseKind(ctx context.Context, cluster clusteraccess.Cluster, k routekind
 				return clusteraccess.DescribeError("release "+what, err)
 			}
 		}
-		if !slices.ContainsFunc(k.Addresses(o), ours) {
+		if !k.Published(o, shards) {
 			continue
 		}
 		fresh := k.New()
@@ -99,7 +100,7 @@ func releaseKind(ctx context.Context, cluster clusteraccess.Cluster, k routekind
 			}
 			return clusteraccess.DescribeError("read "+what, err)
 		}
-		k.DropAddresses(fresh, ours)
+		k.Unpublish(fresh, shards)
 		if err := w.Status().Update(ctx, fresh, client.FieldOwner(v1alpha1.FieldOwner)); err != nil && !apierrors.IsNotFound(err) {
 			return clusteraccess.DescribeError("clear the address of "+what, err)
 		}

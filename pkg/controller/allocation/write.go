@@ -29,7 +29,8 @@ func (r *Reconciler) release(ctx context.Context, w client.Client, k routekinds.
 		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 			return false, nil
 		}
-		return false, clusteraccess.DescribeError(fmt.Sprintf("release %s %s/%s", strings.ToLower(k.Name()), o.GetNamespace(), o.GetName()), err)
+		what := fmt.Sprintf("release %s %s/%s", strings.ToLower(k.Name()), o.GetNamespace(), o.GetName())
+		return false, clusteraccess.DescribeError(what, err)
 	}
 	r.record(ctx, w, k, o, corev1.EventTypeNormal, v1alpha1.AllocationReleased, k.ReleasedMessage())
 	return true, nil
@@ -53,7 +54,8 @@ func untold(o client.Object) client.Object {
 // ADDRESS column then also says that a router has picked the route up, and allocating costs the
 // user cluster's API server two writes per route instead of three. Shardgate only clears the
 // address of a route it rejects, which no router serves any more.
-func (r *Reconciler) write(ctx context.Context, w client.Client, k routekinds.Kind, o client.Object, a allocation.Allocation) (bool, error) {
+func (r *Reconciler) write(ctx context.Context, w client.Client, k routekinds.Kind, o client.Object, a allocation.Allocation,
+) (bool, error) {
 	if k.AlreadySays(o, a) {
 		return false, nil // the common case on every pass: no copy, no request
 	}
@@ -68,11 +70,11 @@ func (r *Reconciler) write(ctx context.Context, w client.Client, k routekinds.Ki
 		}
 		r.event(ctx, w, k, o, a)
 	}
-	if !a.Rejected || len(k.Addresses(want)) == 0 {
+	if !a.Rejected || !k.Published(want, nil) {
 		return changed, nil
 	}
 	before := want.DeepCopyObject().(client.Object)
-	k.DropAddresses(want, func(string) bool { return true })
+	k.Unpublish(want, nil)
 	patch := client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})
 	if err := w.Status().Patch(ctx, want, patch, client.FieldOwner(v1alpha1.FieldOwner)); err != nil {
 		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
@@ -131,7 +133,8 @@ func keyDiff(from, to map[string]string) map[string]any {
 }
 
 // event records the decision on the route, in its namespace, for kubectl describe.
-func (r *Reconciler) event(ctx context.Context, w client.Client, k routekinds.Kind, o client.Object, a allocation.Allocation) {
+func (r *Reconciler) event(ctx context.Context, w client.Client, k routekinds.Kind, o client.Object,
+	a allocation.Allocation) {
 	typ, reason, msg := corev1.EventTypeNormal, v1alpha1.AllocationAllocated,
 		fmt.Sprintf("allocated to shard %s; hosts %s", a.Shard, strings.Join(a.Hosts, ", "))
 	switch {
@@ -148,7 +151,8 @@ func (r *Reconciler) event(ctx context.Context, w client.Client, k routekinds.Ki
 }
 
 // record writes an Event about the route, in its namespace, for kubectl describe.
-func (r *Reconciler) record(ctx context.Context, w client.Client, k routekinds.Kind, o client.Object, typ, reason, msg string) {
+func (r *Reconciler) record(ctx context.Context, w client.Client, k routekinds.Kind, o client.Object,
+	typ, reason, msg string) {
 	now := metav1.NewTime(time.Now())
 	gvk := k.GroupVersionKind()
 	ev := &corev1.Event{
@@ -160,6 +164,7 @@ func (r *Reconciler) record(ctx context.Context, w client.Client, k routekinds.K
 	}
 	if err := w.Create(ctx, ev); err != nil {
 		d, _ := clusteraccess.Describe(err)
-		log.FromContext(ctx).Info("could not record event", strings.ToLower(k.Name()), o.GetNamespace()+"/"+o.GetName(), "error", d)
+		log.FromContext(ctx).Info("could not record event", strings.ToLower(k.Name()), o.GetNamespace()+"/"+o.GetName(),
+			"error", d)
 	}
 }

@@ -27,7 +27,8 @@ type prunable struct {
 // (all cached whole, listed by label). One list serves pruning removed shards and removing
 // everything on cleanup, and it is the engager's own list, so a rendered kind cannot be
 // forgotten here (TestRenderedKindsArePrunable).
-func prunableKinds(scheme *runtime.Scheme, caps clusteraccess.Capabilities, routes routekinds.Registry) ([]prunable, error) {
+func prunableKinds(scheme *runtime.Scheme, caps clusteraccess.Capabilities, routes routekinds.Registry,
+) ([]prunable, error) {
 	objs := append(clusteraccess.ManagedKinds(caps), &corev1.Namespace{})
 	for _, c := range routes.Cached() {
 		if c.Rendered {

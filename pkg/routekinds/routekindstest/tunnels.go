@@ -41,7 +41,7 @@ type TunnelSpec struct {
 	Gateway string `json:"gateway,omitempty"`
 }
 
-// TunnelStatus is what the routers that serve it publish.
+// TunnelStatus is what the routers that serve it publish: their shard's domain apex.
 type TunnelStatus struct {
 	Addresses []string `json:"addresses,omitempty"`
 }
@@ -173,16 +173,27 @@ func (Tunnels) AlreadySays(o client.Object, a allocation.Allocation) bool {
 // Spec implements routekinds.Kind.
 func (Tunnels) Spec(o client.Object) any { return o.(*Tunnel).Spec }
 
-// Addresses implements routekinds.Kind.
-func (Tunnels) Addresses(o client.Object) []string { return o.(*Tunnel).Status.Addresses }
+// Published implements routekinds.Kind: a Tunnel's routers publish the shard's domain apex.
+func (Tunnels) Published(o client.Object, shards []routekinds.Shard) bool {
+	addrs := o.(*Tunnel).Status.Addresses
+	if shards == nil {
+		return len(addrs) > 0
+	}
+	return slices.ContainsFunc(addrs, func(a string) bool { return isShard(a, shards) })
+}
 
-// DropAddresses implements routekinds.Kind.
-func (Tunnels) DropAddresses(o client.Object, drop func(string) bool) {
+// Unpublish implements routekinds.Kind.
+func (Tunnels) Unpublish(o client.Object, shards []routekinds.Shard) {
 	t := o.(*Tunnel)
-	t.Status.Addresses = slices.DeleteFunc(t.Status.Addresses, drop)
+	t.Status.Addresses = slices.DeleteFunc(t.Status.Addresses,
+		func(a string) bool { return shards == nil || isShard(a, shards) })
 	if len(t.Status.Addresses) == 0 {
 		t.Status.Addresses = nil
 	}
+}
+
+func isShard(address string, shards []routekinds.Shard) bool {
+	return slices.ContainsFunc(shards, func(s routekinds.Shard) bool { return s.Domain == address })
 }
 
 // ReleasedMessage implements routekinds.Kind.
