@@ -17,6 +17,7 @@ import (
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
 	"github.com/shardgate/shardgate/pkg/clusteraccess"
+	"github.com/shardgate/shardgate/pkg/controller/cistatus"
 	"github.com/shardgate/shardgate/pkg/controller/controllertest"
 	"github.com/shardgate/shardgate/pkg/names"
 	"github.com/shardgate/shardgate/pkg/routekinds"
@@ -66,7 +67,7 @@ func TestASecondKindNeedsNoAllocationChange(t *testing.T) {
 		WithStatusSubresource(&networkingv1.Ingress{}, &routekindstest.Tunnel{}).Build()
 	access := clusteraccess.NewFake()
 	access.Add(key, &clusteraccess.FakeCluster{Client: u, Routes: kinds})
-	r := &Reconciler{Client: seed, Access: access}
+	r := &Reconciler{Client: seed, Access: access, Board: cistatus.NewBoard(seed)}
 	controllertest.Reconcile(t, r, key, 2)
 
 	get := func(ns, name string) *routekindstest.Tunnel {
@@ -107,6 +108,7 @@ func TestASecondKindNeedsNoAllocationChange(t *testing.T) {
 		}
 	}
 	must(t, seed.Get(ctx, key, ci))
+	r.Board.Overlay(ci) // the fake client cannot stand for the status writer's apply
 	if ci.Status.Routes != 2 || ci.Status.RejectedRoutes != 1 {
 		t.Errorf("status counts %d allocated, %d rejected; want 2 and 1 across both kinds", ci.Status.Routes, ci.Status.RejectedRoutes)
 	}
