@@ -9,12 +9,15 @@ import (
 	"syscall"
 
 	"github.com/shardgate/shardgate/pkg/kubectlplugin"
+	"github.com/shardgate/shardgate/pkg/routekinds"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := kubectlplugin.Run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
+	// The route kinds explain knows: the seed controller's (cmd/seed-controller routeKinds).
+	kinds := routekinds.Registry{routekinds.Ingress{}}
+	if err := kubectlplugin.Run(ctx, kinds, os.Args[1:], os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintf(os.Stderr, "error: %v\n", err)
 		stop()
 		os.Exit(1)

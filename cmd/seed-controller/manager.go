@@ -33,6 +33,7 @@ import (
 	"github.com/shardgate/shardgate/pkg/controller/shards"
 	"github.com/shardgate/shardgate/pkg/controller/vips"
 	"github.com/shardgate/shardgate/pkg/dnsrecords"
+	"github.com/shardgate/shardgate/pkg/routekinds"
 	"github.com/shardgate/shardgate/pkg/sources"
 	"github.com/shardgate/shardgate/pkg/statuspage"
 
@@ -67,6 +68,13 @@ func sourceProviders(dc discovery.DiscoveryInterface, o options) sources.Registr
 		sources.NewKubermatic(dc, ctrl.Log.WithName("kubermatic")),
 		sources.NewKubeconfigSecrets(o.secretNamespaces),
 	}
+}
+
+// routeKinds are the kinds of route Shardgate allocates in user clusters, all planned together
+// (a host has one owner whatever kind asks for it). A kind is added here, with its adapter
+// (pkg/routekinds), and in kubectl-shardgate's.
+func routeKinds() routekinds.Registry {
+	return routekinds.Registry{routekinds.Ingress{}}
 }
 
 // newManager builds the controller manager with leader election, health and metrics endpoints.
@@ -139,7 +147,7 @@ func newManager(cfg *rest.Config, o options) (ctrl.Manager, error) {
 // APIs. They share one Engager: one cache per user cluster, whatever the number of controllers
 // reading it.
 func addControllers(mgr ctrl.Manager, o options, dc discovery.DiscoveryInterface, providers sources.Registry) error {
-	access := clusteraccess.Options{Log: ctrl.Log.WithName("engager"), DriftInterval: o.driftInterval,
+	access := clusteraccess.Options{Log: ctrl.Log.WithName("engager"), RouteKinds: routeKinds(), DriftInterval: o.driftInterval,
 		Kubeconfig: clusteraccess.KubeconfigPolicy{AllowInsecure: o.allowInsecure},
 		MaxObjects: o.maxObjects, MaxObjectBytes: o.maxObjectBytes, MaxKindBytes: o.maxKindBytes}
 	if o.sharding {

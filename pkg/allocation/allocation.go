@@ -25,8 +25,11 @@ type Shard struct {
 	Claim string
 }
 
-// Route is an Ingress as the planner sees it.
+// Route is a route of any kind (an Ingress) as the planner sees it.
 type Route struct {
+	// Kind is the route's kind ("Ingress"): routes of every kind are planned together, so that a
+	// host has one owner whatever kind asks for it; the planner only hands it back.
+	Kind            string
 	Namespace, Name string
 	Labels          map[string]string
 	NamespaceLabels map[string]string
@@ -53,8 +56,10 @@ type Config struct {
 	AllowWildcards bool
 }
 
-// Allocation is the planner's decision for one Ingress.
+// Allocation is the planner's decision for one route.
 type Allocation struct {
+	// Kind, Namespace and Name are the route's (Route.Kind).
+	Kind            string
 	Namespace, Name string
 	Shard           string
 	// Domain is the shard's domain apex: the Ingress' address and its CNAME target.
@@ -121,7 +126,8 @@ func PlanAllocations(cfg Config, shards []Shard, routes []Route) []Allocation {
 }
 
 func compareAge(a, b *Route) int {
-	return cmp.Or(a.Created.Compare(b.Created), strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
+	return cmp.Or(a.Created.Compare(b.Created), strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name),
+		strings.Compare(a.Kind, b.Kind))
 }
 
 type planner struct {
@@ -175,7 +181,7 @@ func newPlanner(cfg Config, shards []Shard, routes []Route) *planner {
 
 func (p *planner) allocate(r Route) Allocation {
 	cfg := p.cfg
-	a := Allocation{Namespace: r.Namespace, Name: r.Name}
+	a := Allocation{Kind: r.Kind, Namespace: r.Namespace, Name: r.Name}
 	reject := func(format string, args ...any) Allocation {
 		a.Rejected, a.Reason, a.Shard, a.Domain, a.Hosts, a.MovedFrom, a.MoveReason = true, fmt.Sprintf(format, args...), "", "", nil, "", ""
 		return a

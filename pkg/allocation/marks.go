@@ -3,119 +3,96 @@ package allocation
 import (
 	"strings"
 
-	networkingv1 "k8s.io/api/networking/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
-	"github.com/shardgate/shardgate/pkg/names"
 )
 
-// What Shardgate writes on an Ingress to tell its owner a decision (the shard label, the
-// allocation annotations, filled-in default hosts), and how to take it back: pure functions
-// the allocation controller applies.
+// The marks Shardgate writes on a route of any kind to tell its owner a decision: the shard
+// label and the allocation annotations, and how to take them back. The hosts it fills in are
+// the kind's spec, and its adapter's (pkg/routekinds). Pure functions on a route's metadata;
+// the functions that change it change the object given (callers pass a copy).
 
-// CarriesAllocation reports whether the Ingress has Shardgate's shard label or any of its
+// CarriesAllocation reports whether the route has Shardgate's shard label or any of its
 // allocation annotations.
-func CarriesAllocation(ing *networkingv1.Ingress) bool {
-	if _, ok := ing.Labels[v1alpha1.ShardLabel]; ok {
+func CarriesAllocation(route metav1.Object) bool {
+	if _, ok := route.GetLabels()[v1alpha1.ShardLabel]; ok {
 		return true
 	}
 	for _, k := range v1alpha1.AllocationAnnotations {
-		if _, ok := ing.Annotations[k]; ok {
+		if _, ok := route.GetAnnotations()[k]; ok {
 			return true
 		}
 	}
 	return false
 }
 
-// Untell returns a copy of ing without Shardgate's shard label and allocation annotations. The
-// hosts it was given stay: they are part of the user's Ingress now.
-func Untell(ing *networkingv1.Ingress) *networkingv1.Ingress {
-	want := ing.DeepCopy()
-	delete(want.Labels, v1alpha1.ShardLabel)
+// Untell removes Shardgate's shard label and allocation annotations from route. The hosts it
+// was given stay: they are part of the user's route now.
+func Untell(route metav1.Object) {
+	labels, ann := route.GetLabels(), route.GetAnnotations()
+	delete(labels, v1alpha1.ShardLabel)
 	for _, k := range v1alpha1.AllocationAnnotations {
-		delete(want.Annotations, k)
+		delete(ann, k)
 	}
-	return want
 }
 
-// Tell returns a copy of ing that says decision a in its labels, annotations and rules, and
-// whether any of those changed.
-func Tell(ing *networkingv1.Ingress, a Allocation) (*networkingv1.Ingress, bool) {
-	want := ing.DeepCopy()
-	if want.Labels == nil {
-		want.Labels = map[string]string{}
+// TellMeta makes route's labels and annotations say decision a.
+func TellMeta(route metav1.Object, a Allocation) {
+	labels, ann := route.GetLabels(), route.GetAnnotations()
+	if labels == nil {
+		labels = map[string]string{}
+		route.SetLabels(labels)
 	}
-	if want.Annotations == nil {
-		want.Annotations = map[string]string{}
+	if ann == nil {
+		ann = map[string]string{}
+		route.SetAnnotations(ann)
 	}
 	outcome := v1alpha1.AllocationAllocated
 	if a.Rejected {
 		outcome = v1alpha1.AllocationRejected + ": " + a.Reason
-		delete(want.Labels, v1alpha1.ShardLabel)
+		delete(labels, v1alpha1.ShardLabel)
 		for _, k := range v1alpha1.AllocationAnnotations {
-			delete(want.Annotations, k) // the outcome is set below
+			delete(ann, k) // the outcome is set below
 		}
 	} else {
-		want.Labels[v1alpha1.ShardLabel] = a.Shard
-		want.Annotations[v1alpha1.ShardAnnotation] = a.Shard
-		want.Annotations[v1alpha1.HostsAnnotation] = strings.Join(a.Hosts, ",")
+		labels[v1alpha1.ShardLabel] = a.Shard
+		ann[v1alpha1.ShardAnnotation] = a.Shard
+		ann[v1alpha1.HostsAnnotation] = strings.Join(a.Hosts, ",")
 		if a.CNAMETarget != "" {
-			want.Annotations[v1alpha1.CNAMETargetAnnotation] = a.CNAMETarget
+			ann[v1alpha1.CNAMETargetAnnotation] = a.CNAMETarget
 		} else {
-			delete(want.Annotations, v1alpha1.CNAMETargetAnnotation)
-		}
-		own, _ := names.DefaultHostLabel(ing.Namespace, ing.Name)
-		for i := range want.Spec.Rules {
-			h := want.Spec.Rules[i].Host
-			if i < len(a.Hosts) && (h == "" || h != a.Hosts[i] && strings.HasPrefix(h, own+".")) {
-				// The default host, or the one given before the Ingress moved to another
-				// shard's domain (a claim bound it, its shard went, the zone changed).
-				want.Spec.Rules[i].Host = a.Hosts[i]
-			}
-		}
-		if len(want.Spec.Rules) == 0 && want.Spec.DefaultBackend != nil && len(a.Hosts) == 1 {
-			want.Spec.Rules = []networkingv1.IngressRule{defaultBackendRule(a.Hosts[0], *want.Spec.DefaultBackend)}
+			delete(ann, v1alpha1.CNAMETargetAnnotation)
 		}
 	}
-	want.Annotations[v1alpha1.AllocationAnnotation] = outcome
-	changed := !equality.Semantic.DeepEqual(ing.ObjectMeta.Labels, want.Labels) ||
-		!equality.Semantic.DeepEqual(ing.ObjectMeta.Annotations, want.Annotations) ||
-		!equality.Semantic.DeepEqual(ing.Spec, want.Spec)
-	return want, changed
+	ann[v1alpha1.AllocationAnnotation] = outcome
 }
 
-// defaultBackendRule serves an Ingress that has only a default backend under its default host,
-// so that it has a name like any other Ingress.
-func defaultBackendRule(host string, backend networkingv1.IngressBackend) networkingv1.IngressRule {
-	prefix := networkingv1.PathTypePrefix
-	return networkingv1.IngressRule{Host: host, IngressRuleValue: networkingv1.IngressRuleValue{HTTP: &networkingv1.HTTPIngressRuleValue{
-		Paths: []networkingv1.HTTPIngressPath{{Path: "/", PathType: &prefix, Backend: backend}},
-	}}}
-}
-
-// AlreadySays reports, without copying, whether the Ingress already carries decision a.
-func AlreadySays(ing *networkingv1.Ingress, a Allocation) bool {
-	ann := ing.Annotations
+// MetaSays reports, without copying, whether route's labels and annotations already say
+// decision a.
+func MetaSays(route metav1.Object, a Allocation) bool {
+	labels, ann := route.GetLabels(), route.GetAnnotations()
 	if a.Rejected {
-		_, labelled := ing.Labels[v1alpha1.ShardLabel]
-		return !labelled && ann[v1alpha1.AllocationAnnotation] == v1alpha1.AllocationRejected+": "+a.Reason &&
-			len(ing.Status.LoadBalancer.Ingress) == 0
+		_, labelled := labels[v1alpha1.ShardLabel]
+		return !labelled && ann[v1alpha1.AllocationAnnotation] == v1alpha1.AllocationRejected+": "+a.Reason
 	}
-	if ing.Labels[v1alpha1.ShardLabel] != a.Shard || ann[v1alpha1.AllocationAnnotation] != v1alpha1.AllocationAllocated ||
-		ann[v1alpha1.ShardAnnotation] != a.Shard || ann[v1alpha1.CNAMETargetAnnotation] != a.CNAMETarget ||
-		!joinedEquals(ann[v1alpha1.HostsAnnotation], a.Hosts) {
-		return false
+	return labels[v1alpha1.ShardLabel] == a.Shard && ann[v1alpha1.AllocationAnnotation] == v1alpha1.AllocationAllocated &&
+		ann[v1alpha1.ShardAnnotation] == a.Shard && ann[v1alpha1.CNAMETargetAnnotation] == a.CNAMETarget &&
+		joinedEquals(ann[v1alpha1.HostsAnnotation], a.Hosts)
+}
+
+// Held is what route's marks say Shardgate allocated it before: its shard and the hosts it holds
+// (empty unless Shardgate's own allocation annotation says Allocated; a shard label without it
+// is not one).
+func Held(route metav1.Object) (shard string, hosts []string) {
+	ann := route.GetAnnotations()
+	if ann[v1alpha1.AllocationAnnotation] != v1alpha1.AllocationAllocated {
+		return "", nil
 	}
-	if len(ing.Spec.Rules) == 0 && ing.Spec.DefaultBackend != nil {
-		return false // its default-host rule is still to be added
+	if h := ann[v1alpha1.HostsAnnotation]; h != "" {
+		hosts = strings.Split(h, ",")
 	}
-	for _, r := range ing.Spec.Rules {
-		if r.Host == "" {
-			return false
-		}
-	}
-	return true
+	return route.GetLabels()[v1alpha1.ShardLabel], hosts
 }
 
 // joinedEquals is s == strings.Join(parts, ",") without building the joined string.

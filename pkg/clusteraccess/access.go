@@ -17,6 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
+
+	"github.com/shardgate/shardgate/pkg/routekinds"
 )
 
 // Access is what the controllers need of the engaged user clusters, by ClusterIngress key.
@@ -54,6 +56,8 @@ type Cluster interface {
 	Nodes(ctx context.Context) ([]corev1.Node, error)
 	// Reader reads the cache: nodes, routes, Shardgate's objects.
 	Reader() client.Reader
+	// RouteKinds are the kinds of route the cache holds: the ones to allocate, check and clean up.
+	RouteKinds() routekinds.Registry
 	// Writer writes to the API server, each request bounded by a timeout.
 	Writer() client.Client
 	// Identity is the user Shardgate acts as in the cluster; its error is a fixed description.

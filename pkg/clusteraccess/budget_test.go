@@ -42,7 +42,7 @@ func TestObjectBudgetOfARealCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := NewEngager(Options{Log: logr.Discard(), MaxObjects: budget, BudgetRetry: 100 * time.Millisecond})
+	e, err := NewEngager(Options{RouteKinds: testRouteKinds, Log: logr.Discard(), MaxObjects: budget, BudgetRetry: 100 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -52,12 +52,12 @@ func TestCacheListsEveryManagedKind(t *testing.T) {
 		t.Fatal(err)
 	}
 	caps := Capabilities{AdmissionPolicy: true, CRDs: true}
-	mapper, err := staticRESTMapper(scheme)
+	mapper, err := staticRESTMapper(scheme, testRouteKinds)
 	if err != nil {
 		t.Fatal(err)
 	}
 	synced := make(chan struct{})
-	ca, err := watchcache.New(cp.Config, watchcache.Options{Scheme: scheme, Mapper: mapper, OnSynced: func() { close(synced) }}, cacheKinds(caps, budget{}, nil))
+	ca, err := watchcache.New(cp.Config, watchcache.Options{Scheme: scheme, Mapper: mapper, OnSynced: func() { close(synced) }}, cacheKinds(caps, testRouteKinds, budget{}, nil))
 	if err != nil {
 		t.Fatal(err)
 	}

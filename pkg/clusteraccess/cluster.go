@@ -204,7 +204,7 @@ func (c *engaged) startCache() error {
 		if _, node := kind.(*corev1.Node); node {
 			return c.e.nodeHandler(c)
 		}
-		return c.e.changeHandler(c, changeOf(kind))
+		return c.e.changeHandler(c, changeOf(kind, o.RouteKinds))
 	}
 	ca, err := watchcache.New(c.cfg, watchcache.Options{
 		HTTPClient:   &http.Client{Transport: observed{rt: c.rt, c: c}},
@@ -225,7 +225,7 @@ func (c *engaged) startCache() error {
 		MaxObjectBytes: o.MaxObjectBytes,
 		BudgetRetry:    o.BudgetRetry,
 		OnBudget:       c.budget,
-	}, cacheKinds(caps, budget{objects: o.MaxObjects, bytes: o.MaxKindBytes}, handler))
+	}, cacheKinds(caps, o.RouteKinds, budget{objects: o.MaxObjects, bytes: o.MaxKindBytes}, handler))
 	if err != nil {
 		return err
 	}

@@ -93,7 +93,7 @@ func TestOneConnectionPerCluster(t *testing.T) {
 // observable with Shardgate's CRDs installed; the caller stops the Engager.
 func engageObservable(t *testing.T, kc []byte) (*Engager, Cluster) {
 	t.Helper()
-	e, err := NewEngager(Options{Log: logr.Discard()})
+	e, err := NewEngager(Options{RouteKinds: testRouteKinds, Log: logr.Discard()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,6 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
-	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -14,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
+	"github.com/shardgate/shardgate/pkg/routekinds"
 )
 
 // Change says what changed in a user cluster, so that each controller is woken only by what it
@@ -28,7 +28,8 @@ const (
 	ChangeNodeLabels
 	// ChangeManaged is any change to an object Shardgate manages (router pods included).
 	ChangeManaged
-	// ChangeRoutes is any change to an Ingress, a Namespace or an IngressClass.
+	// ChangeRoutes is any change to a route, to what deciding routes reads (an IngressClass), or
+	// to a Namespace.
 	ChangeRoutes
 	// ChangeVIPReports is a VIP agent's Lease written (who holds a VIP; renewed every few
 	// seconds, so only the VIP controller listens).
@@ -83,13 +84,18 @@ func (e *Engager) changed(c *engaged, what Change) {
 	}
 }
 
-// changeOf is what a change to an object of obj's kind can affect. The shared IngressClass is
-// both a managed object (its drift is repaired) and a route input (which class is the default).
-func changeOf(obj client.Object) Change {
+// changeOf is what a change to an object of obj's kind can affect. A route input Shardgate also
+// renders (the shared IngressClass) is both: its drift is repaired, and it decides routes (which
+// class is the default).
+func changeOf(obj client.Object, routes routekinds.Registry) Change {
+	if c, ok := routes.CachedFor(obj); ok {
+		if c.Rendered {
+			return ChangeRoutes | ChangeManaged
+		}
+		return ChangeRoutes
+	}
 	switch obj.(type) {
-	case *networkingv1.IngressClass:
-		return ChangeRoutes | ChangeManaged
-	case *networkingv1.Ingress, *corev1.Namespace:
+	case *corev1.Namespace:
 		return ChangeRoutes
 	case *coordinationv1.Lease:
 		return ChangeVIPReports
@@ -123,7 +129,7 @@ func (e *Engager) nodeHandler(c *engaged) toolscache.ResourceEventHandler {
 
 // changeHandler notifies subscribers of any change to an object of its kind once synced, except
 // route and RoutedIP updates that touch only status: allocation decides from spec, labels and
-// annotations, and the routers' address writes must not start another pass over every Ingress of
+// annotations, and the routers' address writes must not start another pass over every route of
 // the cluster; the routed-IP controller writes RoutedIP status itself and decides from the seed's
 // record.
 func (e *Engager) changeHandler(c *engaged, what Change) toolscache.ResourceEventHandler {

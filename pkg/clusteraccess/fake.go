@@ -10,6 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
+
+	"github.com/shardgate/shardgate/pkg/routekinds"
 )
 
 // Fake is an in-memory Registry for reconciler unit tests: each cluster is a FakeCluster whose
@@ -119,6 +121,8 @@ type FakeCluster struct {
 	Pending time.Time
 	// Unsynced makes the cluster report a cache that has not synced.
 	Unsynced bool
+	// Routes are the route kinds it reports (nil: Ingress alone, what every seed registers).
+	Routes routekinds.Registry
 }
 
 // State implements Cluster.
@@ -152,6 +156,14 @@ func (c *FakeCluster) Nodes(ctx context.Context) ([]corev1.Node, error) {
 
 // Reader implements Cluster.
 func (c *FakeCluster) Reader() client.Reader { return c.Client }
+
+// RouteKinds implements Cluster.
+func (c *FakeCluster) RouteKinds() routekinds.Registry {
+	if c.Routes == nil {
+		return routekinds.Registry{routekinds.Ingress{}}
+	}
+	return c.Routes
+}
 
 // Writer implements Cluster.
 func (c *FakeCluster) Writer() client.Client { return c.Client }

@@ -44,7 +44,7 @@ func TestFirstContactWithAServerThatClosesConnections(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := NewEngager(Options{Log: logr.Discard(), ConnectTimeout: 10 * time.Second, ConnectBackoff: time.Minute})
+	e, err := NewEngager(Options{RouteKinds: testRouteKinds, Log: logr.Discard(), ConnectTimeout: 10 * time.Second, ConnectBackoff: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}

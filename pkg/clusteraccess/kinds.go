@@ -9,7 +9,6 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
-	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -26,6 +25,7 @@ import (
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
 	"github.com/shardgate/shardgate/pkg/names"
+	"github.com/shardgate/shardgate/pkg/routekinds"
 	"github.com/shardgate/shardgate/pkg/watchcache"
 )
 
@@ -83,11 +83,15 @@ func RepairOnly(o client.Object) bool {
 	return false
 }
 
-// RouteKinds are cached all, each trimmed to what is read (TrimIngress): every Ingress is a route
-// to allocate, namespaces carry the labels shard namespaceSelectors match, and every
-// IngressClass counts for which class is the cluster's default (there are only a few).
-func RouteKinds() []client.Object {
-	return []client.Object{&networkingv1.Ingress{}, &corev1.Namespace{}, &networkingv1.IngressClass{}}
+// RouteInputs are cached all, each trimmed to what is read: every route kind's routes and what
+// deciding them reads (routekinds.Kind.Cached), and namespaces, whose labels shard
+// namespaceSelectors match whatever the kind.
+func RouteInputs(kinds routekinds.Registry) []client.Object {
+	out := []client.Object{&corev1.Namespace{}}
+	for _, c := range kinds.Cached() {
+		out = append(out, c.Object)
+	}
+	return out
 }
 
 // RoutedIPKinds are cached all (trimmed, TrimRoutedIP) where Shardgate's CRDs are installed: every RoutedIP is a
@@ -104,7 +108,8 @@ func RoutedIPKinds(caps Capabilities) []client.Object {
 }
 
 // UserClusterScheme knows the kinds Shardgate reads and writes in user clusters: client-go's,
-// its RoutedIP, and CustomResourceDefinitions (to install RoutedIP's).
+// its RoutedIP, and CustomResourceDefinitions (to install RoutedIP's). The engager adds its route
+// kinds' types (Options.RouteKinds).
 func UserClusterScheme() *runtime.Scheme {
 	s := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(s))
@@ -117,11 +122,8 @@ func managedSelector() labels.Selector {
 	return labels.SelectorFromSet(labels.Set{v1alpha1.ManagedByLabel: v1alpha1.ManagedByValue})
 }
 
-// routeTransforms trim the route kinds (see TrimIngress).
-var routeTransforms = map[string]toolscache.TransformFunc{
-	"Ingress": TrimIngress, "Namespace": TrimNamespace, "IngressClass": TrimIngressClass,
-	"IngressClaim": TrimIngressClaim, "RoutedIP": TrimRoutedIP,
-}
+// routedIPTransforms trim the routed-IP kinds and claims (EndpointSlices: TrimEndpointSlice).
+var routedIPTransforms = map[string]toolscache.TransformFunc{"IngressClaim": TrimIngressClaim, "RoutedIP": TrimRoutedIP}
 
 // endpointSliceBudgetFactor: a cluster has an EndpointSlice per Service (more for large ones),
 // trimmed to a few hundred bytes each, so their budget is this many times the others'.
@@ -135,7 +137,8 @@ type budget struct {
 
 // cacheKinds are what a user-cluster cache lists and watches, each with its server-side selector,
 // trim and budget (b, per kind); handler gives each kind its event handler (nil: none).
-func cacheKinds(caps Capabilities, b budget, handler func(client.Object) toolscache.ResourceEventHandler) []watchcache.Kind {
+func cacheKinds(caps Capabilities, routes routekinds.Registry, b budget,
+	handler func(client.Object) toolscache.ResourceEventHandler) []watchcache.Kind {
 	if handler == nil {
 		handler = func(client.Object) toolscache.ResourceEventHandler { return nil }
 	}
@@ -150,12 +153,16 @@ func cacheKinds(caps Capabilities, b budget, handler func(client.Object) toolsca
 		}
 		kinds = append(kinds, kind)
 	}
-	for _, k := range RouteKinds() {
-		// All of them, trimmed.
-		kinds = append(kinds, watchcache.Kind{Object: k, Handler: handler(k), Transform: routeTransforms[kindName(k)], MaxObjects: b.objects, MaxBytes: b.bytes})
+	// Routes and their inputs: all of them, trimmed.
+	ns := &corev1.Namespace{}
+	kinds = append(kinds, watchcache.Kind{Object: ns, Handler: handler(ns), Transform: TrimNamespace, MaxObjects: b.objects, MaxBytes: b.bytes})
+	for _, c := range routes.Cached() {
+		kinds = append(kinds, watchcache.Kind{Object: c.Object, Handler: handler(c.Object), Transform: c.Transform,
+			MaxObjects: b.objects, MaxBytes: b.bytes})
 	}
 	for _, k := range RoutedIPKinds(caps) {
-		kind := watchcache.Kind{Object: k, Handler: handler(k), Transform: routeTransforms[kindName(k)], MaxObjects: b.objects, MaxBytes: b.bytes}
+		kind := watchcache.Kind{Object: k, Handler: handler(k), Transform: routedIPTransforms[kindName(k)],
+			MaxObjects: b.objects, MaxBytes: b.bytes}
 		if _, slice := k.(*discoveryv1.EndpointSlice); slice {
 			kind.Transform, kind.OnDemand = TrimEndpointSlice, true
 			kind.MaxObjects, kind.MaxBytes = b.objects*endpointSliceBudgetFactor, b.bytes*endpointSliceBudgetFactor
@@ -170,9 +177,10 @@ func kindName(o client.Object) string {
 	return reflect.TypeOf(o).Elem().Name()
 }
 
-// clusterScoped are the kinds Shardgate reads or writes that have no namespace.
+// clusterScoped are the kinds Shardgate reads or writes that have no namespace, but for those
+// of route kinds (routekinds.Cached.ClusterScoped).
 var clusterScoped = map[string]bool{
-	"Node": true, "Namespace": true, "ClusterRole": true, "ClusterRoleBinding": true, "IngressClass": true,
+	"Node": true, "Namespace": true, "ClusterRole": true, "ClusterRoleBinding": true,
 	"ValidatingAdmissionPolicy": true, "ValidatingAdmissionPolicyBinding": true, "SelfSubjectReview": true,
 	"CustomResourceDefinition": true,
 }
@@ -180,12 +188,17 @@ var clusterScoped = map[string]bool{
 // staticRESTMapper maps exactly the kinds Shardgate uses in user clusters. It needs no discovery,
 // so building a client or an informer never waits on a user cluster's API server (a server that
 // accepts connections and never answers would otherwise hold the caller).
-func staticRESTMapper(scheme *runtime.Scheme) (meta.RESTMapper, error) {
-	objs := append(ManagedKinds(Capabilities{AdmissionPolicy: true}), RouteKinds()...)
+func staticRESTMapper(scheme *runtime.Scheme, routes routekinds.Registry) (meta.RESTMapper, error) {
+	rootScoped := map[reflect.Type]bool{}
+	for _, c := range routes.Cached() {
+		rootScoped[reflect.TypeOf(c.Object)] = c.ClusterScoped
+	}
+	objs := append(ManagedKinds(Capabilities{AdmissionPolicy: true}), RouteInputs(routes)...)
 	objs = append(objs, RoutedIPKinds(Capabilities{CRDs: true})...)
 	objs = append(objs, &corev1.Node{}, &corev1.Event{}, &authenticationv1.SelfSubjectReview{}, &apiextensionsv1.CustomResourceDefinition{})
 	var gvs []schema.GroupVersion
 	var gvks []schema.GroupVersionKind
+	root := map[schema.GroupVersionKind]bool{}
 	for _, o := range objs {
 		gvk, err := apiutil.GVKForObject(o, scheme)
 		if err != nil {
@@ -193,11 +206,12 @@ func staticRESTMapper(scheme *runtime.Scheme) (meta.RESTMapper, error) {
 		}
 		gvks = append(gvks, gvk)
 		gvs = append(gvs, gvk.GroupVersion())
+		root[gvk] = clusterScoped[gvk.Kind] || rootScoped[reflect.TypeOf(o)]
 	}
 	m := meta.NewDefaultRESTMapper(gvs)
 	for _, gvk := range gvks {
 		scope := meta.RESTScopeNamespace
-		if clusterScoped[gvk.Kind] {
+		if root[gvk] {
 			scope = meta.RESTScopeRoot
 		}
 		m.Add(gvk, scope)

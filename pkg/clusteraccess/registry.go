@@ -2,6 +2,7 @@ package clusteraccess
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -11,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/shardgate/shardgate/pkg/routekinds"
 )
 
 // Options tune the engager. Zero values take the defaults.
@@ -40,6 +43,9 @@ type Options struct {
 	BudgetRetry    time.Duration
 	// Kubeconfig is what the operator allows in kubeconfigs.
 	Kubeconfig KubeconfigPolicy
+	// RouteKinds are the kinds of route every cluster's cache holds and the controllers allocate
+	// (required). Their types are added to Scheme.
+	RouteKinds routekinds.Registry
 	// Scheme for the user-cluster caches (default: UserClusterScheme()).
 	Scheme *runtime.Scheme
 	// Clock for state times (default: the real clock).
@@ -98,13 +104,19 @@ func NewEngager(opts Options) (*Engager, error) {
 	if opts.MaxKindBytes == 0 {
 		opts.MaxKindBytes = DefaultMaxKindBytes
 	}
+	if len(opts.RouteKinds) == 0 {
+		return nil, errors.New("no route kinds: nothing to allocate")
+	}
 	if opts.Scheme == nil {
 		opts.Scheme = UserClusterScheme()
+	}
+	if err := opts.RouteKinds.AddToScheme(opts.Scheme); err != nil {
+		return nil, err
 	}
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}
 	}
-	mapper, err := staticRESTMapper(opts.Scheme)
+	mapper, err := staticRESTMapper(opts.Scheme, opts.RouteKinds)
 	if err != nil {
 		return nil, err
 	}

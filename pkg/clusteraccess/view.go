@@ -8,6 +8,8 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/shardgate/shardgate/pkg/routekinds"
 )
 
 // engagedView is the Cluster of an engagement.
@@ -66,6 +68,9 @@ func (c engagedView) Reader() client.Reader {
 	}
 	return c.c.cache
 }
+
+// RouteKinds implements Cluster: every engaged cluster holds the engager's route kinds.
+func (c engagedView) RouteKinds() routekinds.Registry { return c.c.e.opts.RouteKinds }
 
 // Writer writes to the cluster's API server directly (server-side apply, updates, deletes),
 // each request bounded by the engager's WriteTimeout. Nil before the first contact: callers

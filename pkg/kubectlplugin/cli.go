@@ -11,7 +11,6 @@ import (
 
 	"github.com/spf13/pflag"
 	corev1 "k8s.io/api/core/v1"
-	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -22,6 +21,7 @@ import (
 	"github.com/shardgate/shardgate/api/v1alpha1"
 	"github.com/shardgate/shardgate/pkg/clusterview"
 	"github.com/shardgate/shardgate/pkg/names"
+	"github.com/shardgate/shardgate/pkg/routekinds"
 )
 
 const usage = `kubectl shardgate: where routes go and whether their names resolve.
@@ -38,8 +38,9 @@ Against the seed:
 Flags:
 `
 
-// Run is the plugin's main: args without the program name; it returns the exit error.
-func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+// Run is the plugin's main: args without the program name; it returns the exit error. kinds are
+// the route kinds explain knows, the first one's routes named by NAME alone.
+func Run(ctx context.Context, kinds routekinds.Registry, args []string, stdout, stderr io.Writer) error {
 	fs := pflag.NewFlagSet("kubectl-shardgate", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var (
@@ -49,7 +50,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	)
 	fs.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG or ~/.kube/config)")
 	fs.StringVar(&kubeContext, "context", "", "kubeconfig context")
-	fs.StringVarP(&namespace, "namespace", "n", "", "namespace of the Ingress (default: the context's)")
+	fs.StringVarP(&namespace, "namespace", "n", "", "namespace of the route (default: the context's)")
 	fs.StringVarP(&output, "output", "o", "", "json or yaml (default: a table for people)")
 	fs.StringVar(&dnsServer, "dns-server", "", "host:port of the DNS server explain asks (default: this machine's resolver)")
 	fs.BoolVar(&problems, "problems", false, "clusters: only those that are not Ready")
@@ -70,7 +71,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		fs.Usage()
 		return errors.New("a command is required: status, explain or clusters")
 	}
-	c, ns, err := connect(kubeconfig, kubeContext)
+	c, ns, err := connect(kubeconfig, kubeContext, kinds)
 	if err != nil {
 		return err
 	}
@@ -90,19 +91,19 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if len(rest) != 2 {
 			return errors.New("usage: kubectl shardgate explain ingress/NAME")
 		}
-		name, err := ingressName(rest[1])
+		k, name, err := routeName(kinds, rest[1])
 		if err != nil {
 			return err
 		}
-		ing := &networkingv1.Ingress{}
-		if err := c.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, ing); err != nil {
+		route := k.New()
+		if err := c.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, route); err != nil {
 			return err
 		}
 		// Without the ConfigMap the explanation still stands; only which hosts Shardgate
-		// publishes is then taken from the Ingress's own CNAME target.
+		// publishes is then taken from the route's own CNAME target.
 		s, _ := clusterStatus(ctx, c)
-		e := Explain(ing, s.Domains(), resolver(ctx, dnsServer))
-		return write(stdout, output, e, func(w io.Writer) { printExplanation(w, e) })
+		e := Explain(k, route, s.Domains(), resolver(ctx, dnsServer))
+		return write(stdout, output, e, func(w io.Writer) { printExplanation(w, k.Name(), e) })
 	case "clusters":
 		var list v1alpha1.ClusterIngressList
 		if err := c.List(ctx, &list); err != nil {
@@ -130,22 +131,24 @@ func clusterStatus(ctx context.Context, c client.Client) (Status, error) {
 	return StatusFrom(cm), nil
 }
 
-// ingressName accepts ingress/NAME, ingresses/NAME, ing/NAME or NAME.
-func ingressName(arg string) (string, error) {
+// routeName accepts KIND/NAME, KIND being a route kind's name, resource or short name, either
+// qualified by its API group, in any case (ingress/web, ing/web, ingresses.networking.k8s.io/web);
+// or NAME alone, of the first kind.
+func routeName(kinds routekinds.Registry, arg string) (routekinds.Kind, string, error) {
+	if len(kinds) == 0 {
+		return nil, "", errors.New("no route kinds")
+	}
 	kind, name, found := strings.Cut(arg, "/")
 	if !found {
-		return arg, nil
+		return kinds[0], arg, nil
 	}
-	switch strings.ToLower(kind) {
-	case "ingress", "ingresses", "ing", "ingress.networking.k8s.io", "ingresses.networking.k8s.io":
-		if name != "" {
-			return name, nil
-		}
+	if k := kinds.ByResource(kind); k != nil && name != "" {
+		return k, name, nil
 	}
-	return "", fmt.Errorf("%q: explain takes ingress/NAME", arg)
+	return nil, "", fmt.Errorf("%q: explain takes %s/NAME", arg, strings.ToLower(kinds[0].Name()))
 }
 
-func connect(kubeconfig, kubeContext string) (client.Client, string, error) {
+func connect(kubeconfig, kubeContext string, kinds routekinds.Registry) (client.Client, string, error) {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	rules.ExplicitPath = kubeconfig
 	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: kubeContext})
@@ -162,6 +165,9 @@ func connect(kubeconfig, kubeContext string) (client.Client, string, error) {
 		return nil, "", err
 	}
 	if err := v1alpha1.AddToScheme(s); err != nil {
+		return nil, "", err
+	}
+	if err := kinds.AddToScheme(s); err != nil {
 		return nil, "", err
 	}
 	c, err := client.New(cfg, client.Options{Scheme: s})

@@ -1,30 +1,32 @@
 // Package kubectlplugin is kubectl-shardgate: what a user-cluster owner asks of Shardgate
 // (status, explain ingress/NAME) and what a seed operator asks (clusters), answered from what the
-// controllers already publish — the kube-public ConfigMap, an Ingress's annotations, the
-// ClusterIngresses — plus a DNS lookup of the final hosts.
+// controllers already publish — the kube-public ConfigMap, a route's annotations, the
+// ClusterIngresses — plus a DNS lookup of the final hosts. Routes are of the kinds it is given
+// (routekinds.Registry), as in the seed controller.
 package kubectlplugin
 
 import (
 	"sort"
 	"strings"
 
-	networkingv1 "k8s.io/api/networking/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
+	"github.com/shardgate/shardgate/pkg/routekinds"
 )
 
-// Explanation says where an Ingress's routes go and whether their names resolve.
+// Explanation says where a route (an Ingress) goes and whether its names resolve.
 type Explanation struct {
 	Namespace string `json:"namespace"`
 	Name      string `json:"name"`
 	// State is Allocated, Rejected, or Pending (Shardgate has not written its decision yet, or
-	// the Ingress is not of Shardgate's class).
+	// the route is another controller's: an Ingress not of Shardgate's class).
 	State  string `json:"state"`
 	Reason string `json:"reason,omitempty"`
 	Shard  string `json:"shard,omitempty"`
 	// ShardDomain: the shard's names (it and every name under it) resolve to its routers.
 	ShardDomain string `json:"shardDomain,omitempty"`
-	// CNAMETarget is what the user's own hosts on this Ingress must be a CNAME to (set only when
+	// CNAMETarget is what the user's own hosts on this route must be a CNAME to (set only when
 	// it has such hosts).
 	CNAMETarget string `json:"cnameTarget,omitempty"`
 	Hosts       []Host `json:"hosts,omitempty"`
@@ -48,11 +50,12 @@ func (h Host) Resolves() bool { return len(h.Addresses) > 0 }
 // Lookup resolves a name to its addresses.
 type Lookup func(name string) ([]string, error)
 
-// Explain reads Shardgate's annotations on ing and looks its final hosts up; shardDomains (from
-// the cluster's Status) tells which hosts Shardgate publishes.
-func Explain(ing *networkingv1.Ingress, shardDomains map[string]string, lookup Lookup) Explanation {
-	a := ing.Annotations
-	e := Explanation{Namespace: ing.Namespace, Name: ing.Name, Shard: a[v1alpha1.ShardAnnotation], CNAMETarget: a[v1alpha1.CNAMETargetAnnotation]}
+// Explain reads Shardgate's annotations on route, of kind k, and looks its final hosts up;
+// shardDomains (from the cluster's Status) tells which hosts Shardgate publishes.
+func Explain(k routekinds.Kind, route client.Object, shardDomains map[string]string, lookup Lookup) Explanation {
+	a := route.GetAnnotations()
+	e := Explanation{Namespace: route.GetNamespace(), Name: route.GetName(), Shard: a[v1alpha1.ShardAnnotation],
+		CNAMETarget: a[v1alpha1.CNAMETargetAnnotation]}
 	e.ShardDomain = shardDomains[e.Shard]
 	if e.ShardDomain == "" {
 		e.ShardDomain = e.CNAMETarget // a custom host's target is the shard's domain
@@ -64,10 +67,13 @@ func Explain(ing *networkingv1.Ingress, shardDomains map[string]string, lookup L
 	case strings.HasPrefix(decision, "Rejected"):
 		e.State = "Rejected"
 		e.Reason = strings.TrimSpace(strings.TrimPrefix(strings.TrimPrefix(decision, "Rejected"), ":"))
-		return e // a rejected Ingress is not served: its hosts' answers would mislead
+		return e // a rejected route is not served: its hosts' answers would mislead
 	default:
 		e.State = "Pending"
-		e.Reason = pendingReason(ing)
+		e.Reason = k.ServedElsewhere(route)
+		if e.Reason == "" {
+			e.Reason = "Shardgate has not allocated it yet (is the cluster engaged? see `kubectl shardgate status`)"
+		}
 		return e
 	}
 	for _, h := range splitHosts(a[v1alpha1.HostsAnnotation]) {
@@ -81,17 +87,6 @@ func Explain(ing *networkingv1.Ingress, shardDomains map[string]string, lookup L
 		e.Hosts = append(e.Hosts, host)
 	}
 	return e
-}
-
-func pendingReason(ing *networkingv1.Ingress) string {
-	class := ""
-	if ing.Spec.IngressClassName != nil {
-		class = *ing.Spec.IngressClassName
-	}
-	if class != "" && class != "shardgate" {
-		return "its ingressClassName is " + class + ", not shardgate: another controller serves it"
-	}
-	return "Shardgate has not allocated it yet (is the cluster engaged? see `kubectl shardgate status`)"
 }
 
 func splitHosts(s string) []string {

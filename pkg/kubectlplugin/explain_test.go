@@ -11,6 +11,8 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+
+	"github.com/shardgate/shardgate/pkg/routekinds"
 )
 
 func ingress(annotations map[string]string, class string) *networkingv1.Ingress {
@@ -50,7 +52,7 @@ func TestExplain(t *testing.T) {
 		{"not decided yet", ingress(nil, ""), "Pending", "Shardgate has not allocated it yet (is the cluster engaged? see `kubectl shardgate status`)", 0, "", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			e := Explain(tc.ing, map[string]string{"default": "c1.example.test"}, dns)
+			e := Explain(routekinds.Ingress{}, tc.ing, map[string]string{"default": "c1.example.test"}, dns)
 			if e.State != tc.state || e.Reason != tc.reason || len(e.Hosts) != tc.hosts {
 				t.Fatalf("%+v", e)
 			}
@@ -66,7 +68,7 @@ func TestExplain(t *testing.T) {
 				t.Fatalf("own host %+v", own)
 			}
 			var b bytes.Buffer
-			if err := write(&b, OutputHuman, e, func(w io.Writer) { printExplanation(w, e) }); err != nil {
+			if err := write(&b, OutputHuman, e, func(w io.Writer) { printExplanation(w, "Ingress", e) }); err != nil {
 				t.Fatal(err)
 			}
 			for _, want := range []string{"Shard:", "10.0.0.1,10.0.0.2", "does not resolve (no such host)", "needs a CNAME to c1.example.test"} {
@@ -94,11 +96,13 @@ func TestStatusFrom(t *testing.T) {
 	}
 }
 
-func TestIngressName(t *testing.T) {
-	for arg, want := range map[string]string{"ingress/web": "web", "ing/web": "web", "ingresses.networking.k8s.io/web": "web", "web": "web", "svc/web": "", "ingress/": ""} {
-		got, err := ingressName(arg)
-		if got != want || (want == "") != (err != nil) {
-			t.Errorf("%q: %q %v", arg, got, err)
+func TestRouteName(t *testing.T) {
+	kinds := routekinds.Registry{routekinds.Ingress{}}
+	for arg, want := range map[string]string{"ingress/web": "web", "ing/web": "web", "ingresses.networking.k8s.io/web": "web",
+		"Ingress.networking.k8s.io/web": "web", "web": "web", "svc/web": "", "ingress/": ""} {
+		k, got, err := routeName(kinds, arg)
+		if got != want || (want == "") != (err != nil) || want != "" && k.Name() != "Ingress" {
+			t.Errorf("%q: %v %q %v", arg, k, got, err)
 		}
 	}
 }

@@ -54,8 +54,8 @@ func printStatus(w io.Writer, s Status) {
 	}
 }
 
-func printExplanation(w io.Writer, e Explanation) {
-	fmt.Fprintf(w, "Ingress:\t%s/%s\n", e.Namespace, e.Name)
+func printExplanation(w io.Writer, kind string, e Explanation) {
+	fmt.Fprintf(w, "%s:\t%s/%s\n", kind, e.Namespace, e.Name)
 	switch e.State {
 	case "Rejected":
 		fmt.Fprintf(w, "State:\tRejected\nWhy:\t%s\n", e.Reason)

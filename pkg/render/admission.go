@@ -1,6 +1,7 @@
 package render
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
@@ -11,18 +12,30 @@ import (
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
 	"github.com/shardgate/shardgate/pkg/names"
+	"github.com/shardgate/shardgate/pkg/routekinds"
 )
 
 // admissionPolicyName names the ValidatingAdmissionPolicy and its binding.
 const admissionPolicyName = "shardgate-allocation"
 
 // AdmissionPolicy renders a ValidatingAdmissionPolicy (and binding) that lets only Shardgate,
-// acting as shardgateUser, set or change an Ingress' shard label and allocation annotations, and
+// acting as shardgateUser, set or change a route's shard label and allocation annotations, and
 // the managed-by label outside Shardgate's namespace: a user who labels an Ingress by hand is
-// refused by the API server itself. It covers the status
+// refused by the API server itself. It covers every route kind's Protected resources, the status
 // subresource too: the API server keeps label and annotation changes sent through it, and
-// routers (and other ingress controllers) may write Ingress status.
-func AdmissionPolicy(shardgateUser string) ([]*unstructured.Unstructured, error) {
+// routers (and other ingress controllers) may write route status.
+func AdmissionPolicy(shardgateUser string, kinds routekinds.Registry) ([]*unstructured.Unstructured, error) {
+	if len(kinds) == 0 {
+		return nil, errors.New("no route kinds: the admission policy would protect nothing")
+	}
+	var rules []admissionregistrationv1.NamedRuleWithOperations
+	for _, k := range kinds {
+		gv := k.GroupVersionKind().GroupVersion()
+		rules = append(rules, admissionregistrationv1.NamedRuleWithOperations{RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+			Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
+			Rule:       admissionregistrationv1.Rule{APIGroups: []string{gv.Group}, APIVersions: []string{gv.Version}, Resources: k.Protected()},
+		}})
+	}
 	var ann []string
 	for _, k := range v1alpha1.AllocationAnnotations {
 		ann = append(ann, fmt.Sprintf("object.metadata.?annotations[?%q].orValue('') == (oldObject == null ? '' : oldObject.metadata.?annotations[?%q].orValue(''))", k, k))
@@ -30,13 +43,8 @@ func AdmissionPolicy(shardgateUser string) ([]*unstructured.Unstructured, error)
 	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
 		ObjectMeta: metav1.ObjectMeta{Name: admissionPolicyName, Labels: managedLabels("")},
 		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
-			FailurePolicy: ptr.To(admissionregistrationv1.Fail),
-			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
-				RuleWithOperations: admissionregistrationv1.RuleWithOperations{
-					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
-					Rule:       admissionregistrationv1.Rule{APIGroups: []string{"networking.k8s.io"}, APIVersions: []string{"v1"}, Resources: []string{"ingresses", "ingresses/status"}},
-				},
-			}}},
+			FailurePolicy:    ptr.To(admissionregistrationv1.Fail),
+			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: rules},
 			Variables: []admissionregistrationv1.Variable{
 				{Name: "isShardgate", Expression: fmt.Sprintf("request.userInfo.username == %q", shardgateUser)},
 			},

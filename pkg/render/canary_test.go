@@ -7,11 +7,13 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
+	"github.com/shardgate/shardgate/pkg/routekinds"
 )
 
 func TestCanaryObjects(t *testing.T) {
 	shards := v1alpha1.ResolveShards([]v1alpha1.ShardSpec{{Name: "default"}, {Name: "internal", Publishing: v1alpha1.PublishNodePort}})
-	objs, err := DesiredObjects(DesiredInput{ClusterDomain: "c1.z", TTL: 60, Shards: shards, ShardgateUser: "u", Canary: true})
+	objs, err := DesiredObjects(DesiredInput{RouteKinds: ingressOnly,
+		ClusterDomain: "c1.z", TTL: 60, Shards: shards, ShardgateUser: "u", Canary: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +40,8 @@ func TestCanaryObjects(t *testing.T) {
 	if hosts["default"] != "shardgate-canary.c1.z" || hosts["internal"] != "shardgate-canary.internal.c1.z" || !services["canary-default"] || !services["canary-internal"] {
 		t.Fatalf("canary hosts %v, services %v", hosts, services)
 	}
-	off, err := DesiredObjects(DesiredInput{ClusterDomain: "c1.z", TTL: 60, Shards: shards, ShardgateUser: "u"})
+	off, err := DesiredObjects(DesiredInput{RouteKinds: ingressOnly,
+		ClusterDomain: "c1.z", TTL: 60, Shards: shards, ShardgateUser: "u"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,3 +51,6 @@ func TestCanaryObjects(t *testing.T) {
 		}
 	}
 }
+
+// ingressOnly is the route kinds a seed controller registers.
+var ingressOnly = routekinds.Registry{routekinds.Ingress{}}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
 	"github.com/shardgate/shardgate/pkg/names"
+	"github.com/shardgate/shardgate/pkg/routekinds"
 )
 
 // AppliedHashAnnotation carries, on every object Shardgate applies, a hash of what it applied.
@@ -34,6 +35,9 @@ type DesiredInput struct {
 	VIP map[string]*VIPInput
 	// Canary gives every shard its canary route.
 	Canary bool
+	// RouteKinds are the cluster's route kinds: the admission policy protects each, and the
+	// canary route is of those that route it.
+	RouteKinds routekinds.Registry
 }
 
 // Desired is what the shard controller applies: the cluster-wide objects (shared by every shard,
@@ -95,7 +99,8 @@ func RenderDesired(in DesiredInput) (Desired, error) {
 			d.Cluster = append(d.Cluster, shared...)
 			sharedDone[s.Flavour] = true
 		}
-		objs, err := f.Render(RenderInput{Domain: names.ShardDomain(s.Name, in.ClusterDomain), Shard: s, DNSTTL: in.TTL, TLS: in.TLS, VIP: in.VIP[s.Name], Canary: in.Canary})
+		objs, err := f.Render(RenderInput{Domain: names.ShardDomain(s.Name, in.ClusterDomain), Shard: s, DNSTTL: in.TTL, TLS: in.TLS, VIP: in.VIP[s.Name],
+			Canary: in.Canary, RouteKinds: in.RouteKinds})
 		if err != nil {
 			d.Shards = append(d.Shards, ShardObjects{Name: s.Name, Err: fmt.Errorf("shard %s: %w", s.Name, err)})
 			continue
@@ -123,7 +128,7 @@ func RenderDesired(in DesiredInput) (Desired, error) {
 	}
 	d.Cluster = append(d.Cluster, info)
 	if in.AdmissionPolicy {
-		policy, err := AdmissionPolicy(in.ShardgateUser)
+		policy, err := AdmissionPolicy(in.ShardgateUser, in.RouteKinds)
 		if err != nil {
 			return Desired{}, err
 		}

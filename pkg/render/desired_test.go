@@ -13,7 +13,8 @@ import (
 // server refuses (a claim's Deployment) cannot keep them from the cluster.
 func TestDesiredObjectsClusterWideFirst(t *testing.T) {
 	shards := v1alpha1.ResolveShards([]v1alpha1.ShardSpec{{Name: "default"}, {Name: "mine-team", Replicas: ptr.To[int32](1), Claim: "team/mine"}})
-	objs, err := DesiredObjects(DesiredInput{ClusterDomain: "c1.z", TTL: 60, Shards: shards, ShardgateUser: "u", AdmissionPolicy: true,
+	objs, err := DesiredObjects(DesiredInput{RouteKinds: ingressOnly,
+		ClusterDomain: "c1.z", TTL: 60, Shards: shards, ShardgateUser: "u", AdmissionPolicy: true,
 		TLS: &TLSInput{Cert: []byte("c"), Key: []byte("k")}})
 	if err != nil {
 		t.Fatal(err)
@@ -40,7 +41,8 @@ func TestDesiredObjectsClusterWideFirst(t *testing.T) {
 // cluster-wide objects and the other shards are whole.
 func TestRenderDesiredIsolatesShards(t *testing.T) {
 	shards := v1alpha1.ResolveShards([]v1alpha1.ShardSpec{{Name: "bad", Flavour: "nope"}, {Name: "good"}})
-	d, err := RenderDesired(DesiredInput{ClusterDomain: "c1.z", TTL: 60, Shards: shards, ShardgateUser: "u", AdmissionPolicy: true})
+	d, err := RenderDesired(DesiredInput{RouteKinds: ingressOnly,
+		ClusterDomain: "c1.z", TTL: 60, Shards: shards, ShardgateUser: "u", AdmissionPolicy: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +58,8 @@ func TestRenderDesiredIsolatesShards(t *testing.T) {
 			t.Errorf("no cluster-wide %s", k)
 		}
 	}
-	if _, err := DesiredObjects(DesiredInput{ClusterDomain: "c1.z", TTL: 60, Shards: shards, ShardgateUser: "u"}); err == nil {
+	if _, err := DesiredObjects(DesiredInput{RouteKinds: ingressOnly,
+		ClusterDomain: "c1.z", TTL: 60, Shards: shards, ShardgateUser: "u"}); err == nil {
 		t.Error("DesiredObjects hid the shard's error")
 	}
 }

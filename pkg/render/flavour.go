@@ -4,6 +4,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
+	"github.com/shardgate/shardgate/pkg/routekinds"
 )
 
 // Flavour renders the router of one shard: the flavour-specific objects (ServiceAccount, RBAC,
@@ -33,8 +34,9 @@ type RenderInput struct {
 	TLS *TLSInput
 	// VIP: a VIP shard's allocated VIPs and its routers' nodes (keepalived's configuration).
 	VIP *VIPInput
-	// Canary renders the shard's canary route (canaryObjects).
-	Canary bool
+	// Canary renders the shard's canary route (canaryObjects), of each of RouteKinds that routes it.
+	Canary     bool
+	RouteKinds routekinds.Registry
 }
 
 var flavours = map[v1alpha1.Flavour]Flavour{

@@ -68,7 +68,11 @@ func (t Traefik) Render(in RenderInput) ([]*unstructured.Unstructured, error) {
 		objs = append(objs, typed{policyv1.SchemeGroupVersion.WithKind("PodDisruptionBudget"), pdb})
 	}
 	if in.Canary {
-		objs = append(objs, canaryObjects(s, in.Domain, labels)...)
+		canary, err := canaryObjects(s, in.Domain, labels, in.RouteKinds)
+		if err != nil {
+			return nil, err
+		}
+		objs = append(objs, canary...)
 	}
 	if s.Publishing == v1alpha1.PublishVIP {
 		v, err := vipObjects(s, in.VIP, labels)

@@ -172,7 +172,8 @@ func TestResolveShardsAndDomains(t *testing.T) {
 
 func TestDesiredObjectsAndUserInfo(t *testing.T) {
 	shards := v1alpha1.ResolveShards([]v1alpha1.ShardSpec{{Name: "default"}, {Name: "edge", Publishing: v1alpha1.PublishNodePort}})
-	objs, err := DesiredObjects(DesiredInput{ClusterDomain: "c1.z", TTL: 60, Shards: shards, ShardgateUser: "shardgate-user", AdmissionPolicy: true})
+	objs, err := DesiredObjects(DesiredInput{RouteKinds: ingressOnly,
+		ClusterDomain: "c1.z", TTL: 60, Shards: shards, ShardgateUser: "shardgate-user", AdmissionPolicy: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -198,7 +199,8 @@ func TestDesiredObjectsAndUserInfo(t *testing.T) {
 		t.Fatalf("user info: %+v", cm.Data)
 	}
 	// Without the admission policy API (Kubernetes < 1.30) no policy is rendered.
-	without, err := DesiredObjects(DesiredInput{ClusterDomain: "c1.z", TTL: 60, Shards: shards, ShardgateUser: "shardgate-user"})
+	without, err := DesiredObjects(DesiredInput{RouteKinds: ingressOnly,
+		ClusterDomain: "c1.z", TTL: 60, Shards: shards, ShardgateUser: "shardgate-user"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -214,7 +216,8 @@ func TestDesiredObjectsAndUserInfo(t *testing.T) {
 // field-by-field check alone cannot see a field that is no longer desired).
 func TestAppliedHash(t *testing.T) {
 	deployment := func(s v1alpha1.ShardSpec) *unstructured.Unstructured {
-		objs, err := DesiredObjects(DesiredInput{ClusterDomain: "c1.z", TTL: 60, Shards: v1alpha1.ResolveShards([]v1alpha1.ShardSpec{s}), ShardgateUser: "u"})
+		objs, err := DesiredObjects(DesiredInput{RouteKinds: ingressOnly,
+			ClusterDomain: "c1.z", TTL: 60, Shards: v1alpha1.ResolveShards([]v1alpha1.ShardSpec{s}), ShardgateUser: "u"})
 		if err != nil {
 			t.Fatal(err)
 		}

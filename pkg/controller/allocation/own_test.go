@@ -35,7 +35,8 @@ func TestManagedByLabelDoesNotExemptTenants(t *testing.T) {
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "victim"}}, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team"}},
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: names.Namespace}}, victim, hijack, canary)
 
-	_, routes, _, err := collectRoutes(context.Background(), user.Client, v1alpha1.DefaultClassIfNoDefault)
+	spec := &v1alpha1.ClusterIngressSpec{IngressClass: v1alpha1.IngressClassSettings{Default: v1alpha1.DefaultClassIfNoDefault}}
+	_, routes, _, err := collectRoutes(context.Background(), user.Client, user.RouteKinds(), spec)
 	if err != nil {
 		t.Fatal(err)
 	}

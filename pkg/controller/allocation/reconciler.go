@@ -8,7 +8,6 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -20,22 +19,23 @@ import (
 	"github.com/shardgate/shardgate/pkg/allocation"
 	"github.com/shardgate/shardgate/pkg/clusteraccess"
 	"github.com/shardgate/shardgate/pkg/controller/cistatus"
-	"github.com/shardgate/shardgate/pkg/ingressclass"
 	"github.com/shardgate/shardgate/pkg/names"
+	"github.com/shardgate/shardgate/pkg/routekinds"
 	"github.com/shardgate/shardgate/pkg/validation"
 )
 
-// Reconciler allocates every Ingress of a user cluster to a shard (allocation.PlanAllocations)
-// and tells its owner the outcome in the user cluster: the shard label, annotations, default
-// hosts and an Event (the address comes from the shard's routers; see write). On deletion of the
-// ClusterIngress it takes all of that back (reconciler_delete.go).
+// Reconciler allocates every route of a user cluster to a shard (allocation.PlanAllocations),
+// whatever its kind (the cluster's routekinds.Registry: an Ingress today), and tells its owner
+// the outcome in the user cluster: the shard label, annotations, default hosts and an Event (the
+// address comes from the shard's routers; see write). On deletion of the ClusterIngress it takes
+// all of that back (reconciler_delete.go).
 type Reconciler struct {
 	Client client.Client
 	Access clusteraccess.Access
 	// Board takes status.routes and status.rejectedRoutes (cistatus.Allocation).
 	Board *cistatus.Board
 
-	// unseen holds, per cluster, the Ingresses written by the last pass whose new state the
+	// unseen holds, per cluster, the routes written by the last pass whose new state the
 	// cache has not shown yet (UID -> the resourceVersion the write started from). The next
 	// pass skips them instead of writing the same decision again (and recording a second Event)
 	// from a stale copy.
@@ -43,7 +43,7 @@ type Reconciler struct {
 	unseen   map[types.NamespacedName]map[types.UID]string
 }
 
-// Reconcile plans all of a cluster's Ingresses at once and writes what changed.
+// Reconcile plans all of a cluster's routes at once, of every kind, and writes what changed.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	ci := &v1alpha1.ClusterIngress{}
 	if err := r.Client.Get(ctx, req.NamespacedName, ci); err != nil {
@@ -75,13 +75,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, clusteraccess.DescribeError("read the user cluster's cache", err)
 	}
-	ingresses, routes, released, err := collectRoutes(ctx, rd, v1alpha1.ResolveIngressClass(ci.Spec.IngressClass).Default)
+	kinds := cluster.RouteKinds()
+	objects, routes, released, err := collectRoutes(ctx, rd, kinds, &ci.Spec)
 	if err != nil {
 		return ctrl.Result{}, clusteraccess.DescribeError("read the user cluster's cache", err)
 	}
-	pins := claimPins(ci)
+	pins := claimPins(ci, kinds)
 	for i := range routes {
-		routes[i].Pin = pins[routes[i].Namespace+"/"+routes[i].Name]
+		routes[i].Pin = pins[routeKey(routes[i].Kind, routes[i].Namespace, routes[i].Name)]
 	}
 	cfg := allocation.Config{ClusterDomain: ci.Status.Domain, Zone: zone, Strategy: strategy,
 		InterNamespace: ci.Spec.Allocation.NamespaceOwnership == v1alpha1.OwnershipInterNamespaceAllowed,
@@ -95,11 +96,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		} else {
 			allocated++
 		}
-		ing := ingresses[a.Namespace+"/"+a.Name]
-		pass.write(ing, func() (bool, error) { return r.write(ctx, w, ing, a) })
+		o := objects[routeKey(a.Kind, a.Namespace, a.Name)]
+		pass.write(o.route, func() (bool, error) { return r.write(ctx, w, o.kind, o.route, a) })
 	}
-	for _, ing := range released {
-		pass.write(ing, func() (bool, error) { return r.release(ctx, w, ing) })
+	for _, o := range released {
+		pass.write(o.route, func() (bool, error) { return r.release(ctx, w, o.kind, o.route) })
 	}
 	stillUnseen, errs := pass.wait()
 	r.putUnseen(req.NamespacedName, stillUnseen)
@@ -109,16 +110,18 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	return ctrl.Result{}, errors.Join(errs...)
 }
 
-// claimPins are the Ingresses (namespace/name) bound by claims that bind (Pending or Bound), with
-// their claimed shard.
-func claimPins(ci *v1alpha1.ClusterIngress) map[string]string {
+// claimPins are the routes (routeKey) bound by claims that bind (Pending or Bound), with their
+// claimed shard.
+func claimPins(ci *v1alpha1.ClusterIngress, kinds routekinds.Registry) map[string]string {
 	pins := map[string]string{}
 	for _, c := range ci.ActiveClaims() {
 		if c.Phase != v1alpha1.ClaimPending && c.Phase != v1alpha1.ClaimBound {
 			continue
 		}
-		for _, name := range c.Ingresses {
-			pins[c.Namespace+"/"+name] = c.Shard
+		for _, k := range kinds {
+			for _, name := range k.ClaimBinds(c) {
+				pins[routeKey(k.Name(), c.Namespace, name)] = c.Shard
+			}
 		}
 	}
 	return pins
@@ -132,7 +135,7 @@ func allocShards(ctx context.Context, rd client.Reader, specs []v1alpha1.ShardSp
 		var err error
 		if s.NamespaceSelector != nil {
 			if as.NamespaceSelector, err = metav1.LabelSelectorAsSelector(s.NamespaceSelector); err != nil {
-				return nil, err // validated before; never silently dropped with its Ingresses moved
+				return nil, err // validated before; never silently dropped with its routes moved
 			}
 		}
 		if s.RouteSelector != nil {
@@ -151,9 +154,22 @@ func allocShards(ctx context.Context, rd client.Reader, specs []v1alpha1.ShardSp
 	return out, nil
 }
 
-// collectRoutes lists the Ingresses Shardgate serves (Ours), and those it does not that still
-// carry Shardgate's allocation (to be released).
-func collectRoutes(ctx context.Context, rd client.Reader, policy v1alpha1.DefaultClassPolicy) (map[string]*networkingv1.Ingress, []allocation.Route, []*networkingv1.Ingress, error) {
+// route is one route and its kind.
+type route struct {
+	kind  routekinds.Kind
+	route client.Object
+}
+
+// routeKey names a route among every kind's: kind/namespace/name.
+func routeKey(kind, namespace, name string) string {
+	return kind + "/" + namespace + "/" + name
+}
+
+// collectRoutes lists the routes of every kind Shardgate serves (Kind.Serves) by routeKey, and
+// those it does not that still carry Shardgate's allocation (to be released).
+func collectRoutes(ctx context.Context, rd client.Reader, kinds routekinds.Registry, spec *v1alpha1.ClusterIngressSpec) (
+	map[string]route, []allocation.Route, []route, error,
+) {
 	nsl := &corev1.NamespaceList{}
 	if err := rd.List(ctx, nsl, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, nil, nil, err
@@ -162,51 +178,42 @@ func collectRoutes(ctx context.Context, rd client.Reader, policy v1alpha1.Defaul
 	for _, n := range nsl.Items {
 		nsLabels[n.Name] = n.Labels
 	}
-	classes := &networkingv1.IngressClassList{}
-	if err := rd.List(ctx, classes); err != nil {
-		return nil, nil, nil, err
-	}
-	classless := ingressclass.ClasslessAreOurs(classes.Items, policy)
-	il := &networkingv1.IngressList{}
-	// Read-only use: the planner copies what it keeps, write copies before changing.
-	if err := rd.List(ctx, il, client.UnsafeDisableDeepCopy); err != nil {
-		return nil, nil, nil, err
-	}
-	var released []*networkingv1.Ingress
-	byKey := map[string]*networkingv1.Ingress{}
+	byKey := map[string]route{}
 	var routes []allocation.Route
-	for i := range il.Items {
-		ing := &il.Items[i]
-		if ing.DeletionTimestamp != nil || shardgatesOwn(ing) {
-			continue
+	var released []route
+	for _, k := range kinds {
+		serves, err := k.Serves(ctx, rd, spec)
+		if err != nil {
+			return nil, nil, nil, err
 		}
-		if !ingressclass.Ours(ing, classless) {
-			if allocation.CarriesAllocation(ing) {
-				released = append(released, ing)
+		list := k.NewList()
+		// Read-only use: the planner copies what it keeps, write copies before changing.
+		if err := rd.List(ctx, list, client.UnsafeDisableDeepCopy); err != nil {
+			return nil, nil, nil, err
+		}
+		for _, o := range k.Items(list) {
+			if o.GetDeletionTimestamp() != nil || shardgatesOwn(o) {
+				continue
 			}
-			continue
-		}
-		byKey[ing.Namespace+"/"+ing.Name] = ing
-		r := allocation.Route{Namespace: ing.Namespace, Name: ing.Name, Labels: ing.Labels, NamespaceLabels: nsLabels[ing.Namespace],
-			Created: ing.CreationTimestamp.Time}
-		for _, rule := range ing.Spec.Rules {
-			r.Hosts = append(r.Hosts, rule.Host)
-		}
-		// Only Shardgate's own allocation counts; a label without our annotation is not one.
-		if ing.Annotations[v1alpha1.AllocationAnnotation] == v1alpha1.AllocationAllocated {
-			r.Shard = ing.Labels[v1alpha1.ShardLabel]
-			if h := ing.Annotations[v1alpha1.HostsAnnotation]; h != "" {
-				r.HeldHosts = strings.Split(h, ",")
+			if !serves(o) {
+				if allocation.CarriesAllocation(o) {
+					released = append(released, route{kind: k, route: o})
+				}
+				continue
 			}
+			byKey[routeKey(k.Name(), o.GetNamespace(), o.GetName())] = route{kind: k, route: o}
+			r := allocation.Route{Kind: k.Name(), Namespace: o.GetNamespace(), Name: o.GetName(), Labels: o.GetLabels(),
+				NamespaceLabels: nsLabels[o.GetNamespace()], Created: o.GetCreationTimestamp().Time, Hosts: k.Hosts(o)}
+			r.Shard, r.HeldHosts = allocation.Held(o)
+			routes = append(routes, r)
 		}
-		routes = append(routes, r)
 	}
 	return byKey, routes, released, nil
 }
 
-// shardgatesOwn reports whether ing is one of Shardgate's own routes (the shards' canaries), which
+// shardgatesOwn reports whether o is one of Shardgate's own routes (the shards' canaries), which
 // are not allocated: the managed-by label counts only in Shardgate's namespace, which tenants
-// cannot write. Anywhere else it is a tenant's Ingress like any other, checked and allocated.
-func shardgatesOwn(ing *networkingv1.Ingress) bool {
-	return ing.Namespace == names.Namespace && ing.Labels[v1alpha1.ManagedByLabel] == v1alpha1.ManagedByValue
+// cannot write. Anywhere else it is a tenant's route like any other, checked and allocated.
+func shardgatesOwn(o client.Object) bool {
+	return o.GetNamespace() == names.Namespace && o.GetLabels()[v1alpha1.ManagedByLabel] == v1alpha1.ManagedByValue
 }

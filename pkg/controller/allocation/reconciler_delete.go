@@ -3,10 +3,8 @@ package allocation
 import (
 	"context"
 	"fmt"
-	"slices"
 	"time"
 
-	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -17,6 +15,7 @@ import (
 	"github.com/shardgate/shardgate/pkg/allocation"
 	"github.com/shardgate/shardgate/pkg/clusteraccess"
 	"github.com/shardgate/shardgate/pkg/names"
+	"github.com/shardgate/shardgate/pkg/routekinds"
 )
 
 // cleanupRetry is how soon cleanup is tried again while the user cluster cannot be observed.
@@ -32,9 +31,9 @@ func ensureFinalizer(ctx context.Context, c client.Client, ci *v1alpha1.ClusterI
 }
 
 // reconcileDelete takes Shardgate's shard label, allocation annotations and router-published
-// addresses off every Ingress of the cluster (the hosts Shardgate filled in stay: they are part
-// of the user's Ingress now), then releases the finalizer. While the cluster cannot be observed
-// it waits (the shard controller reports CleanupPending), unless the cleanup is best-effort.
+// addresses off every route of the cluster (the hosts Shardgate filled in stay: they are part of
+// the user's route now), then releases the finalizer. While the cluster cannot be observed it
+// waits (the shard controller reports CleanupPending), unless the cleanup is best-effort.
 func (r *Reconciler) reconcileDelete(ctx context.Context, ci *v1alpha1.ClusterIngress) (ctrl.Result, error) {
 	forgetRoutes(client.ObjectKeyFromObject(ci).String())
 	if !controllerutil.ContainsFinalizer(ci, v1alpha1.AllocationCleanupFinalizer) {
@@ -45,8 +44,8 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, ci *v1alpha1.ClusterIn
 		if ci.Annotations[v1alpha1.CleanupAnnotation] != v1alpha1.CleanupBestEffort {
 			return ctrl.Result{RequeueAfter: cleanupRetry}, nil
 		}
-		log.FromContext(ctx).Info("the cluster is going away and cannot be observed: its Ingresses are not released")
-	} else if err := releaseAll(ctx, cluster, shardDomains(ci)); err != nil {
+		log.FromContext(ctx).Info("the cluster is going away and cannot be observed: its routes are not released")
+	} else if err := releaseAll(ctx, cluster, shardsOf(ci)); err != nil {
 		return ctrl.Result{}, err
 	}
 	patch := client.MergeFrom(ci.DeepCopy())
@@ -54,45 +53,56 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, ci *v1alpha1.ClusterIn
 	return ctrl.Result{}, client.IgnoreNotFound(r.Client.Patch(ctx, ci, patch))
 }
 
-func shardDomains(ci *v1alpha1.ClusterIngress) map[string]bool {
-	domains := map[string]bool{}
+// shardsOf are the cluster's shards as route status names them; none before it has a domain
+// (an empty list, not nil: to the kinds nil means every entry).
+func shardsOf(ci *v1alpha1.ClusterIngress) []routekinds.Shard {
+	shards := []routekinds.Shard{}
 	if ci.Status.Domain != "" {
 		for _, s := range ci.Shards() {
-			domains[names.ShardDomain(s.Name, ci.Status.Domain)] = true
+			shards = append(shards, routekinds.Shard{Name: s.Name, Domain: names.ShardDomain(s.Name, ci.Status.Domain)})
 		}
 	}
-	return domains
+	return shards
 }
 
 // releaseAll takes Shardgate's label, annotations and router-published addresses off every
-// Ingress.
-func releaseAll(ctx context.Context, cluster clusteraccess.Cluster, shardDomains map[string]bool) error {
-	list := &networkingv1.IngressList{}
+// route of every kind.
+func releaseAll(ctx context.Context, cluster clusteraccess.Cluster, shards []routekinds.Shard) error {
+	for _, k := range cluster.RouteKinds() {
+		if err := releaseKind(ctx, cluster, k, shards); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func releaseKind(ctx context.Context, cluster clusteraccess.Cluster, k routekinds.Kind, shards []routekinds.Shard,
+) error {
+	list := k.NewList()
 	if err := cluster.Reader().List(ctx, list); err != nil {
-		return clusteraccess.DescribeError("list Ingresses", err)
+		return clusteraccess.DescribeError("list "+k.Resource(), err)
 	}
 	w := cluster.Writer()
-	ours := func(x networkingv1.IngressLoadBalancerIngress) bool { return shardDomains[x.Hostname] }
-	for i := range list.Items {
-		ing := &list.Items[i]
-		if allocation.CarriesAllocation(ing) {
-			if err := patchIngress(ctx, w, ing, allocation.Untell(ing)); err != nil && !apierrors.IsNotFound(err) {
-				return clusteraccess.DescribeError(fmt.Sprintf("release Ingress %s/%s", ing.Namespace, ing.Name), err)
+	for _, o := range k.Items(list) {
+		what := fmt.Sprintf("%s %s/%s", k.Name(), o.GetNamespace(), o.GetName())
+		if allocation.CarriesAllocation(o) {
+			if err := patchRoute(ctx, w, k, o, untold(o)); err != nil && !apierrors.IsNotFound(err) {
+				return clusteraccess.DescribeError("release "+what, err)
 			}
 		}
-		if !slices.ContainsFunc(ing.Status.LoadBalancer.Ingress, ours) {
+		if !k.Published(o, shards) {
 			continue
 		}
-		fresh := &networkingv1.Ingress{}
-		if err := w.Get(ctx, client.ObjectKeyFromObject(ing), fresh); err != nil {
+		fresh := k.New()
+		if err := w.Get(ctx, client.ObjectKeyFromObject(o), fresh); err != nil {
 			if apierrors.IsNotFound(err) {
 				continue
 			}
-			return clusteraccess.DescribeError(fmt.Sprintf("read Ingress %s/%s", ing.Namespace, ing.Name), err)
+			return clusteraccess.DescribeError("read "+what, err)
 		}
-		fresh.Status.LoadBalancer.Ingress = slices.DeleteFunc(fresh.Status.LoadBalancer.Ingress, ours)
+		k.Unpublish(fresh, shards)
 		if err := w.Status().Update(ctx, fresh, client.FieldOwner(v1alpha1.FieldOwner)); err != nil && !apierrors.IsNotFound(err) {
-			return clusteraccess.DescribeError(fmt.Sprintf("clear the address of Ingress %s/%s", ing.Namespace, ing.Name), err)
+			return clusteraccess.DescribeError("clear the address of "+what, err)
 		}
 	}
 	return nil

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -19,89 +18,100 @@ import (
 	"github.com/shardgate/shardgate/api/v1alpha1"
 	"github.com/shardgate/shardgate/pkg/allocation"
 	"github.com/shardgate/shardgate/pkg/clusteraccess"
+	"github.com/shardgate/shardgate/pkg/routekinds"
 )
 
-// release takes Shardgate's label and annotations off an Ingress that moved to another ingress
-// class (the admission policy keeps users from removing them), with an Event saying so.
-func (r *Reconciler) release(ctx context.Context, w client.Client, ing *networkingv1.Ingress) (bool, error) {
-	if err := patchIngress(ctx, w, ing, allocation.Untell(ing)); err != nil {
+// release takes Shardgate's label and annotations off a route that is another controller's
+// now (an Ingress moved to another class; the admission policy keeps users from removing them),
+// with an Event saying so.
+func (r *Reconciler) release(ctx context.Context, w client.Client, k routekinds.Kind, o client.Object) (bool, error) {
+	if err := patchRoute(ctx, w, k, o, untold(o)); err != nil {
 		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 			return false, nil
 		}
-		return false, clusteraccess.DescribeError(fmt.Sprintf("release ingress %s/%s", ing.Namespace, ing.Name), err)
+		what := fmt.Sprintf("release %s %s/%s", strings.ToLower(k.Name()), o.GetNamespace(), o.GetName())
+		return false, clusteraccess.DescribeError(what, err)
 	}
-	r.record(ctx, w, ing, corev1.EventTypeNormal, v1alpha1.AllocationReleased,
-		"the Ingress is another ingress controller's now (its class): Shardgate no longer allocates it")
+	r.record(ctx, w, k, o, corev1.EventTypeNormal, v1alpha1.AllocationReleased, k.ReleasedMessage())
 	return true, nil
 }
 
-// write makes the Ingress say what was decided, and records an Event when the decision changed.
-// It reports whether it wrote anything. Writes are patches of what changed (patchIngress),
+// untold is a copy of o without Shardgate's label and annotations (allocation.Untell).
+func untold(o client.Object) client.Object {
+	want := o.DeepCopyObject().(client.Object)
+	allocation.Untell(want)
+	return want
+}
+
+// write makes the route say what was decided, and records an Event when the decision changed.
+// It reports whether it wrote anything. Writes are patches of what changed (patchRoute),
 // guarded by the cached object's resourceVersion, so a stale cache never overwrites a user's
 // concurrent change of the rules; a conflict is left to the next pass, which the newer version's
 // watch event starts.
 //
-// The address (status.loadBalancer) of an allocated Ingress is published by the shard's routers
-// once they serve it (see Flavour), as OpenShift's router and ingress-nginx do: the ADDRESS
-// column then also says that a router has picked the Ingress up, and allocating costs the user
-// cluster's API server two writes per Ingress instead of three. Shardgate only clears the
-// address of an Ingress it rejects, which no router serves any more.
-func (r *Reconciler) write(ctx context.Context, w client.Client, ing *networkingv1.Ingress, a allocation.Allocation) (bool, error) {
-	if allocation.AlreadySays(ing, a) {
+// The address in a route's status (an Ingress' status.loadBalancer) is published by the shard's
+// routers once they serve it (see Flavour), as OpenShift's router and ingress-nginx do: the
+// ADDRESS column then also says that a router has picked the route up, and allocating costs the
+// user cluster's API server two writes per route instead of three. Shardgate only clears the
+// address of a route it rejects, which no router serves any more.
+func (r *Reconciler) write(ctx context.Context, w client.Client, k routekinds.Kind, o client.Object, a allocation.Allocation,
+) (bool, error) {
+	if k.AlreadySays(o, a) {
 		return false, nil // the common case on every pass: no copy, no request
 	}
-	want, changed := allocation.Tell(ing, a)
+	what := fmt.Sprintf("%s %s/%s", strings.ToLower(k.Name()), o.GetNamespace(), o.GetName())
+	want, changed := k.Tell(o, a)
 	if changed {
-		if err := patchIngress(ctx, w, ing, want); err != nil {
+		if err := patchRoute(ctx, w, k, o, want); err != nil {
 			if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 				return false, nil
 			}
-			return false, clusteraccess.DescribeError(fmt.Sprintf("ingress %s/%s", ing.Namespace, ing.Name), err)
+			return false, clusteraccess.DescribeError(what, err)
 		}
-		r.event(ctx, w, ing, a)
+		r.event(ctx, w, k, o, a)
 	}
-	if !a.Rejected || len(want.Status.LoadBalancer.Ingress) == 0 {
+	if !a.Rejected || !k.Published(want, nil) {
 		return changed, nil
 	}
-	before := want.DeepCopy()
-	want.Status.LoadBalancer.Ingress = nil
+	before := want.DeepCopyObject().(client.Object)
+	k.Unpublish(want, nil)
 	patch := client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})
 	if err := w.Status().Patch(ctx, want, patch, client.FieldOwner(v1alpha1.FieldOwner)); err != nil {
 		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 			return changed, nil
 		}
-		return changed, clusteraccess.DescribeError(fmt.Sprintf("ingress %s/%s status", ing.Namespace, ing.Name), err)
+		return changed, clusteraccess.DescribeError(what+" status", err)
 	}
 	return true, nil
 }
 
-// patchIngress writes the labels, annotations and rules in which want differs from the cached
-// Ingress ing, as a JSON merge patch guarded by ing's resourceVersion. Never an update of the
-// whole object: the cache holds Ingresses trimmed to what Shardgate reads
-// (clusteraccess.TrimIngress), and an update would drop every annotation the trim left out.
-// The patch names each changed key (ingressPatch): a diff of the two objects would send
-// "annotations": null when the last annotation Shardgate saw goes, wiping the ones it did not.
-func patchIngress(ctx context.Context, w client.Client, ing, want *networkingv1.Ingress) error {
-	body, err := json.Marshal(ingressPatch(ing, want))
+// patchRoute writes the labels, annotations and spec in which want differs from the cached route
+// o, as a JSON merge patch guarded by o's resourceVersion. Never an update of the whole object:
+// the cache holds routes trimmed to what Shardgate reads (routekinds.Cached), and an update
+// would drop every annotation the trim left out. The patch names each changed key (routePatch):
+// a diff of the two objects would send "annotations": null when the last annotation Shardgate
+// saw goes, wiping the ones it did not.
+func patchRoute(ctx context.Context, w client.Client, k routekinds.Kind, o, want client.Object) error {
+	body, err := json.Marshal(routePatch(k, o, want))
 	if err != nil {
 		return err
 	}
 	return w.Patch(ctx, want, client.RawPatch(types.MergePatchType, body), client.FieldOwner(v1alpha1.FieldOwner))
 }
 
-// ingressPatch is the merge patch from ing to want: the resourceVersion it was read at, each
-// label and annotation set or removed, and the spec when it changed (the cache keeps it whole).
-func ingressPatch(ing, want *networkingv1.Ingress) map[string]any {
-	meta := map[string]any{"resourceVersion": ing.ResourceVersion}
-	if d := keyDiff(ing.Labels, want.Labels); len(d) > 0 {
+// routePatch is the merge patch from o to want: the resourceVersion it was read at, each label
+// and annotation set or removed, and the spec when it changed (the cache keeps it whole).
+func routePatch(k routekinds.Kind, o, want client.Object) map[string]any {
+	meta := map[string]any{"resourceVersion": o.GetResourceVersion()}
+	if d := keyDiff(o.GetLabels(), want.GetLabels()); len(d) > 0 {
 		meta["labels"] = d
 	}
-	if d := keyDiff(ing.Annotations, want.Annotations); len(d) > 0 {
+	if d := keyDiff(o.GetAnnotations(), want.GetAnnotations()); len(d) > 0 {
 		meta["annotations"] = d
 	}
 	patch := map[string]any{"metadata": meta}
-	if !equality.Semantic.DeepEqual(ing.Spec, want.Spec) {
-		patch["spec"] = want.Spec
+	if spec := k.Spec(want); !equality.Semantic.DeepEqual(k.Spec(o), spec) {
+		patch["spec"] = spec
 	}
 	return patch
 }
@@ -122,8 +132,9 @@ func keyDiff(from, to map[string]string) map[string]any {
 	return d
 }
 
-// event records the decision on the Ingress, in its namespace, for kubectl describe.
-func (r *Reconciler) event(ctx context.Context, w client.Client, ing *networkingv1.Ingress, a allocation.Allocation) {
+// event records the decision on the route, in its namespace, for kubectl describe.
+func (r *Reconciler) event(ctx context.Context, w client.Client, k routekinds.Kind, o client.Object,
+	a allocation.Allocation) {
 	typ, reason, msg := corev1.EventTypeNormal, v1alpha1.AllocationAllocated,
 		fmt.Sprintf("allocated to shard %s; hosts %s", a.Shard, strings.Join(a.Hosts, ", "))
 	switch {
@@ -136,21 +147,24 @@ func (r *Reconciler) event(ctx context.Context, w client.Client, ing *networking
 	if a.CNAMETarget != "" && !a.Rejected {
 		msg += "; point your DNS at it: CNAME " + a.CNAMETarget
 	}
-	r.record(ctx, w, ing, typ, reason, msg)
+	r.record(ctx, w, k, o, typ, reason, msg)
 }
 
-// record writes an Event about the Ingress, in its namespace, for kubectl describe.
-func (r *Reconciler) record(ctx context.Context, w client.Client, ing *networkingv1.Ingress, typ, reason, msg string) {
+// record writes an Event about the route, in its namespace, for kubectl describe.
+func (r *Reconciler) record(ctx context.Context, w client.Client, k routekinds.Kind, o client.Object,
+	typ, reason, msg string) {
 	now := metav1.NewTime(time.Now())
+	gvk := k.GroupVersionKind()
 	ev := &corev1.Event{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ing.Namespace, GenerateName: ing.Name + "."},
-		InvolvedObject: corev1.ObjectReference{APIVersion: "networking.k8s.io/v1", Kind: "Ingress", Namespace: ing.Namespace,
-			Name: ing.Name, UID: ing.UID, ResourceVersion: ing.ResourceVersion},
+		ObjectMeta: metav1.ObjectMeta{Namespace: o.GetNamespace(), GenerateName: o.GetName() + "."},
+		InvolvedObject: corev1.ObjectReference{APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind, Namespace: o.GetNamespace(),
+			Name: o.GetName(), UID: o.GetUID(), ResourceVersion: o.GetResourceVersion()},
 		Type: typ, Reason: reason, Message: msg, Count: 1, FirstTimestamp: now, LastTimestamp: now,
 		Source: corev1.EventSource{Component: "shardgate"}, ReportingController: "shardgate.io/seed-controller", ReportingInstance: "shardgate",
 	}
 	if err := w.Create(ctx, ev); err != nil {
 		d, _ := clusteraccess.Describe(err)
-		log.FromContext(ctx).Info("could not record event", "ingress", ing.Namespace+"/"+ing.Name, "error", d)
+		log.FromContext(ctx).Info("could not record event", strings.ToLower(k.Name()), o.GetNamespace()+"/"+o.GetName(),
+			"error", d)
 	}
 }

@@ -4,16 +4,16 @@ import (
 	"sync"
 
 	"golang.org/x/sync/errgroup"
-	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // writeWorkers bounds the parallel writes of one cluster's decisions: a first allocation of
-// thousands of Ingresses must not be written one round trip at a time. Measured on the 2-core
+// thousands of routes must not be written one round trip at a time. Measured on the 2-core
 // bench (BenchmarkAllocation, 10k adopted): 16 -> 22.9 s, 32 -> 17.7 s.
 const writeWorkers = 32
 
-// writePass runs one pass' writes in parallel, skipping Ingresses whose last write the cache has
+// writePass runs one pass' writes in parallel, skipping routes whose last write the cache has
 // not shown yet, and collects what it wrote and the errors.
 type writePass struct {
 	unseen, stillUnseen map[types.UID]string
@@ -28,11 +28,12 @@ func newWritePass(unseen map[types.UID]string) *writePass {
 	return p
 }
 
-// write runs fn for ing unless the cache still shows ing as it was before our last write to it.
-func (p *writePass) write(ing *networkingv1.Ingress, fn func() (bool, error)) {
-	if rv, ok := p.unseen[ing.UID]; ok && rv == ing.ResourceVersion {
+// write runs fn for o unless the cache still shows o as it was before our last write to it.
+func (p *writePass) write(o client.Object, fn func() (bool, error)) {
+	uid, version := o.GetUID(), o.GetResourceVersion()
+	if rv, ok := p.unseen[uid]; ok && rv == version {
 		p.mu.Lock()
-		p.stillUnseen[ing.UID] = rv // our write is on its way into the cache
+		p.stillUnseen[uid] = rv // our write is on its way into the cache
 		p.mu.Unlock()
 		return
 	}
@@ -44,13 +45,13 @@ func (p *writePass) write(ing *networkingv1.Ingress, fn func() (bool, error)) {
 			p.errs = append(p.errs, err)
 		}
 		if wrote {
-			p.stillUnseen[ing.UID] = ing.ResourceVersion
+			p.stillUnseen[uid] = version
 		}
 		return nil
 	})
 }
 
-// wait returns the Ingresses written (by the resourceVersion they were written from) and the errors.
+// wait returns the routes written (by the resourceVersion they were written from) and the errors.
 func (p *writePass) wait() (map[types.UID]string, []error) {
 	_ = p.g.Wait()
 	return p.stillUnseen, p.errs
@@ -64,7 +65,7 @@ func (r *Reconciler) takeUnseen(key types.NamespacedName) map[types.UID]string {
 	return m
 }
 
-// putUnseen keeps only this pass' entries, so deleted Ingresses and departed clusters leave none.
+// putUnseen keeps only this pass' entries, so deleted routes and departed clusters leave none.
 func (r *Reconciler) putUnseen(key types.NamespacedName, m map[types.UID]string) {
 	if len(m) == 0 {
 		return

@@ -255,7 +255,7 @@ func TestAnUnreadableUserClusterDecidesNothing(t *testing.T) {
 			return c.List(ctx, list, opts...)
 		}})
 	_, err := w.r.Reconcile(context.Background(), ctrl.Request{NamespacedName: w.key})
-	if err == nil || !strings.Contains(err.Error(), "Ingresses") || strings.Contains(err.Error(), "<script>") {
+	if err == nil || !strings.Contains(err.Error(), "ingresses") || strings.Contains(err.Error(), "<script>") {
 		t.Fatalf("error %v: want one naming the read, without the server's text", err)
 	}
 	if recs := w.cluster(t).Status.Claims; len(recs) != 1 || !equality.Semantic.DeepEqual(recs[0], record) {

@@ -4,12 +4,10 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -21,11 +19,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
+	"github.com/shardgate/shardgate/pkg/allocation"
 	"github.com/shardgate/shardgate/pkg/certs"
 	"github.com/shardgate/shardgate/pkg/claims"
 	"github.com/shardgate/shardgate/pkg/clusteraccess"
 	"github.com/shardgate/shardgate/pkg/controller/cistatus"
 	"github.com/shardgate/shardgate/pkg/names"
+	"github.com/shardgate/shardgate/pkg/routekinds"
 )
 
 // Reconciler decides one user cluster's IngressClaims.
@@ -61,10 +61,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := rd.List(ctx, list); err != nil {
 		return ctrl.Result{}, clusteraccess.DescribeError("read the user cluster's IngressClaims", err)
 	}
-	ings := &networkingv1.IngressList{}
-	if err := rd.List(ctx, ings, client.UnsafeDisableDeepCopy); err != nil {
-		return ctrl.Result{}, clusteraccess.DescribeError("read the user cluster's Ingresses", err)
-	}
 	in := claims.Input{Settings: ci.Spec.Claims, Records: ci.Status.Claims, ClusterDomain: ci.Status.Domain,
 		Ingresses: map[string]bool{}, Ready: map[string]int32{}, HeldHosts: map[string]string{},
 		Now: r.now(), Grace: r.ReclaimGrace}
@@ -76,18 +72,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			in.Claims = append(in.Claims, claims.Claim{Namespace: c.Namespace, Name: c.Name, Generation: c.Generation, Created: c.CreationTimestamp.Time, Spec: c.Spec})
 		}
 	}
-	for _, i := range ings.Items {
-		if i.DeletionTimestamp == nil {
-			in.Ingresses[i.Namespace+"/"+i.Name] = true
-		}
-		// Hosts count as held once Shardgate allocated them (the annotations only it may write).
-		if i.Annotations[v1alpha1.AllocationAnnotation] == v1alpha1.AllocationAllocated {
-			for _, h := range strings.Split(i.Annotations[v1alpha1.HostsAnnotation], ",") {
-				if h != "" {
-					in.HeldHosts[h] = i.Namespace
-				}
-			}
-		}
+	if err := r.routes(ctx, cluster, &in); err != nil {
+		return ctrl.Result{}, err
 	}
 	for _, rec := range ci.Status.Claims {
 		if rec.Shard == "" {
@@ -222,4 +208,30 @@ func (r *Reconciler) now() time.Time {
 		return time.Now()
 	}
 	return r.Clock.Now()
+}
+
+// routes adds to in the Ingresses that exist (claims name Ingresses: IngressClaim.spec.ingresses)
+// and the hosts every route holds, whatever its kind: a host held by a route of one namespace is
+// not another namespace's to claim.
+func (r *Reconciler) routes(ctx context.Context, cluster clusteraccess.Cluster, in *claims.Input) error {
+	claimable := routekinds.Ingress{}.GroupVersionKind()
+	for _, k := range cluster.RouteKinds() {
+		list := k.NewList()
+		if err := cluster.Reader().List(ctx, list, client.UnsafeDisableDeepCopy); err != nil {
+			return clusteraccess.DescribeError("read the user cluster's "+k.Resource(), err)
+		}
+		for _, o := range k.Items(list) {
+			if k.GroupVersionKind() == claimable && o.GetDeletionTimestamp() == nil {
+				in.Ingresses[o.GetNamespace()+"/"+o.GetName()] = true
+			}
+			// Hosts count as held once Shardgate allocated them (the annotations only it may write).
+			_, hosts := allocation.Held(o)
+			for _, h := range hosts {
+				if h != "" {
+					in.HeldHosts[h] = o.GetNamespace()
+				}
+			}
+		}
+	}
+	return nil
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/shardgate/shardgate/api/v1alpha1"
 	"github.com/shardgate/shardgate/pkg/names"
 	"github.com/shardgate/shardgate/pkg/render"
+	"github.com/shardgate/shardgate/pkg/routekinds"
 )
 
 // TestFailingShardDoesNotStopOthers (issue 28 item 4): the API server refusing one claimed
@@ -20,7 +21,8 @@ import (
 func TestFailingShardDoesNotStopOthers(t *testing.T) {
 	shards := v1alpha1.ResolveShards([]v1alpha1.ShardSpec{{Name: "default"},
 		{Name: "bad-team", Replicas: ptr.To[int32](1), Claim: "team/bad"}, {Name: "good-other", Replicas: ptr.To[int32](1), Claim: "other/good"}})
-	d, err := render.RenderDesired(render.DesiredInput{ClusterDomain: "c1.z", TTL: 60, Shards: shards, ShardgateUser: "u",
+	d, err := render.RenderDesired(render.DesiredInput{RouteKinds: routekinds.Registry{routekinds.Ingress{}},
+		ClusterDomain: "c1.z", TTL: 60, Shards: shards, ShardgateUser: "u",
 		AdmissionPolicy: true, TLS: &render.TLSInput{Cert: []byte("c"), Key: []byte("k")}})
 	if err != nil {
 		t.Fatal(err)

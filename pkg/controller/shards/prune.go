@@ -3,13 +3,13 @@ package shards
 import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
-	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	"github.com/shardgate/shardgate/pkg/clusteraccess"
 	"github.com/shardgate/shardgate/pkg/names"
+	"github.com/shardgate/shardgate/pkg/routekinds"
 )
 
 // prunable is a kind of object Shardgate owns in a user cluster, as the typed list the
@@ -22,15 +22,27 @@ type prunable struct {
 }
 
 // prunableKinds are every kind the user-cluster cache watches for Shardgate's label, except pods
-// (their Deployments own them) and Leases (the VIP agents' reports), plus the shared namespace and IngressClass (cached whole, listed
-// by label). One list serves pruning removed shards and removing everything on cleanup, and it
-// is the engager's own list, so a rendered kind cannot be forgotten here (TestRenderedKindsArePrunable).
-func prunableKinds(scheme *runtime.Scheme, caps clusteraccess.Capabilities) ([]prunable, error) {
-	// Ingresses: the shards' canary routes, in Shardgate's namespace only: a tenant's Ingress
+// (their Deployments own them) and Leases (the VIP agents' reports), plus the shared namespace,
+// the route kinds' inputs Shardgate renders (the IngressClass) and the route kinds' canary routes
+// (all cached whole, listed by label). One list serves pruning removed shards and removing
+// everything on cleanup, and it is the engager's own list, so a rendered kind cannot be
+// forgotten here (TestRenderedKindsArePrunable).
+func prunableKinds(scheme *runtime.Scheme, caps clusteraccess.Capabilities, routes routekinds.Registry,
+) ([]prunable, error) {
+	objs := append(clusteraccess.ManagedKinds(caps), &corev1.Namespace{})
+	for _, c := range routes.Cached() {
+		if c.Rendered {
+			objs = append(objs, c.Object)
+		}
+	}
+	// The routes: the shards' canary routes, in Shardgate's namespace only: a tenant's route
 	// carrying the managed-by label is not Shardgate's to delete.
-	objs := append(clusteraccess.ManagedKinds(caps), &corev1.Namespace{}, &networkingv1.IngressClass{}, &networkingv1.Ingress{})
+	canaries := len(objs)
+	for _, k := range routes {
+		objs = append(objs, k.New())
+	}
 	var out []prunable
-	for _, o := range objs {
+	for i, o := range objs {
 		switch o.(type) {
 		case *corev1.Pod, *coordinationv1.Lease:
 			continue // owned by their Deployments; written by the VIP agents (gone with the namespace)
@@ -44,7 +56,7 @@ func prunableKinds(scheme *runtime.Scheme, caps clusteraccess.Capabilities) ([]p
 			return nil, err
 		}
 		p := prunable{kind: gvk.Kind, list: l.(client.ObjectList)}
-		if _, ok := o.(*networkingv1.Ingress); ok {
+		if i >= canaries {
 			p.namespace = names.Namespace
 		}
 		out = append(out, p)

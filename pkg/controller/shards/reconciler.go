@@ -108,7 +108,8 @@ func (r *Reconciler) reconcileShards(ctx context.Context, ci *v1alpha1.ClusterIn
 		return available(metav1.ConditionUnknown, v1alpha1.ReasonConnecting, err.Error()), err
 	}
 	desired, err := render.RenderDesired(render.DesiredInput{ClusterDomain: domain, TTL: ci.Spec.DNS.TTL, Shards: shards,
-		ShardgateUser: user, AdmissionPolicy: caps.AdmissionPolicy, TLS: tls, VIP: vips, Canary: r.Canary && !ci.Spec.Canary.Disabled})
+		ShardgateUser: user, AdmissionPolicy: caps.AdmissionPolicy, TLS: tls, VIP: vips, Canary: r.Canary && !ci.Spec.Canary.Disabled,
+		RouteKinds: cluster.RouteKinds()})
 	if err != nil {
 		return available(metav1.ConditionFalse, v1alpha1.ReasonShardsInvalid, err.Error()), nil
 	}
@@ -191,7 +192,7 @@ func (r *Reconciler) prune(ctx context.Context, cluster clusteraccess.Cluster, d
 	for _, o := range desired {
 		want[render.ObjKey(o.GetKind(), o.GetNamespace(), o.GetName())] = true
 	}
-	kinds, err := prunableKinds(cluster.Writer().Scheme(), cluster.Capabilities())
+	kinds, err := prunableKinds(cluster.Writer().Scheme(), cluster.Capabilities(), cluster.RouteKinds())
 	if err != nil {
 		return err
 	}
