@@ -18,21 +18,21 @@ import (
 	canarycheck "github.com/shardgate/shardgate/pkg/canary"
 	"github.com/shardgate/shardgate/pkg/certs"
 	"github.com/shardgate/shardgate/pkg/clusteraccess"
+	"github.com/shardgate/shardgate/pkg/conflicts"
 	"github.com/shardgate/shardgate/pkg/controller/allocation"
 	"github.com/shardgate/shardgate/pkg/controller/canary"
 	"github.com/shardgate/shardgate/pkg/controller/certificates"
 	"github.com/shardgate/shardgate/pkg/controller/cistatus"
 	"github.com/shardgate/shardgate/pkg/controller/claims"
-	"github.com/shardgate/shardgate/pkg/controller/conflicts"
 	"github.com/shardgate/shardgate/pkg/controller/dns"
 	"github.com/shardgate/shardgate/pkg/controller/engagement"
 	"github.com/shardgate/shardgate/pkg/controller/lifecycle"
 	"github.com/shardgate/shardgate/pkg/controller/profile"
 	"github.com/shardgate/shardgate/pkg/controller/routedips"
-	"github.com/shardgate/shardgate/pkg/controller/sharding"
 	"github.com/shardgate/shardgate/pkg/controller/shards"
 	"github.com/shardgate/shardgate/pkg/controller/vips"
 	"github.com/shardgate/shardgate/pkg/dnsrecords"
+	"github.com/shardgate/shardgate/pkg/replicas/gate"
 	"github.com/shardgate/shardgate/pkg/sources"
 	"github.com/shardgate/shardgate/pkg/statuspage"
 
@@ -143,7 +143,7 @@ func addControllers(mgr ctrl.Manager, o options, dc discovery.DiscoveryInterface
 		Kubeconfig: clusteraccess.KubeconfigPolicy{AllowInsecure: o.allowInsecure},
 		MaxObjects: o.maxObjects, MaxObjectBytes: o.maxObjectBytes, MaxKindBytes: o.maxKindBytes}
 	if o.sharding {
-		access.WrapWriter = sharding.Writes // user-cluster writes check their fence too
+		access.WrapWriter = gate.Writes // user-cluster writes check their fence too
 	}
 	engager, err := clusteraccess.NewEngager(access)
 	if err != nil {
@@ -192,7 +192,7 @@ func addControllers(mgr ctrl.Manager, o options, dc discovery.DiscoveryInterface
 	// The status writer's applies take the seed API server's time the records need in a burst: a
 	// quarter of the DNS controller's workers (a burst's status is held until its records are out).
 	if err := board.Add(mgr, max(2, o.dnsConcurrency/4), func(r reconcile.Reconciler) reconcile.Reconciler {
-		return sharding.Only(conflicts.Retried("status", r))
+		return gate.Only(conflicts.Retried("status", r))
 	}); err != nil {
 		return err
 	}
@@ -253,7 +253,7 @@ func addSharding(mgr ctrl.Manager, o options, engager *clusteraccess.Engager, bo
 		return err
 	}
 	// One L2 domain's VIP clusters are served by one replica: its planner sees all their nodes.
-	groups := &sharding.Groups{Of: vips.PlacementGroup}
+	groups := &gate.Groups{Of: vips.PlacementGroup}
 	inf, err := mgr.GetCache().GetInformer(context.Background(), &v1alpha1.ClusterIngress{})
 	if err != nil {
 		return err
@@ -261,7 +261,7 @@ func addSharding(mgr ctrl.Manager, o options, engager *clusteraccess.Engager, bo
 	if _, err := inf.AddEventHandler(groups.Handler()); err != nil {
 		return err
 	}
-	owner := &sharding.Owner{Client: leases, Reader: leases, Checker: checks, Identity: o.replicaID, Namespace: ns,
+	owner := &gate.Owner{Client: leases, Reader: leases, Checker: checks, Identity: o.replicaID, Namespace: ns,
 		LeaseDuration: o.shardLease, Renew: o.shardLease / 5, Log: ctrl.Log.WithName("sharding"),
 		Keys:      keys,
 		Group:     groups.Get,
@@ -269,19 +269,19 @@ func addSharding(mgr ctrl.Manager, o options, engager *clusteraccess.Engager, bo
 		// What this replica posted before it lost the fence may be older than what another
 		// replica wrote meanwhile: the next write starts from the API server's status.
 		OnAcquire: board.Forget}
-	sharding.Install(owner)
+	gate.Install(owner)
 	return mgr.Add(owner)
 }
 
 // newClient is the manager's client; with --sharding its writes check the fence of the
-// reconcile they are made in (sharding.Writes).
+// reconcile they are made in (gate.Writes).
 func newClient(o options) client.NewClientFunc {
 	return func(cfg *rest.Config, opts client.Options) (client.Client, error) {
 		c, err := client.New(cfg, opts)
 		if err != nil || !o.sharding {
 			return c, err
 		}
-		return sharding.Writes(c), nil
+		return gate.Writes(c), nil
 	}
 }
 

@@ -26,10 +26,10 @@ import (
 	"github.com/shardgate/shardgate/api/v1alpha1"
 	"github.com/shardgate/shardgate/pkg/canary"
 	"github.com/shardgate/shardgate/pkg/clusteraccess"
+	"github.com/shardgate/shardgate/pkg/conflicts"
 	"github.com/shardgate/shardgate/pkg/controller/cistatus"
-	"github.com/shardgate/shardgate/pkg/controller/conflicts"
-	"github.com/shardgate/shardgate/pkg/controller/predicates"
-	"github.com/shardgate/shardgate/pkg/controller/sharding"
+	"github.com/shardgate/shardgate/pkg/predicates"
+	"github.com/shardgate/shardgate/pkg/replicas/gate"
 )
 
 // +kubebuilder:rbac:groups=shardgate.io,resources=clusteringresses,verbs=get;list;watch
@@ -77,8 +77,8 @@ func Add(mgr ctrl.Manager, cfg Config) error {
 		WithOptions(controller.Options{MaxConcurrentReconciles: cfg.Concurrency}).
 		// Checks are timed (RequeueAfter); spec, deletion and the domain start one at once.
 		For(&v1alpha1.ClusterIngress{}, builder.WithPredicates(predicate.Or(predicates.MetadataOrSpecChanged, predicates.DomainChanged, predicates.ClaimsChanged))).
-		WatchesRawSource(sharding.Changes()).
-		Complete(sharding.Only(conflicts.Retried("canary", r)))
+		WatchesRawSource(gate.Changes()).
+		Complete(gate.Only(conflicts.Retried("canary", r)))
 }
 
 // connectDialer opens each connection as a CONNECT tunnel through the HTTP proxy at proxyAddr,

@@ -22,10 +22,10 @@ import (
 	"github.com/shardgate/shardgate/api/v1alpha1"
 	"github.com/shardgate/shardgate/pkg/apidiscovery"
 	"github.com/shardgate/shardgate/pkg/certs"
+	"github.com/shardgate/shardgate/pkg/conflicts"
 	"github.com/shardgate/shardgate/pkg/controller/cistatus"
-	"github.com/shardgate/shardgate/pkg/controller/conflicts"
-	"github.com/shardgate/shardgate/pkg/controller/predicates"
-	"github.com/shardgate/shardgate/pkg/controller/sharding"
+	"github.com/shardgate/shardgate/pkg/predicates"
+	"github.com/shardgate/shardgate/pkg/replicas/gate"
 )
 
 // +kubebuilder:rbac:groups=shardgate.io,resources=clusteringresses,verbs=get;list;watch
@@ -60,8 +60,8 @@ func Add(mgr ctrl.Manager, cfg Config) error {
 		// Spec (TLS settings, shards), deletion and the domain decide the names; the others'
 		// status writes do not.
 		For(&v1alpha1.ClusterIngress{}, builder.WithPredicates(predicate.Or(predicates.MetadataOrSpecChanged, predicates.DomainChanged, predicates.ClaimsChanged))).
-		WatchesRawSource(sharding.Changes()).
-		Build(sharding.Only(conflicts.Retried("certificates", r)))
+		WatchesRawSource(gate.Changes()).
+		Build(gate.Only(conflicts.Retried("certificates", r)))
 	if err != nil {
 		return err
 	}

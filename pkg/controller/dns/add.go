@@ -21,11 +21,11 @@ import (
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
 	"github.com/shardgate/shardgate/pkg/clusteraccess"
+	"github.com/shardgate/shardgate/pkg/conflicts"
 	"github.com/shardgate/shardgate/pkg/controller/cistatus"
-	"github.com/shardgate/shardgate/pkg/controller/conflicts"
-	"github.com/shardgate/shardgate/pkg/controller/predicates"
-	"github.com/shardgate/shardgate/pkg/controller/sharding"
 	"github.com/shardgate/shardgate/pkg/dnsrecords"
+	"github.com/shardgate/shardgate/pkg/predicates"
+	"github.com/shardgate/shardgate/pkg/replicas/gate"
 )
 
 // +kubebuilder:rbac:groups=shardgate.io,resources=clusteringresses,verbs=get;list;watch;update;patch
@@ -71,8 +71,8 @@ func Add(mgr ctrl.Manager, cfg Config) error {
 		Watches(&v1alpha1.ClusterIngress{}, handler.EnqueueRequestsFromMapFunc(sameDomain(mgr.GetClient()))).
 		// Records follow nodes and router pods/Services; Ingress churn does not wake this.
 		WatchesRawSource(source.Channel(cfg.Access.Subscribe(clusteraccess.ChangeNodes|clusteraccess.ChangeManaged), pending.enqueue())).
-		WatchesRawSource(sharding.Changes()).
-		Complete(pending.clearing(sharding.Only(conflicts.Retried("dns", r))))
+		WatchesRawSource(gate.Changes()).
+		Complete(pending.clearing(gate.Only(conflicts.Retried("dns", r))))
 }
 
 // AddIndexes adds the ClusterIngress field indexes the controller lists by (the domain asked for

@@ -14,9 +14,9 @@ import (
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
 	"github.com/shardgate/shardgate/pkg/clusteraccess"
-	"github.com/shardgate/shardgate/pkg/controller/conflicts"
-	"github.com/shardgate/shardgate/pkg/controller/predicates"
-	"github.com/shardgate/shardgate/pkg/controller/sharding"
+	"github.com/shardgate/shardgate/pkg/conflicts"
+	"github.com/shardgate/shardgate/pkg/predicates"
+	"github.com/shardgate/shardgate/pkg/replicas/gate"
 	"github.com/shardgate/shardgate/pkg/sources"
 )
 
@@ -41,7 +41,7 @@ func Add(mgr ctrl.Manager, cfg Config) error {
 		For(&v1alpha1.ClusterIngress{}, builder.WithPredicates(predicates.MetadataOrSpecChanged)).
 		// Reachability changes: a refused credential re-reads the kubeconfig at once.
 		WatchesRawSource(source.Channel(cfg.Registry.Subscribe(0), &handler.EnqueueRequestForObject{}))
-	c, err := b.WatchesRawSource(sharding.Changes()).Build(sharding.Only(conflicts.Retried("engagement", r)))
+	c, err := b.WatchesRawSource(gate.Changes()).Build(gate.Only(conflicts.Retried("engagement", r)))
 	if err != nil {
 		return fmt.Errorf("engagement controller: %w", err)
 	}

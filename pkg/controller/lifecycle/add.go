@@ -19,10 +19,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
+	"github.com/shardgate/shardgate/pkg/conflicts"
 	"github.com/shardgate/shardgate/pkg/controller/cistatus"
-	"github.com/shardgate/shardgate/pkg/controller/conflicts"
-	"github.com/shardgate/shardgate/pkg/controller/predicates"
-	"github.com/shardgate/shardgate/pkg/controller/sharding"
+	"github.com/shardgate/shardgate/pkg/predicates"
+	"github.com/shardgate/shardgate/pkg/replicas/gate"
 	"github.com/shardgate/shardgate/pkg/sources"
 )
 
@@ -56,7 +56,7 @@ func Add(mgr ctrl.Manager, cfg Config) error {
 		// every few seconds while clusters come) does not, and each write would wake every cluster.
 		Watches(&v1alpha1.IngressProfile{}, handler.EnqueueRequestsFromMapFunc(allSources(mgr.GetClient(), cfg.Sources)),
 			builder.WithPredicates(predicates.MetadataOrSpecChanged))
-	c, err := b.WatchesRawSource(sharding.Changes()).Build(sharding.Only(conflicts.Retried("clusteringress", r)))
+	c, err := b.WatchesRawSource(gate.Changes()).Build(gate.Only(conflicts.Retried("clusteringress", r)))
 	if err != nil {
 		return fmt.Errorf("clusteringress controller: %w", err)
 	}

@@ -16,8 +16,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
-	"github.com/shardgate/shardgate/pkg/controller/conflicts"
-	"github.com/shardgate/shardgate/pkg/controller/sharding"
+	"github.com/shardgate/shardgate/pkg/conflicts"
+	"github.com/shardgate/shardgate/pkg/replicas/gate"
 )
 
 // +kubebuilder:rbac:groups=shardgate.io,resources=ingressprofiles/status,verbs=get;update;patch
@@ -30,5 +30,5 @@ func Add(mgr ctrl.Manager, defaultZone string) error {
 		Watches(&v1alpha1.ClusterIngress{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 			return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: o.(*v1alpha1.ClusterIngress).Spec.Profile}}}
 		}), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		Complete(sharding.Only(conflicts.Retried("profile", &Reconciler{Client: mgr.GetClient(), DefaultZone: defaultZone, Clock: clock.RealClock{}})))
+		Complete(gate.Only(conflicts.Retried("profile", &Reconciler{Client: mgr.GetClient(), DefaultZone: defaultZone, Clock: clock.RealClock{}})))
 }

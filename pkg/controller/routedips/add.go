@@ -24,10 +24,10 @@ import (
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
 	"github.com/shardgate/shardgate/pkg/clusteraccess"
+	"github.com/shardgate/shardgate/pkg/conflicts"
 	"github.com/shardgate/shardgate/pkg/controller/cistatus"
-	"github.com/shardgate/shardgate/pkg/controller/conflicts"
-	"github.com/shardgate/shardgate/pkg/controller/predicates"
-	"github.com/shardgate/shardgate/pkg/controller/sharding"
+	"github.com/shardgate/shardgate/pkg/predicates"
+	"github.com/shardgate/shardgate/pkg/replicas/gate"
 	"github.com/shardgate/shardgate/pkg/routedip"
 )
 
@@ -70,8 +70,8 @@ func Add(mgr ctrl.Manager, cfg Config) error {
 		// An assign Job finishing; a class changing (its addresses, or its applied firewall).
 		Watches(&batchv1.Job{}, handler.EnqueueRequestsFromMapFunc(r.clusterOfJob), jobs).
 		Watches(&v1alpha1.ClusterRoutedIPClass{}, handler.EnqueueRequestsFromMapFunc(r.clustersOfClass)).
-		WatchesRawSource(sharding.Changes()).
-		Complete(sharding.Only(conflicts.Retried("routedips", r))); err != nil {
+		WatchesRawSource(gate.Changes()).
+		Complete(gate.Only(conflicts.Retried("routedips", r))); err != nil {
 		return err
 	}
 	f := &FirewallReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), JobNamespace: cfg.JobNamespace, Clock: clock.RealClock{},
@@ -85,8 +85,8 @@ func Add(mgr ctrl.Manager, cfg Config) error {
 			return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: o.GetLabels()[routedip.JobClassLabel]}}}
 		}), jobs).
 		// With --sharding a class is fenced like a cluster: its new owner starts when owners change.
-		WatchesRawSource(sharding.ChangesTo(handler.EnqueueRequestsFromMapFunc(f.allClasses))).
-		Complete(sharding.Only(conflicts.Retried("routedip-firewall", f)))
+		WatchesRawSource(gate.ChangesTo(handler.EnqueueRequestsFromMapFunc(f.allClasses))).
+		Complete(gate.Only(conflicts.Retried("routedip-firewall", f)))
 }
 
 // clusterOfJob maps an assign Job to its ClusterIngress (by the hash on its label).

@@ -14,10 +14,10 @@ import (
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
 	"github.com/shardgate/shardgate/pkg/clusteraccess"
+	"github.com/shardgate/shardgate/pkg/conflicts"
 	"github.com/shardgate/shardgate/pkg/controller/cistatus"
-	"github.com/shardgate/shardgate/pkg/controller/conflicts"
-	"github.com/shardgate/shardgate/pkg/controller/predicates"
-	"github.com/shardgate/shardgate/pkg/controller/sharding"
+	"github.com/shardgate/shardgate/pkg/predicates"
+	"github.com/shardgate/shardgate/pkg/replicas/gate"
 )
 
 // +kubebuilder:rbac:groups=shardgate.io,resources=clusteringresses,verbs=get;list;watch;patch
@@ -38,6 +38,6 @@ func Add(mgr ctrl.Manager, access clusteraccess.Access, board *cistatus.Board, c
 		// Drift of managed objects, and nodes' labels (which shards' nodeSelectors match); not
 		// readiness, which the routers' pods report.
 		WatchesRawSource(source.Channel(access.Subscribe(clusteraccess.ChangeManaged|clusteraccess.ChangeNodeLabels), &handler.EnqueueRequestForObject{})).
-		WatchesRawSource(sharding.Changes()).
-		Complete(sharding.Only(conflicts.Retried("shards", &Reconciler{Client: mgr.GetClient(), Access: access, SecretReader: mgr.GetAPIReader(), CertificateNamespace: certNamespace, Clock: clock.RealClock{}, Canary: canary, Board: board})))
+		WatchesRawSource(gate.Changes()).
+		Complete(gate.Only(conflicts.Retried("shards", &Reconciler{Client: mgr.GetClient(), Access: access, SecretReader: mgr.GetAPIReader(), CertificateNamespace: certNamespace, Clock: clock.RealClock{}, Canary: canary, Board: board})))
 }

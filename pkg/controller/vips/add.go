@@ -14,10 +14,10 @@ import (
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
 	"github.com/shardgate/shardgate/pkg/clusteraccess"
+	"github.com/shardgate/shardgate/pkg/conflicts"
 	"github.com/shardgate/shardgate/pkg/controller/cistatus"
-	"github.com/shardgate/shardgate/pkg/controller/conflicts"
-	"github.com/shardgate/shardgate/pkg/controller/predicates"
-	"github.com/shardgate/shardgate/pkg/controller/sharding"
+	"github.com/shardgate/shardgate/pkg/predicates"
+	"github.com/shardgate/shardgate/pkg/replicas/gate"
 )
 
 // +kubebuilder:rbac:groups=shardgate.io,resources=clusteringresses,verbs=get;list;watch
@@ -44,6 +44,6 @@ func Add(mgr ctrl.Manager, access clusteraccess.Access, board *cistatus.Board) e
 		// Node addresses (never given as VIPs), router pods (homes follow the nodes they run on)
 		// and the agents' reports of who holds a VIP.
 		WatchesRawSource(source.Channel(access.Subscribe(clusteraccess.ChangeNodes|clusteraccess.ChangeManaged|clusteraccess.ChangeVIPReports), &handler.EnqueueRequestForObject{})).
-		WatchesRawSource(sharding.Changes()).
-		Complete(sharding.Only(conflicts.Retried("vips", r)))
+		WatchesRawSource(gate.Changes()).
+		Complete(gate.Only(conflicts.Retried("vips", r)))
 }

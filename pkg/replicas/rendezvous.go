@@ -1,7 +1,7 @@
 // Package sharding decides which controller replica serves which user cluster: rendezvous
 // (highest-random-weight) hashing over the live replicas, so a replica joining or leaving moves
 // only its own share; and which replicas are live, from their Leases.
-package sharding
+package replicas
 
 import (
 	"hash/fnv"

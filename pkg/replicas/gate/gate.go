@@ -1,6 +1,6 @@
 // Package sharding lets several controller replicas share the user clusters of one seed. Each
 // replica renews a Lease of its own; every replica computes from the live Leases which replica
-// serves which cluster (pkg/sharding.Owner); and a per-cluster Lease fences the hand-over: a
+// serves which cluster (pkg/gate.Owner); and a per-cluster Lease fences the hand-over: a
 // replica works for a cluster only while it holds that cluster's Lease and its own Lease is
 // fresh, and gives the cluster's Lease back only once none of its reconciles for the cluster is
 // still running. So two replicas never write for one cluster, during a hand-over either: the new
@@ -12,7 +12,7 @@
 // Every per-cluster controller is gated the same way, process-wide like the metrics registry:
 // Install sets the gate once, Only wraps a reconciler, Changes feeds a controller the clusters
 // whose owner changed. Without Install (one replica) Only and Changes change nothing.
-package sharding
+package gate
 
 import (
 	"context"
