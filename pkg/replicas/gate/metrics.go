@@ -5,6 +5,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 )
 
+// The names predate the rule that replicas are not shards; they stay, since dashboards and
+// alerts use them and docs/operator-guide.md names them.
 var (
 	liveReplicas = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "shardgate_sharding_live_replicas",
