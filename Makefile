@@ -58,7 +58,7 @@ endef
 test: tools
 	$(call reaped,$(GO) test -count=1 -timeout $(TEST_TIMEOUT) $(TESTFLAGS) ./...)
 
-CONTROLLER_PKGS = $(shell $(GO) list ./pkg/controller/... | grep -v /controllertest | paste -sd, -)
+CONTROLLER_PKGS = $(shell $(GO) list ./pkg/controller/... | paste -sd, -)
 
 # The short run: pure units everywhere, and the reconciler tests against one real API server each
 # when the control-plane tools are built (they skip without them). Prints the controllers'

@@ -49,7 +49,7 @@ func run(ctx context.Context, args []string) error {
 	if err != nil {
 		return fmt.Errorf("seed cluster config: %w", err)
 	}
-	if opts.sharding {
+	if opts.shareClusters {
 		// Each replica's requests say who sent them (audit logs, API priority and fairness).
 		cfg.UserAgent = "shardgate/" + opts.replicaID
 	}

@@ -12,7 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
 	canarycheck "github.com/shardgate/shardgate/pkg/canary"
@@ -23,16 +22,16 @@ import (
 	"github.com/shardgate/shardgate/pkg/controller/certificates"
 	"github.com/shardgate/shardgate/pkg/controller/cistatus"
 	"github.com/shardgate/shardgate/pkg/controller/claims"
-	"github.com/shardgate/shardgate/pkg/controller/conflicts"
 	"github.com/shardgate/shardgate/pkg/controller/dns"
 	"github.com/shardgate/shardgate/pkg/controller/engagement"
+	"github.com/shardgate/shardgate/pkg/controller/kit"
 	"github.com/shardgate/shardgate/pkg/controller/lifecycle"
 	"github.com/shardgate/shardgate/pkg/controller/profile"
 	"github.com/shardgate/shardgate/pkg/controller/routedips"
-	"github.com/shardgate/shardgate/pkg/controller/sharding"
 	"github.com/shardgate/shardgate/pkg/controller/shards"
 	"github.com/shardgate/shardgate/pkg/controller/vips"
 	"github.com/shardgate/shardgate/pkg/dnsrecords"
+	"github.com/shardgate/shardgate/pkg/replicas/gate"
 	"github.com/shardgate/shardgate/pkg/routekinds"
 	"github.com/shardgate/shardgate/pkg/sources"
 	"github.com/shardgate/shardgate/pkg/statuspage"
@@ -144,14 +143,15 @@ func newManager(cfg *rest.Config, o options) (ctrl.Manager, error) {
 // +kubebuilder:rbac:groups="";events.k8s.io,resources=events,verbs=create;patch
 
 // addControllers registers Shardgate's controllers and the discovery of the source providers'
-// APIs. They share one Engager: one cache per user cluster, whatever the number of controllers
-// reading it.
+// APIs. They share one Engager (one cache per user cluster, whatever the number of controllers
+// reading it), one status Board and one kit.Config: the replica gate when several replicas share
+// the seed. A controller is added here with one call, its package's Add with its Config.
 func addControllers(mgr ctrl.Manager, o options, dc discovery.DiscoveryInterface, providers sources.Registry) error {
 	access := clusteraccess.Options{Log: ctrl.Log.WithName("engager"), RouteKinds: routeKinds(), DriftInterval: o.driftInterval,
 		Kubeconfig: clusteraccess.KubeconfigPolicy{AllowInsecure: o.allowInsecure},
 		MaxObjects: o.maxObjects, MaxObjectBytes: o.maxObjectBytes, MaxKindBytes: o.maxKindBytes}
-	if o.sharding {
-		access.WrapWriter = sharding.Writes // user-cluster writes check their fence too
+	if o.shareClusters {
+		access.WrapWriter = gate.Writes // user-cluster writes check their fence too
 	}
 	engager, err := clusteraccess.NewEngager(access)
 	if err != nil {
@@ -166,16 +166,19 @@ func addControllers(mgr ctrl.Manager, o options, dc discovery.DiscoveryInterface
 	if len(o.secretNamespaces) == 0 {
 		ctrl.Log.WithName("setup").Info("no --kubeconfig-secret-namespaces and no namespace of its own: kubeconfig Secrets register no clusters")
 	}
-	if o.sharding {
-		if err := addSharding(mgr, o, engager, board, lifecycle.ClusterKeys(mgr.GetCache(), providers)); err != nil {
+	var k kit.Config
+	if o.shareClusters {
+		owner, err := addReplicaGate(mgr, o, engager, board, lifecycle.ClusterKeys(mgr.GetCache(), providers))
+		if err != nil {
 			return err
 		}
+		k.Replicas = owner
 	}
-	if err := lifecycle.Add(mgr, lifecycle.Config{DefaultZone: o.dnsZone, Sources: providers,
+	if err := lifecycle.Add(mgr, lifecycle.Config{Kit: k, DefaultZone: o.dnsZone, Sources: providers,
 		RemovalGrace: o.removalGrace, Concurrency: o.concurrency, Board: board}); err != nil {
 		return err
 	}
-	if err := engagement.Add(mgr, engagement.Config{Registry: engager, Sources: providers,
+	if err := engagement.Add(mgr, engagement.Config{Kit: k, Registry: engager, Sources: providers,
 		KubeconfigResync: o.kubeconfigResync, Concurrency: o.concurrency}); err != nil {
 		return err
 	}
@@ -190,58 +193,63 @@ func addControllers(mgr ctrl.Manager, o options, dc discovery.DiscoveryInterface
 	if len(o.dnsVerifyServers) > 0 {
 		verifier = dns.NewVerifier(o.dnsVerifyServers, o.dnsVerifyQPS, o.dnsVerifyInterval)
 	}
-	if err := dns.Add(mgr, dns.Config{Access: engager, ServedZones: o.servedZones, Concurrency: o.dnsConcurrency, Verifier: verifier, Board: board,
-		DNSShares: o.dnsShares}); err != nil {
+	if err := dns.Add(mgr, dns.Config{Kit: k, Access: engager, ServedZones: o.servedZones, Concurrency: o.dnsConcurrency,
+		Verifier: verifier, Board: board, DNSShares: o.dnsShares}); err != nil {
 		return err
 	}
-	if err := shards.Add(mgr, engager, board, o.concurrency, o.canaryInterval > 0, o.certificateNamespace); err != nil {
+	if err := shards.Add(mgr, shards.Config{Kit: k, Access: engager, Board: board, Concurrency: o.concurrency,
+		Canary: o.canaryInterval > 0, CertificateNamespace: o.certificateNamespace}); err != nil {
 		return err
 	}
 	// The status writer's applies take the seed API server's time the records need in a burst: a
 	// quarter of the DNS controller's workers (a burst's status is held until its records are out).
-	if err := board.Add(mgr, max(2, o.dnsConcurrency/4), func(r reconcile.Reconciler) reconcile.Reconciler {
-		return sharding.Only(conflicts.Retried("status", r))
-	}); err != nil {
+	statusWorkers := max(2, o.dnsConcurrency/4)
+	if err := cistatus.Add(mgr, cistatus.Config{Kit: k, Board: board, Concurrency: statusWorkers}); err != nil {
 		return err
 	}
 	if o.canaryInterval > 0 {
-		if err := canary.Add(mgr, canaryConfig(o, engager, verifier, board)); err != nil {
+		if err := canary.Add(mgr, canaryConfig(o, k, engager, verifier, board)); err != nil {
 			return err
 		}
 	}
-	if err := allocation.Add(mgr, engager, board, o.concurrency); err != nil {
+	if err := allocation.Add(mgr, allocation.Config{Kit: k, Access: engager, Board: board,
+		Concurrency: o.concurrency}); err != nil {
 		return err
 	}
-	if err := certificates.Add(mgr, certificates.Config{CertManager: certs.NewCertManagerAPI(dc, ctrl.Log.WithName("cert-manager")),
-		Concurrency: o.concurrency, Namespace: o.certificateNamespace, OrdersPerWeek: o.acmeOrdersPerWeek, Board: board}); err != nil {
+	certManager := certs.NewCertManagerAPI(dc, ctrl.Log.WithName("cert-manager"))
+	if err := certificates.Add(mgr, certificates.Config{Kit: k, CertManager: certManager, Concurrency: o.concurrency,
+		Namespace: o.certificateNamespace, OrdersPerWeek: o.acmeOrdersPerWeek, Board: board}); err != nil {
 		return err
 	}
-	if err := vips.Add(mgr, engager, board); err != nil {
+	if err := vips.Add(mgr, vips.Config{Kit: k, Access: engager, Board: board}); err != nil {
 		return err
 	}
-	if err := claims.Add(mgr, engager, board, o.concurrency, o.claimReclaimGrace); err != nil {
+	if err := claims.Add(mgr, claims.Config{Kit: k, Access: engager, Board: board, Concurrency: o.concurrency,
+		ReclaimGrace: o.claimReclaimGrace}); err != nil {
 		return err
 	}
 	if o.routedIPJobNamespace == "" {
 		ctrl.Log.WithName("setup").Info("no --routed-ip-job-namespace and no namespace of its own: routed IPs are off")
-	} else if err := routedips.Add(mgr, routedips.Config{Access: engager, JobNamespace: o.routedIPJobNamespace, Board: board}); err != nil {
+	} else if err := routedips.Add(mgr, routedips.Config{Kit: k, Access: engager, JobNamespace: o.routedIPJobNamespace,
+		Board: board}); err != nil {
 		return err
 	}
-	return profile.Add(mgr, o.dnsZone)
+	return profile.Add(mgr, profile.Config{Kit: k, DefaultZone: o.dnsZone})
 }
 
-// addSharding installs the gate every controller added after it passes requests through: this
-// replica serves the clusters rendezvous hashing gives it, once it holds their fence. keys lists
-// every cluster a controller may be asked for, sources without a ClusterIngress yet included: when
-// owners change, each is announced to its new owner.
-func addSharding(mgr ctrl.Manager, o options, engager *clusteraccess.Engager, board *cistatus.Board,
-	keys func(context.Context) ([]types.NamespacedName, error)) error {
+// addReplicaGate adds this replica's membership to the manager and returns it: the gate every
+// controller passes requests through (kit.Config.Replicas). This replica serves the clusters
+// rendezvous hashing gives it, once it holds their fence. keys lists every cluster a controller
+// may be asked for, sources without a ClusterIngress yet included: when owners change, each is
+// announced to its new owner.
+func addReplicaGate(mgr ctrl.Manager, o options, engager *clusteraccess.Engager, board *cistatus.Board,
+	keys func(context.Context) ([]types.NamespacedName, error)) (*gate.Owner, error) {
 	ns := o.leaderElectionNamespace
 	if ns == "" {
 		ns = ownNamespace()
 	}
 	if ns == "" {
-		return fmt.Errorf("--sharding needs a namespace for its Leases (--leader-election-namespace or the pod's)")
+		return nil, fmt.Errorf("--sharding needs a namespace for its Leases (--leader-election-namespace or the pod's)")
 	}
 	// The Leases' own client: its requests never wait behind the controllers' in a shared
 	// client-side rate limiter (a renewal stuck there lets the Lease lapse under load).
@@ -249,7 +257,7 @@ func addSharding(mgr ctrl.Manager, o options, engager *clusteraccess.Engager, bo
 	leaseCfg.QPS, leaseCfg.Burst = 20, 40
 	leases, err := client.New(leaseCfg, client.Options{Scheme: mgr.GetScheme()})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	// The fence checks before writes have a client of their own too: a burst of writes must
 	// not delay renewals. Every write waits for its check, so the checks may send as many
@@ -258,44 +266,45 @@ func addSharding(mgr ctrl.Manager, o options, engager *clusteraccess.Engager, bo
 	checkCfg.QPS, checkCfg.Burst = max(mgr.GetConfig().QPS, 50), max(mgr.GetConfig().Burst, 100)
 	checks, err := client.New(checkCfg, client.Options{Scheme: mgr.GetScheme()})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	// One L2 domain's VIP clusters are served by one replica: its planner sees all their nodes.
-	groups := &sharding.Groups{Of: vips.PlacementGroup}
+	groups := &gate.Groups{Of: vips.PlacementGroup}
 	inf, err := mgr.GetCache().GetInformer(context.Background(), &v1alpha1.ClusterIngress{})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if _, err := inf.AddEventHandler(groups.Handler()); err != nil {
-		return err
+		return nil, err
 	}
-	owner := &sharding.Owner{Client: leases, Reader: leases, Checker: checks, Identity: o.replicaID, Namespace: ns,
-		LeaseDuration: o.shardLease, Renew: o.shardLease / 5, Log: ctrl.Log.WithName("sharding"),
+	owner := &gate.Owner{Client: leases, Reader: leases, Checker: checks, Identity: o.replicaID, Namespace: ns,
+		LeaseDuration: o.replicaLease, Renew: o.replicaLease / 5, Log: ctrl.Log.WithName("replicas"),
 		Keys:      keys,
 		Group:     groups.Get,
 		OnRelease: func(key types.NamespacedName) { engager.Disengage(key); board.Forget(key) },
 		// What this replica posted before it lost the fence may be older than what another
 		// replica wrote meanwhile: the next write starts from the API server's status.
 		OnAcquire: board.Forget}
-	sharding.Install(owner)
-	return mgr.Add(owner)
+	return owner, mgr.Add(owner)
 }
 
-// newClient is the manager's client; with --sharding its writes check the fence of the
-// reconcile they are made in (sharding.Writes).
+// newClient is the manager's client; with several replicas its writes check the fence of the
+// reconcile they are made in (gate.Writes).
 func newClient(o options) client.NewClientFunc {
 	return func(cfg *rest.Config, opts client.Options) (client.Client, error) {
 		c, err := client.New(cfg, opts)
-		if err != nil || !o.sharding {
+		if err != nil || !o.shareClusters {
 			return c, err
 		}
-		return sharding.Writes(c), nil
+		return gate.Writes(c), nil
 	}
 }
 
 // canaryConfig: the canary resolves where DNS is verified when it is, else like any client.
-func canaryConfig(o options, access clusteraccess.Access, verifier *dns.Verifier, board *cistatus.Board) canary.Config {
-	cfg := canary.Config{Access: access, Interval: o.canaryInterval, QPS: o.canaryQPS, Concurrency: o.concurrency, Board: board}
+func canaryConfig(o options, k kit.Config, access clusteraccess.Access, verifier *dns.Verifier,
+	board *cistatus.Board) canary.Config {
+	cfg := canary.Config{Kit: k, Access: access, Interval: o.canaryInterval, QPS: o.canaryQPS, Concurrency: o.concurrency,
+		Board: board}
 	cfg.Refused, _ = canarycheck.DefaultRefused().WithCIDRs(o.canaryRefuseCIDRs) // validated
 	cfg.Refused, _ = cfg.Refused.WithAllowed(o.canaryAllowCIDRs)                 // validated
 	cfg.NodePorts, _ = canarycheck.ParsePortRange(o.canaryNodePorts)             // validated

@@ -56,13 +56,16 @@ type options struct {
 	canaryNodePorts         string
 	dnsConcurrency          int
 	dnsShares               int
-	sharding                bool
-	replicaID               string
-	shardLease              time.Duration
 	driftInterval           time.Duration
 	maxObjects              int
 	maxObjectBytes          int64
 	maxKindBytes            int64
+
+	// Several replicas share the clusters (pkg/replicas). The flags keep the names installed
+	// charts pass (--sharding, --sharding-lease-duration); the code says replicas.
+	shareClusters bool
+	replicaID     string
+	replicaLease  time.Duration
 }
 
 // stringList is a comma-separated flag value.
@@ -120,9 +123,9 @@ func (o *options) bind(fs *flag.FlagSet) {
 	fs.Var(&o.canaryAllowCIDRs, "canary-allow-cidrs", "private address ranges (RFC 1918, 100.64.0.0/10, fc00::/7) the canary may request: where user clusters' nodes are reached; the canary requests no other private address (comma-separated CIDRs; --canary-refuse-cidrs wins)")
 	fs.StringVar(&o.canaryNodePorts, "canary-node-port-range", nodeports.Default, "the user clusters' node-port range: the canary requests a NodePort shard at no port outside it")
 	fs.StringVar(&o.canaryProxy, "canary-proxy", "", "proxy through which the seed reaches user clusters' routers: http://host:port (a CONNECT tunnel per router address) or socks5://host:port (default: direct)")
-	fs.BoolVar(&o.sharding, "sharding", false, "share the user clusters with the other replicas (each holds a Lease; rendezvous hashing assigns clusters; a per-cluster Lease fences hand-overs) instead of one leader doing all")
+	fs.BoolVar(&o.shareClusters, "sharding", false, "share the user clusters with the other replicas (each holds a Lease; rendezvous hashing assigns clusters; a per-cluster Lease fences hand-overs) instead of one leader doing all")
 	fs.StringVar(&o.replicaID, "replica-id", "", "this replica's identity for --sharding (default: $POD_NAME, else the host name)")
-	fs.DurationVar(&o.shardLease, "sharding-lease-duration", 10*time.Second, "with --sharding: a replica whose Lease was not renewed for this long is gone and its clusters are taken over")
+	fs.DurationVar(&o.replicaLease, "sharding-lease-duration", 10*time.Second, "with --sharding: a replica whose Lease was not renewed for this long is gone and its clusters are taken over")
 	fs.StringVar(&o.certificateNamespace, "certificate-namespace", "", "seed namespace of the clusters' cert-manager Certificates, their Secrets, the ACME order ledger and a namespaced Issuer (default: the controller's own namespace); no tenant may write there")
 	fs.IntVar(&o.acmeOrdersPerWeek, "acme-orders-per-week", 20, "the seed's budget of new ACME orders (first certificates and changed name sets, not renewals) per week; Let's Encrypt allows 50 new certificates per registered domain per week")
 	fs.StringVar(&o.routedIPJobNamespace, "routed-ip-job-namespace", "", "seed namespace where ClusterRoutedIPClass Jobs run and their fromSecretsRef Secrets live (default: the controller's own namespace; none: routed IPs are off)")
@@ -161,11 +164,11 @@ func (o *options) validate() error {
 	if _, err := canary.ParsePortRange(o.canaryNodePorts); err != nil {
 		return fmt.Errorf("--canary-node-port-range: %w", err)
 	}
-	if o.sharding {
+	if o.shareClusters {
 		if o.leaderElect {
 			return fmt.Errorf("--sharding and --leader-elect exclude each other: sharing replicas all work")
 		}
-		if o.shardLease < 3*time.Second {
+		if o.replicaLease < 3*time.Second {
 			return fmt.Errorf("--sharding-lease-duration must be at least 3s")
 		}
 		if o.replicaID == "" {

@@ -20,16 +20,14 @@ import (
 	"golang.org/x/time/rate"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
 	"github.com/shardgate/shardgate/pkg/canary"
 	"github.com/shardgate/shardgate/pkg/clusteraccess"
 	"github.com/shardgate/shardgate/pkg/controller/cistatus"
-	"github.com/shardgate/shardgate/pkg/controller/conflicts"
-	"github.com/shardgate/shardgate/pkg/controller/predicates"
-	"github.com/shardgate/shardgate/pkg/controller/sharding"
+	"github.com/shardgate/shardgate/pkg/controller/kit"
+	"github.com/shardgate/shardgate/pkg/predicates"
 )
 
 // +kubebuilder:rbac:groups=shardgate.io,resources=clusteringresses,verbs=get;list;watch
@@ -37,6 +35,7 @@ import (
 
 // Config is the canary's settings.
 type Config struct {
+	Kit    kit.Config
 	Access clusteraccess.Access
 	// Interval between checks of a cluster.
 	Interval time.Duration
@@ -73,12 +72,10 @@ func Add(mgr ctrl.Manager, cfg Config) error {
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	r := &Reconciler{Client: mgr.GetClient(), Access: cfg.Access, Interval: cfg.Interval, Resolve: cfg.Resolve, Refused: cfg.Refused, NodePorts: cfg.NodePorts,
 		Get: httpGet(client), Limiter: rate.NewLimiter(rate.Limit(cfg.QPS), max(1, int(cfg.QPS))), Board: cfg.Board}
-	return ctrl.NewControllerManagedBy(mgr).Named("canary").
-		WithOptions(controller.Options{MaxConcurrentReconciles: cfg.Concurrency}).
+	return kit.New(mgr, "canary", cfg.Kit).Concurrency(cfg.Concurrency).
 		// Checks are timed (RequeueAfter); spec, deletion and the domain start one at once.
 		For(&v1alpha1.ClusterIngress{}, builder.WithPredicates(predicate.Or(predicates.MetadataOrSpecChanged, predicates.DomainChanged, predicates.ClaimsChanged))).
-		WatchesRawSource(sharding.Changes()).
-		Complete(sharding.Only(conflicts.Retried("canary", r)))
+		Complete(r)
 }
 
 // connectDialer opens each connection as a CONNECT tunnel through the HTTP proxy at proxyAddr,

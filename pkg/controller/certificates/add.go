@@ -13,7 +13,6 @@ import (
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -23,9 +22,8 @@ import (
 	"github.com/shardgate/shardgate/pkg/apidiscovery"
 	"github.com/shardgate/shardgate/pkg/certs"
 	"github.com/shardgate/shardgate/pkg/controller/cistatus"
-	"github.com/shardgate/shardgate/pkg/controller/conflicts"
-	"github.com/shardgate/shardgate/pkg/controller/predicates"
-	"github.com/shardgate/shardgate/pkg/controller/sharding"
+	"github.com/shardgate/shardgate/pkg/controller/kit"
+	"github.com/shardgate/shardgate/pkg/predicates"
 )
 
 // +kubebuilder:rbac:groups=shardgate.io,resources=clusteringresses,verbs=get;list;watch
@@ -38,6 +36,7 @@ import (
 
 // Config wires the certificates controller.
 type Config struct {
+	Kit kit.Config
 	// CertManager discovers cert-manager's Certificates in the seed (Add adds it to the manager).
 	CertManager *apidiscovery.API
 	Concurrency int
@@ -55,13 +54,11 @@ type Config struct {
 func Add(mgr ctrl.Manager, cfg Config) error {
 	r := &Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), CertManager: cfg.CertManager, Clock: clock.RealClock{},
 		Namespace: cfg.Namespace, OrdersPerWeek: cfg.OrdersPerWeek, Board: cfg.Board}
-	c, err := ctrl.NewControllerManagedBy(mgr).Named("certificates").
-		WithOptions(controller.Options{MaxConcurrentReconciles: cfg.Concurrency}).
+	c, err := kit.New(mgr, "certificates", cfg.Kit).Concurrency(cfg.Concurrency).
 		// Spec (TLS settings, shards), deletion and the domain decide the names; the others'
 		// status writes do not.
 		For(&v1alpha1.ClusterIngress{}, builder.WithPredicates(predicate.Or(predicates.MetadataOrSpecChanged, predicates.DomainChanged, predicates.ClaimsChanged))).
-		WatchesRawSource(sharding.Changes()).
-		Build(sharding.Only(conflicts.Retried("certificates", r)))
+		Build(r)
 	if err != nil {
 		return err
 	}

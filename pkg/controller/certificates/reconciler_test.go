@@ -24,7 +24,7 @@ import (
 	"github.com/shardgate/shardgate/pkg/certs"
 	"github.com/shardgate/shardgate/pkg/certs/certstest"
 	"github.com/shardgate/shardgate/pkg/controller/cistatus"
-	"github.com/shardgate/shardgate/pkg/controller/controllertest"
+	"github.com/shardgate/shardgate/pkg/controllertest"
 	"github.com/shardgate/shardgate/test/framework"
 )
 

@@ -4,14 +4,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
+	"github.com/shardgate/shardgate/pkg/controller/kit"
 )
 
 var (
@@ -33,15 +32,23 @@ func init() {
 	metrics.Registry.MustRegister(statusWrites, partChanges, partsRefused, writeLag, legacyAdopted)
 }
 
-// Add registers the status writer: one reconcile per ClusterIngress whose posted parts changed.
-// gate wraps it (the replica gate: only the replica serving a cluster writes its status).
-func (b *Board) Add(mgr ctrl.Manager, concurrency int, gate func(reconcile.Reconciler) reconcile.Reconciler) error {
-	return ctrl.NewControllerManagedBy(mgr).Named("status").
-		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
+// Config wires the status writer.
+type Config struct {
+	Kit kit.Config
+	// Board is the board every controller posts to, the one the writer writes.
+	Board       *Board
+	Concurrency int
+}
+
+// Add registers the status writer: one reconcile per ClusterIngress whose posted parts changed,
+// gated like every controller (only the replica serving a cluster writes its status).
+func Add(mgr ctrl.Manager, cfg Config) error {
+	b := cfg.Board
+	return kit.New(mgr, "status", cfg.Kit).Concurrency(cfg.Concurrency).
 		WatchesRawSource(b.Source()).
 		// A deleted ClusterIngress' parts are forgotten (Reconcile finds it gone).
 		Watches(&v1alpha1.ClusterIngress{}, &handler.EnqueueRequestForObject{}, builder.WithPredicates(predicate.Funcs{
 			CreateFunc: func(event.CreateEvent) bool { return false }, UpdateFunc: func(event.UpdateEvent) bool { return false },
 			GenericFunc: func(event.GenericEvent) bool { return false }})).
-		Complete(gate(b))
+		Complete(b)
 }

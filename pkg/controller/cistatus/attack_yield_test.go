@@ -9,7 +9,7 @@ import (
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
 	"github.com/shardgate/shardgate/pkg/controller/cistatus"
-	"github.com/shardgate/shardgate/pkg/controller/controllertest"
+	"github.com/shardgate/shardgate/pkg/controllertest"
 )
 
 // TestHeldWriteNeverRequeuedPastMaxYield (attack review of the one status path): a held status

@@ -9,8 +9,8 @@ import (
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
 	"github.com/shardgate/shardgate/pkg/controller/cistatus"
-	"github.com/shardgate/shardgate/pkg/controller/controllertest"
-	"github.com/shardgate/shardgate/pkg/controller/predicates"
+	"github.com/shardgate/shardgate/pkg/controllertest"
+	"github.com/shardgate/shardgate/pkg/predicates"
 )
 
 // TestVIPsAreNeverHeldForRecords (found by the attacker's review): a VIP shard's records are its

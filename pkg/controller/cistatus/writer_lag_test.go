@@ -16,7 +16,7 @@ import (
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
 	"github.com/shardgate/shardgate/pkg/controller/cistatus"
-	"github.com/shardgate/shardgate/pkg/controller/controllertest"
+	"github.com/shardgate/shardgate/pkg/controllertest"
 )
 
 // lagging is the manager's cached client as seen during watch lag: Get answers the snapshot
@@ -127,8 +127,8 @@ func wantRouted(t *testing.T, e *writerEnv, addr, what string) {
 }
 
 // A replica whose Lease lapsed while another served the cluster forgets its parts when it takes
-// the fence again (sharding's OnAcquire, TestLapsedReplicaIsToldWhenItTakesAClusterBack), so
-// the other replica's newer record stays.
+// the fence again (the replica gate's OnAcquire, TestLapsedReplicaIsToldWhenItTakesAClusterBack),
+// so the other replica's newer record stays.
 func TestRetakenClusterKeepsWhatAnotherReplicaWrote(t *testing.T) {
 	e := newWriterEnv(t)
 	a := cistatus.NewBoard(e.c)

@@ -12,7 +12,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -22,10 +21,9 @@ import (
 	"github.com/shardgate/shardgate/api/v1alpha1"
 	"github.com/shardgate/shardgate/pkg/clusteraccess"
 	"github.com/shardgate/shardgate/pkg/controller/cistatus"
-	"github.com/shardgate/shardgate/pkg/controller/conflicts"
-	"github.com/shardgate/shardgate/pkg/controller/predicates"
-	"github.com/shardgate/shardgate/pkg/controller/sharding"
+	"github.com/shardgate/shardgate/pkg/controller/kit"
 	"github.com/shardgate/shardgate/pkg/dnsrecords"
+	"github.com/shardgate/shardgate/pkg/predicates"
 )
 
 // +kubebuilder:rbac:groups=shardgate.io,resources=clusteringresses,verbs=get;list;watch;update;patch
@@ -35,6 +33,7 @@ import (
 
 // Config wires the DNS controller.
 type Config struct {
+	Kit    kit.Config
 	Access clusteraccess.Access
 	// ServedZones are the zones the seed's external-dns publishes (empty: any).
 	ServedZones []string
@@ -58,9 +57,7 @@ func Add(mgr ctrl.Manager, cfg Config) error {
 	// Status writes wait for the records of the changes queued here (records first in a burst).
 	pending := newPendingRecords()
 	cfg.Board.SetYield(pending.Hold)
-	return ctrl.NewControllerManagedBy(mgr).Named("dns").
-		// Clusters are independent: one slow cluster must not queue the others behind it.
-		WithOptions(controller.Options{MaxConcurrentReconciles: cfg.Concurrency}).
+	return kit.New(mgr, "dns", cfg.Kit).Concurrency(cfg.Concurrency).
 		// Spec, deletion and other controllers' conditions it summarises into Ready; not its own
 		// status-only writes (they would start a pass per pass).
 		For(&v1alpha1.ClusterIngress{}, builder.WithPredicates(notOwnStatus)).
@@ -71,8 +68,10 @@ func Add(mgr ctrl.Manager, cfg Config) error {
 		Watches(&v1alpha1.ClusterIngress{}, handler.EnqueueRequestsFromMapFunc(sameDomain(mgr.GetClient()))).
 		// Records follow nodes and router pods/Services; Ingress churn does not wake this.
 		WatchesRawSource(source.Channel(cfg.Access.Subscribe(clusteraccess.ChangeNodes|clusteraccess.ChangeManaged), pending.enqueue())).
-		WatchesRawSource(sharding.Changes()).
-		Complete(pending.clearing(sharding.Only(conflicts.Retried("dns", r))))
+		// The mark of a queued change clears whoever serves the cluster: a cluster another replica
+		// serves must not hold this replica's status writes.
+		Around(pending.clearing).
+		Complete(r)
 }
 
 // AddIndexes adds the ClusterIngress field indexes the controller lists by (the domain asked for

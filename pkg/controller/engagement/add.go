@@ -8,20 +8,19 @@ import (
 
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
 	"github.com/shardgate/shardgate/pkg/clusteraccess"
-	"github.com/shardgate/shardgate/pkg/controller/conflicts"
-	"github.com/shardgate/shardgate/pkg/controller/predicates"
-	"github.com/shardgate/shardgate/pkg/controller/sharding"
+	"github.com/shardgate/shardgate/pkg/controller/kit"
+	"github.com/shardgate/shardgate/pkg/predicates"
 	"github.com/shardgate/shardgate/pkg/sources"
 )
 
 // Config wires the engagement controller.
 type Config struct {
+	Kit      kit.Config
 	Registry clusteraccess.Registry
 	// Sources are the cluster source providers.
 	Sources sources.Registry
@@ -35,13 +34,11 @@ type Config struct {
 func Add(mgr ctrl.Manager, cfg Config) error {
 	r := &Reconciler{Client: mgr.GetClient(), KubeconfigSecrets: mgr.GetClient(), UnwatchedSecrets: mgr.GetAPIReader(),
 		Sources: cfg.Sources, Resync: cfg.KubeconfigResync, Registry: cfg.Registry}
-	b := ctrl.NewControllerManagedBy(mgr).Named("engagement").
-		// Clusters are independent: one slow cluster must not queue the others behind it.
-		WithOptions(controller.Options{MaxConcurrentReconciles: cfg.Concurrency}).
+	c, err := kit.New(mgr, "engagement", cfg.Kit).Concurrency(cfg.Concurrency).
 		For(&v1alpha1.ClusterIngress{}, builder.WithPredicates(predicates.MetadataOrSpecChanged)).
 		// Reachability changes: a refused credential re-reads the kubeconfig at once.
-		WatchesRawSource(source.Channel(cfg.Registry.Subscribe(0), &handler.EnqueueRequestForObject{}))
-	c, err := b.WatchesRawSource(sharding.Changes()).Build(sharding.Only(conflicts.Retried("engagement", r)))
+		WatchesRawSource(source.Channel(cfg.Registry.Subscribe(0), &handler.EnqueueRequestForObject{})).
+		Build(r)
 	if err != nil {
 		return fmt.Errorf("engagement controller: %w", err)
 	}

@@ -14,20 +14,19 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
 	"github.com/shardgate/shardgate/pkg/controller/cistatus"
-	"github.com/shardgate/shardgate/pkg/controller/conflicts"
-	"github.com/shardgate/shardgate/pkg/controller/predicates"
-	"github.com/shardgate/shardgate/pkg/controller/sharding"
+	"github.com/shardgate/shardgate/pkg/controller/kit"
+	"github.com/shardgate/shardgate/pkg/predicates"
 	"github.com/shardgate/shardgate/pkg/sources"
 )
 
 // Config wires the lifecycle controller.
 type Config struct {
+	Kit         kit.Config
 	DefaultZone string
 	// Sources are the cluster source providers, in lookup order.
 	Sources sources.Registry
@@ -49,14 +48,13 @@ type Config struct {
 func Add(mgr ctrl.Manager, cfg Config) error {
 	r := &Reconciler{Client: mgr.GetClient(), DefaultZone: cfg.DefaultZone, Sources: cfg.Sources,
 		RemovalGrace: cfg.RemovalGrace, Clock: clock.RealClock{}, Board: cfg.Board}
-	b := ctrl.NewControllerManagedBy(mgr).Named("clusteringress").
-		WithOptions(controller.Options{MaxConcurrentReconciles: cfg.Concurrency}).
+	c, err := kit.New(mgr, "clusteringress", cfg.Kit).Concurrency(cfg.Concurrency).
 		For(&v1alpha1.ClusterIngress{}, builder.WithPredicates(predicates.MetadataOrSpecChanged)).
 		// A profile's spec, creation and deletion decide; its status (matchingClusters, written
 		// every few seconds while clusters come) does not, and each write would wake every cluster.
 		Watches(&v1alpha1.IngressProfile{}, handler.EnqueueRequestsFromMapFunc(allSources(mgr.GetClient(), cfg.Sources)),
-			builder.WithPredicates(predicates.MetadataOrSpecChanged))
-	c, err := b.WatchesRawSource(sharding.Changes()).Build(sharding.Only(conflicts.Retried("clusteringress", r)))
+			builder.WithPredicates(predicates.MetadataOrSpecChanged)).
+		Build(r)
 	if err != nil {
 		return fmt.Errorf("clusteringress controller: %w", err)
 	}
@@ -81,9 +79,9 @@ func allSources(c client.Reader, providers sources.Registry) handler.MapFunc {
 // ClusterKeys lists the key of every cluster the lifecycle controller decides on: each source of
 // every provider whose API the seed serves and that has something to watch, and each
 // ClusterIngress (one whose source is gone still needs a decision), once each. A source without
-// a ClusterIngress yet counts too: when sharding hands clusters to a new replica, a cluster not
-// created yet must reach its new owner as well. Lists that fail are reported together; the keys
-// of the others are returned.
+// a ClusterIngress yet counts too: when clusters pass to a new replica, a cluster not created
+// yet must reach its new owner as well. Lists that fail are reported together; the keys of the
+// others are returned.
 func ClusterKeys(c client.Reader, providers sources.Registry) func(context.Context) ([]types.NamespacedName, error) {
 	return func(ctx context.Context) ([]types.NamespacedName, error) {
 		seen := map[types.NamespacedName]bool{}

@@ -16,19 +16,26 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
-	"github.com/shardgate/shardgate/pkg/controller/conflicts"
-	"github.com/shardgate/shardgate/pkg/controller/sharding"
+	"github.com/shardgate/shardgate/pkg/controller/kit"
 )
 
 // +kubebuilder:rbac:groups=shardgate.io,resources=ingressprofiles/status,verbs=get;update;patch
 
-// Add registers the profile status controller.
-func Add(mgr ctrl.Manager, defaultZone string) error {
-	return ctrl.NewControllerManagedBy(mgr).Named("profile").
+// Config wires the profile status controller.
+type Config struct {
+	Kit kit.Config
+	// DefaultZone is the zone of profiles that name none (--dns-zone).
+	DefaultZone string
+}
+
+// Add registers the profile status controller. A profile is one key, served by one replica;
+// when owners change, its new owner starts on it at the next change of a profile or cluster.
+func Add(mgr ctrl.Manager, cfg Config) error {
+	return kit.New(mgr, "profile", cfg.Kit).
 		For(&v1alpha1.IngressProfile{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		// A ClusterIngress counts for a profile: only its creation, deletion and profile matter.
 		Watches(&v1alpha1.ClusterIngress{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 			return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: o.(*v1alpha1.ClusterIngress).Spec.Profile}}}
 		}), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		Complete(sharding.Only(conflicts.Retried("profile", &Reconciler{Client: mgr.GetClient(), DefaultZone: defaultZone, Clock: clock.RealClock{}})))
+		Complete(&Reconciler{Client: mgr.GetClient(), DefaultZone: cfg.DefaultZone, Clock: clock.RealClock{}})
 }

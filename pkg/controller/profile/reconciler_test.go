@@ -12,7 +12,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
-	"github.com/shardgate/shardgate/pkg/controller/controllertest"
+	"github.com/shardgate/shardgate/pkg/controllertest"
 	"github.com/shardgate/shardgate/test/framework"
 )
 

@@ -15,7 +15,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -25,9 +24,8 @@ import (
 	"github.com/shardgate/shardgate/api/v1alpha1"
 	"github.com/shardgate/shardgate/pkg/clusteraccess"
 	"github.com/shardgate/shardgate/pkg/controller/cistatus"
-	"github.com/shardgate/shardgate/pkg/controller/conflicts"
-	"github.com/shardgate/shardgate/pkg/controller/predicates"
-	"github.com/shardgate/shardgate/pkg/controller/sharding"
+	"github.com/shardgate/shardgate/pkg/controller/kit"
+	"github.com/shardgate/shardgate/pkg/predicates"
 	"github.com/shardgate/shardgate/pkg/routedip"
 )
 
@@ -42,6 +40,7 @@ import (
 
 // Config of the routed-IP controllers.
 type Config struct {
+	Kit    kit.Config
 	Access clusteraccess.Access
 	// JobNamespace is where the classes' Jobs run (the controller's namespace: the classes'
 	// Secrets live there).
@@ -62,31 +61,29 @@ func Add(mgr ctrl.Manager, cfg Config) error {
 	jobs := builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
 		return o.GetNamespace() == cfg.JobNamespace && o.GetLabels()[routedip.JobKindLabel] != ""
 	}))
-	if err := ctrl.NewControllerManagedBy(mgr).Named("routedips").
-		WithOptions(controller.Options{MaxConcurrentReconciles: clusterWorkers}).
+	if err := kit.New(mgr, "routedips", cfg.Kit).Concurrency(clusterWorkers).
 		For(&v1alpha1.ClusterIngress{}, builder.WithPredicates(predicates.MetadataOrSpecChanged)).
 		// RoutedIPs, the endpoints of their Services, and nodes of the user cluster.
 		WatchesRawSource(source.Channel(cfg.Access.Subscribe(clusteraccess.ChangeNodes|clusteraccess.ChangeRoutedIPs|clusteraccess.ChangeManaged), &handler.EnqueueRequestForObject{})).
 		// An assign Job finishing; a class changing (its addresses, or its applied firewall).
 		Watches(&batchv1.Job{}, handler.EnqueueRequestsFromMapFunc(r.clusterOfJob), jobs).
 		Watches(&v1alpha1.ClusterRoutedIPClass{}, handler.EnqueueRequestsFromMapFunc(r.clustersOfClass)).
-		WatchesRawSource(sharding.Changes()).
-		Complete(sharding.Only(conflicts.Retried("routedips", r))); err != nil {
+		Complete(r); err != nil {
 		return err
 	}
 	f := &FirewallReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), JobNamespace: cfg.JobNamespace, Clock: clock.RealClock{},
 		Recorder: mgr.GetEventRecorder("shardgate-routedips")}
-	return ctrl.NewControllerManagedBy(mgr).Named("routedip-firewall").
-		WithOptions(controller.Options{MaxConcurrentReconciles: 1}).
+	return kit.New(mgr, "routedip-firewall", cfg.Kit).Concurrency(1).
 		For(&v1alpha1.ClusterRoutedIPClass{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		// Records changing in any cluster change the map.
 		Watches(&v1alpha1.ClusterIngress{}, handler.EnqueueRequestsFromMapFunc(f.allClasses)).
 		Watches(&batchv1.Job{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 			return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: o.GetLabels()[routedip.JobClassLabel]}}}
 		}), jobs).
-		// With --sharding a class is fenced like a cluster: its new owner starts when owners change.
-		WatchesRawSource(sharding.ChangesTo(handler.EnqueueRequestsFromMapFunc(f.allClasses))).
-		Complete(sharding.Only(conflicts.Retried("routedip-firewall", f)))
+		// With several replicas a class is fenced like a cluster: its new owner starts when owners
+		// change.
+		OwnerChanges(handler.EnqueueRequestsFromMapFunc(f.allClasses)).
+		Complete(f)
 }
 
 // clusterOfJob maps an assign Job to its ClusterIngress (by the hash on its label).

@@ -15,7 +15,7 @@ import (
 	"github.com/shardgate/shardgate/api/v1alpha1"
 	"github.com/shardgate/shardgate/pkg/clusteraccess"
 	"github.com/shardgate/shardgate/pkg/controller/cistatus"
-	"github.com/shardgate/shardgate/pkg/controller/controllertest"
+	"github.com/shardgate/shardgate/pkg/controllertest"
 )
 
 // TestBoundedWrites: served RoutedIPs first, refused ones at most maxRefusedWritesPerPass, all at

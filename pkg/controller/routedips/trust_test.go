@@ -21,7 +21,7 @@ import (
 	"github.com/shardgate/shardgate/api/v1alpha1"
 	"github.com/shardgate/shardgate/pkg/clusteraccess"
 	"github.com/shardgate/shardgate/pkg/controller/cistatus"
-	"github.com/shardgate/shardgate/pkg/controller/controllertest"
+	"github.com/shardgate/shardgate/pkg/controllertest"
 	"github.com/shardgate/shardgate/pkg/names"
 )
 

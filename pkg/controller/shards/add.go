@@ -7,7 +7,6 @@ import (
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/source"
@@ -15,9 +14,8 @@ import (
 	"github.com/shardgate/shardgate/api/v1alpha1"
 	"github.com/shardgate/shardgate/pkg/clusteraccess"
 	"github.com/shardgate/shardgate/pkg/controller/cistatus"
-	"github.com/shardgate/shardgate/pkg/controller/conflicts"
-	"github.com/shardgate/shardgate/pkg/controller/predicates"
-	"github.com/shardgate/shardgate/pkg/controller/sharding"
+	"github.com/shardgate/shardgate/pkg/controller/kit"
+	"github.com/shardgate/shardgate/pkg/predicates"
 )
 
 // +kubebuilder:rbac:groups=shardgate.io,resources=clusteringresses,verbs=get;list;watch;patch
@@ -25,19 +23,31 @@ import (
 // +kubebuilder:rbac:groups=shardgate.io,resources=clusteringresses/finalizers,verbs=update
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get
 
-// Add registers the shard controller; canary: the controller checks shards' canary routes, so
-// they are rendered (unless a profile turns them off).
-// board takes the conditions it reports; certNamespace is where the issued certificates are.
-func Add(mgr ctrl.Manager, access clusteraccess.Access, board *cistatus.Board, concurrency int, canary bool, certNamespace string) error {
-	return ctrl.NewControllerManagedBy(mgr).Named("shards").
-		// Clusters are independent: one slow cluster must not queue the others behind it.
-		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
+// Config wires the shard controller.
+type Config struct {
+	Kit    kit.Config
+	Access clusteraccess.Access
+	// Board takes the controller's part of the status.
+	Board       *cistatus.Board
+	Concurrency int
+	// Canary: the canary controller checks shards' canary routes, so they are rendered (unless a
+	// profile turns them off).
+	Canary bool
+	// CertificateNamespace is where the issued certificates are.
+	CertificateNamespace string
+}
+
+// Add registers the shard controller.
+func Add(mgr ctrl.Manager, cfg Config) error {
+	r := &Reconciler{Client: mgr.GetClient(), Access: cfg.Access, SecretReader: mgr.GetAPIReader(),
+		CertificateNamespace: cfg.CertificateNamespace, Clock: clock.RealClock{}, Canary: cfg.Canary, Board: cfg.Board}
+	return kit.New(mgr, "shards", cfg.Kit).Concurrency(cfg.Concurrency).
 		// Spec, deletion and the domain matter; the other controllers' status writes do not.
 		// A renewed certificate (status.certificate) is handed to the routers.
 		For(&v1alpha1.ClusterIngress{}, builder.WithPredicates(predicate.Or(predicates.MetadataOrSpecChanged, predicates.DomainChanged, predicates.CertificateChanged, predicates.VIPsChanged, predicates.ClaimsChanged))).
 		// Drift of managed objects, and nodes' labels (which shards' nodeSelectors match); not
 		// readiness, which the routers' pods report.
-		WatchesRawSource(source.Channel(access.Subscribe(clusteraccess.ChangeManaged|clusteraccess.ChangeNodeLabels), &handler.EnqueueRequestForObject{})).
-		WatchesRawSource(sharding.Changes()).
-		Complete(sharding.Only(conflicts.Retried("shards", &Reconciler{Client: mgr.GetClient(), Access: access, SecretReader: mgr.GetAPIReader(), CertificateNamespace: certNamespace, Clock: clock.RealClock{}, Canary: canary, Board: board})))
+		WatchesRawSource(source.Channel(cfg.Access.Subscribe(clusteraccess.ChangeManaged|clusteraccess.ChangeNodeLabels),
+			&handler.EnqueueRequestForObject{})).
+		Complete(r)
 }

@@ -8,8 +8,9 @@ import (
 	"github.com/shardgate/shardgate/api/v1alpha1"
 )
 
-// With --sharding, the clusters of one L2 domain share a placement group (so one replica plans
-// the domain, seeing every member's nodes); clusters without VIPs, or of other domains, do not.
+// With several replicas, the clusters of one L2 domain share a placement group (so one replica
+// plans the domain, seeing every member's nodes); clusters without VIPs, or of other domains, do
+// not.
 // A cluster that still holds VIPs after its VIP shards went stays in its domain until released.
 func TestPlacementGroup(t *testing.T) {
 	ci := func(name, domain string, vipShard bool, held int) *v1alpha1.ClusterIngress {

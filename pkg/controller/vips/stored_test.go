@@ -8,7 +8,7 @@ import (
 
 	"github.com/shardgate/shardgate/pkg/clusteraccess"
 	"github.com/shardgate/shardgate/pkg/controller/cistatus"
-	"github.com/shardgate/shardgate/pkg/controller/controllertest"
+	"github.com/shardgate/shardgate/pkg/controllertest"
 )
 
 // TestNewAllocationIsStoredBeforeReconcileEnds (attack review of the one status path): the shard

@@ -10,7 +10,7 @@ import (
 
 	"github.com/shardgate/shardgate/pkg/clusteraccess"
 	"github.com/shardgate/shardgate/pkg/controller/cistatus"
-	"github.com/shardgate/shardgate/pkg/controller/controllertest"
+	"github.com/shardgate/shardgate/pkg/controllertest"
 )
 
 // TestNoNewVIPWhileTheClusterIsNotObserved: a cluster whose nodes cannot be read yet asks for

@@ -1,4 +1,4 @@
-package sharding
+package gate
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package sharding
+package gate
 
 import (
 	"context"
@@ -19,7 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
-	"github.com/shardgate/shardgate/pkg/sharding"
+	"github.com/shardgate/shardgate/pkg/replicas"
 )
 
 // Lease labels: which Leases are replicas' and which are clusters' fences.
@@ -78,7 +78,7 @@ type Owner struct {
 	renewedAt time.Time                       // last successful renewal of our own Lease
 	held      map[types.NamespacedName]*fence // fences held or being re-taken, with reconciles in flight
 	stopping  bool                            // shutdown began: nothing enters
-	observer  sharding.Observer               // when the replica Leases were seen to change
+	observer  replicas.Observer               // when the replica Leases were seen to change
 	subs      []chan event.GenericEvent
 }
 
@@ -606,10 +606,10 @@ func (o *Owner) now() time.Time {
 func (o *Owner) ownerKey(live []string, k types.NamespacedName) string {
 	if o.Group != nil {
 		if g := o.Group(k); g != "" {
-			return sharding.Owner(live, "group/"+g)
+			return replicas.Owner(live, "group/"+g)
 		}
 	}
-	return sharding.Owner(live, keyString(k))
+	return replicas.Owner(live, keyString(k))
 }
 
 func keyString(k types.NamespacedName) string {

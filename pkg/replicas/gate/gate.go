@@ -1,6 +1,6 @@
-// Package sharding lets several controller replicas share the user clusters of one seed. Each
+// Package gate lets several controller replicas share the user clusters of one seed. Each
 // replica renews a Lease of its own; every replica computes from the live Leases which replica
-// serves which cluster (pkg/sharding.Owner); and a per-cluster Lease fences the hand-over: a
+// serves which cluster (pkg/replicas.Owner); and a per-cluster Lease fences the hand-over: a
 // replica works for a cluster only while it holds that cluster's Lease and its own Lease is
 // fresh, and gives the cluster's Lease back only once none of its reconciles for the cluster is
 // still running. So two replicas never write for one cluster, during a hand-over either: the new
@@ -9,14 +9,13 @@
 // holder or was taken again. Cluster-scoped keys (profiles, routed-IP classes) are fenced the same
 // way, and a Group places keys together (one L2 domain's VIP clusters) on one replica.
 //
-// Every per-cluster controller is gated the same way, process-wide like the metrics registry:
-// Install sets the gate once, Only wraps a reconciler, Changes feeds a controller the clusters
-// whose owner changed. Without Install (one replica) Only and Changes change nothing.
-package sharding
+// The Owner is passed to every controller explicitly (pkg/controller/kit applies Only and
+// Changes to each one it builds); a nil Owner is one replica serving everything, and Only and
+// Changes change nothing then.
+package gate
 
 import (
 	"context"
-	"sync/atomic"
 	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -25,15 +24,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 )
 
-var installed atomic.Pointer[Owner]
-
-// Install makes o the gate of every controller added after it.
-func Install(o *Owner) { installed.Store(o) }
-
 // Only runs r for the requests this replica serves (and holds the fence of); others end at once,
-// and a cluster whose fence is not free yet is tried again shortly.
-func Only(r reconcile.Reconciler) reconcile.Reconciler {
-	o := installed.Load()
+// and a cluster whose fence is not free yet is tried again shortly. With a nil Owner (one
+// replica) it is r.
+func (o *Owner) Only(r reconcile.Reconciler) reconcile.Reconciler {
 	if o == nil {
 		return r
 	}
@@ -52,23 +46,13 @@ func Only(r reconcile.Reconciler) reconcile.Reconciler {
 	})
 }
 
-// ChangesTo is Changes for a controller of cluster-scoped objects: h maps each announced
-// ClusterIngress to its requests (a routed-IP class's firewall: every class), so that a key's
-// new owner starts on it at once.
-func ChangesTo(h handler.EventHandler) source.Source {
-	o := installed.Load()
+// Changes is a source of the ClusterIngresses whose owner changed, for a controller's
+// WatchesRawSource: h maps each to the controller's requests (the cluster itself, or for a
+// controller of cluster-scoped objects such as a routed-IP class's firewall, every class), so
+// that a key's new owner starts on it at once. With a nil Owner it never fires.
+func (o *Owner) Changes(h handler.EventHandler) source.Source {
 	if o == nil {
 		return source.Channel(make(chan event.GenericEvent), h)
 	}
 	return source.Channel(o.subscribe(), h)
-}
-
-// Changes is a source of the ClusterIngresses (and cluster-scoped objects) whose owner changed,
-// for a controller's WatchesRawSource: the new owner starts on them at once.
-func Changes() source.Source {
-	o := installed.Load()
-	if o == nil {
-		return source.Channel(make(chan event.GenericEvent), &handler.EnqueueRequestForObject{})
-	}
-	return source.Channel(o.subscribe(), &handler.EnqueueRequestForObject{})
 }

@@ -1,7 +1,13 @@
-// Package sharding decides which controller replica serves which user cluster: rendezvous
+// Package replicas decides which controller replica serves which user cluster: rendezvous
 // (highest-random-weight) hashing over the live replicas, so a replica joining or leaving moves
-// only its own share; and which replicas are live, from their Leases.
-package sharding
+// only its own share; and which replicas are live, from their Leases. Pure decisions: the Leases
+// are read and written by pkg/replicas/gate.
+//
+// Naming: a replica is a copy of the controller, and replicas share a seed's clusters; a shard is
+// a set of routers in a user cluster (pkg/render). Replicas are never called shards. Only names
+// installations depend on keep the older word: the flags --sharding and
+// --sharding-lease-duration and the shardgate_sharding_* metrics.
+package replicas
 
 import (
 	"hash/fnv"

@@ -1,4 +1,4 @@
-package sharding
+package gate
 
 import (
 	"context"
@@ -79,7 +79,7 @@ func (o *Owner) stillHeld(tok *token) error {
 
 // Writes wraps c (the seed's client, or a user cluster's writer): every write made in a
 // reconcile that Only admitted is sent only once confirm passed, and with its deadline. Other
-// writes (no sharding, or outside a gated reconcile) pass unchanged. The check costs one GET of
+// writes (one replica, or outside a gated reconcile) pass unchanged. The check costs one GET of
 // a Lease per write.
 func Writes(c client.Client) client.Client { return fencedClient{c} }
 
