@@ -91,13 +91,24 @@ func Condition(prev *metav1.Condition, r Result) metav1.Condition {
 		return c
 	}
 	c.Status = metav1.ConditionTrue
-	c.Message = fmt.Sprintf("%s answers through the shard's routers at %s", r.Host, strings.Join(r.Addresses, ", "))
-	switch {
-	case prev != nil && (prev.Reason == v1alpha1.ReasonNotAnswering || prev.Reason == v1alpha1.ReasonNotResolving || prev.Reason == v1alpha1.ReasonAddressRefused):
-		c.Message += fmt.Sprintf("; last failure (from %s): %s", prev.LastTransitionTime.UTC().Format(time.RFC3339), prev.Message)
-	case prev != nil && prev.Status == metav1.ConditionTrue && strings.Contains(prev.Message, "; last failure"):
-		_, last, _ := strings.Cut(prev.Message, "; last failure")
-		c.Message += "; last failure" + last
-	}
+	c.Message = fmt.Sprintf("%s answers through the shard's routers at %s", r.Host, strings.Join(r.Addresses, ", ")) +
+		LastFailure(prev)
 	return c
+}
+
+// LastFailure is the "; last failure" suffix a condition following prev keeps: prev's own failure,
+// or the one prev kept. A shard whose routers were reported not ready in between (the kubelet's
+// readiness probe saw the wedged router after the canary did) keeps it too (NoRouterReady).
+func LastFailure(prev *metav1.Condition) string {
+	switch {
+	case prev == nil:
+		return ""
+	case prev.Reason == v1alpha1.ReasonNotAnswering || prev.Reason == v1alpha1.ReasonNotResolving ||
+		prev.Reason == v1alpha1.ReasonAddressRefused:
+		return fmt.Sprintf("; last failure (from %s): %s", prev.LastTransitionTime.UTC().Format(time.RFC3339), prev.Message)
+	case strings.Contains(prev.Message, "; last failure"):
+		_, last, _ := strings.Cut(prev.Message, "; last failure")
+		return "; last failure" + last
+	}
+	return ""
 }

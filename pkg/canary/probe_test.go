@@ -190,6 +190,13 @@ func TestCondition(t *testing.T) {
 	if first := Condition(&waiting, ok); strings.Contains(first.Message, "last failure") {
 		t.Fatalf("waiting for the first router counted as a failure: %+v", first)
 	}
+	// The readiness probe saw the wedged router after the canary did: the shard had no ready
+	// router in between, and the failure is still kept once it serves again.
+	notReady := waiting
+	notReady.Message = "the shard has no ready router" + LastFailure(&failed)
+	if after := Condition(&notReady, ok); !strings.Contains(after.Message, "last failure (from 2026-11-23T01:02:03Z): timeout") {
+		t.Fatalf("the failure before the routers were not ready is lost: %+v", after)
+	}
 	bad := Condition(&healed, Result{Host: "c.example", Reason: v1alpha1.ReasonNotResolving, Failure: "c.example has no address"})
 	if bad.Status != metav1.ConditionFalse || bad.Message != "c.example has no address" {
 		t.Fatalf("failed: %+v", bad)

@@ -9,6 +9,7 @@ import (
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -243,6 +244,16 @@ func tenantClient(ctx context.Context, t *testing.T, u *framework.ControlPlane, 
 	}
 	must(t, u.Client.Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: user}, RoleRef: ref,
 		Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "User", Name: user}}}))
+	// The binding, and for "edit" the aggregation of the Ingress rules into it (kube-controller-
+	// manager's), take effect a moment later on a loaded machine: wait until the user may get
+	// Ingresses, or a refusal below would be RBAC's, not the admission policy's.
+	eventually(ctx, t, 30*time.Second, func() (bool, string) {
+		review := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{User: user,
+			ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: ns, Verb: "get", Group: "networking.k8s.io",
+				Resource: "ingresses"}}}
+		err := u.Client.Create(ctx, review)
+		return err == nil && review.Status.Allowed, fmt.Sprintf("%s may not get Ingresses in %s yet: %v", user, ns, err)
+	})
 	kc, err := u.Kubeconfig(user)
 	must(t, err)
 	c, err := framework.ClientFromKubeconfig(kc, framework.Scheme())

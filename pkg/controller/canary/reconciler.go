@@ -78,7 +78,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if ready[s.Name] == 0 {
 			// Not a failure of routes: there are no routers yet (ShardsAvailable says why).
 			cond = metav1.Condition{Type: v1alpha1.ConditionRoutesServing, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonNoRouterReady,
-				Message: "the shard has no ready router (ShardsAvailable says why)"}
+				Message: "the shard has no ready router (ShardsAvailable says why)" + canary.LastFailure(last)}
 		} else {
 			port, err := r.entryPort(ctx, req, s)
 			var refused refusedPort
