@@ -197,8 +197,7 @@ func AllocationSpec(ctx context.Context, t *testing.T, inputGetter func() Alloca
 	t.Run("an ingress moved to another class is released", func(t *testing.T) {
 		must(t, u.Client.Create(ctx, routeIngress("ns-b", "leaving", "")))
 		ing := allocated(t, "ns-b", "leaving")
-		ing.Spec.IngressClassName = ptr.To("other")
-		must(t, u.Client.Update(ctx, ing))
+		update(ctx, t, u.Client, ing, func(ing *networkingv1.Ingress) { ing.Spec.IngressClassName = ptr.To("other") })
 		eventually(ctx, t, 30*time.Second, func() (bool, string) {
 			got := &networkingv1.Ingress{}
 			must(t, u.Client.Get(ctx, client.ObjectKeyFromObject(ing), got))

@@ -153,10 +153,7 @@ func TestCanary(t *testing.T) {
 	})
 
 	t.Run("a profile that turns the canary off removes it", func(t *testing.T) {
-		p := &v1alpha1.IngressProfile{}
-		must(t, seed.Client.Get(ctx, client.ObjectKey{Name: "canary"}, p))
-		p.Spec.Canary.Disabled = true
-		must(t, seed.Client.Update(ctx, p))
+		updateProfile(ctx, t, seed, "canary", func(p *v1alpha1.IngressProfile) { p.Spec.Canary.Disabled = true })
 		eventually(ctx, t, time.Minute, func() (bool, string) {
 			ci := getCI(ctx, t, seed, k)
 			err := u.Client.Get(ctx, client.ObjectKey{Namespace: names.Namespace, Name: names.CanaryName(v1alpha1.DefaultShardName)}, &networkingv1.Ingress{})

@@ -7,7 +7,11 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/shardgate/shardgate/api/v1alpha1"
 	"github.com/shardgate/shardgate/test/framework"
 )
 
@@ -27,6 +31,27 @@ func eventually(ctx context.Context, t testing.TB, timeout time.Duration, cond f
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+}
+
+// update reads obj afresh by its key, applies change and writes it back, again on a conflict:
+// the controllers write the same objects (labels, annotations, status), so a test's read-modify-
+// write can lose the race to them.
+func update[T client.Object](ctx context.Context, t testing.TB, c client.Client, obj T, change func(T)) {
+	t.Helper()
+	must(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
+			return err
+		}
+		change(obj)
+		return c.Update(ctx, obj)
+	}))
+}
+
+// updateProfile changes the seed's IngressProfile name with update.
+func updateProfile(ctx context.Context, t testing.TB, seed *framework.ControlPlane, name string,
+	change func(*v1alpha1.IngressProfile)) {
+	t.Helper()
+	update(ctx, t, seed.Client, &v1alpha1.IngressProfile{ObjectMeta: metav1.ObjectMeta{Name: name}}, change)
 }
 
 // waitAnswer waits up to 30 s (external-dns polls every second) for BIND's A answer for name.

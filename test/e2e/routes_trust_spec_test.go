@@ -126,10 +126,9 @@ func RoutesTrustSpec(ctx context.Context, t *testing.T, inputGetter func() Route
 	})
 
 	t.Run("a field dropped from a shard's spec leaves the user cluster", func(t *testing.T) {
-		p := &v1alpha1.IngressProfile{}
-		must(t, seed.Client.Get(ctx, client.ObjectKey{Name: "routes"}, p))
-		p.Spec.Shards[0].NodeSelector = map[string]string{"role": "r"}
-		must(t, seed.Client.Update(ctx, p))
+		updateProfile(ctx, t, seed, "routes", func(p *v1alpha1.IngressProfile) {
+			p.Spec.Shards[0].NodeSelector = map[string]string{"role": "r"}
+		})
 		eventually(ctx, t, 30*time.Second, func() (bool, string) {
 			d := &appsv1.Deployment{}
 			must(t, u.Client.Get(ctx, client.ObjectKey{Namespace: names.Namespace, Name: names.RouterName(v1alpha1.DefaultShardName)}, d))
@@ -220,13 +219,13 @@ func allocatedIn(ctx context.Context, t *testing.T, u *framework.ControlPlane, n
 
 func setClassDefault(ctx context.Context, t *testing.T, u *framework.ControlPlane, name, value string) {
 	t.Helper()
-	c := &networkingv1.IngressClass{}
-	must(t, u.Client.Get(ctx, client.ObjectKey{Name: name}, c))
-	if c.Annotations == nil {
-		c.Annotations = map[string]string{}
-	}
-	c.Annotations["ingressclass.kubernetes.io/is-default-class"] = value
-	must(t, u.Client.Update(ctx, c))
+	c := &networkingv1.IngressClass{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	update(ctx, t, u.Client, c, func(c *networkingv1.IngressClass) {
+		if c.Annotations == nil {
+			c.Annotations = map[string]string{}
+		}
+		c.Annotations["ingressclass.kubernetes.io/is-default-class"] = value
+	})
 }
 
 // tenantClient returns a client for a new user of u bound in namespace ns to the built-in

@@ -267,11 +267,9 @@ func ShardsSpec(ctx context.Context, t *testing.T, inputGetter func() ShardsSpec
 	})
 
 	t.Run("an edited or deleted router is restored", func(t *testing.T) {
-		d := &appsv1.Deployment{}
 		k := client.ObjectKey{Namespace: names.Namespace, Name: names.RouterName("edge")}
-		must(t, u1.Client.Get(ctx, k, d))
-		d.Spec.Replicas = ptr.To[int32](5)
-		must(t, u1.Client.Update(ctx, d))
+		d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: k.Namespace, Name: k.Name}}
+		update(ctx, t, u1.Client, d, func(d *appsv1.Deployment) { d.Spec.Replicas = ptr.To[int32](5) })
 		eventually(ctx, t, 30*time.Second, func() (bool, string) {
 			got := &appsv1.Deployment{}
 			if err := u1.Client.Get(ctx, k, got); err != nil {
@@ -289,12 +287,10 @@ func ShardsSpec(ctx context.Context, t *testing.T, inputGetter func() ShardsSpec
 
 		// The routers' RBAC is not watched but listed every drift check (TestShards: 5 s): an
 		// edited ClusterRole and a deleted ClusterRoleBinding are put back by the next one.
-		role := &rbacv1.ClusterRole{}
 		roleKey := client.ObjectKey{Name: "shardgate-router-traefik"}
-		must(t, u1.Client.Get(ctx, roleKey, role))
-		want := len(role.Rules)
-		role.Rules = nil
-		must(t, u1.Client.Update(ctx, role))
+		var want int
+		update(ctx, t, u1.Client, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: roleKey.Name}},
+			func(role *rbacv1.ClusterRole) { want, role.Rules = len(role.Rules), nil })
 		binding := &rbacv1.ClusterRoleBinding{}
 		bindingKey := client.ObjectKey{Name: "shardgate-router-edge"}
 		must(t, u1.Client.Get(ctx, bindingKey, binding))
@@ -368,10 +364,7 @@ func loopClient(ctx context.Context, dnsSrv *framework.DNSServer, f *framework.F
 
 func updateShards(ctx context.Context, t *testing.T, seed *framework.ControlPlane, profile string, shards []v1alpha1.ShardSpec) {
 	t.Helper()
-	p := &v1alpha1.IngressProfile{}
-	must(t, seed.Client.Get(ctx, client.ObjectKey{Name: profile}, p))
-	p.Spec.Shards = shards
-	must(t, seed.Client.Update(ctx, p))
+	updateProfile(ctx, t, seed, profile, func(p *v1alpha1.IngressProfile) { p.Spec.Shards = shards })
 }
 
 // shardIngress is an Ingress for host served by Service web:80. The allocator puts it on the

@@ -155,11 +155,9 @@ func TLSSpec(ctx context.Context, t *testing.T, inputGetter func() TLSSpecInput)
 	}
 
 	t.Run("a shard added joins the certificate", func(t *testing.T) {
-		p := &v1alpha1.IngressProfile{}
-		must(t, seed.Client.Get(ctx, client.ObjectKey{Name: "https"}, p))
 		// Behind a Service (its own host ports would collide with the default shard's).
-		p.Spec.Shards = append(p.Spec.Shards, realRouter(v1alpha1.ShardSpec{Name: "internal", Publishing: v1alpha1.PublishNodePort}))
-		must(t, seed.Client.Update(ctx, p))
+		internal := realRouter(v1alpha1.ShardSpec{Name: "internal", Publishing: v1alpha1.PublishNodePort})
+		updateProfile(ctx, t, seed, "https", func(p *v1alpha1.IngressProfile) { p.Spec.Shards = append(p.Spec.Shards, internal) })
 		eventually(ctx, t, 4*time.Minute, func() (bool, string) {
 			_, _, leaf, err := https("x.internal.t1." + zone)
 			return err == nil && leaf != nil && leaf.VerifyHostname("x.internal.t1."+zone) == nil, fmt.Sprintf("certificate for *.internal: %v", err)
@@ -170,10 +168,7 @@ func TLSSpec(ctx context.Context, t *testing.T, inputGetter func() TLSSpecInput)
 	t.Run("a failing issuer is reported while the last good certificate keeps serving", func(t *testing.T) {
 		must(t, in.CertManager.CreateACMEIssuer(ctx, seed, in.Pebble, in.DNS, framework.ACMEIssuer{Name: "wrong-key", Namespace: in.CertificateNamespace, SkipSelfCheck: true, TSIGSecret: "d3Jvbmcga2V5IHdyb25nIGtleSB3cm9uZyBrZXk="}))
 		good := servedSerial()
-		p := &v1alpha1.IngressProfile{}
-		must(t, seed.Client.Get(ctx, client.ObjectKey{Name: "https"}, p))
-		p.Spec.TLS.IssuerRef.Name = "wrong-key"
-		must(t, seed.Client.Update(ctx, p))
+		updateProfile(ctx, t, seed, "https", func(p *v1alpha1.IngressProfile) { p.Spec.TLS.IssuerRef.Name = "wrong-key" })
 		waitCertificate(ctx, t, seed, k, metav1.ConditionFalse, v1alpha1.ReasonChallengeFailed)
 		c := condition(ctx, t, seed, k, v1alpha1.ConditionCertificateReady)
 		if !strings.Contains(c.Message, "keep serving") {
@@ -186,18 +181,12 @@ func TLSSpec(ctx context.Context, t *testing.T, inputGetter func() TLSSpecInput)
 		if s := servedSerial(); s != good {
 			t.Fatalf("routers serve %q, want the last good certificate %s", s, good)
 		}
-		p = &v1alpha1.IngressProfile{}
-		must(t, seed.Client.Get(ctx, client.ObjectKey{Name: "https"}, p))
-		p.Spec.TLS.IssuerRef.Name = "pebble"
-		must(t, seed.Client.Update(ctx, p))
+		updateProfile(ctx, t, seed, "https", func(p *v1alpha1.IngressProfile) { p.Spec.TLS.IssuerRef.Name = "pebble" })
 		waitCertificate(ctx, t, seed, k, metav1.ConditionTrue, v1alpha1.ReasonCertificateIssued)
 	})
 
 	t.Run("removing the issuer stops issuance and takes the key pair out of the user cluster", func(t *testing.T) {
-		p := &v1alpha1.IngressProfile{}
-		must(t, seed.Client.Get(ctx, client.ObjectKey{Name: "https"}, p))
-		p.Spec.TLS = v1alpha1.TLSSettings{}
-		must(t, seed.Client.Update(ctx, p))
+		updateProfile(ctx, t, seed, "https", func(p *v1alpha1.IngressProfile) { p.Spec.TLS = v1alpha1.TLSSettings{} })
 		eventually(ctx, t, time.Minute, func() (bool, string) {
 			ci := getCI(ctx, t, seed, k)
 			cert := &cmapi.Certificate{}

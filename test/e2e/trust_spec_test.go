@@ -320,10 +320,9 @@ func objectMeta(obj client.Object) *metav1.ObjectMeta {
 
 func setSelector(ctx context.Context, t *testing.T, seed *framework.ControlPlane, profile string, sel map[string]string) {
 	t.Helper()
-	p := &v1alpha1.IngressProfile{}
-	must(t, seed.Client.Get(ctx, client.ObjectKey{Name: profile}, p))
-	p.Spec.ClusterSelector = metav1.LabelSelector{MatchLabels: sel}
-	must(t, seed.Client.Update(ctx, p))
+	updateProfile(ctx, t, seed, profile, func(p *v1alpha1.IngressProfile) {
+		p.Spec.ClusterSelector = metav1.LabelSelector{MatchLabels: sel}
+	})
 }
 
 func waitProfileValid(ctx context.Context, t *testing.T, seed *framework.ControlPlane, profile string) {

@@ -228,17 +228,12 @@ func VIPSpec(ctx context.Context, t *testing.T, inputGetter func() VIPSpecInput)
 		}
 		stop := loopHTTP(ctx, t, in.Fabric, stay, host)
 		// Cordon the leaver and delete its router: the Deployment brings one up on the third node.
-		node := &corev1.Node{}
-		must(t, u.Client.Get(ctx, client.ObjectKey{Name: leaver}, node))
-		node.Spec.Unschedulable = true
-		must(t, u.Client.Update(ctx, node))
-		defer func() {
-			n := &corev1.Node{}
-			if u.Client.Get(ctx, client.ObjectKey{Name: leaver}, n) == nil {
-				n.Spec.Unschedulable = false
-				_ = u.Client.Update(ctx, n)
-			}
-		}()
+		cordon := func(unschedulable bool) {
+			update(ctx, t, u.Client, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: leaver}},
+				func(n *corev1.Node) { n.Spec.Unschedulable = unschedulable })
+		}
+		cordon(true)
+		defer cordon(false)
 		must(t, u.Client.Delete(ctx, victim, client.GracePeriodSeconds(1)))
 		var newNode string
 		eventually(ctx, t, 3*time.Minute, func() (bool, string) {
