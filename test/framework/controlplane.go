@@ -341,6 +341,9 @@ func (cp *ControlPlane) InstallCRDs(dirs ...string) error {
 // StartSharedControlPlane starts a control plane for a whole test binary, e.g. one seed API
 // server shared by a package's reconciler tests; framework.Main stops it when the binary ends.
 func StartSharedControlPlane(name string, opts ControlPlaneOptions) (*ControlPlane, error) {
+	if !MainRuns() {
+		return nil, fmt.Errorf("a shared control plane needs TestMain to call framework.Main, which stops it")
+	}
 	root, err := RunDir()
 	if err != nil {
 		return nil, err

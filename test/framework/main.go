@@ -15,6 +15,7 @@ import (
 // when the run is interrupted (Ctrl-C, SIGTERM): t.Cleanup does not run then. Use it from
 // TestMain: func TestMain(m *testing.M) { framework.Main(m) }.
 func Main(m *testing.M) {
+	mainRuns = true
 	// envtest logs through controller-runtime; the components' own logs are in the run directory.
 	ctrllog.SetLogger(logr.Discard())
 	sigs := make(chan os.Signal, 1)
@@ -35,3 +36,10 @@ func Main(m *testing.M) {
 	}
 	os.Exit(code)
 }
+
+// mainRuns says whether the test binary runs under Main, which stops shared components at its end.
+var mainRuns bool
+
+// MainRuns says whether the test binary runs under Main: a component shared by the whole binary
+// (StartSharedControlPlane) outlives the binary's processes otherwise.
+func MainRuns() bool { return mainRuns }
