@@ -251,6 +251,7 @@ func AllocationSpec(ctx context.Context, t *testing.T, inputGetter func() Alloca
 }
 
 func TestAllocation(t *testing.T) {
+	t.Parallel() // see main_test.go
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	env := framework.StartEnvironment(t, framework.EnvironmentOptions{UserClusters: 1, DNS: true,

@@ -54,6 +54,7 @@ const chart = "charts/shardgate"
 // TestChartRefusesBadValues: helm lint passes with a zone, and bad values fail install-time
 // rendering with a message that names the value.
 func TestChartRefusesBadValues(t *testing.T) {
+	t.Parallel() // see main_test.go
 	if out, err := helm(t, "lint", chart, "--set", "dns.zone=clusters.example.com"); err != nil {
 		t.Fatalf("helm lint: %v\n%s", err, out)
 	}
@@ -103,6 +104,7 @@ func TestChartRefusesBadValues(t *testing.T) {
 // DNSEndpoints carrying the label Shardgate puts on its own, so a DNSEndpoint anyone else creates
 // in the seed never reaches the shared zone.
 func TestChartExternalDNSPublishesOnlyShardgatesEndpoints(t *testing.T) {
+	t.Parallel() // see main_test.go
 	out, err := helm(t, "template", "x", chart, "--set", "dns.zone=ok.example", "--set", "externalDNS.enabled=true",
 		"--show-only", "templates/external-dns.yaml")
 	if err != nil {
@@ -136,6 +138,7 @@ func TestChartExternalDNSPublishesOnlyShardgatesEndpoints(t *testing.T) {
 // or not labelled yet, so every DNSEndpoint Shardgate labels has exactly one fast publisher
 // whatever the controller's --dns-shares; the janitor reads them all and deletes.
 func TestChartExternalDNSShares(t *testing.T) {
+	t.Parallel() // see main_test.go
 	managed := labels.Set{v1alpha1.ManagedByLabel: v1alpha1.ManagedByValue}
 	for _, n := range []int{1, 2, 3, 4} {
 		rendered := chartExternalDNSArgs(t, "ok.example", fmt.Sprintf("externalDNS.shares=%d", n))
@@ -228,6 +231,7 @@ func TestChartExternalDNSShares(t *testing.T) {
 // Leases; a Role in the release namespace (the controller's Job, leader-election and Lease
 // namespace) does, bound to the chart's ServiceAccount.
 func TestChartGrantsJobsPodsAndLeasesInItsNamespaceOnly(t *testing.T) {
+	t.Parallel() // see main_test.go
 	// The namespaces the controller uses them in: the leader-election namespace, and the Job
 	// namespace, which is the pod's own unless a flag names another.
 	out, err := helm(t, "template", "x", chart, "--namespace", "sg", "--set", "dns.zone=ok.example", "--set", "replicas=3",
@@ -324,6 +328,7 @@ func chartServiceAccount(ctx context.Context, t testing.TB, seed *framework.Cont
 // cluster's DNS through external-dns and BIND, and serves /metrics to a token bound to the chart's
 // metrics-reader ClusterRole but not to one without it.
 func TestChartInstallsAndConverges(t *testing.T) {
+	t.Parallel() // see main_test.go
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	env := framework.StartEnvironment(t, framework.EnvironmentOptions{UserClusters: 1, SimulatedNodes: true, DNS: true})

@@ -30,6 +30,7 @@ import (
 // claims only; Retain, Recycle and Delete do what they say when the Ingresses go; deleting a
 // claim returns its Ingresses to the shared shards.
 func TestIngressClaim(t *testing.T) {
+	t.Parallel() // see main_test.go
 	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
 	defer cancel()
 	env := framework.StartEnvironment(t, framework.EnvironmentOptions{UserClusters: 1, DNS: true,

@@ -24,6 +24,7 @@ import (
 // cluster's names are deleted by the janitor. (Each instance runs with the arguments the chart
 // renders; the last share's filter is "not any other share's".)
 func TestDNSSharesHandOver(t *testing.T) {
+	t.Parallel() // see main_test.go
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	began := time.Now()

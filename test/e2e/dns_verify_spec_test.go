@@ -21,6 +21,7 @@ import (
 // published, Published once BIND answers exactly the targets, Propagating again when someone
 // edits a record behind Shardgate's back, Published once external-dns repairs it.
 func TestDNSVerification(t *testing.T) {
+	t.Parallel() // see main_test.go
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	env := framework.StartEnvironment(t, framework.EnvironmentOptions{UserClusters: 1, SimulatedNodes: true, DNS: true})

@@ -104,6 +104,7 @@ func HarnessSpec(ctx context.Context, t *testing.T, inputGetter func() HarnessSp
 }
 
 func TestHarness(t *testing.T) {
+	t.Parallel() // see main_test.go
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	env := framework.StartEnvironment(t, framework.EnvironmentOptions{UserClusters: 2, SimulatedNodes: true, DNS: true})

@@ -24,6 +24,7 @@ import (
 // server up, then gets its wildcard DNS like any other source; while paused nothing about it is
 // decided (a profile no longer selecting it removes nothing until it is unpaused).
 func TestKubermaticSource(t *testing.T) {
+	t.Parallel() // see main_test.go
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
 	env := framework.StartEnvironment(t, framework.EnvironmentOptions{UserClusters: 1, SimulatedNodes: true, DNS: true})

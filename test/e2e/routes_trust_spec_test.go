@@ -197,6 +197,7 @@ func RoutesTrustSpec(ctx context.Context, t *testing.T, inputGetter func() Route
 }
 
 func TestRoutesTrust(t *testing.T) {
+	t.Parallel() // see main_test.go
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	env := framework.StartEnvironment(t, framework.EnvironmentOptions{UserClusters: 1, SimulatedNodes: true})
@@ -264,6 +265,7 @@ func tenantClient(ctx context.Context, t *testing.T, u *framework.ControlPlane, 
 // ValidatingAdmissionPolicy (Kubernetes before 1.30) is engaged without the policy and says so
 // (before, the policy's informer never synced and the cluster was never engaged).
 func TestClusterWithoutAdmissionPolicyAPI(t *testing.T) {
+	t.Parallel() // see main_test.go
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	dirs, err := framework.SeedCRDDirs()

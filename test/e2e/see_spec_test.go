@@ -38,6 +38,7 @@ import (
 // authenticating proxy like the one an operator puts in front of it, shows both clusters, keeping
 // a screenshot in the run directory.
 func TestSeeIt(t *testing.T) {
+	t.Parallel() // see main_test.go
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	env := framework.StartEnvironment(t, framework.EnvironmentOptions{UserClusters: 2, SimulatedNodes: true, DNS: true})

@@ -48,7 +48,7 @@ rules:
 // forth between writers); SIGKILL of a replica hands its clusters to the others, who hold their
 // fences within 20 s and follow their nodes again.
 func TestSharding(t *testing.T) {
-	const clusters, replicas = 30, 3
+	const clusters, replicas = 12, 3 // 30 under faults: BenchmarkShardingFaults (make bench)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	env, auditLog := auditedEnvironment(t, clusters)

@@ -335,6 +335,7 @@ func ShardsSpec(ctx context.Context, t *testing.T, inputGetter func() ShardsSpec
 }
 
 func TestShards(t *testing.T) {
+	t.Parallel() // see main_test.go
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	env := framework.StartEnvironment(t, framework.EnvironmentOptions{UserClusters: 2, SimulatedNodes: true, DNS: true,

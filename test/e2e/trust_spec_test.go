@@ -285,6 +285,7 @@ func TrustSpec(ctx context.Context, t *testing.T, inputGetter func() TrustSpecIn
 }
 
 func TestTrust(t *testing.T) {
+	t.Parallel() // see main_test.go
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	env := framework.StartEnvironment(t, framework.EnvironmentOptions{UserClusters: 2, SimulatedNodes: true, DNS: true})
@@ -363,6 +364,7 @@ func watchAnswers(ctx context.Context, s *framework.DNSServer, name string) func
 // TestClusterAPIInstalledLater: Cluster API installed in the seed after Shardgate started is
 // picked up without a restart (before, the controller looked once at start-up).
 func TestClusterAPIInstalledLater(t *testing.T) {
+	t.Parallel() // see main_test.go
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	dirs, err := framework.SeedCRDDirs()

@@ -418,6 +418,7 @@ func UpgradeSpec(ctx context.Context, t *testing.T, inputGetter func() UpgradeSp
 }
 
 func TestUpgrade(t *testing.T) {
+	t.Parallel() // see main_test.go
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	root, err := framework.RepoRoot()

@@ -23,6 +23,7 @@ import (
 // of its own is not read (its SourceAvailable says so). (Simulated nodes: no keepalived runs, so
 // allocated VIPs are reported not held.)
 func TestVIPPoolConditions(t *testing.T) {
+	t.Parallel() // see main_test.go
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	env := framework.StartEnvironment(t, framework.EnvironmentOptions{UserClusters: 3, SimulatedNodes: true})

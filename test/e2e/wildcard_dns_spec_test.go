@@ -164,6 +164,7 @@ func WildcardDNSSpec(ctx context.Context, t *testing.T, inputGetter func() Wildc
 }
 
 func TestWildcardDNS(t *testing.T) {
+	t.Parallel() // see main_test.go
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	env := framework.StartEnvironment(t, framework.EnvironmentOptions{UserClusters: 3, SimulatedNodes: true, DNS: true})
