@@ -20,7 +20,7 @@ import (
 func render(t *testing.T, s v1alpha1.ShardSpec) map[string]*unstructured.Unstructured {
 	t.Helper()
 	s = v1alpha1.ResolveShards([]v1alpha1.ShardSpec{s})[0]
-	objs, err := Traefik{}.Render(RenderInput{Domain: names.ShardDomain(s.Name, "c1.example.test"), Shard: s, DNSTTL: 60})
+	objs, err := RenderShard(Traefik{}, RenderInput{Domain: names.ShardDomain(s.Name, "c1.example.test"), Shard: s, DNSTTL: 60})
 	if err != nil {
 		t.Fatal(err)
 	}

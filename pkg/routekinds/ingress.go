@@ -228,14 +228,14 @@ func (Ingress) ReleasedMessage() string {
 // the API server keeps label and annotation changes sent through it.
 func (Ingress) Protected() []string { return []string{"ingresses", "ingresses/status"} }
 
-// CanaryRoute implements Kind: an Ingress of Shardgate's class for exactly the canary's host and
-// path, to the routers' health port.
+// CanaryRoute implements Kind: an Ingress of the shard's flavour's class for exactly the canary's
+// host and path, to the routers' health port.
 func (Ingress) CanaryRoute(c Canary) client.Object {
 	exact := networkingv1.PathTypeExact
 	return &networkingv1.Ingress{
 		ObjectMeta: c.Meta,
 		Spec: networkingv1.IngressSpec{
-			IngressClassName: ptr.To(names.IngressClassName),
+			IngressClassName: ptr.To(c.IngressClass),
 			Rules: []networkingv1.IngressRule{{Host: c.Host, IngressRuleValue: networkingv1.IngressRuleValue{HTTP: &networkingv1.HTTPIngressRuleValue{
 				Paths: []networkingv1.HTTPIngressPath{{Path: c.Path, PathType: &exact, Backend: networkingv1.IngressBackend{
 					Service: &networkingv1.IngressServiceBackend{Name: c.Service, Port: networkingv1.ServiceBackendPort{Name: c.Port}}}}},

@@ -295,12 +295,13 @@ func TestIngressCacheTrims(t *testing.T) {
 	}
 }
 
-// TestIngressCanaryAndProtection: the canary Ingress is of Shardgate's class, for exactly the
-// canary's host and path, to the routers' health port; the admission policy guards Ingresses
-// and their status.
+// TestIngressCanaryAndProtection: the canary Ingress is of the shard's flavour's class, for
+// exactly the canary's host and path, to the routers' health port; the admission policy guards
+// Ingresses and their status.
 func TestIngressCanaryAndProtection(t *testing.T) {
 	meta := metav1.ObjectMeta{Namespace: names.Namespace, Name: "canary", Labels: map[string]string{"l": "v"}}
-	route := Ingress{}.CanaryRoute(Canary{Meta: meta, Host: "shardgate-canary.edge.c1.z", Path: "/ping", Service: "canary", Port: "ping"})
+	route := Ingress{}.CanaryRoute(Canary{Meta: meta, Host: "shardgate-canary.edge.c1.z", Path: "/ping", Service: "canary",
+		Port: "ping", IngressClass: names.IngressClassName})
 	i := route.(*networkingv1.Ingress)
 	r := i.Spec.Rules[0]
 	p := r.HTTP.Paths[0]

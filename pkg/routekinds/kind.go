@@ -132,8 +132,12 @@ type Canary struct {
 	Shard v1alpha1.ShardSpec
 	// Meta is the route's name, namespace (Shardgate's) and labels.
 	Meta metav1.ObjectMeta
-	// Host and Path are what the canary requests (names.CanaryHost, render.CanaryPath).
+	// Host and Path are what the canary requests (names.CanaryHost, the path of the shard's
+	// flavour's canary).
 	Host, Path string
 	// Service and Port (a port name) are the backend: the shard's routers' health answer.
 	Service, Port string
+	// IngressClass is the class of the shard's router flavour (render.Flavour), which an Ingress
+	// canary names: a router serves only its own flavour's class.
+	IngressClass string
 }

@@ -78,7 +78,7 @@ func shardPorts(ci *v1alpha1.ClusterIngress, shard string) []v1alpha1.FirewallPo
 		if !ok {
 			return nil
 		}
-		objs, err := fl.Render(render.RenderInput{Domain: names.ShardDomain(s.Name, ci.Status.Domain), Shard: s})
+		objs, err := render.RenderShard(fl, render.RenderInput{Domain: names.ShardDomain(s.Name, ci.Status.Domain), Shard: s})
 		if err != nil {
 			return nil
 		}
