@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
+	"github.com/shardgate/shardgate/pkg/routekinds"
 )
 
 // builtin are the flavours Shardgate ships, in the order their classes are listed. A new flavour
@@ -77,6 +78,16 @@ func ShardClass(s v1alpha1.ShardSpec) string {
 		return f.IngressClass().Name
 	}
 	return ""
+}
+
+// RouteFlavours are Shardgate's flavours as route kinds read them: every registered flavour's
+// class, and the default class of a cluster with these shards (nil: none).
+func RouteFlavours(shards []v1alpha1.ShardSpec) routekinds.Flavours {
+	by := map[string]string{}
+	for _, f := range Flavours() {
+		by[f.IngressClass().Name] = string(f.Name())
+	}
+	return routekinds.Flavours{ByIngressClass: by, DefaultIngressClass: DefaultIngressClass(shards)}
 }
 
 // DefaultIngressClass is the class Shardgate may make a cluster's default, and the class of
