@@ -79,7 +79,8 @@ func Probe(ctx context.Context, host string, port int, req Request, refused Refu
 		case code != 200 || strings.TrimSpace(body) != req.Body:
 			// Only the status: the body is whatever answered at a tenant-chosen address, and the
 			// condition is read by everyone who may read the cluster's status.
-			r.Reason, r.Failure = v1alpha1.ReasonNotAnswering, fmt.Sprintf("%s (Host %s) answered %d, not the routers' 200 %s", url, host, code, req.Body)
+			r.Reason, r.Failure = v1alpha1.ReasonNotAnswering,
+				fmt.Sprintf("%s (Host %s) answered %d, not the routers' 200 %s", url, host, code, req.Body)
 			return r
 		}
 	}

@@ -33,7 +33,8 @@ func isDefaultClass(c *networkingv1.IngressClass) bool {
 // default class when it is one of ours; candidate (the class Shardgate would make the default)
 // when no class is the default and the profile lets Shardgate be it; "" (not Shardgate's) when
 // another controller's class is the default or the profile says Never.
-func ClasslessClass(classes []networkingv1.IngressClass, ours []string, candidate string, policy v1alpha1.DefaultClassPolicy) string {
+func ClasslessClass(classes []networkingv1.IngressClass, ours []string, candidate string,
+	policy v1alpha1.DefaultClassPolicy) string {
 	anyDefault := false
 	for i := range classes {
 		if isDefaultClass(&classes[i]) {

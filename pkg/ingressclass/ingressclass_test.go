@@ -94,7 +94,8 @@ func TestDecideDefaultClass(t *testing.T) {
 // is taken once, for the candidate, and released from whichever class carries it.
 func TestClassesOfSeveralFlavours(t *testing.T) {
 	classes := []string{"shardgate", "shardgate-fake"}
-	fake, fakeDef := class("shardgate-fake", nil), class("shardgate-fake", map[string]string{DefaultClassAnnotation: "true", DefaultClassMarker: "true"})
+	fake := class("shardgate-fake", nil)
+	fakeDef := class("shardgate-fake", map[string]string{DefaultClassAnnotation: "true", DefaultClassMarker: "true"})
 	named := func(c string) *networkingv1.Ingress {
 		return &networkingv1.Ingress{Spec: networkingv1.IngressSpec{IngressClassName: ptr.To(c)}}
 	}
@@ -118,7 +119,8 @@ func TestClassesOfSeveralFlavours(t *testing.T) {
 			t.Errorf("%s: %q, want %q", tt.name, got, tt.want)
 		}
 	}
-	adminUnmarkedFake := class("shardgate-fake", map[string]string{DefaultClassMarker: "true", DefaultClassAnnotation: "false"})
+	adminUnmarkedFake := class("shardgate-fake",
+		map[string]string{DefaultClassMarker: "true", DefaultClassAnnotation: "false"})
 	for _, tt := range []struct {
 		name      string
 		classes   []networkingv1.IngressClass

@@ -33,7 +33,8 @@ func RenderShard(f Flavour, in RenderInput) ([]*unstructured.Unstructured, error
 	ports := listenPorts(f, s)
 	role := routerRole(f)
 	objs := []Object{
-		{corev1.SchemeGroupVersion.WithKind("ServiceAccount"), &corev1.ServiceAccount{ObjectMeta: objectMeta(name, names.Namespace, labels)}},
+		{corev1.SchemeGroupVersion.WithKind("ServiceAccount"),
+			&corev1.ServiceAccount{ObjectMeta: objectMeta(name, names.Namespace, labels)}},
 		{rbacv1.SchemeGroupVersion.WithKind("ClusterRole"), role},
 		{rbacv1.SchemeGroupVersion.WithKind("ClusterRoleBinding"), &rbacv1.ClusterRoleBinding{
 			ObjectMeta: objectMeta("shardgate-"+name, "", labels),
@@ -135,14 +136,17 @@ func deployment(f Flavour, in RenderInput, name string, labels map[string]string
 	strategy := appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType,
 		// Surge first so capacity never drops; host ports cannot surge onto the same node, so
 		// HostNetwork routers replace one at a time instead.
-		RollingUpdate: &appsv1.RollingUpdateDeployment{MaxSurge: ptr.To(intstr.FromInt32(1)), MaxUnavailable: ptr.To(intstr.FromInt32(0))}}
+		RollingUpdate: &appsv1.RollingUpdateDeployment{MaxSurge: ptr.To(intstr.FromInt32(1)),
+			MaxUnavailable: ptr.To(intstr.FromInt32(0))}}
 	if hostNet {
-		strategy.RollingUpdate = &appsv1.RollingUpdateDeployment{MaxSurge: ptr.To(intstr.FromInt32(0)), MaxUnavailable: ptr.To(intstr.FromInt32(1))}
+		strategy.RollingUpdate = &appsv1.RollingUpdateDeployment{MaxSurge: ptr.To(intstr.FromInt32(0)),
+			MaxUnavailable: ptr.To(intstr.FromInt32(1))}
 	}
 	if replicas >= 2 {
 		sel := &metav1.LabelSelector{MatchLabels: names.RouterSelector(s.Name)}
 		pod.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
-			RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{LabelSelector: sel, TopologyKey: corev1.LabelHostname}},
+			RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{
+				{LabelSelector: sel, TopologyKey: corev1.LabelHostname}},
 		}}
 		pod.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{
 			MaxSkew: 1, TopologyKey: corev1.LabelTopologyZone, WhenUnsatisfiable: corev1.ScheduleAnyway, LabelSelector: sel,
@@ -198,7 +202,8 @@ func routerSecurityContext(hostNet bool) *corev1.SecurityContext {
 // onHostNetwork: HostNetwork, VIP and RoutedIP routers bind the node's ports (a VIP or routed IP
 // lands on the node, so the router must listen there).
 func onHostNetwork(s v1alpha1.ShardSpec) bool {
-	return s.Publishing == v1alpha1.PublishHostNetwork || s.Publishing == v1alpha1.PublishVIP || s.Publishing == v1alpha1.PublishRoutedIP
+	return s.Publishing == v1alpha1.PublishHostNetwork || s.Publishing == v1alpha1.PublishVIP ||
+		s.Publishing == v1alpha1.PublishRoutedIP
 }
 
 // tolerations are the shard's, and for RoutedIP shards the holder taint: the node that holds a
@@ -207,7 +212,8 @@ func tolerations(s v1alpha1.ShardSpec) []corev1.Toleration {
 	if s.Publishing != v1alpha1.PublishRoutedIP {
 		return s.Tolerations
 	}
-	return append(slices.Clone(s.Tolerations), corev1.Toleration{Key: v1alpha1.RoutedIPTaintKey, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectPreferNoSchedule})
+	return append(slices.Clone(s.Tolerations), corev1.Toleration{Key: v1alpha1.RoutedIPTaintKey,
+		Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectPreferNoSchedule})
 }
 
 func service(s v1alpha1.ShardSpec, name string, labels map[string]string, http, https int32) *corev1.Service {

@@ -240,3 +240,14 @@ func TestAppliedHash(t *testing.T) {
 		t.Fatal("the hash depends on map order")
 	}
 }
+
+// TestTraefikClassIsTheOneUsersName: users' Ingresses and running clusters name "shardgate", and
+// the flavour contract must never rename it.
+func TestTraefikClassIsTheOneUsersName(t *testing.T) {
+	if c := (Traefik{}).IngressClass(); c.Name != "shardgate" || c.Controller != "traefik.io/ingress-controller" {
+		t.Fatalf("Traefik's class %+v", c)
+	}
+	if d := DefaultIngressClass(v1alpha1.ResolveShards(nil)); d != "shardgate" {
+		t.Fatalf("default class %q", d)
+	}
+}

@@ -49,9 +49,10 @@ tls:
 // directory) fires when that directory is removed at the first update and is gone after it; from
 // then on only kubelet's fsGroup pass, which comes before the switch, woke it, so a renewal
 // reached the routers only when Traefik happened to read after the switch. In directory mode
-// the `..data` switch itself, and the old directory's removal, wake it at every update. Traefik also reads kubelet's hidden copy of the configuration (it descends into
-// subdirectories), which is the same file: it logs that the store is "already configured,
-// skipping" at each reload, and that is all.
+// the `..data` switch itself, and the old directory's removal, wake it at every update. Traefik
+// also reads kubelet's hidden copy of the configuration (it descends into subdirectories), which
+// is the same file: it logs that the store is "already configured, skipping" at each reload, and
+// that is all.
 func traefikTLSArgs(in *TLSInput) []string {
 	args := []string{
 		"--entryPoints.websecure.http.tls=true",
@@ -77,10 +78,13 @@ func tlsVolumeSource() corev1.VolumeSource {
 	return corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
 		DefaultMode: ptr.To[int32](0o440),
 		Sources: []corev1.VolumeProjection{
-			{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: corev1.LocalObjectReference{Name: TraefikTLSConfigName},
-				Items: []corev1.KeyToPath{{Key: tlsConfigFile, Path: tlsConfigFile}}}},
-			{Secret: &corev1.SecretProjection{LocalObjectReference: corev1.LocalObjectReference{Name: names.TLSSecretName}, Optional: ptr.To(true),
-				Items: []corev1.KeyToPath{{Key: corev1.TLSCertKey, Path: corev1.TLSCertKey}, {Key: corev1.TLSPrivateKeyKey, Path: corev1.TLSPrivateKeyKey}}}},
+			{ConfigMap: &corev1.ConfigMapProjection{
+				LocalObjectReference: corev1.LocalObjectReference{Name: TraefikTLSConfigName},
+				Items:                []corev1.KeyToPath{{Key: tlsConfigFile, Path: tlsConfigFile}}}},
+			{Secret: &corev1.SecretProjection{
+				LocalObjectReference: corev1.LocalObjectReference{Name: names.TLSSecretName}, Optional: ptr.To(true),
+				Items: []corev1.KeyToPath{{Key: corev1.TLSCertKey, Path: corev1.TLSCertKey},
+					{Key: corev1.TLSPrivateKeyKey, Path: corev1.TLSPrivateKeyKey}}}},
 		},
 	}}
 }

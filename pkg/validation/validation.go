@@ -103,7 +103,8 @@ func Shards(shards []v1alpha1.ShardSpec, path *field.Path) field.ErrorList {
 			errs = append(errs, field.Invalid(p.Child("replicas"), *s.Replicas, "must be at least 1"))
 		}
 		// The flavours this binary renders (the CRD's enum lists the same; tests register more).
-		errs = append(errs, enum(p.Child("flavour"), s.Flavour, append([]v1alpha1.Flavour{""}, render.FlavourNames()...)...)...)
+		flavours := append([]v1alpha1.Flavour{""}, render.FlavourNames()...)
+		errs = append(errs, enum(p.Child("flavour"), s.Flavour, flavours...)...)
 		errs = append(errs, enum(p.Child("publishing"), s.Publishing, "", v1alpha1.PublishHostNetwork, v1alpha1.PublishNodePort, v1alpha1.PublishLoadBalancer, v1alpha1.PublishVIP, v1alpha1.PublishRoutedIP)...)
 		errs = append(errs, VIP(s, p)...)
 		errs = append(errs, RoutedIP(s, p)...)

@@ -105,7 +105,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 func (r *Reconciler) check(ctx context.Context, req ctrl.Request, s v1alpha1.ShardSpec, host string, ready int32,
 	last *metav1.Condition) (metav1.Condition, error) {
 	notServing := func(reason, msg string) metav1.Condition {
-		return metav1.Condition{Type: v1alpha1.ConditionRoutesServing, Status: metav1.ConditionFalse, Reason: reason, Message: msg}
+		return metav1.Condition{Type: v1alpha1.ConditionRoutesServing, Status: metav1.ConditionFalse,
+			Reason: reason, Message: msg}
 	}
 	if ready == 0 {
 		// Not a failure of routes: there are no routers yet (ShardsAvailable says why).
@@ -114,7 +115,8 @@ func (r *Reconciler) check(ctx context.Context, req ctrl.Request, s v1alpha1.Sha
 	flavour, known := render.FlavourFor(s.Flavour)
 	if !known {
 		// Routers of a flavour this binary does not render (a downgrade): no canary route to ask.
-		return notServing(v1alpha1.ReasonCanaryPending, fmt.Sprintf("the shard's flavour %q is not one Shardgate renders", s.Flavour)), nil
+		return notServing(v1alpha1.ReasonCanaryPending,
+			fmt.Sprintf("the shard's flavour %q is not one Shardgate renders", s.Flavour)), nil
 	}
 	port, err := r.entryPort(ctx, req, s)
 	var refused refusedPort

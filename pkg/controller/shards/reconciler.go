@@ -147,7 +147,8 @@ func (r *Reconciler) reconcileShards(ctx context.Context, ci *v1alpha1.ClusterIn
 	if err := r.prune(ctx, cluster, desired.All(), unrendered(desired)); err != nil {
 		return available(metav1.ConditionFalse, v1alpha1.ReasonShardsApplyFailed, err.Error()), err
 	}
-	if err := r.defaultClass(ctx, cluster, shards, v1alpha1.ResolveIngressClass(ci.Spec.IngressClass).Default); err != nil {
+	classPolicy := v1alpha1.ResolveIngressClass(ci.Spec.IngressClass).Default
+	if err := r.defaultClass(ctx, cluster, shards, classPolicy); err != nil {
 		return available(metav1.ConditionFalse, v1alpha1.ReasonShardsApplyFailed, err.Error()), err
 	}
 	if len(failed) > 0 {
@@ -238,7 +239,8 @@ func (r *Reconciler) defaultClass(ctx context.Context, cluster clusteraccess.Clu
 	if err := cluster.Reader().List(ctx, classes); err != nil {
 		return clusteraccess.DescribeError("list IngressClasses", err)
 	}
-	action, class := ingressclass.DecideDefaultClass(classes.Items, render.IngressClassNames(), render.DefaultIngressClass(shards), policy)
+	action, class := ingressclass.DecideDefaultClass(classes.Items, render.IngressClassNames(),
+		render.DefaultIngressClass(shards), policy)
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(networkingv1.SchemeGroupVersion.WithKind("IngressClass"))
 	u.SetName(class)
