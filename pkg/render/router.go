@@ -22,7 +22,7 @@ const routerUser, routerGroup = 65532, 65532
 
 // HostNetwork routers bind the node's 80 and 443, where clients reach every router; the others
 // listen on their flavour's unprivileged Ports behind their Service's 80 and 443.
-const hostHTTP, hostHTTPS = 80, 443
+const HostHTTP, HostHTTPS = 80, 443
 
 // RenderShard renders one shard's routers with flavour f: its own parts (the router container,
 // its role, its TLS wiring) in the shape every router shares.
@@ -70,7 +70,7 @@ func RenderShard(f Flavour, in RenderInput) ([]*unstructured.Unstructured, error
 func listenPorts(f Flavour, s v1alpha1.ShardSpec) Ports {
 	p := f.Ports()
 	if onHostNetwork(s) {
-		p.HTTP, p.HTTPS = hostHTTP, hostHTTPS
+		p.HTTP, p.HTTPS = HostHTTP, HostHTTPS
 	}
 	return p
 }

@@ -127,7 +127,7 @@ func (r *Reconciler) reconcileShards(ctx context.Context, ci *v1alpha1.ClusterIn
 		if same {
 			return nil
 		}
-		err = w.Apply(ctx, client.ApplyConfigurationFromUnstructured(o), client.FieldOwner(v1alpha1.FieldOwner), client.ForceOwnership)
+		err = apply(ctx, w, o)
 		if o.GetKind() == "ClusterRole" && apierrors.IsForbidden(err) {
 			// The least-privilege role may only bind the router roles: the cluster admin creates
 			// them. The other objects are still applied; the condition says what is missing.
