@@ -232,12 +232,13 @@ func ResolveClaims(c ClaimSettings) ClaimSettings {
 	return c
 }
 
-// ClaimedShard is the shard provisioned for an admitted claim: one replica set of the profile's
-// flavour with the claim's admitted replicas and resources and the profile's claim settings,
+// ClaimedShard is the shard provisioned for an admitted claim: one replica set of flavour (the
+// profile's first shard's, whose class is the cluster's default: a claim's classless Ingresses
+// name it) with the claim's admitted replicas and resources and the profile's claim settings,
 // taking Ingresses from the claim's namespace only (and, in allocation, only those it names).
-func ClaimedShard(c ClaimRecord, s ClaimSettings) ShardSpec {
+func ClaimedShard(c ClaimRecord, s ClaimSettings, flavour Flavour) ShardSpec {
 	s = ResolveClaims(s)
-	return ShardSpec{Name: c.Shard, Flavour: FlavourTraefik, Image: s.Image, ImagePullPolicy: s.ImagePullPolicy,
+	return ShardSpec{Name: c.Shard, Flavour: flavour, Image: s.Image, ImagePullPolicy: s.ImagePullPolicy,
 		Replicas: ptr.To(max(c.Replicas, 1)), Publishing: s.Publishing, NodeSelector: s.NodeSelector, Resources: *c.Resources.DeepCopy(),
 		NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: c.Namespace}},
 		Claim:             c.Namespace + "/" + c.Name}
@@ -250,9 +251,13 @@ func (ci *ClusterIngress) Shards() []ShardSpec {
 	if len(ci.Status.Claims) == 0 {
 		return out
 	}
+	flavour := out[0].Flavour
+	if flavour == "" {
+		flavour = FlavourTraefik // a spec written before flavours were defaulted
+	}
 	out = append([]ShardSpec(nil), out...)
 	for _, c := range ci.ActiveClaims() {
-		out = append(out, ClaimedShard(c, ci.Spec.Claims))
+		out = append(out, ClaimedShard(c, ci.Spec.Claims, flavour))
 	}
 	return out
 }

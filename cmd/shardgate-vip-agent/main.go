@@ -67,15 +67,16 @@ func runAgent(ctx context.Context) {
 	flag.StringVar(&nodeIP, "node-ip", "", "this node's address (VRRP source)")
 	flag.StringVar(&o.AgentDir, "agent-dir", "/run/keepalived", "the agent's directory (keepalived reads it)")
 	flag.StringVar(&o.KeepalivedDir, "run-dir", "/run/keepalived-supervisor", "keepalived's directory (read only)")
-	flag.StringVar(&o.RouterURL, "router-url", "http://127.0.0.1:9000/ping", "answers 200 while the local router serves")
+	flag.StringVar(&o.RouterURL, "router-url", "", "answers 200 while the local router serves "+
+		"(its flavour's readiness, which Shardgate renders; required)")
 	flag.DurationVar(&o.ProbeInterval, "probe-interval", 200*time.Millisecond, "router probe interval and timeout")
 	flag.DurationVar(&o.ReloadCheck, "reload-check", time.Second, "how often the configuration is compared")
 	shard := flag.String("shard", "", "the shard (names the nodes' report Leases)")
 	namespace := flag.String("namespace", "shardgate-system", "namespace of the ConfigMap and the report Leases")
 	flag.Parse()
 	addr, err := netip.ParseAddr(nodeIP)
-	if err != nil || o.NodeName == "" {
-		log.Fatalf("--node-name and --node-ip are required")
+	if err != nil || o.NodeName == "" || o.RouterURL == "" {
+		log.Fatalf("--node-name, --node-ip and --router-url are required")
 	}
 	o.NodeIP = addr
 	o.Source = files

@@ -23,6 +23,9 @@ type Shard struct {
 	// Claim is the IngressClaim (namespace/name) a claimed shard serves: it takes only the
 	// Ingresses pinned to it, never one the planner would choose.
 	Claim string
+	// Flavour is the kind of router the shard runs: it takes only the routes whose class asks for
+	// that flavour (a router serves only its own flavour's class). "": any.
+	Flavour string
 }
 
 // Route is a route of any kind (an Ingress) as the planner sees it.
@@ -43,6 +46,8 @@ type Route struct {
 	Created   time.Time
 	// Pin is the claimed shard an IngressClaim binds the Ingress to ("" for none).
 	Pin string
+	// Flavour is the router flavour the route's class asks for (Shard.Flavour). "": any.
+	Flavour string
 }
 
 // Config is the cluster-wide allocation policy.
@@ -212,6 +217,10 @@ func (p *planner) allocate(r Route) Allocation {
 		if s == nil {
 			return reject("host %s is under the cluster domain but under no shard's domain", norm)
 		}
+		if !serves(s, r) {
+			return reject("host %s is under shard %s's domain, whose routers are %s; its class asks for %s routers",
+				norm, s.Name, s.Flavour, r.Flavour)
+		}
 		if err := p.checkShardName(norm, s, r); err != nil {
 			return reject("%v", err)
 		}
@@ -224,6 +233,9 @@ func (p *planner) allocate(r Route) Allocation {
 	if cur != nil && cur.Claim != "" && r.Pin != cur.Name {
 		cur = nil // a claimed shard keeps only what its claim binds
 	}
+	if cur != nil && !serves(cur, r) {
+		cur = nil // the route names another flavour's class now: its routers no longer serve it
+	}
 	switch {
 	case r.Pin != "":
 		// Bound by a claim, the one exception to stickiness: the user asked for it.
@@ -233,6 +245,10 @@ func (p *planner) allocate(r Route) Allocation {
 		}
 		if forced != "" && forced != pin.Name {
 			return reject("IngressClaim %s binds it to shard %s, but its host is under shard %s's domain; use a host under %s or your own", pin.Claim, pin.Name, forced, pin.Domain)
+		}
+		if !serves(pin, r) {
+			return reject("IngressClaim %s binds it to shard %s, whose routers are %s; its class asks for %s routers",
+				pin.Claim, pin.Name, pin.Flavour, r.Flavour)
 		}
 		a.Shard = pin.Name
 		if r.Shard != "" && r.Shard != pin.Name {
@@ -246,6 +262,8 @@ func (p *planner) allocate(r Route) Allocation {
 			a.MoveReason = fmt.Sprintf("shard %s was removed", r.Shard)
 			if old := p.byName[r.Shard]; old != nil && old.Claim != "" {
 				a.MoveReason = fmt.Sprintf("IngressClaim %s no longer binds it", old.Claim)
+			} else if old != nil && !serves(old, r) {
+				a.MoveReason = fmt.Sprintf("its class asks for %s routers now; shard %s's are %s", r.Flavour, r.Shard, old.Flavour)
 			} else if cur != nil {
 				a.MoveReason = fmt.Sprintf("its host is under shard %s's domain, which DNS sends to that shard", forced)
 			}
@@ -256,6 +274,8 @@ func (p *planner) allocate(r Route) Allocation {
 			return reject("its host is under shard %s's domain, which IngressClaim %s holds for the Ingresses it names", forced, p.byName[forced].Claim)
 		case len(cands) == 0 && forced != "":
 			return reject("its host is under shard %s's domain, but that shard does not accept this namespace or route", forced)
+		case len(cands) == 0 && !p.anyServes(r):
+			return reject("no shard has %s routers, which its class asks for", r.Flavour)
 		case len(cands) == 0:
 			return reject("no shard accepts this Ingress (namespace and route selectors)")
 		}
@@ -339,9 +359,22 @@ func (p *planner) candidates(r Route, forced string) []ShardLoad {
 		if forced != "" && s.Name != forced {
 			continue
 		}
+		if !serves(&s, r) {
+			continue
+		}
 		cands = append(cands, ShardLoad{Name: s.Name, Routes: p.load[s.Name], Capacity: s.Capacity, Seq: p.allocated})
 	}
 	return cands
+}
+
+// serves reports whether the shard's routers are the flavour the route's class asks for.
+func serves(s *Shard, r Route) bool {
+	return s.Flavour == "" || r.Flavour == "" || s.Flavour == r.Flavour
+}
+
+// anyServes reports whether a shard the planner may choose has the routers the route asks for.
+func (p *planner) anyServes(r Route) bool {
+	return slices.ContainsFunc(p.shards, func(s Shard) bool { return s.Claim == "" && serves(&s, r) })
 }
 
 func normalizeHost(h string) string {

@@ -313,3 +313,51 @@ func FuzzValidateHost(f *testing.F) {
 		}
 	})
 }
+
+// TestRoutesGoToTheirFlavoursShards: with shards of two flavours, a route goes only to a shard
+// whose routers are the flavour its class asks for; its host under another flavour's shard, a
+// claim on one, a flavour no shard has, and a class changed under an allocated route are each
+// said.
+func TestRoutesGoToTheirFlavoursShards(t *testing.T) {
+	shards := []Shard{
+		{Name: "default", Domain: "c1.z", Capacity: 1, Flavour: "traefik"},
+		{Name: "fast", Domain: "fast.c1.z", Capacity: 1, Flavour: "fake"},
+		{Name: "mine-team", Domain: "mine-team.c1.z", Capacity: 1, Flavour: "traefik", Claim: "team/mine"},
+	}
+	of := func(r Route, flavour string) Route {
+		r.Flavour = flavour
+		return r
+	}
+	pinned := of(route("team", "pinned", 6, ""), "fake")
+	pinned.Pin = "mine-team"
+	p := plan(t, "LeastRoutes", nil, shards,
+		of(route("ns", "a", 1, ""), "traefik"),
+		of(route("ns", "b", 2, ""), "fake"),
+		of(route("ns", "c", 3, "", "x.fast.c1.z"), "traefik"),
+		of(route("ns", "d", 4, ""), "gone"),
+		of(held(route("ns", "e", 5, "", "e.c1.z"), "default", "e.c1.z"), "fake"),
+		pinned,
+	)
+	for key, want := range map[string]string{"ns/a": "default", "ns/b": "fast"} {
+		if a := p[key]; a.Rejected || a.Shard != want {
+			t.Errorf("%s: %+v, want shard %s", key, a, want)
+		}
+	}
+	for key, why := range map[string]string{
+		"ns/c":        "under shard fast's domain, whose routers are fake; its class asks for traefik routers",
+		"ns/d":        "no shard has gone routers",
+		"team/pinned": "binds it to shard mine-team, whose routers are traefik; its class asks for fake routers",
+		// Its host stays under the default shard's domain, which DNS sends to the other flavour.
+		"ns/e": "under shard default's domain, whose routers are traefik; its class asks for fake routers",
+	} {
+		if a := p[key]; !a.Rejected || !strings.Contains(a.Reason, why) {
+			t.Errorf("%s: %+v, want rejected: %s", key, a, why)
+		}
+	}
+	// An allocated route whose class changed moves to a shard of its new flavour, and says why.
+	moved := plan(t, "LeastRoutes", nil, shards, of(held(route("ns", "f", 1, ""), "default"), "fake"))["ns/f"]
+	if moved.Shard != "fast" || moved.MovedFrom != "default" ||
+		!strings.Contains(moved.MoveReason, "its class asks for fake routers now; shard default's are traefik") {
+		t.Errorf("class changed: %+v", moved)
+	}
+}

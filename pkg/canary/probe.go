@@ -39,9 +39,15 @@ type (
 	Get     func(ctx context.Context, url, host string) (int, string, error)
 )
 
-// Probe resolves host and asks up to MaxAddresses of its addresses for path on port. An address
-// in refused is not asked: the check fails with AddressRefused.
-func Probe(ctx context.Context, host string, port int, path string, refused Refused, resolve Resolve, get Get) Result {
+// Request is what a shard's canary route asks (Path) and what its routers answer (Body, with
+// status 200): each router flavour has its own (render.Flavour's Canary).
+type Request struct {
+	Path, Body string
+}
+
+// Probe resolves host and asks up to MaxAddresses of its addresses for req.Path on port. An
+// address in refused is not asked: the check fails with AddressRefused.
+func Probe(ctx context.Context, host string, port int, req Request, refused Refused, resolve Resolve, get Get) Result {
 	r := Result{Host: host}
 	addrs, err := resolve(ctx, host)
 	if err != nil {
@@ -64,16 +70,17 @@ func Probe(ctx context.Context, host string, port int, path string, refused Refu
 		}
 	}
 	for _, a := range addrs {
-		url := "http://" + net.JoinHostPort(a, strconv.Itoa(port)) + path
+		url := "http://" + net.JoinHostPort(a, strconv.Itoa(port)) + req.Path
 		code, body, err := get(ctx, url, host)
 		switch {
 		case err != nil:
 			r.Reason, r.Failure = v1alpha1.ReasonNotAnswering, fmt.Sprintf("%s (Host %s): %v", url, host, err)
 			return r
-		case code != 200 || strings.TrimSpace(body) != "OK":
+		case code != 200 || strings.TrimSpace(body) != req.Body:
 			// Only the status: the body is whatever answered at a tenant-chosen address, and the
 			// condition is read by everyone who may read the cluster's status.
-			r.Reason, r.Failure = v1alpha1.ReasonNotAnswering, fmt.Sprintf("%s (Host %s) answered %d, not the routers' 200 OK", url, host, code)
+			r.Reason, r.Failure = v1alpha1.ReasonNotAnswering,
+				fmt.Sprintf("%s (Host %s) answered %d, not the routers' 200 %s", url, host, code, req.Body)
 			return r
 		}
 	}

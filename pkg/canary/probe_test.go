@@ -68,7 +68,7 @@ func TestProbe(t *testing.T) {
 			if refused, err = refused.WithAllowed([]string{"10.0.0.0/8"}); err != nil {
 				t.Fatal(err)
 			}
-			r := Probe(context.Background(), "c.example", 8080, "/ping", refused, tc.resolve, tc.get)
+			r := Probe(context.Background(), "c.example", 8080, Request{Path: "/ping", Body: "OK"}, refused, tc.resolve, tc.get)
 			if r.Reason != tc.reason || !strings.Contains(r.Failure, tc.failure) || (tc.failure == "" && r.Failure != "") || len(asked) != tc.askedWanted {
 				t.Fatalf("%+v, asked %v", r, asked)
 			}
@@ -85,7 +85,7 @@ func TestProbe(t *testing.T) {
 // address may be the seed's own secrets.
 func TestProbeKeepsBodiesOut(t *testing.T) {
 	get := func(context.Context, string, string) (int, string, error) { return 500, "token=s3cr3t", nil }
-	r := Probe(context.Background(), "c.example", 80, "/ping", DefaultRefused(),
+	r := Probe(context.Background(), "c.example", 80, Request{Path: "/ping", Body: "OK"}, DefaultRefused(),
 		func(context.Context, string) ([]string, error) { return []string{"203.0.113.1"}, nil }, get)
 	if r.Reason != v1alpha1.ReasonNotAnswering || strings.Contains(r.Failure, "s3cr3t") {
 		t.Fatalf("%+v", r)

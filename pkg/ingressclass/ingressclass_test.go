@@ -49,9 +49,18 @@ func TestClassOwnership(t *testing.T) {
 		{"classless, no default class", []networkingv1.IngressClass{ours}, v1alpha1.DefaultClassIfNoDefault, ing(nil, ""), true},
 		{"classless, no default class, policy Never", []networkingv1.IngressClass{ours}, v1alpha1.DefaultClassNever, ing(nil, ""), false},
 	} {
-		if got := Ours(tt.ing, ClasslessAreOurs(tt.classes, tt.policy)); got != tt.want {
-			t.Errorf("%s: %v, want %v", tt.name, got, tt.want)
+		ours := []string{names.IngressClassName}
+		got := ClassOf(tt.ing, ours, ClasslessClass(tt.classes, ours, names.IngressClassName, tt.policy))
+		if (got == names.IngressClassName) != tt.want || (got != "" && got != names.IngressClassName) {
+			t.Errorf("%s: %q, want ours %v", tt.name, got, tt.want)
 		}
+	}
+	// An empty legacy annotation names a class, none of ours: not Shardgate's even when classless
+	// Ingresses are.
+	empty := &networkingv1.Ingress{}
+	empty.Annotations = map[string]string{LegacyClassAnnotation: ""}
+	if got := ClassOf(empty, []string{names.IngressClassName}, names.IngressClassName); got != "" {
+		t.Errorf("empty legacy annotation: %q", got)
 	}
 }
 
@@ -73,8 +82,65 @@ func TestDecideDefaultClass(t *testing.T) {
 		{"policy Never, never marked: keep", []networkingv1.IngressClass{ours}, v1alpha1.DefaultClassNever, DefaultClassKeep},
 		{"policy Never after a mark: release", []networkingv1.IngressClass{oursDef}, v1alpha1.DefaultClassNever, DefaultClassRelease},
 	} {
-		if got := DecideDefaultClass(tt.classes, tt.policy); got != tt.want {
-			t.Errorf("%s: %d, want %d", tt.name, got, tt.want)
+		got, class := DecideDefaultClass(tt.classes, []string{names.IngressClassName}, names.IngressClassName, tt.policy)
+		if got != tt.want || (got != DefaultClassKeep) != (class == names.IngressClassName) {
+			t.Errorf("%s: %d on %q, want %d", tt.name, got, class, tt.want)
+		}
+	}
+}
+
+// TestClassesOfSeveralFlavours: each flavour has its class; an Ingress belongs to the one it
+// names, classless ones to the default class when it is one of Shardgate's, and the default mark
+// is taken once, for the candidate, and released from whichever class carries it.
+func TestClassesOfSeveralFlavours(t *testing.T) {
+	classes := []string{"shardgate", "shardgate-fake"}
+	fake := class("shardgate-fake", nil)
+	fakeDef := class("shardgate-fake", map[string]string{DefaultClassAnnotation: "true", DefaultClassMarker: "true"})
+	named := func(c string) *networkingv1.Ingress {
+		return &networkingv1.Ingress{Spec: networkingv1.IngressSpec{IngressClassName: ptr.To(c)}}
+	}
+	classless := &networkingv1.Ingress{}
+	for _, tt := range []struct {
+		name      string
+		classes   []networkingv1.IngressClass
+		candidate string
+		ing       *networkingv1.Ingress
+		want      string
+	}{
+		{"names the second flavour's class", []networkingv1.IngressClass{oursDef, fake}, "shardgate", named("shardgate-fake"), "shardgate-fake"},
+		{"names the first's", []networkingv1.IngressClass{ours, fakeDef}, "shardgate", named("shardgate"), "shardgate"},
+		{"classless, the second's class is default", []networkingv1.IngressClass{ours, fakeDef}, "shardgate", classless, "shardgate-fake"},
+		{"classless, no default: the candidate", []networkingv1.IngressClass{ours, fake}, "shardgate-fake", classless, "shardgate-fake"},
+		{"classless, nginx is default", []networkingv1.IngressClass{ours, fake, nginxDef}, "shardgate", classless, ""},
+		{"names nginx", []networkingv1.IngressClass{oursDef, fake}, "shardgate", named("nginx"), ""},
+	} {
+		got := ClassOf(tt.ing, classes, ClasslessClass(tt.classes, classes, tt.candidate, v1alpha1.DefaultClassIfNoDefault))
+		if got != tt.want {
+			t.Errorf("%s: %q, want %q", tt.name, got, tt.want)
+		}
+	}
+	adminUnmarkedFake := class("shardgate-fake",
+		map[string]string{DefaultClassMarker: "true", DefaultClassAnnotation: "false"})
+	for _, tt := range []struct {
+		name      string
+		classes   []networkingv1.IngressClass
+		candidate string
+		policy    v1alpha1.DefaultClassPolicy
+		want      DefaultClassAction
+		on        string
+	}{
+		{"no default: mark the candidate", []networkingv1.IngressClass{ours, fake}, "shardgate-fake", v1alpha1.DefaultClassIfNoDefault,
+			DefaultClassMark, "shardgate-fake"},
+		{"another of ours is default: keep", []networkingv1.IngressClass{oursDef, fake}, "shardgate-fake", v1alpha1.DefaultClassIfNoDefault,
+			DefaultClassKeep, ""},
+		{"Shardgate marked another of its classes once: never again", []networkingv1.IngressClass{ours, adminUnmarkedFake}, "shardgate",
+			v1alpha1.DefaultClassIfNoDefault, DefaultClassKeep, ""},
+		{"Never: release the mark where it is", []networkingv1.IngressClass{ours, fakeDef}, "shardgate", v1alpha1.DefaultClassNever,
+			DefaultClassRelease, "shardgate-fake"},
+	} {
+		got, on := DecideDefaultClass(tt.classes, classes, tt.candidate, tt.policy)
+		if got != tt.want || on != tt.on {
+			t.Errorf("%s: %d on %q, want %d on %q", tt.name, got, on, tt.want, tt.on)
 		}
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
+	"github.com/shardgate/shardgate/pkg/render"
 	"github.com/shardgate/shardgate/pkg/routekinds"
 )
 
@@ -70,7 +71,7 @@ func Explain(k routekinds.Kind, route client.Object, shardDomains map[string]str
 		return e // a rejected route is not served: its hosts' answers would mislead
 	default:
 		e.State = "Pending"
-		e.Reason = k.ServedElsewhere(route)
+		e.Reason = k.ServedElsewhere(route, render.RouteFlavours(nil))
 		if e.Reason == "" {
 			e.Reason = "Shardgate has not allocated it yet (is the cluster engaged? see `kubectl shardgate status`)"
 		}

@@ -1,5 +1,5 @@
 // Package names holds the names Shardgate gives things in user clusters and DNS, shared by every
-// controller: the namespace, the IngressClass, router objects, shard domains and default hosts.
+// controller: the namespace, Traefik's IngressClass, router objects, shard domains and default hosts.
 package names
 
 import (
@@ -14,7 +14,9 @@ import (
 const (
 	// Namespace holds the routers.
 	Namespace = "shardgate-system"
-	// IngressClassName is the class all shards share (each serves only its shard label).
+	// IngressClassName is the Traefik flavour's class, the one users' Ingresses have named since
+	// the first release. Each flavour has its own class: code asks a shard's flavour for it
+	// (render.Flavour.IngressClass); this name stays so that it never changes for Traefik.
 	IngressClassName = "shardgate"
 	// UserInfoNamespace/UserInfoName: the ConfigMap that tells users where routes land.
 	UserInfoNamespace = "kube-public"
@@ -22,8 +24,6 @@ const (
 	// TLSSecretName is the routers' copy of the cluster's certificate (in Namespace): the only
 	// Secret Shardgate reads or writes in a user cluster.
 	TLSSecretName = "shardgate-tls"
-	// TLSConfigName is the ConfigMap with the routers' TLS configuration (in Namespace).
-	TLSConfigName = "shardgate-tls-config"
 )
 
 // RouterName is the name of a shard's Deployment, Service, ServiceAccount and PDB.

@@ -80,7 +80,7 @@ func AdmissionPolicy(shardgateUser string, kinds routekinds.Registry) ([]*unstru
 		},
 	}
 	return toUnstructured(
-		typed{admissionregistrationv1.SchemeGroupVersion.WithKind("ValidatingAdmissionPolicy"), policy},
-		typed{admissionregistrationv1.SchemeGroupVersion.WithKind("ValidatingAdmissionPolicyBinding"), binding},
+		Object{admissionregistrationv1.SchemeGroupVersion.WithKind("ValidatingAdmissionPolicy"), policy},
+		Object{admissionregistrationv1.SchemeGroupVersion.WithKind("ValidatingAdmissionPolicyBinding"), binding},
 	)
 }

@@ -68,7 +68,7 @@ func routerPod(t *testing.T, s v1alpha1.ShardSpec, tls bool) corev1.PodSpec {
 	if tls {
 		in.TLS = &TLSInput{}
 	}
-	objs, err := Traefik{}.Render(in)
+	objs, err := RenderShard(Traefik{}, in)
 	if err != nil {
 		t.Fatal(err)
 	}

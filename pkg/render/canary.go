@@ -11,29 +11,27 @@ import (
 	"github.com/shardgate/shardgate/pkg/routekinds"
 )
 
-// CanaryPath is what the canary requests: the routers' own health answer ("OK"), reached
-// through the same entry point, host routing and Service endpoints as any user's route.
-const CanaryPath = "/ping"
-
-// canaryObjects: a Service on the shard's routers' admin port and a route for
-// shardgate-canary.<domain>/ping on the shard, of each route kind that routes the shard's canary
-// (an Ingress), so that a request for the canary host travels the path every route does (DNS,
-// the shard's entry point, the router's host routing, a Service backend) without any workload of
-// its own.
-func canaryObjects(s v1alpha1.ShardSpec, domain string, labels map[string]string, kinds routekinds.Registry,
-) ([]typed, error) {
+// canaryObjects: a Service on the shard's routers' canary port and a route for
+// shardgate-canary.<domain><path> on the shard, of each route kind that routes the shard's canary
+// (an Ingress of the flavour's class), so that a request for the canary host travels the path
+// every route does (DNS, the shard's entry point, the router's host routing, a Service backend)
+// without any workload of its own. The flavour says what is asked and answered.
+func canaryObjects(f Flavour, s v1alpha1.ShardSpec, domain string, labels map[string]string, kinds routekinds.Registry,
+) ([]Object, error) {
 	name := names.CanaryName(s.Name)
+	fc := f.Canary()
 	svc := &corev1.Service{
 		ObjectMeta: objectMeta(name, names.Namespace, labels),
 		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeClusterIP, Selector: names.RouterSelector(s.Name),
-			Ports: []corev1.ServicePort{{Name: "ping", Port: traefikAdminPort, TargetPort: intstr.FromInt32(traefikAdminPort), Protocol: corev1.ProtocolTCP}}},
+			Ports: []corev1.ServicePort{{Name: "ping", Port: fc.Port, TargetPort: intstr.FromInt32(fc.Port),
+				Protocol: corev1.ProtocolTCP}}},
 	}
-	objs := []typed{{corev1.SchemeGroupVersion.WithKind("Service"), svc}}
+	objs := []Object{{corev1.SchemeGroupVersion.WithKind("Service"), svc}}
 	c := routekinds.Canary{Shard: s, Meta: objectMeta(name, names.Namespace, labels), Host: names.CanaryHost(domain),
-		Path: CanaryPath, Service: name, Port: "ping"}
+		Path: fc.Path, Service: name, Port: "ping", IngressClass: f.IngressClass().Name}
 	for _, k := range kinds {
 		if route := k.CanaryRoute(c); route != nil {
-			objs = append(objs, typed{k.GroupVersionKind(), route})
+			objs = append(objs, Object{k.GroupVersionKind(), route})
 		}
 	}
 	if len(objs) == 1 {

@@ -28,7 +28,7 @@ func TestCanaryObjects(t *testing.T) {
 			}
 			r := ing.Spec.Rules[0]
 			p := r.HTTP.Paths[0]
-			if ing.Namespace != "shardgate-system" || *ing.Spec.IngressClassName != "shardgate" || p.Path != CanaryPath ||
+			if ing.Namespace != "shardgate-system" || *ing.Spec.IngressClassName != "shardgate" || p.Path != (Traefik{}).Canary().Path ||
 				*p.PathType != networkingv1.PathTypeExact || p.Backend.Service.Name != ing.Name || ing.Labels[v1alpha1.ManagedByLabel] != v1alpha1.ManagedByValue {
 				t.Fatalf("canary Ingress %+v", ing)
 			}

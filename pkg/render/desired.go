@@ -84,23 +84,25 @@ func DesiredObjects(in DesiredInput) ([]*unstructured.Unstructured, error) {
 // admission policy or other shards from being applied.
 func RenderDesired(in DesiredInput) (Desired, error) {
 	var d Desired
-	sharedDone := map[v1alpha1.Flavour]bool{}
+	// The flavours in use, in the order of their first shard: each brings its class, its role and
+	// its TLS wiring once.
+	var used []Flavour
 	for _, s := range in.Shards {
 		f, ok := FlavourFor(s.Flavour)
 		if !ok {
 			d.Shards = append(d.Shards, ShardObjects{Name: s.Name, Err: fmt.Errorf("shard %s: unknown flavour %q", s.Name, s.Flavour)})
 			continue
 		}
-		if !sharedDone[s.Flavour] {
+		if !slices.ContainsFunc(used, func(g Flavour) bool { return g.Name() == f.Name() }) {
 			shared, err := SharedObjects(f)
 			if err != nil {
 				return Desired{}, err
 			}
 			d.Cluster = append(d.Cluster, shared...)
-			sharedDone[s.Flavour] = true
+			used = append(used, f)
 		}
-		objs, err := f.Render(RenderInput{Domain: names.ShardDomain(s.Name, in.ClusterDomain), Shard: s, DNSTTL: in.TTL, TLS: in.TLS, VIP: in.VIP[s.Name],
-			Canary: in.Canary, RouteKinds: in.RouteKinds})
+		objs, err := RenderShard(f, RenderInput{Domain: names.ShardDomain(s.Name, in.ClusterDomain), Shard: s, DNSTTL: in.TTL,
+			TLS: in.TLS, VIP: in.VIP[s.Name], Canary: in.Canary, RouteKinds: in.RouteKinds})
 		if err != nil {
 			d.Shards = append(d.Shards, ShardObjects{Name: s.Name, Err: fmt.Errorf("shard %s: %w", s.Name, err)})
 			continue
@@ -116,7 +118,7 @@ func RenderDesired(in DesiredInput) (Desired, error) {
 		d.Shards = append(d.Shards, so)
 	}
 	if in.TLS != nil {
-		tls, err := TLSObjects(in.TLS)
+		tls, err := TLSObjects(in.TLS, used...)
 		if err != nil {
 			return Desired{}, err
 		}

@@ -1,27 +1,130 @@
 package render
 
 import (
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
 	"github.com/shardgate/shardgate/pkg/routekinds"
 )
 
-// Flavour renders the router of one shard: the flavour-specific objects (ServiceAccount, RBAC,
-// Deployment, Service, PodDisruptionBudget) and the IngressClass all its shards share. A renderer
-// is a pure function of its input.
+// Flavour is one kind of router (Traefik today). It owns everything that differs between router
+// implementations; RenderShard builds what every router shares around it (ServiceAccount, role
+// binding, the Deployment's shape: replicas, spread, rolling update, preStop, probes, least
+// privilege, API token; the Service, the disruption budget, the canary route, the VIP agent).
+// Everything outside this package asks the flavour of a shard (FlavourFor) instead of naming one.
+// A flavour's methods are pure.
 //
-// A flavour's routers must publish the shard's domain apex (RenderInput.Domain) in
-// status.loadBalancer of every Ingress they serve: Shardgate tells users their shard, hosts and
-// CNAME target, and the router that serves an Ingress tells its address.
+// What a flavour's routers must do, which no method can say (the flavour conformance suite checks
+// it on real pods):
+//   - serve exactly the Ingresses of its IngressClass that match RouterInput.RouteSelector (the
+//     shard filter; Shardgate's allocation writes the label, and only Shardgate may), and no other;
+//   - publish RouterInput.Domain in status.loadBalancer of every Ingress they serve: Shardgate tells
+//     users their shard, hosts and CNAME target; the router that serves an Ingress tells its address;
+//   - serve HTTP and HTTPS on RouterInput's ports, with the cluster's certificate (TLSInput) as the
+//     default certificate and, with RedirectHTTP, plain HTTP answered by a permanent redirect to
+//     port 443;
+//   - answer Readiness while they serve (a router that does not is taken out of DNS, of its
+//     Service and, on a VIP shard, gives up its node's VIPs) and keep serving through the preStop
+//     delay, so a rolling update or drain loses no request;
+//   - run as RenderShard's security context allows: uid 65532 without capabilities behind a
+//     Service, root with NET_BIND_SERVICE only on the host network, a read-only root file system.
 type Flavour interface {
-	// IngressClassController is the spec.controller of the shared IngressClass.
-	IngressClassController() string
-	// Render returns the objects of one shard.
-	Render(in RenderInput) ([]*unstructured.Unstructured, error)
+	// Name is the flavour's value of ShardSpec.Flavour.
+	Name() v1alpha1.Flavour
+	// IngressClass is the class the flavour's routers serve. Each flavour has its own: a class names
+	// one controller and a router serves only its controller's classes, so flavours share a
+	// cluster by having one class each, and an Ingress naming a flavour's class is allocated to that
+	// flavour's shards only.
+	IngressClass() IngressClass
+	// GatewayClassController is the spec.controllerName of the flavour's GatewayClass, for when
+	// Shardgate serves Gateway API routes; "" when its routers serve none.
+	GatewayClassController() string
+	// DefaultImage is the router image of a shard that names none.
+	DefaultImage() string
+	// Ports are where the router listens behind a Service (unprivileged ports: it runs without
+	// capabilities there). On the host network it listens on the node's 80 and 443 instead, and
+	// on Admin as given.
+	Ports() Ports
+	// Health answers 200 while the router process works: the liveness probe.
+	Health() HTTPGet
+	// Readiness answers 200 while the router serves routes: the readiness probe, which gates DNS
+	// (only nodes with a ready router are published) and the Service's endpoints, and the VIP
+	// agent's health URL.
+	Readiness() HTTPGet
+	// Canary is what the shard's canary route sends to the routers and what they answer.
+	Canary() Canary
+	// ClusterRole is the role every router of the flavour is bound to: its name and rules, the
+	// least the router needs (RenderShard labels it; config/user-cluster/rbac.yaml ships it).
+	ClusterRole() *rbacv1.ClusterRole
+	// Router is the flavour's part of one shard's pod.
+	Router(in RouterInput) Router
+	// TLSObjects are the cluster-wide objects (in names.Namespace) that make the cluster's key pair
+	// the default certificate of the flavour's routers, which Router mounts or names: the key pair
+	// itself is the Secret names.TLSSecretName once issued, rendered for every flavour. A renewed key
+	// pair must reach running routers without a rollout. RenderShard labels the objects.
+	TLSObjects(in *TLSInput) []Object
 }
 
-// RenderInput is what a renderer decides from.
+// IngressClass is an IngressClass's name and spec.controller.
+type IngressClass struct {
+	Name, Controller string
+}
+
+// Ports are a router's container ports: HTTP and HTTPS for routes, Admin for its health answers
+// and the canary.
+type Ports struct {
+	HTTP, HTTPS, Admin int32
+}
+
+// HTTPGet is an HTTP endpoint of the router on the pod's address (the node's on the host network).
+type HTTPGet struct {
+	Path string
+	Port int32
+}
+
+// Canary is a flavour's canary route: a request for Path on the routers' Port, through the
+// shard's entry point and host routing like any user's route, must answer 200 with Body.
+type Canary struct {
+	Path string
+	Port int32
+	Body string
+}
+
+// RouterInput is what a flavour's router is made from.
+type RouterInput struct {
+	Shard v1alpha1.ShardSpec
+	// Domain is the shard's domain apex, which the routers publish in Ingress status.
+	Domain string
+	// HTTP and HTTPS are the ports to serve routes on (the node's 80 and 443 on the host network,
+	// the flavour's Ports behind a Service).
+	HTTP, HTTPS int32
+	// RouteSelector is the shard filter, a label selector: the routers serve the Ingresses of the
+	// flavour's class that match it, and no other.
+	RouteSelector string
+	// TLS, when set: serve HTTPS with TLSObjects' default certificate (and redirect HTTP if asked).
+	TLS *TLSInput
+}
+
+// Router is a flavour's part of a shard's pod.
+type Router struct {
+	// Container is the router's container: its name, args, env and volume mounts. RenderShard sets
+	// the image, ports, probes, preStop, resources and security context, and mounts the API token.
+	Container corev1.Container
+	// Volumes the container mounts (the pod's fsGroup is then the router's group, so that a
+	// key pair mounted 0440 is readable by the router and no one else).
+	Volumes []corev1.Volume
+}
+
+// Object is a typed object and its kind, as renderers build them (toUnstructured applies them).
+type Object struct {
+	GVK schema.GroupVersionKind
+	Obj runtime.Object
+}
+
+// RenderInput is what one shard is rendered from.
 type RenderInput struct {
 	// Domain is the shard's domain (names.ShardDomain).
 	Domain string
@@ -37,14 +140,4 @@ type RenderInput struct {
 	// Canary renders the shard's canary route (canaryObjects), of each of RouteKinds that routes it.
 	Canary     bool
 	RouteKinds routekinds.Registry
-}
-
-var flavours = map[v1alpha1.Flavour]Flavour{
-	v1alpha1.FlavourTraefik: Traefik{},
-}
-
-// FlavourFor returns the renderer of a flavour.
-func FlavourFor(f v1alpha1.Flavour) (Flavour, bool) {
-	fl, ok := flavours[f]
-	return fl, ok
 }

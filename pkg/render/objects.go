@@ -8,7 +8,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
 	"github.com/shardgate/shardgate/pkg/names"
@@ -23,40 +22,35 @@ func managedLabels(shard string) map[string]string {
 	return l
 }
 
-// SharedObjects are the objects every shard of every flavour uses: the namespace and the
-// shardgate IngressClass.
+// SharedObjects are the objects every shard of a flavour uses: the namespace and the flavour's
+// IngressClass.
 func SharedObjects(f Flavour) ([]*unstructured.Unstructured, error) {
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: names.Namespace, Labels: managedLabels("")}}
 	class := &networkingv1.IngressClass{
 		// Whether it is the cluster's default is decided apart (DecideDefaultClass).
-		ObjectMeta: metav1.ObjectMeta{Name: names.IngressClassName, Labels: managedLabels("")},
-		Spec:       networkingv1.IngressClassSpec{Controller: f.IngressClassController()},
+		ObjectMeta: metav1.ObjectMeta{Name: f.IngressClass().Name, Labels: managedLabels("")},
+		Spec:       networkingv1.IngressClassSpec{Controller: f.IngressClass().Controller},
 	}
 	return toUnstructured(
-		typed{corev1.SchemeGroupVersion.WithKind("Namespace"), ns},
-		typed{networkingv1.SchemeGroupVersion.WithKind("IngressClass"), class},
+		Object{corev1.SchemeGroupVersion.WithKind("Namespace"), ns},
+		Object{networkingv1.SchemeGroupVersion.WithKind("IngressClass"), class},
 	)
-}
-
-type typed struct {
-	gvk schema.GroupVersionKind
-	obj runtime.Object
 }
 
 // toUnstructured turns typed objects into apply-ready unstructured ones: typed structs read
 // better in a renderer, but server-side apply must not claim fields the renderer never set, so
 // status and null/empty leftovers (creationTimestamp: null, status: {}) are dropped.
-func toUnstructured(objs ...typed) ([]*unstructured.Unstructured, error) {
+func toUnstructured(objs ...Object) ([]*unstructured.Unstructured, error) {
 	out := make([]*unstructured.Unstructured, 0, len(objs))
 	for _, o := range objs {
-		m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(o.obj)
+		m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(o.Obj)
 		if err != nil {
-			return nil, fmt.Errorf("convert %s: %w", o.gvk.Kind, err)
+			return nil, fmt.Errorf("convert %s: %w", o.GVK.Kind, err)
 		}
 		delete(m, "status")
 		prune(m)
 		u := &unstructured.Unstructured{Object: m}
-		u.SetGroupVersionKind(o.gvk)
+		u.SetGroupVersionKind(o.GVK)
 		out = append(out, u)
 	}
 	return out, nil

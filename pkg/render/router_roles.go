@@ -3,9 +3,13 @@ package render
 import rbacv1 "k8s.io/api/rbac/v1"
 
 // RouterClusterRoles are the ClusterRoles the routers are bound to, exactly as Shardgate renders
-// them. config/user-cluster/rbac.yaml ships the same roles for the cluster admin to create, so
-// that Shardgate needs only `bind` on them (TestUserClusterRoleShipsTheRouterRoles keeps the two
-// equal).
+// them: every registered flavour's and the VIP agent's. config/user-cluster/rbac.yaml ships the
+// same roles for the cluster admin to create, so that Shardgate needs only `bind` on them
+// (TestUserClusterRoleShipsTheRouterRoles keeps the two equal).
 func RouterClusterRoles() []*rbacv1.ClusterRole {
-	return []*rbacv1.ClusterRole{traefikRole(), vipRole()}
+	var out []*rbacv1.ClusterRole
+	for _, f := range Flavours() {
+		out = append(out, routerRole(f))
+	}
+	return append(out, vipRole())
 }

@@ -37,7 +37,7 @@ func TestRoutersReloadEveryKubeletUpdate(t *testing.T) {
 	// does, with the mount path moved to the test's directory.
 	volume := func(serial int64) map[string][]byte {
 		data := certstest.TLSData(t, serial, []string{"app.c1.test"}, time.Now().Add(-time.Hour), time.Now().Add(time.Hour))
-		objs, err := TLSObjects(&TLSInput{Cert: data[corev1.TLSCertKey], Key: data[corev1.TLSPrivateKeyKey]})
+		objs, err := TLSObjects(&TLSInput{Cert: data[corev1.TLSCertKey], Key: data[corev1.TLSPrivateKeyKey]}, Traefik{})
 		if err != nil {
 			t.Fatal(err)
 		}

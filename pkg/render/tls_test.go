@@ -16,7 +16,7 @@ import (
 func renderTLS(t *testing.T, s v1alpha1.ShardSpec, tls *TLSInput) *appsv1.Deployment {
 	t.Helper()
 	s = v1alpha1.ResolveShards([]v1alpha1.ShardSpec{s})[0]
-	objs, err := Traefik{}.Render(RenderInput{Domain: "c1.example.test", Shard: s, DNSTTL: 60, TLS: tls})
+	objs, err := RenderShard(Traefik{}, RenderInput{Domain: "c1.example.test", Shard: s, DNSTTL: 60, TLS: tls})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,14 +81,14 @@ func TestTLSObjects(t *testing.T) {
 		}
 		return k
 	}
-	none, err := TLSObjects(&TLSInput{})
+	none, err := TLSObjects(&TLSInput{}, Traefik{})
 	if err != nil || !slices.Equal(kinds(none), []string{"ConfigMap"}) {
 		t.Fatalf("before issuance: %v %v", kinds(none), err)
 	}
 	if cm := as[corev1.ConfigMap](t, none[0]); strings.Contains(cm.Data[tlsConfigFile], "certFile") {
 		t.Errorf("configuration names a key pair that does not exist: %s", cm.Data[tlsConfigFile])
 	}
-	some, err := TLSObjects(&TLSInput{Cert: []byte("CERT"), Key: []byte("KEY"), CA: []byte("CA")})
+	some, err := TLSObjects(&TLSInput{Cert: []byte("CERT"), Key: []byte("KEY"), CA: []byte("CA")}, Traefik{})
 	if err != nil || !slices.Equal(kinds(some), []string{"Secret", "ConfigMap"}) {
 		t.Fatalf("issued: %v %v", kinds(some), err)
 	}

@@ -20,7 +20,7 @@ import (
 func render(t *testing.T, s v1alpha1.ShardSpec) map[string]*unstructured.Unstructured {
 	t.Helper()
 	s = v1alpha1.ResolveShards([]v1alpha1.ShardSpec{s})[0]
-	objs, err := Traefik{}.Render(RenderInput{Domain: names.ShardDomain(s.Name, "c1.example.test"), Shard: s, DNSTTL: 60})
+	objs, err := RenderShard(Traefik{}, RenderInput{Domain: names.ShardDomain(s.Name, "c1.example.test"), Shard: s, DNSTTL: 60})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -238,5 +238,16 @@ func TestAppliedHash(t *testing.T) {
 	}
 	if h(with) != h(again) {
 		t.Fatal("the hash depends on map order")
+	}
+}
+
+// TestTraefikClassIsTheOneUsersName: users' Ingresses and running clusters name "shardgate", and
+// the flavour contract must never rename it.
+func TestTraefikClassIsTheOneUsersName(t *testing.T) {
+	if c := (Traefik{}).IngressClass(); c.Name != "shardgate" || c.Controller != "traefik.io/ingress-controller" {
+		t.Fatalf("Traefik's class %+v", c)
+	}
+	if d := DefaultIngressClass(v1alpha1.ResolveShards(nil)); d != "shardgate" {
+		t.Fatalf("default class %q", d)
 	}
 }

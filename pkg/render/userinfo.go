@@ -34,7 +34,7 @@ An Ingress rule without a host gets <name>-<namespace>-<hash>.<shard domain>.
 For a host of your own, create a DNS CNAME from it to the shard domain's apex.
 %s`, clusterDomain, strings.Join(lines, "\n"), httpsHelp(https))
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: names.UserInfoNamespace, Name: names.UserInfoName, Labels: managedLabels("")}, Data: data}
-	objs, err := toUnstructured(typed{corev1.SchemeGroupVersion.WithKind("ConfigMap"), cm})
+	objs, err := toUnstructured(Object{corev1.SchemeGroupVersion.WithKind("ConfigMap"), cm})
 	if err != nil {
 		return nil, err
 	}

@@ -56,7 +56,7 @@ func VIPConfigName(shard string) string { return names.RouterName(shard) + "-vip
 // VIPs the agent reports on) and the RoleBinding that lets its routers write Leases in
 // shardgate-system. Until VIPs are allocated and a router runs, the configuration says so and
 // the agent waits.
-func vipObjects(s v1alpha1.ShardSpec, in *VIPInput, labels map[string]string) ([]typed, error) {
+func vipObjects(s v1alpha1.ShardSpec, in *VIPInput, labels map[string]string) ([]Object, error) {
 	conf := "# waiting for VIPs to be allocated and a router to run\n"
 	var list strings.Builder
 	if in != nil && len(in.Instances) > 0 && len(in.Nodes) > 0 {
@@ -72,7 +72,7 @@ func vipObjects(s v1alpha1.ShardSpec, in *VIPInput, labels map[string]string) ([
 		}
 	}
 	name := names.RouterName(s.Name)
-	return []typed{
+	return []Object{
 		{corev1.SchemeGroupVersion.WithKind("ConfigMap"), &corev1.ConfigMap{ObjectMeta: objectMeta(VIPConfigName(s.Name), names.Namespace, labels),
 			Data: map[string]string{"keepalived.conf": conf, "vips": list.String()}}},
 		{rbacv1.SchemeGroupVersion.WithKind("ClusterRole"), vipRole()},
@@ -94,7 +94,7 @@ func advertInterval(s v1alpha1.ShardSpec) time.Duration {
 // vipRole: the agent gets and watches its shard's ConfigMap (list and watch with a name field
 // selector) and gets, creates and renews its node's report Lease and reads its peers'. One role
 // serves every VIP shard, so it cannot name each shard's ConfigMap: bound in shardgate-system
-// only, it reads that namespace's ConfigMaps, which hold no secret (keepalived and Traefik
+// only, it reads that namespace's ConfigMaps, which hold no secret (keepalived's and the routers'
 // configuration, the cluster's CA certificate).
 func vipRole() *rbacv1.ClusterRole {
 	return &rbacv1.ClusterRole{
@@ -108,11 +108,12 @@ func vipRole() *rbacv1.ClusterRole {
 
 // vipContainers are the VIP agent and keepalived, each in a container of its own sharing the run
 // directory (pkg/vip/agent): the agent reads its ConfigMap and writes Leases with the router's
-// token and no capability; keepalived adds and removes the VIPs on the node's interface and sends
+// token and no capability, and asks routerURL (the flavour's readiness) whether its node's router
+// serves; keepalived adds and removes the VIPs on the node's interface and sends
 // VRRP adverts and gratuitous ARP with NET_ADMIN and NET_RAW, as root (a non-root process never
 // gets an added capability on a real kubelet), and no token (security item 23). Both drop every
 // other capability, never escalate and have a read-only root file system.
-func vipContainers(s v1alpha1.ShardSpec) []corev1.Container {
+func vipContainers(s v1alpha1.ShardSpec, routerURL string) []corev1.Container {
 	image := VIPAgentImage
 	if s.VIP != nil && s.VIP.Image != "" {
 		image = s.VIP.Image
@@ -138,7 +139,7 @@ func vipContainers(s v1alpha1.ShardSpec) []corev1.Container {
 		// before the others run the configuration naming it.
 		Args: []string{"--shard=" + s.Name, "--node-name=$(NODE_NAME)", "--node-ip=$(NODE_IP)", "--namespace=$(POD_NAMESPACE)",
 			"--configmap=" + VIPConfigName(s.Name), "--agent-dir=" + vipAgentDir, "--run-dir=" + vipSupervisorDir,
-			fmt.Sprintf("--router-url=http://127.0.0.1:%d/ping", traefikAdminPort)},
+			"--router-url=" + routerURL},
 		Env:          append(node, env("POD_NAMESPACE", "metadata.namespace")),
 		VolumeMounts: dirs(vipAgentVolume),
 		SecurityContext: locked(&corev1.SecurityContext{

@@ -23,7 +23,7 @@ func TestTraefikVIPShard(t *testing.T) {
 		Instances: []vip.Instance{{VIP: netip.MustParseAddr("192.0.2.1"), RouterID: 3}, {VIP: netip.MustParseAddr("192.0.2.2"), RouterID: 4}},
 		Nodes:     []vip.Node{{Name: "n2", Address: netip.MustParseAddr("10.0.0.2")}, {Name: "n1", Address: netip.MustParseAddr("10.0.0.1")}},
 	}
-	objs, err := Traefik{}.Render(RenderInput{Domain: "edge.c1.example.test", Shard: s, DNSTTL: 60, VIP: in})
+	objs, err := RenderShard(Traefik{}, RenderInput{Domain: "edge.c1.example.test", Shard: s, DNSTTL: 60, VIP: in})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,7 +139,7 @@ func TestTraefikVIPShard(t *testing.T) {
 	}
 
 	// Before VIPs are allocated or a router runs, the agent is told to wait.
-	objs, err = Traefik{}.Render(RenderInput{Domain: "edge.c1.example.test", Shard: s, DNSTTL: 60})
+	objs, err = RenderShard(Traefik{}, RenderInput{Domain: "edge.c1.example.test", Shard: s, DNSTTL: 60})
 	if err != nil {
 		t.Fatal(err)
 	}

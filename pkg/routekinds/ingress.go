@@ -2,6 +2,7 @@ package routekinds
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"strings"
 
@@ -19,9 +20,9 @@ import (
 	"github.com/shardgate/shardgate/pkg/watchcache"
 )
 
-// Ingress is the networking.k8s.io/v1 Ingress: Shardgate's if its class is shardgate (or it
-// names none while Shardgate's class is the default; pkg/ingressclass), one host per rule, the
-// default host filled into a hostless rule, the address in status.loadBalancer.
+// Ingress is the networking.k8s.io/v1 Ingress: Shardgate's if its class is one of its flavours'
+// (or it names none while one of Shardgate's classes is the default; pkg/ingressclass), one host
+// per rule, the default host filled into a hostless rule, the address in status.loadBalancer.
 type Ingress struct{}
 
 var _ Kind = Ingress{}
@@ -90,32 +91,40 @@ func trimIngress(obj any) (any, error) {
 }
 
 // trimIngressClass keeps of another controller's IngressClass its identity, labels and the
-// default-class annotations (which class is the cluster's default).
+// default-class annotations (which class is the cluster's default). Shardgate's classes, one per
+// router flavour, are told by their label: there is no list of them to keep in step here.
 func trimIngressClass(obj any) (any, error) {
 	c, ok := obj.(*networkingv1.IngressClass)
-	if !ok || c.Name == names.IngressClassName {
+	if !ok || c.Labels[v1alpha1.ManagedByLabel] == v1alpha1.ManagedByValue {
 		return obj, nil
 	}
 	return &networkingv1.IngressClass{ObjectMeta: watchcache.TrimMeta(c.ObjectMeta, ingressClassAnnotations)}, nil
 }
 
-// Serves implements Kind: an Ingress of class shardgate (by spec.ingressClassName, else by the
-// legacy annotation), or of none while classless Ingresses are Shardgate's.
-func (Ingress) Serves(ctx context.Context, rd client.Reader, spec *v1alpha1.ClusterIngressSpec,
-) (func(client.Object) bool, error) {
+// Serves implements Kind: an Ingress of one of Shardgate's classes (by spec.ingressClassName,
+// else by the legacy annotation), for that class's flavour, or of none while classless Ingresses
+// are Shardgate's, for the default class's.
+func (Ingress) Serves(ctx context.Context, rd client.Reader, spec *v1alpha1.ClusterIngressSpec, flavours Flavours,
+) (func(client.Object) (string, bool), error) {
 	classes := &networkingv1.IngressClassList{}
 	if err := rd.List(ctx, classes); err != nil {
 		return nil, err
 	}
-	classless := ingressclass.ClasslessAreOurs(classes.Items, v1alpha1.ResolveIngressClass(spec.IngressClass).Default)
-	return func(route client.Object) bool { return ingressclass.Ours(route.(*networkingv1.Ingress), classless) }, nil
+	ours := slices.Sorted(maps.Keys(flavours.ByIngressClass))
+	classless := ingressclass.ClasslessClass(classes.Items, ours, flavours.DefaultIngressClass,
+		v1alpha1.ResolveIngressClass(spec.IngressClass).Default)
+	return func(route client.Object) (string, bool) {
+		c := ingressclass.ClassOf(route.(*networkingv1.Ingress), ours, classless)
+		return flavours.ByIngressClass[c], c != ""
+	}, nil
 }
 
 // ServedElsewhere implements Kind.
-func (Ingress) ServedElsewhere(route client.Object) string {
+func (Ingress) ServedElsewhere(route client.Object, flavours Flavours) string {
 	ing := route.(*networkingv1.Ingress)
-	if c := ptr.Deref(ing.Spec.IngressClassName, ""); c != "" && c != names.IngressClassName {
-		return "its ingressClassName is " + c + ", not " + names.IngressClassName + ": another controller serves it"
+	if c := ptr.Deref(ing.Spec.IngressClassName, ""); c != "" && flavours.ByIngressClass[c] == "" {
+		ours := slices.Sorted(maps.Keys(flavours.ByIngressClass))
+		return "its ingressClassName is " + c + ", not " + strings.Join(ours, " or ") + ": another controller serves it"
 	}
 	return ""
 }
@@ -228,14 +237,14 @@ func (Ingress) ReleasedMessage() string {
 // the API server keeps label and annotation changes sent through it.
 func (Ingress) Protected() []string { return []string{"ingresses", "ingresses/status"} }
 
-// CanaryRoute implements Kind: an Ingress of Shardgate's class for exactly the canary's host and
-// path, to the routers' health port.
+// CanaryRoute implements Kind: an Ingress of the shard's flavour's class for exactly the canary's
+// host and path, to the routers' health port.
 func (Ingress) CanaryRoute(c Canary) client.Object {
 	exact := networkingv1.PathTypeExact
 	return &networkingv1.Ingress{
 		ObjectMeta: c.Meta,
 		Spec: networkingv1.IngressSpec{
-			IngressClassName: ptr.To(names.IngressClassName),
+			IngressClassName: ptr.To(c.IngressClass),
 			Rules: []networkingv1.IngressRule{{Host: c.Host, IngressRuleValue: networkingv1.IngressRuleValue{HTTP: &networkingv1.HTTPIngressRuleValue{
 				Paths: []networkingv1.HTTPIngressPath{{Path: c.Path, PathType: &exact, Backend: networkingv1.IngressBackend{
 					Service: &networkingv1.IngressServiceBackend{Name: c.Service, Port: networkingv1.ServiceBackendPort{Name: c.Port}}}}},

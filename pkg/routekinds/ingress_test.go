@@ -39,8 +39,14 @@ func lb(addresses ...networkingv1.IngressLoadBalancerIngress) networkingv1.Ingre
 var backend = networkingv1.IngressBackend{Service: &networkingv1.IngressServiceBackend{Name: "web",
 	Port: networkingv1.ServiceBackendPort{Number: 80}}}
 
+// twoFlavours are Shardgate's classes with a second router flavour beside Traefik, the cluster's
+// first shard Traefik's.
+var twoFlavours = Flavours{ByIngressClass: map[string]string{"shardgate": "traefik", "shardgate-fake": "fake"},
+	DefaultIngressClass: "shardgate"}
+
 // TestIngressServes: which Ingresses are Shardgate's, by class, legacy annotation, or none while
-// classless ones are (Shardgate's class is the default, or no class is and the profile allows).
+// classless ones are (Shardgate's class is the default, or no class is and the profile allows),
+// and for which flavour's routers.
 func TestIngressServes(t *testing.T) {
 	legacy := func(class string) *networkingv1.Ingress {
 		i := ing("")
@@ -56,25 +62,28 @@ func TestIngressServes(t *testing.T) {
 		route   *networkingv1.Ingress
 		classes []client.Object
 		policy  v1alpha1.DefaultClassPolicy
-		want    bool
+		want    string // the flavour; "" not Shardgate's
 	}{
-		{"shardgate class", ing("shardgate"), nil, "", true},
-		{"another class", ing("nginx"), []client.Object{defaultClass("shardgate")}, "", false},
-		{"legacy annotation, ours", legacy("shardgate"), nil, v1alpha1.DefaultClassNever, true},
-		{"legacy annotation, theirs", legacy("nginx"), nil, "", false},
-		{"classless, no default class", ing(""), nil, "", true},
-		{"classless, no default class, Never", ing(""), nil, v1alpha1.DefaultClassNever, false},
-		{"classless, Shardgate's class is the default", ing(""), []client.Object{defaultClass("shardgate")}, v1alpha1.DefaultClassNever, true},
-		{"classless, another default class", ing(""), []client.Object{defaultClass("nginx")}, "", false},
+		{"shardgate class", ing("shardgate"), nil, "", "traefik"},
+		{"the other flavour's class", ing("shardgate-fake"), nil, "", "fake"},
+		{"another class", ing("nginx"), []client.Object{defaultClass("shardgate")}, "", ""},
+		{"legacy annotation, ours", legacy("shardgate"), nil, v1alpha1.DefaultClassNever, "traefik"},
+		{"legacy annotation, theirs", legacy("nginx"), nil, "", ""},
+		{"classless, no default class", ing(""), nil, "", "traefik"},
+		{"classless, no default class, Never", ing(""), nil, v1alpha1.DefaultClassNever, ""},
+		{"classless, Shardgate's class is the default", ing(""), []client.Object{defaultClass("shardgate")},
+			v1alpha1.DefaultClassNever, "traefik"},
+		{"classless, the other flavour's class is the default", ing(""), []client.Object{defaultClass("shardgate-fake")}, "", "fake"},
+		{"classless, another default class", ing(""), []client.Object{defaultClass("nginx")}, "", ""},
 	} {
 		rd := fake.NewClientBuilder().WithScheme(clientgoscheme.Scheme).WithObjects(c.classes...).Build()
 		spec := &v1alpha1.ClusterIngressSpec{IngressClass: v1alpha1.IngressClassSettings{Default: c.policy}}
-		serves, err := Ingress{}.Serves(context.Background(), rd, spec)
+		serves, err := Ingress{}.Serves(context.Background(), rd, spec, twoFlavours)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := serves(c.route); got != c.want {
-			t.Errorf("%s: serves %v, want %v", c.name, got, c.want)
+		if flavour, ours := serves(c.route); flavour != c.want || ours != (c.want != "") {
+			t.Errorf("%s: serves %v for %q, want %q", c.name, ours, flavour, c.want)
 		}
 	}
 }
@@ -286,7 +295,9 @@ func TestIngressCacheTrims(t *testing.T) {
 		t.Errorf("IngressClass annotations %v", c.Annotations)
 	}
 	canary := &networkingv1.Ingress{ObjectMeta: bloated(names.Namespace, "canary-default", nil)}
-	ownClass := &networkingv1.IngressClass{ObjectMeta: bloated("", names.IngressClassName, nil)}
+	// Any of Shardgate's classes (one per router flavour), told by its label.
+	ownClass := &networkingv1.IngressClass{ObjectMeta: bloated("", "shardgate-another-flavour", nil)}
+	ownClass.Labels[v1alpha1.ManagedByLabel] = v1alpha1.ManagedByValue
 	if out, _ := trimIng(canary); out != any(canary) {
 		t.Error("Shardgate's canary was trimmed")
 	}
@@ -295,12 +306,13 @@ func TestIngressCacheTrims(t *testing.T) {
 	}
 }
 
-// TestIngressCanaryAndProtection: the canary Ingress is of Shardgate's class, for exactly the
-// canary's host and path, to the routers' health port; the admission policy guards Ingresses
-// and their status.
+// TestIngressCanaryAndProtection: the canary Ingress is of the shard's flavour's class, for
+// exactly the canary's host and path, to the routers' health port; the admission policy guards
+// Ingresses and their status.
 func TestIngressCanaryAndProtection(t *testing.T) {
 	meta := metav1.ObjectMeta{Namespace: names.Namespace, Name: "canary", Labels: map[string]string{"l": "v"}}
-	route := Ingress{}.CanaryRoute(Canary{Meta: meta, Host: "shardgate-canary.edge.c1.z", Path: "/ping", Service: "canary", Port: "ping"})
+	route := Ingress{}.CanaryRoute(Canary{Meta: meta, Host: "shardgate-canary.edge.c1.z", Path: "/ping", Service: "canary",
+		Port: "ping", IngressClass: names.IngressClassName})
 	i := route.(*networkingv1.Ingress)
 	r := i.Spec.Rules[0]
 	p := r.HTTP.Paths[0]
@@ -317,10 +329,10 @@ func TestIngressCanaryAndProtection(t *testing.T) {
 // TestIngressServedElsewhere: only a class naming another controller says so by itself.
 func TestIngressServedElsewhere(t *testing.T) {
 	for class, want := range map[string]string{
-		"nginx":     "its ingressClassName is nginx, not shardgate: another controller serves it",
-		"shardgate": "", "": "",
+		"nginx":     "its ingressClassName is nginx, not shardgate or shardgate-fake: another controller serves it",
+		"shardgate": "", "shardgate-fake": "", "": "",
 	} {
-		if got := (Ingress{}).ServedElsewhere(ing(class)); got != want {
+		if got := (Ingress{}).ServedElsewhere(ing(class), twoFlavours); got != want {
 			t.Errorf("class %q: %q, want %q", class, got, want)
 		}
 	}

@@ -47,13 +47,17 @@ type Kind interface {
 	// deciding them reads (Ingress: IngressClasses). Namespaces (shards' namespaceSelectors) are
 	// every kind's, cached once by the cache itself.
 	Cached() []Cached
-	// Serves returns which of the cluster's routes are Shardgate's to allocate; spec is the
-	// ClusterIngress' (Ingress: its class, or none while Shardgate's class is the default). The
-	// others are another controller's: Shardgate takes back any marks it left on them.
-	Serves(ctx context.Context, rd client.Reader, spec *v1alpha1.ClusterIngressSpec) (func(route client.Object) bool, error)
+	// Serves returns which of the cluster's routes are Shardgate's to allocate, and the router
+	// flavour each is for (only that flavour's shards may take it: a router serves only its own
+	// flavour's class); spec is the ClusterIngress', flavours Shardgate's classes (Ingress: the
+	// flavour of the class it names, or of the default class while it names none and that is
+	// Shardgate's). The others are another controller's: Shardgate takes back any marks it left
+	// on them.
+	Serves(ctx context.Context, rd client.Reader, spec *v1alpha1.ClusterIngressSpec, flavours Flavours,
+	) (func(route client.Object) (flavour string, ours bool), error)
 	// ServedElsewhere is why, by the route alone, another controller serves it ("" when nothing on
 	// it says so): what kubectl-shardgate explain says of a route Shardgate has not decided.
-	ServedElsewhere(route client.Object) string
+	ServedElsewhere(route client.Object, flavours Flavours) string
 	// ClaimBinds are the names of the kind's routes an IngressClaim binds to its shard, in the
 	// claim's namespace.
 	ClaimBinds(c v1alpha1.ClaimRecord) []string
@@ -105,17 +109,26 @@ type Kind interface {
 	CanaryRoute(c Canary) client.Object
 }
 
+// Flavours are Shardgate's router flavours as routes name them (render.RouteFlavours).
+type Flavours struct {
+	// ByIngressClass is each registered flavour's IngressClass and the flavour.
+	ByIngressClass map[string]string
+	// DefaultIngressClass is the class Shardgate may make the cluster's default (the first
+	// shard's flavour's): classless Ingresses are for it while no class is the default.
+	DefaultIngressClass string
+}
+
 // Cached is one kind of object the user-cluster cache holds for a route kind: every object of
 // it, trimmed to what is read.
 type Cached struct {
 	Object client.Object
 	// Transform trims an object as it enters the cache. Shardgate's own objects (in its
-	// namespace, its IngressClass) must come out whole: the shards controller compares them with
+	// namespace, its IngressClasses) must come out whole: the shards controller compares them with
 	// what it renders.
 	Transform toolscache.TransformFunc
 	// ClusterScoped: the kind has no namespace.
 	ClusterScoped bool
-	// Rendered: Shardgate applies an object of this kind too (the shared IngressClass), so a
+	// Rendered: Shardgate applies objects of this kind too (its flavours' IngressClasses), so a
 	// change to one also wakes the controllers that repair drift, and cleanup lists it by label.
 	Rendered bool
 }
@@ -132,8 +145,12 @@ type Canary struct {
 	Shard v1alpha1.ShardSpec
 	// Meta is the route's name, namespace (Shardgate's) and labels.
 	Meta metav1.ObjectMeta
-	// Host and Path are what the canary requests (names.CanaryHost, render.CanaryPath).
+	// Host and Path are what the canary requests (names.CanaryHost, the path of the shard's
+	// flavour's canary).
 	Host, Path string
 	// Service and Port (a port name) are the backend: the shard's routers' health answer.
 	Service, Port string
+	// IngressClass is the class of the shard's router flavour (render.Flavour), which an Ingress
+	// canary names: a router serves only its own flavour's class.
+	IngressClass string
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
 	"github.com/shardgate/shardgate/pkg/dnsname"
+	"github.com/shardgate/shardgate/pkg/render"
 )
 
 // Profile returns every problem of a profile: selectors, the zone (with the controller's
@@ -101,7 +102,9 @@ func Shards(shards []v1alpha1.ShardSpec, path *field.Path) field.ErrorList {
 		if s.Replicas != nil && *s.Replicas < 1 {
 			errs = append(errs, field.Invalid(p.Child("replicas"), *s.Replicas, "must be at least 1"))
 		}
-		errs = append(errs, enum(p.Child("flavour"), s.Flavour, "", v1alpha1.FlavourTraefik)...)
+		// The flavours this binary renders (the CRD's enum lists the same; tests register more).
+		flavours := append([]v1alpha1.Flavour{""}, render.FlavourNames()...)
+		errs = append(errs, enum(p.Child("flavour"), s.Flavour, flavours...)...)
 		errs = append(errs, enum(p.Child("publishing"), s.Publishing, "", v1alpha1.PublishHostNetwork, v1alpha1.PublishNodePort, v1alpha1.PublishLoadBalancer, v1alpha1.PublishVIP, v1alpha1.PublishRoutedIP)...)
 		errs = append(errs, VIP(s, p)...)
 		errs = append(errs, RoutedIP(s, p)...)

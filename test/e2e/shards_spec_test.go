@@ -13,9 +13,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -217,54 +215,7 @@ func ShardsSpec(ctx context.Context, t *testing.T, inputGetter func() ShardsSpec
 		answer(t, "edge.s1."+zone, n1.IP, n2.IP)
 	})
 
-	t.Run("a rolling update replaces host-network routers one at a time, clients see no failure", func(t *testing.T) {
-		edge := "app.edge.s1." + zone
-		k := client.ObjectKey{Namespace: names.Namespace, Name: names.RouterName("edge")}
-		old := map[types.UID]bool{}
-		pods := &corev1.PodList{}
-		must(t, u1.Client.List(ctx, pods, client.InNamespace(names.Namespace), client.MatchingLabels{v1alpha1.ShardLabel: "edge"}))
-		for _, p := range pods.Items {
-			old[p.UID] = true
-		}
-		stop := loopClient(ctx, in.DNS, in.Fabric, edge)
-		start := time.Now()
-		// A new resource request changes the pod template: a rollout, as any profile edit does.
-		shards[1].Resources = corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m")}}
-		updateShards(ctx, t, seed, "sharded", shards)
-		minReady := 2
-		eventually(ctx, t, 3*time.Minute, func() (bool, string) {
-			d := &appsv1.Deployment{}
-			if err := u1.Client.Get(ctx, k, d); err != nil {
-				return false, err.Error()
-			}
-			pods := &corev1.PodList{}
-			if err := u1.Client.List(ctx, pods, client.InNamespace(names.Namespace), client.MatchingLabels{v1alpha1.ShardLabel: "edge"}); err != nil {
-				return false, err.Error()
-			}
-			ready, fresh := 0, 0
-			for _, p := range pods.Items {
-				if p.DeletionTimestamp == nil && podReady(&p) {
-					ready++
-					if !old[p.UID] {
-						fresh++
-					}
-				}
-			}
-			minReady = min(minReady, ready)
-			requested := d.Spec.Template.Spec.Containers[0].Resources.Requests.Cpu().MilliValue() == 10
-			return requested && fresh == 2 && len(pods.Items) == 2, fmt.Sprintf("cpu request applied %v, %d pods, %d ready, %d new and ready", requested, len(pods.Items), ready, fresh)
-		})
-		answer(t, "edge.s1."+zone, nodeIP(0, 1), nodeIP(0, 2))
-		n, failed := stop()
-		t.Logf("rollout of 2 host-network routers took %s; fewest ready during it %d; client: %d requests, %d failed", time.Since(start).Round(time.Second), minReady, n, failed)
-		// maxUnavailable 1 of 2 (host ports cannot surge): one router serves throughout.
-		if minReady < 1 {
-			t.Fatal("no edge router was ready at some point of the rollout")
-		}
-		if n < 20 || failed > 0 {
-			t.Fatalf("%d of %d requests failed during the rollout", failed, n)
-		}
-	})
+	// A rolling update of host-network routers without a failed request: TestFlavourConformance.
 
 	t.Run("an edited or deleted router is restored", func(t *testing.T) {
 		k := client.ObjectKey{Namespace: names.Namespace, Name: names.RouterName("edge")}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -19,6 +20,8 @@ type ProcessIdentity struct {
 	CapEff uint64
 	// NoNewPrivs is true when the process can never gain privileges (allowPrivilegeEscalation false).
 	NoNewPrivs bool
+	// Seccomp is the process's seccomp mode: 2 is a filter (seccompProfile RuntimeDefault).
+	Seccomp int
 }
 
 // ProcessesWithArg lists the host's processes that have arg as one of their arguments exactly.
@@ -83,6 +86,8 @@ func processIdentity(dir string) (ProcessIdentity, error) {
 		case "NoNewPrivs":
 			id.NoNewPrivs = fields[0] == "1"
 			seen++
+		case "Seccomp":
+			id.Seccomp, err = strconv.Atoi(fields[0])
 		}
 		if err != nil {
 			return id, fmt.Errorf("%s/status %s: %w", dir, key, err)
@@ -92,6 +97,52 @@ func processIdentity(dir string) (ProcessIdentity, error) {
 		return id, fmt.Errorf("%s/status: Uid, CapEff or NoNewPrivs missing", dir)
 	}
 	return id, nil
+}
+
+// ContainerProcesses lists the processes of the container whose runtime ID is id (a pod status's
+// containerID without its "containerd://"), found by their cgroup, which runc names after it.
+func ContainerProcesses(id string) ([]ProcessIdentity, error) {
+	if len(id) < 12 {
+		return nil, fmt.Errorf("container ID %q: too short to be one", id)
+	}
+	cgroups, err := filepath.Glob("/proc/[0-9]*/cgroup")
+	if err != nil {
+		return nil, err
+	}
+	var out []ProcessIdentity
+	for _, p := range cgroups {
+		b, err := os.ReadFile(p)
+		if err != nil || !strings.Contains(string(b), id) {
+			continue // gone meanwhile, or another container's
+		}
+		pi, err := processIdentity(filepath.Dir(p))
+		if err != nil {
+			continue //nolint:nilerr // exited between the two reads
+		}
+		out = append(out, pi)
+	}
+	return out, nil
+}
+
+// RootReadOnly says whether process pid's root file system is mounted read-only, as its own
+// mount namespace shows it (readOnlyRootFilesystem).
+func RootReadOnly(pid int) (bool, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/mountinfo", pid))
+	if err != nil {
+		return false, err
+	}
+	// Fields: ID, parent, major:minor, root, mount point, options, ...; the last "/" wins (stacked).
+	readOnly, found := false, false
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) > 5 && f[4] == "/" {
+			found, readOnly = true, slices.Contains(strings.Split(f[5], ","), "ro")
+		}
+	}
+	if !found {
+		return false, fmt.Errorf("process %d: no mount on /", pid)
+	}
+	return readOnly, nil
 }
 
 // Renice gives every thread of every process whose arguments mention dir the nice value n.

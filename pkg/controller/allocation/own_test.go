@@ -14,6 +14,7 @@ import (
 	"github.com/shardgate/shardgate/pkg/clusteraccess"
 	"github.com/shardgate/shardgate/pkg/controllertest"
 	"github.com/shardgate/shardgate/pkg/names"
+	"github.com/shardgate/shardgate/pkg/render"
 )
 
 // TestManagedByLabelDoesNotExemptTenants (issue 28 item 2): a tenant's Ingress labelled
@@ -36,7 +37,8 @@ func TestManagedByLabelDoesNotExemptTenants(t *testing.T) {
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: names.Namespace}}, victim, hijack, canary)
 
 	spec := &v1alpha1.ClusterIngressSpec{IngressClass: v1alpha1.IngressClassSettings{Default: v1alpha1.DefaultClassIfNoDefault}}
-	_, routes, _, err := collectRoutes(context.Background(), user.Client, user.RouteKinds(), spec)
+	_, routes, _, err := collectRoutes(context.Background(), user.Client, user.RouteKinds(), spec,
+		render.RouteFlavours(v1alpha1.ResolveShards(nil)))
 	if err != nil {
 		t.Fatal(err)
 	}

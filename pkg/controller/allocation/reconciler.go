@@ -20,6 +20,7 @@ import (
 	"github.com/shardgate/shardgate/pkg/clusteraccess"
 	"github.com/shardgate/shardgate/pkg/controller/cistatus"
 	"github.com/shardgate/shardgate/pkg/names"
+	"github.com/shardgate/shardgate/pkg/render"
 	"github.com/shardgate/shardgate/pkg/routekinds"
 	"github.com/shardgate/shardgate/pkg/validation"
 )
@@ -76,7 +77,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, clusteraccess.DescribeError("read the user cluster's cache", err)
 	}
 	kinds := cluster.RouteKinds()
-	objects, routes, released, err := collectRoutes(ctx, rd, kinds, &ci.Spec)
+	objects, routes, released, err := collectRoutes(ctx, rd, kinds, &ci.Spec, render.RouteFlavours(specs))
 	if err != nil {
 		return ctrl.Result{}, clusteraccess.DescribeError("read the user cluster's cache", err)
 	}
@@ -131,7 +132,8 @@ func claimPins(ci *v1alpha1.ClusterIngress, kinds routekinds.Registry) map[strin
 func allocShards(ctx context.Context, rd client.Reader, specs []v1alpha1.ShardSpec, clusterDomain string) ([]allocation.Shard, error) {
 	var out []allocation.Shard
 	for _, s := range specs {
-		as := allocation.Shard{Name: s.Name, Domain: names.ShardDomain(s.Name, clusterDomain), Claim: s.Claim}
+		as := allocation.Shard{Name: s.Name, Domain: names.ShardDomain(s.Name, clusterDomain), Claim: s.Claim,
+			Flavour: string(s.Flavour)}
 		var err error
 		if s.NamespaceSelector != nil {
 			if as.NamespaceSelector, err = metav1.LabelSelectorAsSelector(s.NamespaceSelector); err != nil {
@@ -165,11 +167,12 @@ func routeKey(kind, namespace, name string) string {
 	return kind + "/" + namespace + "/" + name
 }
 
-// collectRoutes lists the routes of every kind Shardgate serves (Kind.Serves) by routeKey, and
-// those it does not that still carry Shardgate's allocation (to be released).
-func collectRoutes(ctx context.Context, rd client.Reader, kinds routekinds.Registry, spec *v1alpha1.ClusterIngressSpec) (
-	map[string]route, []allocation.Route, []route, error,
-) {
+// collectRoutes lists the routes of every kind Shardgate serves (Kind.Serves) by routeKey, each
+// with the router flavour it is for, and those it does not serve that still carry Shardgate's
+// allocation (to be released).
+func collectRoutes(ctx context.Context, rd client.Reader, kinds routekinds.Registry, spec *v1alpha1.ClusterIngressSpec,
+	flavours routekinds.Flavours,
+) (map[string]route, []allocation.Route, []route, error) {
 	nsl := &corev1.NamespaceList{}
 	if err := rd.List(ctx, nsl, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, nil, nil, err
@@ -182,7 +185,7 @@ func collectRoutes(ctx context.Context, rd client.Reader, kinds routekinds.Regis
 	var routes []allocation.Route
 	var released []route
 	for _, k := range kinds {
-		serves, err := k.Serves(ctx, rd, spec)
+		serves, err := k.Serves(ctx, rd, spec, flavours)
 		if err != nil {
 			return nil, nil, nil, err
 		}
@@ -195,7 +198,8 @@ func collectRoutes(ctx context.Context, rd client.Reader, kinds routekinds.Regis
 			if o.GetDeletionTimestamp() != nil || shardgatesOwn(o) {
 				continue
 			}
-			if !serves(o) {
+			flavour, ours := serves(o)
+			if !ours {
 				if allocation.CarriesAllocation(o) {
 					released = append(released, route{kind: k, route: o})
 				}
@@ -203,7 +207,8 @@ func collectRoutes(ctx context.Context, rd client.Reader, kinds routekinds.Regis
 			}
 			byKey[routeKey(k.Name(), o.GetNamespace(), o.GetName())] = route{kind: k, route: o}
 			r := allocation.Route{Kind: k.Name(), Namespace: o.GetNamespace(), Name: o.GetName(), Labels: o.GetLabels(),
-				NamespaceLabels: nsLabels[o.GetNamespace()], Created: o.GetCreationTimestamp().Time, Hosts: k.Hosts(o)}
+				NamespaceLabels: nsLabels[o.GetNamespace()], Created: o.GetCreationTimestamp().Time, Hosts: k.Hosts(o),
+				Flavour: flavour}
 			r.Shard, r.HeldHosts = allocation.Held(o)
 			routes = append(routes, r)
 		}

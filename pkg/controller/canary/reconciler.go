@@ -74,26 +74,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		host := names.CanaryHost(names.ShardDomain(s.Name, ci.Status.Domain))
 		st := v1alpha1.CanaryStatus{Shard: s.Name, Host: host, Conditions: prev[s.Name].Conditions}
 		last := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionRoutesServing)
-		var cond metav1.Condition
-		if ready[s.Name] == 0 {
-			// Not a failure of routes: there are no routers yet (ShardsAvailable says why).
-			cond = metav1.Condition{Type: v1alpha1.ConditionRoutesServing, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonNoRouterReady,
-				Message: "the shard has no ready router (ShardsAvailable says why)" + canary.LastFailure(last)}
-		} else {
-			port, err := r.entryPort(ctx, req, s)
-			var refused refusedPort
-			if errors.As(err, &refused) {
-				cond = metav1.Condition{Type: v1alpha1.ConditionRoutesServing, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonAddressRefused, Message: err.Error()}
-			} else if err != nil {
-				cond = metav1.Condition{Type: v1alpha1.ConditionRoutesServing, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonCanaryPending, Message: err.Error()}
-			} else {
-				if err := r.Limiter.Wait(ctx); err != nil {
-					return ctrl.Result{}, err
-				}
-				res := canary.Probe(ctx, host, port, render.CanaryPath, r.Refused, r.Resolve, r.Get)
-				checks.WithLabelValues(res.Reason).Inc()
-				cond = canary.Condition(last, res)
-			}
+		cond, err := r.check(ctx, req, s, host, ready[s.Name], last)
+		if err != nil {
+			return ctrl.Result{}, err
 		}
 		meta.SetStatusCondition(&st.Conditions, cond)
 		value := 0.0
@@ -115,6 +98,41 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	meta.SetStatusCondition(&ci.Status.Conditions, all)
 	r.Board.Post(ctx, ci, cistatus.Canary)
 	return ctrl.Result{RequeueAfter: r.Interval}, nil
+}
+
+// check is RoutesServing of one shard: its flavour's canary request, through the shard's entry
+// port to the addresses its canary host resolves to, once it has a ready router.
+func (r *Reconciler) check(ctx context.Context, req ctrl.Request, s v1alpha1.ShardSpec, host string, ready int32,
+	last *metav1.Condition) (metav1.Condition, error) {
+	notServing := func(reason, msg string) metav1.Condition {
+		return metav1.Condition{Type: v1alpha1.ConditionRoutesServing, Status: metav1.ConditionFalse,
+			Reason: reason, Message: msg}
+	}
+	if ready == 0 {
+		// Not a failure of routes: there are no routers yet (ShardsAvailable says why).
+		return notServing(v1alpha1.ReasonNoRouterReady, "the shard has no ready router (ShardsAvailable says why)"+canary.LastFailure(last)), nil
+	}
+	flavour, known := render.FlavourFor(s.Flavour)
+	if !known {
+		// Routers of a flavour this binary does not render (a downgrade): no canary route to ask.
+		return notServing(v1alpha1.ReasonCanaryPending,
+			fmt.Sprintf("the shard's flavour %q is not one Shardgate renders", s.Flavour)), nil
+	}
+	port, err := r.entryPort(ctx, req, s)
+	var refused refusedPort
+	switch {
+	case errors.As(err, &refused):
+		return notServing(v1alpha1.ReasonAddressRefused, err.Error()), nil
+	case err != nil:
+		return notServing(v1alpha1.ReasonCanaryPending, err.Error()), nil
+	}
+	if err := r.Limiter.Wait(ctx); err != nil {
+		return metav1.Condition{}, err
+	}
+	c := flavour.Canary()
+	res := canary.Probe(ctx, host, port, canary.Request{Path: c.Path, Body: c.Body}, r.Refused, r.Resolve, r.Get)
+	checks.WithLabelValues(res.Reason).Inc()
+	return canary.Condition(last, res), nil
 }
 
 // entryPort is where users reach the shard's routers at its DNS targets: 80, or the NodePort of

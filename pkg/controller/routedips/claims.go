@@ -76,9 +76,12 @@ func shardPorts(ci *v1alpha1.ClusterIngress, shard string) []v1alpha1.FirewallPo
 		}
 		fl, ok := render.FlavourFor(s.Flavour)
 		if !ok {
-			return nil
+			// A flavour this binary does not render (a downgrade): its routers still run, on the
+			// node's ports as every routed-IP router does; closing them would cut them off.
+			return []v1alpha1.FirewallPort{{Port: render.HostHTTP, Protocol: corev1.ProtocolTCP},
+				{Port: render.HostHTTPS, Protocol: corev1.ProtocolTCP}}
 		}
-		objs, err := fl.Render(render.RenderInput{Domain: names.ShardDomain(s.Name, ci.Status.Domain), Shard: s})
+		objs, err := render.RenderShard(fl, render.RenderInput{Domain: names.ShardDomain(s.Name, ci.Status.Domain), Shard: s})
 		if err != nil {
 			return nil
 		}

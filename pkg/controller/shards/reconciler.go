@@ -22,7 +22,6 @@ import (
 	"github.com/shardgate/shardgate/pkg/clusteraccess"
 	"github.com/shardgate/shardgate/pkg/controller/cistatus"
 	"github.com/shardgate/shardgate/pkg/ingressclass"
-	"github.com/shardgate/shardgate/pkg/names"
 	"github.com/shardgate/shardgate/pkg/render"
 	"github.com/shardgate/shardgate/pkg/validation"
 )
@@ -128,7 +127,7 @@ func (r *Reconciler) reconcileShards(ctx context.Context, ci *v1alpha1.ClusterIn
 		if same {
 			return nil
 		}
-		err = w.Apply(ctx, client.ApplyConfigurationFromUnstructured(o), client.FieldOwner(v1alpha1.FieldOwner), client.ForceOwnership)
+		err = apply(ctx, w, o)
 		if o.GetKind() == "ClusterRole" && apierrors.IsForbidden(err) {
 			// The least-privilege role may only bind the router roles: the cluster admin creates
 			// them. The other objects are still applied; the condition says what is missing.
@@ -148,7 +147,8 @@ func (r *Reconciler) reconcileShards(ctx context.Context, ci *v1alpha1.ClusterIn
 	if err := r.prune(ctx, cluster, desired.All(), unrendered(desired)); err != nil {
 		return available(metav1.ConditionFalse, v1alpha1.ReasonShardsApplyFailed, err.Error()), err
 	}
-	if err := r.defaultClass(ctx, cluster, v1alpha1.ResolveIngressClass(ci.Spec.IngressClass).Default); err != nil {
+	classPolicy := v1alpha1.ResolveIngressClass(ci.Spec.IngressClass).Default
+	if err := r.defaultClass(ctx, cluster, shards, classPolicy); err != nil {
 		return available(metav1.ConditionFalse, v1alpha1.ReasonShardsApplyFailed, err.Error()), err
 	}
 	if len(failed) > 0 {
@@ -231,24 +231,27 @@ func (r *Reconciler) prune(ctx context.Context, cluster clusteraccess.Cluster, d
 // main applies never put it back.
 const defaultClassManager = "shardgate-default-class"
 
-// defaultClass marks the shardgate IngressClass as the cluster's default, or releases the mark,
-// as DecideDefaultClass says.
-func (r *Reconciler) defaultClass(ctx context.Context, cluster clusteraccess.Cluster, policy v1alpha1.DefaultClassPolicy) error {
+// defaultClass marks the class of the first shard's flavour as the cluster's default, or releases
+// the mark, as DecideDefaultClass says.
+func (r *Reconciler) defaultClass(ctx context.Context, cluster clusteraccess.Cluster, shards []v1alpha1.ShardSpec,
+	policy v1alpha1.DefaultClassPolicy) error {
 	classes := &networkingv1.IngressClassList{}
 	if err := cluster.Reader().List(ctx, classes); err != nil {
 		return clusteraccess.DescribeError("list IngressClasses", err)
 	}
+	action, class := ingressclass.DecideDefaultClass(classes.Items, render.IngressClassNames(),
+		render.DefaultIngressClass(shards), policy)
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(networkingv1.SchemeGroupVersion.WithKind("IngressClass"))
-	u.SetName(names.IngressClassName)
-	switch ingressclass.DecideDefaultClass(classes.Items, policy) {
+	u.SetName(class)
+	switch action {
 	case ingressclass.DefaultClassMark:
 		u.SetAnnotations(map[string]string{ingressclass.DefaultClassAnnotation: "true", ingressclass.DefaultClassMarker: "true"})
-		log.FromContext(ctx).Info("no IngressClass is the cluster's default: marking the shardgate class default")
+		log.FromContext(ctx).Info("no IngressClass is the cluster's default: marking Shardgate's default", "class", class)
 	case ingressclass.DefaultClassRelease:
 		// An apply with no fields gives up what this manager owned; fields an administrator
 		// took over stay.
-		log.FromContext(ctx).Info("releasing the default-class mark (ingressClass.default: Never)")
+		log.FromContext(ctx).Info("releasing the default-class mark (ingressClass.default: Never)", "class", class)
 	default:
 		return nil
 	}

@@ -2,6 +2,7 @@ package shards
 
 import (
 	"context"
+	"slices"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -75,6 +76,33 @@ func TestUserClusterRoleShipsTheRouterRoles(t *testing.T) {
 		if got.Labels[v1alpha1.ManagedByLabel] != v1alpha1.ManagedByValue {
 			t.Errorf("%s: labels %v", want.Name, got.Labels)
 		}
+	}
+}
+
+// TestUserClusterRoleMayBindEveryRouterRole: the least-privilege role lets Shardgate bind exactly
+// the router roles it renders, every flavour's among them: a flavour whose role it may not bind
+// would have its shards refused in every cluster set up with the file.
+func TestUserClusterRoleMayBindEveryRouterRole(t *testing.T) {
+	roles, err := framework.ReadClusterRoles(userClusterRBAC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var bindable []string
+	for _, r := range roles {
+		for _, rule := range r.Rules {
+			if r.Name == "shardgate-user-cluster" && slices.Contains(rule.Verbs, "bind") {
+				bindable = append(bindable, rule.ResourceNames...)
+			}
+		}
+	}
+	var want []string
+	for _, r := range render.RouterClusterRoles() {
+		want = append(want, r.Name)
+	}
+	slices.Sort(bindable)
+	slices.Sort(want)
+	if !slices.Equal(bindable, want) {
+		t.Errorf("%s lets Shardgate bind %v, want the router roles %v", userClusterRBAC, bindable, want)
 	}
 }
 

@@ -53,7 +53,7 @@ func TestRoutersGetTheCertificate(t *testing.T) {
 	u := user.Client
 
 	secretKey := client.ObjectKey{Namespace: names.Namespace, Name: names.TLSSecretName}
-	configKey := client.ObjectKey{Namespace: names.Namespace, Name: names.TLSConfigName}
+	configKey := client.ObjectKey{Namespace: names.Namespace, Name: render.TraefikTLSConfigName}
 	router := client.ObjectKey{Namespace: names.Namespace, Name: names.RouterName("default")}
 	config := func() string {
 		cm := &corev1.ConfigMap{}

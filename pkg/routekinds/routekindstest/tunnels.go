@@ -126,13 +126,16 @@ func (Tunnels) Cached() []routekinds.Cached {
 	}}}
 }
 
-// Serves implements routekinds.Kind: a Tunnel whose parent is Shardgate's gateway.
-func (Tunnels) Serves(context.Context, client.Reader, *v1alpha1.ClusterIngressSpec) (func(client.Object) bool, error) {
-	return func(o client.Object) bool { return o.(*Tunnel).Spec.Gateway == Gateway }, nil
+// Serves implements routekinds.Kind: a Tunnel whose parent is Shardgate's gateway, for the
+// routers of the cluster's default class (a Tunnel names no class).
+func (Tunnels) Serves(_ context.Context, _ client.Reader, _ *v1alpha1.ClusterIngressSpec, flavours routekinds.Flavours,
+) (func(client.Object) (string, bool), error) {
+	flavour := flavours.ByIngressClass[flavours.DefaultIngressClass]
+	return func(o client.Object) (string, bool) { return flavour, o.(*Tunnel).Spec.Gateway == Gateway }, nil
 }
 
 // ServedElsewhere implements routekinds.Kind.
-func (Tunnels) ServedElsewhere(o client.Object) string {
+func (Tunnels) ServedElsewhere(o client.Object, _ routekinds.Flavours) string {
 	if g := o.(*Tunnel).Spec.Gateway; g != "" && g != Gateway {
 		return "its gateway is " + g
 	}

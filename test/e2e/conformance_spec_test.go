@@ -1,0 +1,296 @@
+package e2e
+
+import (
+	"context"
+	"crypto/x509"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/shardgate/shardgate/api/v1alpha1"
+	"github.com/shardgate/shardgate/pkg/names"
+	"github.com/shardgate/shardgate/pkg/render"
+	"github.com/shardgate/shardgate/test/framework"
+)
+
+// flavourImages are the router images the conformance suite runs, one per registered flavour: a
+// flavour added without one fails the suite rather than going untested.
+var flavourImages = map[v1alpha1.Flavour]string{v1alpha1.FlavourTraefik: framework.TraefikImage}
+
+// ConformanceSpecInput is one flavour's user cluster: three real nodes, n1 and n2 of role a (the
+// default shard, two routers), n3 of role b (shard b), on Fabric; the seed has BIND, external-dns,
+// cert-manager with an ACME issuer (Pebble) and the controller.
+type ConformanceSpecInput struct {
+	Flavour render.Flavour
+	Seed    *framework.ControlPlane
+	User    *framework.ControlPlane
+	DNS     *framework.DNSServer
+	Roots   *x509.CertPool
+	Fabric  *framework.Fabric
+	Nodes   []*framework.RealNode
+	// ClusterID is the user cluster's ID; Issuer the ACME issuer in the certificate namespace.
+	ClusterID, Issuer string
+}
+
+// ConformanceSpec is what every router flavour must do on real pods (render.Flavour's contract):
+// serve a shard's routes there and only there, and no route of another class; serve HTTPS with
+// the cluster's certificate as the default and redirect plain HTTP; run as least privilege gives
+// it; leave DNS while not ready; roll out without a failed request. VIP health (the agent asks the
+// flavour's Readiness URL) is TestVIP's.
+func ConformanceSpec(ctx context.Context, t *testing.T, inputGetter func() ConformanceSpecInput) {
+	in := inputGetter()
+	seed, u, f := in.Seed, in.User, in.Flavour
+	domain := in.ClusterID + "." + in.DNS.Zone
+	image, ok := flavourImages[f.Name()]
+	if !ok {
+		t.Fatalf("flavour %s has no router image in the conformance suite (flavourImages)", f.Name())
+	}
+	shard := func(name, role string, replicas int32) v1alpha1.ShardSpec {
+		return v1alpha1.ShardSpec{Name: name, Flavour: f.Name(), Image: image, ImagePullPolicy: corev1.PullNever,
+			Replicas: ptr.To(replicas), NodeSelector: map[string]string{"role": role}}
+	}
+	shards := []v1alpha1.ShardSpec{shard(v1alpha1.DefaultShardName, "a", 2), shard("b", "b", 1)}
+	sel := map[string]string{"conformance": string(f.Name())}
+	profile := "conformance-" + string(f.Name())
+	p := &v1alpha1.IngressProfile{ObjectMeta: metav1.ObjectMeta{Name: profile}, Spec: v1alpha1.IngressProfileSpec{
+		ClusterSelector: metav1.LabelSelector{MatchLabels: sel}, DNS: v1alpha1.DNSSettings{TTL: 5}, Shards: shards,
+		TLS: v1alpha1.TLSSettings{IssuerRef: &v1alpha1.IssuerReference{Name: in.Issuer, Kind: v1alpha1.KindIssuer}, RedirectHTTP: true},
+	}}
+	must(t, seed.Client.Create(ctx, p))
+	must(t, framework.DeployBackend(ctx, u, "default", "web", 1))
+	class := f.IngressClass().Name
+	route := func(name, host, class string) *networkingv1.Ingress {
+		ing := shardIngress(name, host)
+		ing.Spec.IngressClassName = ptr.To(class)
+		return ing
+	}
+	appHost, bHost, otherHost := "app."+domain, "app.b."+domain, "other."+domain
+	must(t, u.Client.Create(ctx, route("web", appHost, class)))
+	must(t, u.Client.Create(ctx, route("web-b", bHost, class)))
+	must(t, u.Client.Create(ctx, route("other", otherHost, "other")))
+	registerCAPICluster(ctx, t, seed, "default", in.ClusterID, u, sel, nil)
+	n1, n2, n3 := in.Nodes[0].IP, in.Nodes[1].IP, in.Nodes[2].IP
+	https := func(ip, host string) (int, string, error) {
+		code, body, _, err := in.Fabric.GetTLS(ctx, ip+":443", host, in.Roots)
+		return code, body, err
+	}
+
+	if !t.Run("each shard's routers run and publish their own nodes", func(t *testing.T) {
+		waitAnswer(ctx, t, in.DNS, appHost, framework.AnswerIs(n1, n2))
+		waitAnswer(ctx, t, in.DNS, bHost, framework.AnswerIs(n3))
+		waitCondition(ctx, t, seed, key(in.ClusterID), v1alpha1.ConditionShardsAvailable, metav1.ConditionTrue, v1alpha1.ReasonShardsAvailable)
+	}) {
+		return
+	}
+
+	t.Run("a route is served by its shard's routers only, with the cluster's certificate", func(t *testing.T) {
+		// The web route has no spec.tls: what verifies is the default certificate, the cluster's.
+		serves := func(ip, host string) {
+			t.Helper()
+			eventually(ctx, t, 4*time.Minute, func() (bool, string) {
+				code, body, err := https(ip, host)
+				return err == nil && code == 200 && strings.Contains(body, "hello from web"),
+					fmt.Sprintf("https://%s via %s: %d %q %v", host, ip, code, body, err)
+			})
+		}
+		serves(n1, appHost)
+		serves(n2, appHost)
+		serves(n3, bHost)
+		for _, c := range []struct{ ip, host string }{{n3, appHost}, {n1, bHost}, {n1, otherHost}, {n3, otherHost}} {
+			if code, body, err := https(c.ip, c.host); err != nil || code != 404 {
+				t.Errorf("https://%s via %s: %d %q %v, want the router's 404 (not its shard's, or not its class)",
+					c.host, c.ip, code, body, err)
+			}
+		}
+	})
+
+	t.Run("the routers publish the shard's domain in the status of the Ingresses they serve", func(t *testing.T) {
+		for name, want := range map[string]string{"web": domain, "web-b": "b." + domain} {
+			eventually(ctx, t, 30*time.Second, func() (bool, string) {
+				ing := &networkingv1.Ingress{}
+				must(t, u.Client.Get(ctx, types.NamespacedName{Namespace: "default", Name: name}, ing))
+				lb := ing.Status.LoadBalancer.Ingress
+				return len(lb) == 1 && lb[0].Hostname == want, fmt.Sprintf("%s: status.loadBalancer %+v, want %s", name, lb, want)
+			})
+		}
+		ing := &networkingv1.Ingress{}
+		must(t, u.Client.Get(ctx, types.NamespacedName{Namespace: "default", Name: "other"}, ing))
+		if lb := ing.Status.LoadBalancer.Ingress; len(lb) != 0 {
+			t.Errorf("an Ingress of another class got status %+v", lb)
+		}
+	})
+
+	t.Run("plain HTTP is redirected to HTTPS", func(t *testing.T) {
+		code, body, err := in.Fabric.Get(ctx, n1+":80", appHost)
+		if err != nil || code/100 != 3 || !strings.Contains(body, "Location: https://"+appHost) {
+			t.Fatalf("http://%s: %d %q %v, want a redirect to https", appHost, code, body, err)
+		}
+	})
+
+	t.Run("routers run with least privilege, as the kernel sees it", func(t *testing.T) {
+		container := f.Router(render.RouterInput{Shard: shards[0]}).Container.Name
+		pods := &corev1.PodList{}
+		must(t, u.Client.List(ctx, pods, client.InNamespace(names.Namespace), client.HasLabels{v1alpha1.ShardLabel}))
+		checked := 0
+		for _, pod := range pods.Items {
+			for _, cs := range pod.Status.ContainerStatuses {
+				if cs.Name != container || cs.State.Running == nil {
+					continue
+				}
+				procs, err := framework.ContainerProcesses(strings.TrimPrefix(cs.ContainerID, "containerd://"))
+				must(t, err)
+				if len(procs) == 0 {
+					t.Errorf("pod %s: no process of container %s found", pod.Name, cs.ContainerID)
+				}
+				for _, p := range procs {
+					checked++
+					ro, err := framework.RootReadOnly(p.PID)
+					must(t, err)
+					// On the host network: root with NET_BIND_SERVICE (bit 10) only, to bind 80 and 443.
+					if !p.NoNewPrivs || p.Seccomp != 2 || p.CapEff != 1<<10 || !ro {
+						t.Errorf("pod %s process %d: no_new_privs %v, seccomp %d, CapEff %#x, read-only root %v; "+
+							"want true, 2 (RuntimeDefault), 0x400 (NET_BIND_SERVICE), true", pod.Name, p.PID, p.NoNewPrivs,
+							p.Seccomp, p.CapEff, ro)
+					}
+				}
+			}
+		}
+		if checked == 0 {
+			t.Fatalf("no running %s container among the router pods", container)
+		}
+	})
+
+	t.Run("a router that is not ready leaves DNS and comes back", func(t *testing.T) {
+		procs := routerProcessesOn(ctx, t, u, f, in.Nodes[1].Name, v1alpha1.DefaultShardName)
+		start := time.Now()
+		for _, p := range procs {
+			must(t, syscallStop(p.PID))
+		}
+		resumed := false
+		defer func() {
+			if !resumed {
+				for _, p := range procs {
+					_ = syscallCont(p.PID)
+				}
+			}
+		}()
+		// The kubelet's readiness probe fails (timeouts), the pod turns NotReady, n2 leaves.
+		waitAnswerWithin(ctx, t, in.DNS, appHost, time.Minute, []string{n1})
+		t.Logf("router on %s frozen → DNS answers %s only after %s", in.Nodes[1].Name, n1, time.Since(start).Round(100*time.Millisecond))
+		for _, p := range procs {
+			must(t, syscallCont(p.PID))
+		}
+		resumed = true
+		waitAnswerWithin(ctx, t, in.DNS, appHost, time.Minute, slices.Sorted(slices.Values([]string{n1, n2})))
+	})
+
+	t.Run("a rolling update replaces the routers, clients see no failure", func(t *testing.T) {
+		old := map[types.UID]bool{}
+		pods := &corev1.PodList{}
+		match := client.MatchingLabels{v1alpha1.ShardLabel: v1alpha1.DefaultShardName}
+		must(t, u.Client.List(ctx, pods, client.InNamespace(names.Namespace), match))
+		for _, p := range pods.Items {
+			old[p.UID] = true
+		}
+		stop := loopTLSClient(ctx, in.DNS, in.Fabric, appHost, in.Roots)
+		start := time.Now()
+		// A new resource request changes the pod template: a rollout, as any profile edit does.
+		updateProfile(ctx, t, seed, profile, func(p *v1alpha1.IngressProfile) {
+			p.Spec.Shards[0].Resources = corev1.ResourceRequirements{
+				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m")}}
+		})
+		minReady := 2
+		eventually(ctx, t, 3*time.Minute, func() (bool, string) {
+			pods := &corev1.PodList{}
+			if err := u.Client.List(ctx, pods, client.InNamespace(names.Namespace), match); err != nil {
+				return false, err.Error()
+			}
+			ready, fresh := 0, 0
+			for _, p := range pods.Items {
+				if p.DeletionTimestamp == nil && podReady(&p) {
+					ready++
+					if !old[p.UID] {
+						fresh++
+					}
+				}
+			}
+			minReady = min(minReady, ready)
+			return fresh == 2 && len(pods.Items) == 2, fmt.Sprintf("%d pods, %d new and ready", len(pods.Items), fresh)
+		})
+		waitAnswer(ctx, t, in.DNS, appHost, framework.AnswerIs(n1, n2))
+		n, failed := stop()
+		t.Logf("rollout of 2 routers took %s; fewest ready during it %d; client: %d HTTPS requests, %d failed",
+			time.Since(start).Round(time.Second), minReady, n, failed)
+		// maxUnavailable 1 of 2 (host ports cannot surge): one router serves throughout.
+		if minReady < 1 {
+			t.Fatal("no router was ready at some point of the rollout")
+		}
+		if n < 20 || failed > 0 {
+			t.Fatalf("%d of %d requests failed during the rollout", failed, n)
+		}
+	})
+}
+
+// routerProcessesOn returns the processes of shard's router container on node.
+func routerProcessesOn(ctx context.Context, t *testing.T, u *framework.ControlPlane, f render.Flavour, node, shard string) []framework.ProcessIdentity {
+	t.Helper()
+	container := f.Router(render.RouterInput{Shard: v1alpha1.ShardSpec{Name: shard}}).Container.Name
+	pods := &corev1.PodList{}
+	must(t, u.Client.List(ctx, pods, client.InNamespace(names.Namespace), client.MatchingLabels{v1alpha1.ShardLabel: shard}))
+	for _, pod := range pods.Items {
+		if pod.Spec.NodeName != node {
+			continue
+		}
+		for _, cs := range pod.Status.ContainerStatuses {
+			if cs.Name == container && cs.ContainerID != "" {
+				procs, err := framework.ContainerProcesses(strings.TrimPrefix(cs.ContainerID, "containerd://"))
+				must(t, err)
+				if len(procs) > 0 {
+					return procs
+				}
+			}
+		}
+	}
+	t.Fatalf("no process of shard %s's router on %s", shard, node)
+	return nil
+}
+
+// TestFlavourConformance runs ConformanceSpec for every registered router flavour, each in a user
+// cluster of its own beside the others in one seed.
+func TestFlavourConformance(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	flavours := render.Flavours()
+	nodes := make([][]framework.RealNodeSpec, len(flavours))
+	for i := range flavours {
+		nodes[i] = []framework.RealNodeSpec{{Name: "n1", Labels: map[string]string{"role": "a"}},
+			{Name: "n2", Labels: map[string]string{"role": "a"}}, {Name: "n3", Labels: map[string]string{"role": "b"}}}
+	}
+	env := framework.StartEnvironment(t, framework.EnvironmentOptions{UserClusters: len(flavours), DNS: true, RealNodes: nodes})
+	pebble := framework.StartPebble(t, env.DNS, framework.PebbleOptions{})
+	cm := framework.StartCertManager(t, env.Seed, env.DNS)
+	const certNS = "shardgate"
+	must(t, env.Seed.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: certNS}}))
+	must(t, cm.CreateACMEIssuer(ctx, env.Seed, pebble, env.DNS, framework.ACMEIssuer{Name: "pebble", Namespace: certNS, SkipSelfCheck: true}))
+	roots, err := pebble.Roots(ctx)
+	must(t, err)
+	framework.StartController(t, env.Seed, "--dns-zone="+env.DNS.Zone, "--certificate-namespace="+certNS)
+	for i, f := range flavours {
+		t.Run(string(f.Name()), func(t *testing.T) {
+			ConformanceSpec(ctx, t, func() ConformanceSpecInput {
+				return ConformanceSpecInput{Flavour: f, Seed: env.Seed, User: env.Users[i], DNS: env.DNS, Roots: roots,
+					Fabric: env.Fabrics[i], Nodes: env.Nodes[i], ClusterID: "conf-" + string(f.Name()), Issuer: "pebble"}
+			})
+		})
+	}
+}
