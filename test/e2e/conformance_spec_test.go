@@ -268,6 +268,7 @@ func routerProcessesOn(ctx context.Context, t *testing.T, u *framework.ControlPl
 // TestFlavourConformance runs ConformanceSpec for every registered router flavour, each in a user
 // cluster of its own beside the others in one seed.
 func TestFlavourConformance(t *testing.T) {
+	t.Parallel() // see main_test.go
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	flavours := render.Flavours()
