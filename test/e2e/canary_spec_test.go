@@ -108,17 +108,7 @@ func TestCanary(t *testing.T) {
 			t.Fatal("no Traefik process of the shard")
 		}
 		start := time.Now()
-		for _, p := range procs {
-			must(t, syscallStop(p.PID))
-		}
-		resumed := false
-		defer func() {
-			if !resumed {
-				for _, p := range procs {
-					_ = syscallCont(p.PID)
-				}
-			}
-		}()
+		resume := freeze(t, procs)
 		// One interval, the request's timeout (5 s) and a status write. Under load the kubelet's
 		// readiness probe may see the wedged router first: then the shard has no ready router,
 		// which is False too.
@@ -138,10 +128,7 @@ func TestCanary(t *testing.T) {
 		if sc := serving(); sc != nil {
 			stoppedReason = sc.Reason
 		}
-		for _, p := range procs {
-			must(t, syscallCont(p.PID))
-		}
-		resumed = true
+		resume()
 		start = time.Now()
 		c = waitServing(t, metav1.ConditionTrue, v1alpha1.ReasonServing, time.Minute)
 		t.Logf("router resumed → RoutesServing True in %s: %s", time.Since(start).Round(100*time.Millisecond), c.Message)

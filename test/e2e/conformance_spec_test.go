@@ -173,24 +173,11 @@ func ConformanceSpec(ctx context.Context, t *testing.T, inputGetter func() Confo
 	t.Run("a router that is not ready leaves DNS and comes back", func(t *testing.T) {
 		procs := routerProcessesOn(ctx, t, u, f, in.Nodes[1].Name, v1alpha1.DefaultShardName)
 		start := time.Now()
-		for _, p := range procs {
-			must(t, syscallStop(p.PID))
-		}
-		resumed := false
-		defer func() {
-			if !resumed {
-				for _, p := range procs {
-					_ = syscallCont(p.PID)
-				}
-			}
-		}()
+		resume := freeze(t, procs)
 		// The kubelet's readiness probe fails (timeouts), the pod turns NotReady, n2 leaves.
 		waitAnswerWithin(ctx, t, in.DNS, appHost, time.Minute, []string{n1})
 		t.Logf("router on %s frozen → DNS answers %s only after %s", in.Nodes[1].Name, n1, time.Since(start).Round(100*time.Millisecond))
-		for _, p := range procs {
-			must(t, syscallCont(p.PID))
-		}
-		resumed = true
+		resume()
 		waitAnswerWithin(ctx, t, in.DNS, appHost, time.Minute, slices.Sorted(slices.Values([]string{n1, n2})))
 	})
 

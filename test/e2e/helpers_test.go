@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -70,6 +71,25 @@ func waitAnswer(ctx context.Context, t testing.TB, s *framework.DNSServer, name 
 // syscallStop and syscallCont freeze and resume a process (a router that hangs without exiting).
 func syscallStop(pid int) error { return syscall.Kill(pid, syscall.SIGSTOP) }
 func syscallCont(pid int) error { return syscall.Kill(pid, syscall.SIGCONT) }
+
+// freeze stops every process of procs (SIGSTOP) and returns resume, which continues them once;
+// what is still frozen when t ends is resumed then.
+func freeze(t testing.TB, procs []framework.ProcessIdentity) (resume func()) {
+	t.Helper()
+	for _, p := range procs {
+		must(t, syscallStop(p.PID))
+	}
+	var once sync.Once
+	resume = func() {
+		once.Do(func() {
+			for _, p := range procs {
+				_ = syscallCont(p.PID)
+			}
+		})
+	}
+	t.Cleanup(resume)
+	return resume
+}
 
 // loop calls try every interval until the returned stop is called, which reports how many
 // requests were sent and how many failed. try says whether it sent one (a client that could not
