@@ -1,0 +1,24 @@
+// Package gatewayapi is Gateway API in user clusters: the release Shardgate pins (its Go types in
+// go.mod, its standard-channel CRDs in crds/, copied unchanged from that module's
+// config/crd/standard), which Shardgate installs where a cluster has none.
+package gatewayapi
+
+import (
+	"embed"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+)
+
+// BundleVersion is the pinned release: the gateway.networking.k8s.io/bundle-version of every CRD
+// in crds/ and the version of sigs.k8s.io/gateway-api in go.mod (TestBundleMatchesGoMod).
+const BundleVersion = "v1.6.3"
+
+// CRDFiles are the release's standard-channel CRDs and its safe-upgrades admission policy.
+//
+//go:embed crds/*.yaml
+var CRDFiles embed.FS
+
+// AddToScheme registers the standard API's Go types (GatewayClass, Gateway, HTTPRoute, GRPCRoute,
+// ListenerSet, ReferenceGrant, BackendTLSPolicy).
+func AddToScheme(s *runtime.Scheme) error { return gatewayv1.Install(s) }
