@@ -122,3 +122,21 @@ func CanaryHost(shardDomain string) string { return CanaryLabel + "." + shardDom
 
 // CanaryName names a shard's canary Ingress and Service (in Namespace).
 func CanaryName(shard string) string { return "canary-" + shard }
+
+// Gateway API objects Shardgate renders in a user cluster (when it serves Gateway API).
+const (
+	// ParentGatewayName is the Gateway in Namespace that tenants attach their routes to: one name
+	// per cluster, so a tenant never needs to know shards. Allocation decides which shard's
+	// Gateway (ShardGatewayName) serves a route attached to it.
+	ParentGatewayName = "shardgate"
+	// ParentGatewayClassName is the parent Gateway's class, whose controller is Shardgate's
+	// allocator: no router serves it.
+	ParentGatewayClassName = "shardgate"
+)
+
+// ShardGatewayName is a shard's Gateway (in Namespace), served by that shard's routers only.
+func ShardGatewayName(shard string) string { return RouterName(shard) }
+
+// ShardGatewayClassName is a shard's GatewayClass: one per shard, since a router serves the
+// Gateways of the classes it is told (by label) to serve.
+func ShardGatewayClassName(shard string) string { return "shardgate-" + shard }

@@ -38,6 +38,9 @@ type DesiredInput struct {
 	// RouteKinds are the cluster's route kinds: the admission policy protects each, and the
 	// canary route is of those that route it.
 	RouteKinds routekinds.Registry
+	// GatewayAPI: the cluster serves Gateway API (and it is not turned off): the parent Gateway
+	// and every shard's Gateway are rendered.
+	GatewayAPI bool
 }
 
 // Desired is what the shard controller applies: the cluster-wide objects (shared by every shard,
@@ -102,7 +105,8 @@ func RenderDesired(in DesiredInput) (Desired, error) {
 			used = append(used, f)
 		}
 		objs, err := RenderShard(f, RenderInput{Domain: names.ShardDomain(s.Name, in.ClusterDomain), Shard: s, DNSTTL: in.TTL,
-			TLS: in.TLS, VIP: in.VIP[s.Name], Canary: in.Canary, RouteKinds: in.RouteKinds})
+			TLS: in.TLS, VIP: in.VIP[s.Name], Canary: in.Canary, RouteKinds: in.RouteKinds,
+			GatewayAPI: in.GatewayAPI})
 		if err != nil {
 			d.Shards = append(d.Shards, ShardObjects{Name: s.Name, Err: fmt.Errorf("shard %s: %w", s.Name, err)})
 			continue
@@ -129,6 +133,13 @@ func RenderDesired(in DesiredInput) (Desired, error) {
 		return Desired{}, err
 	}
 	d.Cluster = append(d.Cluster, info)
+	if in.GatewayAPI {
+		parent, err := ParentGateway()
+		if err != nil {
+			return Desired{}, err
+		}
+		d.Cluster = append(d.Cluster, parent...)
+	}
 	if in.AdmissionPolicy {
 		policy, err := AdmissionPolicy(in.ShardgateUser, in.RouteKinds)
 		if err != nil {

@@ -106,6 +106,10 @@ type RouterInput struct {
 	RouteSelector string
 	// TLS, when set: serve HTTPS with TLSObjects' default certificate (and redirect HTTP if asked).
 	TLS *TLSInput
+	// GatewayAPI: the cluster serves Gateway API; the routers also serve the routes attached to
+	// the shard's Gateway (of the GatewayClass names.ShardGatewayClassName, labelled with the shard,
+	// whose controller is GatewayClassController), on the same ports.
+	GatewayAPI bool
 }
 
 // Router is a flavour's part of a shard's pod.
@@ -140,4 +144,7 @@ type RenderInput struct {
 	// Canary renders the shard's canary route (canaryObjects), of each of RouteKinds that routes it.
 	Canary     bool
 	RouteKinds routekinds.Registry
+	// GatewayAPI: the cluster serves Gateway API: a flavour with a GatewayClassController gets the
+	// shard's GatewayClass and Gateway, and its routers serve them.
+	GatewayAPI bool
 }

@@ -22,7 +22,7 @@ var updateGolden = flag.Bool("update-golden", false, "rewrite testdata/golden fr
 
 // goldenCases cover every shape a Traefik router takes: each publishing, one and several
 // replicas, a claimed shard, TLS before and after the first issuance, with and without the
-// redirect, VIPs allocated and not yet, and the canary.
+// redirect, VIPs allocated and not yet, the canary, and Gateway API served.
 func goldenCases() map[string]DesiredInput {
 	edgeVIP := &VIPInput{
 		Instances: []vip.Instance{{VIP: netip.MustParseAddr("192.0.2.1"), RouterID: 3, Home: "n1"},
@@ -56,6 +56,9 @@ func goldenCases() map[string]DesiredInput {
 			})},
 		"tls-before-issuance": {RouteKinds: ingressOnly, ClusterDomain: "c1.z.test", TTL: 60, ShardgateUser: "u", TLS: &TLSInput{},
 			Shards: v1alpha1.ResolveShards([]v1alpha1.ShardSpec{{Name: "default"}, {Name: "np", Publishing: v1alpha1.PublishNodePort}})},
+		"gateway-api": {RouteKinds: ingressOnly, ClusterDomain: "c1.z.test", TTL: 60, ShardgateUser: "u", TLS: cert,
+			GatewayAPI: true, Shards: v1alpha1.ResolveShards([]v1alpha1.ShardSpec{{Name: "default"},
+				{Name: "np", Publishing: v1alpha1.PublishNodePort}})},
 		"vip": {RouteKinds: ingressOnly, ClusterDomain: "c1.z.test", TTL: 60, ShardgateUser: "u", Canary: true, TLS: cert,
 			Shards: v1alpha1.ResolveShards([]v1alpha1.ShardSpec{vipShard, waiting}), VIP: map[string]*VIPInput{"edge": edgeVIP}},
 	}

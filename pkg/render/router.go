@@ -49,6 +49,9 @@ func RenderShard(f Flavour, in RenderInput) ([]*unstructured.Unstructured, error
 	if pdb := disruptionBudget(s, name, labels); pdb != nil {
 		objs = append(objs, Object{policyv1.SchemeGroupVersion.WithKind("PodDisruptionBudget"), pdb})
 	}
+	if in.GatewayAPI && f.GatewayClassController() != "" {
+		objs = append(objs, shardGateway(f, in, labels, ports)...)
+	}
 	if in.Canary {
 		canary, err := canaryObjects(f, s, in.Domain, labels, in.RouteKinds)
 		if err != nil {
@@ -98,7 +101,7 @@ func deployment(f Flavour, in RenderInput, name string, labels map[string]string
 	// external-dns' reaction time.
 	preStop := in.DNSTTL + 15
 	router := f.Router(RouterInput{Shard: s, Domain: in.Domain, HTTP: ports.HTTP, HTTPS: ports.HTTPS,
-		RouteSelector: ShardSelector(s.Name), TLS: in.TLS})
+		RouteSelector: ShardSelector(s.Name), TLS: in.TLS, GatewayAPI: in.GatewayAPI})
 	container := router.Container
 	container.Image, container.ImagePullPolicy = image, s.ImagePullPolicy
 	container.Ports = []corev1.ContainerPort{

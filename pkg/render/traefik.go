@@ -5,6 +5,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
 	"github.com/shardgate/shardgate/pkg/names"
@@ -64,6 +65,11 @@ func (Traefik) ClusterRole() *rbacv1.ClusterRole {
 			{APIGroups: []string{"discovery.k8s.io"}, Resources: []string{"endpointslices"}, Verbs: []string{"list", "watch"}},
 			{APIGroups: []string{"networking.k8s.io"}, Resources: []string{"ingresses", "ingressclasses"}, Verbs: []string{"get", "list", "watch"}},
 			{APIGroups: []string{"networking.k8s.io"}, Resources: []string{"ingresses/status"}, Verbs: []string{"update"}},
+			// The Gateway provider (where the cluster serves Gateway API): what it watches and the
+			// status it writes; namespaces for the listeners' allowedRoutes.
+			{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"list", "watch"}},
+			{APIGroups: []string{gatewayv1.GroupName}, Resources: traefikGatewayResources, Verbs: []string{"get", "list", "watch"}},
+			{APIGroups: []string{gatewayv1.GroupName}, Resources: statusOf(traefikGatewayResources), Verbs: []string{"update"}},
 		},
 	}
 }
@@ -73,6 +79,9 @@ func (Traefik) ClusterRole() *rbacv1.ClusterRole {
 func (t Traefik) Router(in RouterInput) Router {
 	r := Router{Container: corev1.Container{Name: "traefik",
 		Args: traefikArgs(t.IngressClass().Name, in.RouteSelector, in.Domain, in.HTTP, in.HTTPS)}}
+	if in.GatewayAPI {
+		r.Container.Args = append(r.Container.Args, traefikGatewayArgs(in.RouteSelector, in.Domain)...)
+	}
 	if in.TLS != nil {
 		r.Container.Args = append(r.Container.Args, traefikTLSArgs(in.TLS)...)
 		r.Container.VolumeMounts = []corev1.VolumeMount{{Name: tlsVolume, MountPath: tlsMountPath, ReadOnly: true}}
@@ -102,5 +111,29 @@ func traefikArgs(class, selector, domain string, http, https int32) []string {
 		"--ping=true", "--ping.entryPoint=traefik",
 		"--api=true",
 		"--log.level=INFO",
+	}
+}
+
+// traefikGatewayResources are the Gateway API kinds Traefik's Gateway provider reads (it waits for
+// every one of them to be listed before it serves).
+var traefikGatewayResources = []string{"gatewayclasses", "gateways", "httproutes", "grpcroutes", "tlsroutes",
+	"referencegrants", "backendtlspolicies"}
+
+func statusOf(resources []string) []string {
+	out := make([]string, len(resources))
+	for i, r := range resources {
+		out[i] = r + "/status"
+	}
+	return out
+}
+
+// traefikGatewayArgs turn on Traefik's Gateway provider for the shard's GatewayClass only (its
+// label selector filters GatewayClasses: the shard's carries the shard label), publishing the
+// shard's domain apex as the Gateway's address.
+func traefikGatewayArgs(selector, domain string) []string {
+	return []string{
+		"--providers.kubernetesgateway=true",
+		"--providers.kubernetesgateway.labelselector=" + selector,
+		"--providers.kubernetesgateway.statusaddress.hostname=" + domain,
 	}
 }
