@@ -73,7 +73,7 @@ func sourceProviders(dc discovery.DiscoveryInterface, o options) sources.Registr
 // (a host has one owner whatever kind asks for it). A kind is added here, with its adapter
 // (pkg/routekinds), and in kubectl-shardgate's.
 func routeKinds() routekinds.Registry {
-	return routekinds.Registry{routekinds.Ingress{}}
+	return routekinds.Registry{routekinds.Ingress{}, routekinds.HTTPRoute{}}
 }
 
 // newManager builds the controller manager with leader election, health and metrics endpoints.

@@ -14,14 +14,18 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/version"
 	apimachineryversion "k8s.io/apimachinery/pkg/version"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"github.com/shardgate/shardgate/pkg/routekinds"
 	"github.com/shardgate/shardgate/pkg/watchcache"
 )
 
@@ -185,8 +189,54 @@ func (c *engaged) discover() (Capabilities, error) {
 		}
 		caps.AdmissionPolicy = slices.Contains(names, "validatingadmissionpolicies") && slices.Contains(names, "validatingadmissionpolicybindings")
 	}
-	caps.CRDs, err = c.installCRDs()
+	if caps.CRDs, err = c.installCRDs(); err != nil {
+		return caps, err
+	}
+	caps.RouteKinds, caps.GatewayAPI, err = servedRouteKinds(ctx, dc, c.e.opts.RouteKinds)
 	return caps, err
+}
+
+// servedRouteKinds are the route kinds whose resource the server lists: a kind of client-go's
+// (Ingress) is served by every supported version; the others' group versions are asked once
+// each. gateway is whether Gateway API's GatewayClass, Gateway and HTTPRoute are all served.
+func servedRouteKinds(ctx context.Context, dc *discovery.DiscoveryClient, kinds routekinds.Registry,
+) (served []string, gateway bool, err error) {
+	builtin := clientgoscheme.Scheme
+	resources := map[schema.GroupVersion][]string{}
+	list := func(gv schema.GroupVersion) ([]string, error) {
+		if r, ok := resources[gv]; ok {
+			return r, nil
+		}
+		res := &metav1.APIResourceList{}
+		err := dc.RESTClient().Get().MaxRetries(0).AbsPath("/apis", gv.Group, gv.Version).Do(ctx).Into(res)
+		if err != nil && !apierrors.IsNotFound(err) {
+			return nil, err
+		}
+		for _, r := range res.APIResources {
+			resources[gv] = append(resources[gv], r.Name)
+		}
+		return resources[gv], nil
+	}
+	for _, k := range kinds {
+		gv := k.GroupVersionKind().GroupVersion()
+		if builtin.IsVersionRegistered(gv) {
+			served = append(served, k.Name())
+			continue
+		}
+		r, err := list(gv)
+		if err != nil {
+			return nil, false, err
+		}
+		if slices.Contains(r, k.Resource()) {
+			served = append(served, k.Name())
+		}
+	}
+	gw, err := list(gatewayv1.SchemeGroupVersion)
+	if err != nil {
+		return nil, false, err
+	}
+	gateway = slices.Contains(gw, "gatewayclasses") && slices.Contains(gw, "gateways") && slices.Contains(gw, "httproutes")
+	return served, gateway, nil
 }
 
 // startCache builds the cache with the informers the controllers read (each handler wired

@@ -2,6 +2,7 @@ package clusteraccess
 
 import (
 	"reflect"
+	"slices"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
@@ -22,8 +23,10 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
+	"github.com/shardgate/shardgate/pkg/gatewayapi"
 	"github.com/shardgate/shardgate/pkg/names"
 	"github.com/shardgate/shardgate/pkg/routekinds"
 	"github.com/shardgate/shardgate/pkg/watchcache"
@@ -43,6 +46,23 @@ type Capabilities struct {
 	// CRDs: Shardgate's user-cluster CRDs (RoutedIP, IngressClaim) are installed and established
 	// (Shardgate installs them at first contact; false when its role may not).
 	CRDs bool
+	// RouteKinds are the route kinds (routekinds.Kind.Name) whose API the cluster serves: only
+	// those are cached and allocated there.
+	RouteKinds []string
+	// GatewayAPI: the cluster serves Gateway API's GatewayClass, Gateway and HTTPRoute at v1:
+	// Shardgate renders the parent Gateway and a Gateway per shard.
+	GatewayAPI bool
+}
+
+// Served are the kinds of routes whose API the cluster serves.
+func (c Capabilities) Served(kinds routekinds.Registry) routekinds.Registry {
+	var out routekinds.Registry
+	for _, k := range kinds {
+		if slices.Contains(c.RouteKinds, k.Name()) {
+			out = append(out, k)
+		}
+	}
+	return out
 }
 
 // ManagedKinds are the kinds of objects Shardgate owns in a user cluster (router pods included).
@@ -62,6 +82,9 @@ func ManagedKinds(caps Capabilities) []client.Object {
 	if caps.AdmissionPolicy {
 		kinds = append(kinds, &admissionregistrationv1.ValidatingAdmissionPolicy{}, &admissionregistrationv1.ValidatingAdmissionPolicyBinding{})
 	}
+	if caps.GatewayAPI {
+		kinds = append(kinds, &gatewayv1.GatewayClass{}, &gatewayv1.Gateway{})
+	}
 	return kinds
 }
 
@@ -77,7 +100,9 @@ func RepairOnly(o client.Object) bool {
 	switch o.(type) {
 	case *corev1.ServiceAccount, *corev1.ConfigMap, *policyv1.PodDisruptionBudget,
 		*rbacv1.ClusterRole, *rbacv1.ClusterRoleBinding, *rbacv1.RoleBinding,
-		*admissionregistrationv1.ValidatingAdmissionPolicy, *admissionregistrationv1.ValidatingAdmissionPolicyBinding:
+		*admissionregistrationv1.ValidatingAdmissionPolicy, *admissionregistrationv1.ValidatingAdmissionPolicyBinding,
+		// Routers rewrite their Gateways' status with every route attached: no decision reads it.
+		*gatewayv1.GatewayClass, *gatewayv1.Gateway:
 		return true
 	}
 	return false
@@ -115,6 +140,7 @@ func UserClusterScheme() *runtime.Scheme {
 	utilruntime.Must(clientgoscheme.AddToScheme(s))
 	utilruntime.Must(apiextensionsv1.AddToScheme(s))
 	utilruntime.Must(v1alpha1.AddToScheme(s))
+	utilruntime.Must(gatewayapi.AddToScheme(s)) // the Gateways Shardgate renders, whatever the route kinds
 	return s
 }
 
@@ -156,7 +182,7 @@ func cacheKinds(caps Capabilities, routes routekinds.Registry, b budget,
 	// Routes and their inputs: all of them, trimmed.
 	ns := &corev1.Namespace{}
 	kinds = append(kinds, watchcache.Kind{Object: ns, Handler: handler(ns), Transform: TrimNamespace, MaxObjects: b.objects, MaxBytes: b.bytes})
-	for _, c := range routes.Cached() {
+	for _, c := range caps.Served(routes).Cached() {
 		kinds = append(kinds, watchcache.Kind{Object: c.Object, Handler: handler(c.Object), Transform: c.Transform,
 			MaxObjects: b.objects, MaxBytes: b.bytes})
 	}
@@ -182,6 +208,7 @@ func kindName(o client.Object) string {
 var clusterScoped = map[string]bool{
 	"Node": true, "Namespace": true, "ClusterRole": true, "ClusterRoleBinding": true,
 	"ValidatingAdmissionPolicy": true, "ValidatingAdmissionPolicyBinding": true, "SelfSubjectReview": true,
+	"GatewayClass": true,
 	"CustomResourceDefinition": true,
 }
 
@@ -193,7 +220,7 @@ func staticRESTMapper(scheme *runtime.Scheme, routes routekinds.Registry) (meta.
 	for _, c := range routes.Cached() {
 		rootScoped[reflect.TypeOf(c.Object)] = c.ClusterScoped
 	}
-	objs := append(ManagedKinds(Capabilities{AdmissionPolicy: true}), RouteInputs(routes)...)
+	objs := append(ManagedKinds(Capabilities{AdmissionPolicy: true, GatewayAPI: true}), RouteInputs(routes)...)
 	objs = append(objs, RoutedIPKinds(Capabilities{CRDs: true})...)
 	objs = append(objs, &corev1.Node{}, &corev1.Event{}, &authenticationv1.SelfSubjectReview{}, &apiextensionsv1.CustomResourceDefinition{})
 	var gvs []schema.GroupVersion

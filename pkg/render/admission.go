@@ -40,6 +40,41 @@ func AdmissionPolicy(shardgateUser string, kinds routekinds.Registry) ([]*unstru
 	for _, k := range v1alpha1.AllocationAnnotations {
 		ann = append(ann, fmt.Sprintf("object.metadata.?annotations[?%q].orValue('') == (oldObject == null ? '' : oldObject.metadata.?annotations[?%q].orValue(''))", k, k))
 	}
+	validations := []admissionregistrationv1.Validation{
+		{
+			Expression: fmt.Sprintf("variables.isShardgate || object.metadata.?labels[?%q].orValue('') == (oldObject == null ? '' : oldObject.metadata.?labels[?%q].orValue(''))", v1alpha1.ShardLabel, v1alpha1.ShardLabel),
+			Message:    "the " + v1alpha1.ShardLabel + " label is set by Shardgate, which allocates every Ingress to a shard; remove it from your manifest",
+			Reason:     ptr.To(metav1.StatusReasonForbidden),
+		},
+		{
+			// Only Shardgate's own objects in its namespace carry the managed-by label; on a
+			// tenant's Ingress it would pass for Shardgate's canary.
+			Expression: fmt.Sprintf("variables.isShardgate || object.metadata.namespace == %q || "+
+				"object.metadata.?labels[?%q].orValue('') == (oldObject == null ? '' : oldObject.metadata.?labels[?%q].orValue(''))",
+				names.Namespace, v1alpha1.ManagedByLabel, v1alpha1.ManagedByLabel),
+			Message: "the " + v1alpha1.ManagedByLabel + " label marks Shardgate's own objects in " + names.Namespace +
+				"; remove it from your manifest",
+			Reason: ptr.To(metav1.StatusReasonForbidden),
+		},
+		{
+			Expression: "variables.isShardgate || (" + strings.Join(ann, " && ") + ")",
+			Message:    "the shardgate.io/ allocation annotations are written by Shardgate only",
+			Reason:     ptr.To(metav1.StatusReasonForbidden),
+		},
+	}
+	for _, k := range kinds {
+		gvk := k.GroupVersionKind()
+		for _, g := range k.Guards() {
+			// Only on the kind's own objects (its resources, status included: the API server keeps
+			// spec changes sent there for none of them, but a guard must not assume it).
+			validations = append(validations, admissionregistrationv1.Validation{
+				Expression: fmt.Sprintf("variables.isShardgate || request.resource.group != %q || request.resource.resource != %q || (%s)",
+					gvk.Group, k.Resource(), g.Expression),
+				Message: g.Message,
+				Reason:  ptr.To(metav1.StatusReasonForbidden),
+			})
+		}
+	}
 	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
 		ObjectMeta: metav1.ObjectMeta{Name: admissionPolicyName, Labels: managedLabels("")},
 		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
@@ -48,28 +83,7 @@ func AdmissionPolicy(shardgateUser string, kinds routekinds.Registry) ([]*unstru
 			Variables: []admissionregistrationv1.Variable{
 				{Name: "isShardgate", Expression: fmt.Sprintf("request.userInfo.username == %q", shardgateUser)},
 			},
-			Validations: []admissionregistrationv1.Validation{
-				{
-					Expression: fmt.Sprintf("variables.isShardgate || object.metadata.?labels[?%q].orValue('') == (oldObject == null ? '' : oldObject.metadata.?labels[?%q].orValue(''))", v1alpha1.ShardLabel, v1alpha1.ShardLabel),
-					Message:    "the " + v1alpha1.ShardLabel + " label is set by Shardgate, which allocates every Ingress to a shard; remove it from your manifest",
-					Reason:     ptr.To(metav1.StatusReasonForbidden),
-				},
-				{
-					// Only Shardgate's own objects in its namespace carry the managed-by label; on a
-					// tenant's Ingress it would pass for Shardgate's canary.
-					Expression: fmt.Sprintf("variables.isShardgate || object.metadata.namespace == %q || "+
-						"object.metadata.?labels[?%q].orValue('') == (oldObject == null ? '' : oldObject.metadata.?labels[?%q].orValue(''))",
-						names.Namespace, v1alpha1.ManagedByLabel, v1alpha1.ManagedByLabel),
-					Message: "the " + v1alpha1.ManagedByLabel + " label marks Shardgate's own objects in " + names.Namespace +
-						"; remove it from your manifest",
-					Reason: ptr.To(metav1.StatusReasonForbidden),
-				},
-				{
-					Expression: "variables.isShardgate || (" + strings.Join(ann, " && ") + ")",
-					Message:    "the shardgate.io/ allocation annotations are written by Shardgate only",
-					Reason:     ptr.To(metav1.StatusReasonForbidden),
-				},
-			},
+			Validations: validations,
 		},
 	}
 	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{

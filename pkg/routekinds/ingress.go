@@ -237,6 +237,9 @@ func (Ingress) ReleasedMessage() string {
 // the API server keeps label and annotation changes sent through it.
 func (Ingress) Protected() []string { return []string{"ingresses", "ingresses/status"} }
 
+// Guards implements Kind: an Ingress' marks are its label and annotations only.
+func (Ingress) Guards() []Guard { return nil }
+
 // CanaryRoute implements Kind: an Ingress of the shard's flavour's class for exactly the canary's
 // host and path, to the routers' health port.
 func (Ingress) CanaryRoute(c Canary) client.Object {

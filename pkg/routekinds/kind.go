@@ -101,12 +101,26 @@ type Kind interface {
 	// Protected are the resources on which only Shardgate may set or change its marks: the
 	// routes and every subresource that can carry label and annotation changes (status).
 	Protected() []string
+	// Guards are the kind's own marks in its spec that only Shardgate may set or change (an
+	// HTTPRoute's parentRefs to shard Gateways, which make a shard's routers serve it): CEL
+	// expressions over object and oldObject that must hold for anyone else. Applied to the kind's
+	// objects only.
+	Guards() []Guard
 
 	// How a shard is checked.
 
 	// CanaryRoute is the route that sends the canary's request for c.Host through a shard's
 	// routers; nil when the kind does not route that shard's canary (another kind does).
 	CanaryRoute(c Canary) client.Object
+}
+
+// Guard is one admission rule of a kind (Kind.Guards).
+type Guard struct {
+	// Expression must be true for a create or update by anyone but Shardgate; oldObject is null on
+	// create.
+	Expression string
+	// Message is what the API server answers when it is not.
+	Message string
 }
 
 // Flavours are Shardgate's router flavours as routes name them (render.RouteFlavours).

@@ -205,5 +205,8 @@ func (Tunnels) ReleasedMessage() string { return "the Tunnel is another gateway'
 // Protected implements routekinds.Kind.
 func (Tunnels) Protected() []string { return []string{"tunnels", "tunnels/status"} }
 
+// Guards implements routekinds.Kind.
+func (Tunnels) Guards() []routekinds.Guard { return nil }
+
 // CanaryRoute implements routekinds.Kind: the Ingress routes every canary.
 func (Tunnels) CanaryRoute(routekinds.Canary) client.Object { return nil }

@@ -1,0 +1,240 @@
+package routekinds
+
+import (
+	"context"
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/shardgate/shardgate/api/v1alpha1"
+	"github.com/shardgate/shardgate/pkg/allocation"
+	"github.com/shardgate/shardgate/pkg/names"
+	"github.com/shardgate/shardgate/pkg/watchcache"
+)
+
+// HTTPRoute is Gateway API's gateway.networking.k8s.io/v1 HTTPRoute: Shardgate's when it is
+// attached to the parent Gateway (names.ParentGatewayName in names.Namespace), whatever else it is
+// attached to; its hostnames are its hosts (one default host when it has none); allocation adds
+// the shard's Gateway (names.ShardGatewayName) to its parentRefs, which is what makes that shard's
+// routers serve it, and the routers say so among status.parents.
+type HTTPRoute struct{}
+
+var _ Kind = HTTPRoute{}
+
+// Name implements Kind.
+func (HTTPRoute) Name() string { return "HTTPRoute" }
+
+// GroupVersionKind implements Kind.
+func (HTTPRoute) GroupVersionKind() schema.GroupVersionKind {
+	return gatewayv1.SchemeGroupVersion.WithKind("HTTPRoute")
+}
+
+// Resource implements Kind.
+func (HTTPRoute) Resource() string { return "httproutes" }
+
+// ShortNames implements Kind: Gateway API defines none.
+func (HTTPRoute) ShortNames() []string { return nil }
+
+// AddToScheme implements Kind: the standard channel's v1 types.
+func (HTTPRoute) AddToScheme(s *runtime.Scheme) error { return gatewayv1.Install(s) }
+
+// New implements Kind.
+func (HTTPRoute) New() client.Object { return &gatewayv1.HTTPRoute{} }
+
+// NewList implements Kind.
+func (HTTPRoute) NewList() client.ObjectList { return &gatewayv1.HTTPRouteList{} }
+
+// Items implements Kind.
+func (HTTPRoute) Items(list client.ObjectList) []client.Object {
+	l := list.(*gatewayv1.HTTPRouteList)
+	out := make([]client.Object, len(l.Items))
+	for i := range l.Items {
+		out[i] = &l.Items[i]
+	}
+	return out
+}
+
+// Cached implements Kind: every HTTPRoute. Which Gateways exist is not read: a route is
+// Shardgate's by its parentRef alone.
+func (HTTPRoute) Cached() []Cached {
+	return []Cached{{Object: &gatewayv1.HTTPRoute{}, Transform: trimHTTPRoute}}
+}
+
+// trimHTTPRoute keeps of a user's HTTPRoute its identity, labels, Shardgate's annotations, spec and
+// status. Shardgate's own (its namespace) stay whole.
+func trimHTTPRoute(obj any) (any, error) {
+	r, ok := obj.(*gatewayv1.HTTPRoute)
+	if !ok || r.Namespace == names.Namespace {
+		return obj, nil
+	}
+	return &gatewayv1.HTTPRoute{ObjectMeta: watchcache.TrimMeta(r.ObjectMeta, v1alpha1.AllocationAnnotations),
+		Spec: r.Spec, Status: r.Status}, nil
+}
+
+// Serves implements Kind: an HTTPRoute attached to the parent Gateway, for the flavour of the
+// cluster's default class (the first shard's): the parent is one per cluster, not per flavour.
+func (HTTPRoute) Serves(_ context.Context, _ client.Reader, _ *v1alpha1.ClusterIngressSpec, flavours Flavours,
+) (func(client.Object) (string, bool), error) {
+	flavour := flavours.ByIngressClass[flavours.DefaultIngressClass]
+	return func(route client.Object) (string, bool) {
+		r := route.(*gatewayv1.HTTPRoute)
+		return flavour, r.Namespace != names.Namespace && slices.ContainsFunc(r.Spec.ParentRefs, isParent)
+	}, nil
+}
+
+// ServedElsewhere implements Kind.
+func (HTTPRoute) ServedElsewhere(route client.Object, _ Flavours) string {
+	if !slices.ContainsFunc(route.(*gatewayv1.HTTPRoute).Spec.ParentRefs, isParent) {
+		return "it is not attached to Gateway " + names.Namespace + "/" + names.ParentGatewayName +
+			": another controller's Gateways serve it"
+	}
+	return ""
+}
+
+// ClaimBinds implements Kind: claims bind Ingresses only, so far.
+func (HTTPRoute) ClaimBinds(v1alpha1.ClaimRecord) []string { return nil }
+
+// Hosts implements Kind: the route's hostnames, which apply to all its rules. None asks for one
+// default host.
+func (HTTPRoute) Hosts(route client.Object) []string {
+	var hosts []string
+	for _, h := range route.(*gatewayv1.HTTPRoute).Spec.Hostnames {
+		hosts = append(hosts, string(h))
+	}
+	return hosts
+}
+
+// Tell implements Kind: besides the marks, an allocated route gets its default host as its
+// hostname when it has none, and exactly its shard's Gateway among its parentRefs (a route that
+// moved loses the old shard's); a rejected one keeps no shard Gateway.
+func (HTTPRoute) Tell(route client.Object, a allocation.Allocation) (client.Object, bool) {
+	r := route.(*gatewayv1.HTTPRoute)
+	want := r.DeepCopy()
+	allocation.TellMeta(want, a)
+	want.Spec.ParentRefs = slices.DeleteFunc(want.Spec.ParentRefs, isShardGateway)
+	if !a.Rejected {
+		own, _ := names.DefaultHostLabel(r.Namespace, r.Name)
+		for i, h := range want.Spec.Hostnames {
+			if i < len(a.Hosts) && string(h) != a.Hosts[i] && strings.HasPrefix(string(h), own+".") {
+				want.Spec.Hostnames[i] = gatewayv1.Hostname(a.Hosts[i]) // its default host, on another shard now
+			}
+		}
+		if len(want.Spec.Hostnames) == 0 && len(a.Hosts) == 1 {
+			want.Spec.Hostnames = []gatewayv1.Hostname{gatewayv1.Hostname(a.Hosts[0])}
+		}
+		want.Spec.ParentRefs = append(want.Spec.ParentRefs, shardGatewayRef(a.Shard))
+	}
+	changed := !equality.Semantic.DeepEqual(r.Labels, want.Labels) ||
+		!equality.Semantic.DeepEqual(r.Annotations, want.Annotations) ||
+		!equality.Semantic.DeepEqual(r.Spec, want.Spec)
+	return want, changed
+}
+
+// AlreadySays implements Kind.
+func (HTTPRoute) AlreadySays(route client.Object, a allocation.Allocation) bool {
+	r := route.(*gatewayv1.HTTPRoute)
+	if !allocation.MetaSays(r, a) {
+		return false
+	}
+	shardRefs := slices.DeleteFunc(slices.Clone(r.Spec.ParentRefs), func(p gatewayv1.ParentReference) bool { return !isShardGateway(p) })
+	if a.Rejected {
+		return len(shardRefs) == 0 && !slices.ContainsFunc(r.Status.Parents, namesAShardGateway)
+	}
+	return len(r.Spec.Hostnames) > 0 && len(shardRefs) == 1 && equality.Semantic.DeepEqual(shardRefs[0], shardGatewayRef(a.Shard))
+}
+
+// Spec implements Kind.
+func (HTTPRoute) Spec(route client.Object) any { return route.(*gatewayv1.HTTPRoute).Spec }
+
+// Published implements Kind: status.parents, where each shard's routers say they accepted the
+// route for their shard's Gateway.
+func (HTTPRoute) Published(route client.Object, shards []Shard) bool {
+	parents := route.(*gatewayv1.HTTPRoute).Status.Parents
+	if shards == nil {
+		return slices.ContainsFunc(parents, namesAShardGateway)
+	}
+	return slices.ContainsFunc(parents, func(p gatewayv1.RouteParentStatus) bool { return namesOneOf(p, shards) })
+}
+
+// Unpublish implements Kind: only the entries of Shardgate's shard Gateways go; other
+// controllers' parents are theirs to tell.
+func (HTTPRoute) Unpublish(route client.Object, shards []Shard) {
+	r := route.(*gatewayv1.HTTPRoute)
+	r.Status.Parents = slices.DeleteFunc(r.Status.Parents, func(p gatewayv1.RouteParentStatus) bool {
+		if shards == nil {
+			return namesAShardGateway(p)
+		}
+		return namesOneOf(p, shards)
+	})
+	if len(r.Status.Parents) == 0 {
+		r.Status.Parents = []gatewayv1.RouteParentStatus{} // required by the schema
+	}
+}
+
+// ReleasedMessage implements Kind.
+func (HTTPRoute) ReleasedMessage() string {
+	return "the HTTPRoute is no longer attached to Gateway " + names.Namespace + "/" + names.ParentGatewayName +
+		": Shardgate no longer allocates it"
+}
+
+// Protected implements Kind: routers write the status, where the API server also keeps label and
+// annotation changes.
+func (HTTPRoute) Protected() []string { return []string{"httproutes", "httproutes/status"} }
+
+// shardParents is the CEL list of a route's parentRefs to shard Gateways (isShardGateway).
+func shardParents(route string) string {
+	return route + ".spec.?parentRefs.orValue([]).filter(p, p.?namespace.orValue('') == '" + names.Namespace +
+		"' && p.name != '" + names.ParentGatewayName + "' && p.?kind.orValue('Gateway') == 'Gateway' && " +
+		"p.?group.orValue('" + gatewayv1.GroupName + "') == '" + gatewayv1.GroupName + "')"
+}
+
+// Guards implements Kind: only allocation attaches a route to a shard's Gateway. Anyone else who
+// did would be served by that shard's routers for any host, past allocation's hijack refusal.
+func (HTTPRoute) Guards() []Guard {
+	return []Guard{{
+		Expression: shardParents("object") + " == (oldObject == null ? [] : " + shardParents("oldObject") + ")",
+		Message: "parentRefs to Gateways in " + names.Namespace + " other than " + names.ParentGatewayName +
+			" are set by Shardgate, which allocates the route to a shard; attach to Gateway " + names.Namespace + "/" +
+			names.ParentGatewayName,
+	}}
+}
+
+// CanaryRoute implements Kind: the Ingress kind routes every shard's canary.
+func (HTTPRoute) CanaryRoute(Canary) client.Object { return nil }
+
+// isParent: p is the parent Gateway tenants attach to. Its namespace must be written out: a
+// parentRef without one means the route's own namespace.
+func isParent(p gatewayv1.ParentReference) bool {
+	return isGateway(p) && string(ptr.Deref(p.Namespace, "")) == names.Namespace && p.Name == names.ParentGatewayName
+}
+
+// isShardGateway: p names a Gateway in Shardgate's namespace other than the parent: only
+// allocation may add one (the admission policy refuses anyone else), and Tell keeps exactly the
+// allocated shard's.
+func isShardGateway(p gatewayv1.ParentReference) bool {
+	return isGateway(p) && string(ptr.Deref(p.Namespace, "")) == names.Namespace && p.Name != names.ParentGatewayName
+}
+
+func isGateway(p gatewayv1.ParentReference) bool {
+	return ptr.Deref(p.Group, gatewayv1.GroupName) == gatewayv1.GroupName && ptr.Deref(p.Kind, "Gateway") == "Gateway"
+}
+
+// shardGatewayRef is how allocation attaches a route to its shard's Gateway (every listener).
+func shardGatewayRef(shard string) gatewayv1.ParentReference {
+	return gatewayv1.ParentReference{Group: ptr.To(gatewayv1.Group(gatewayv1.GroupName)), Kind: ptr.To(gatewayv1.Kind("Gateway")),
+		Namespace: ptr.To(gatewayv1.Namespace(names.Namespace)), Name: gatewayv1.ObjectName(names.ShardGatewayName(shard))}
+}
+
+func namesAShardGateway(p gatewayv1.RouteParentStatus) bool { return isShardGateway(p.ParentRef) }
+
+func namesOneOf(p gatewayv1.RouteParentStatus, shards []Shard) bool {
+	return isShardGateway(p.ParentRef) && slices.ContainsFunc(shards, func(s Shard) bool {
+		return string(p.ParentRef.Name) == names.ShardGatewayName(s.Name)
+	})
+}
