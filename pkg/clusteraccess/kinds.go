@@ -208,7 +208,7 @@ func kindName(o client.Object) string {
 var clusterScoped = map[string]bool{
 	"Node": true, "Namespace": true, "ClusterRole": true, "ClusterRoleBinding": true,
 	"ValidatingAdmissionPolicy": true, "ValidatingAdmissionPolicyBinding": true, "SelfSubjectReview": true,
-	"GatewayClass": true,
+	"GatewayClass":             true,
 	"CustomResourceDefinition": true,
 }
 

@@ -11,11 +11,12 @@ import (
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
 	"github.com/shardgate/shardgate/pkg/dnsrecords"
+	"github.com/shardgate/shardgate/pkg/gatewayapi"
 	"github.com/shardgate/shardgate/pkg/sources"
 )
 
 // Scheme knows the built-in types, CRDs, Cluster API's Cluster (v1beta2), the part of
-// Kubermatic's Cluster Shardgate reads, Shardgate's API and external-dns' DNSEndpoint.
+// Kubermatic's Cluster Shardgate reads, Shardgate's API, external-dns' DNSEndpoint and Gateway API's standard kinds.
 func Scheme() *runtime.Scheme {
 	s := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(s))
@@ -26,5 +27,6 @@ func Scheme() *runtime.Scheme {
 	utilruntime.Must(cmapi.AddToScheme(s))
 	utilruntime.Must(cmacme.AddToScheme(s))
 	utilruntime.Must(sources.AddKubermaticToScheme(s))
+	utilruntime.Must(gatewayapi.AddToScheme(s))
 	return s
 }

@@ -1,0 +1,205 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/shardgate/shardgate/api/v1alpha1"
+	"github.com/shardgate/shardgate/pkg/names"
+	"github.com/shardgate/shardgate/test/framework"
+)
+
+// GatewaySpecInput is what GatewaySpec runs on: a user cluster that serves Gateway API, with a
+// real node (general) where the routers and backends run.
+type GatewaySpecInput struct {
+	Seed   *framework.ControlPlane
+	User   *framework.ControlPlane
+	DNS    *framework.DNSServer
+	Fabric *framework.Fabric
+	NodeIP string
+}
+
+// GatewaySpec proves HTTPRoutes are routes like Ingresses: attached to the one parent Gateway,
+// allocated to a shard, named when hostless, served by that shard's Traefik through its Gateway;
+// one owner per host across both APIs; only Shardgate attaches a route to a shard's Gateway; and
+// a namespace moves a host from an Ingress to an HTTPRoute with no failed request.
+func GatewaySpec(ctx context.Context, t *testing.T, inputGetter func() GatewaySpecInput) {
+	in := inputGetter()
+	seed, u, zone := in.Seed, in.User, in.DNS.Zone
+	sel := map[string]string{"gateway": "api"}
+	p := &v1alpha1.IngressProfile{ObjectMeta: metav1.ObjectMeta{Name: "gateway-api"}, Spec: v1alpha1.IngressProfileSpec{
+		ClusterSelector: metav1.LabelSelector{MatchLabels: sel}, DNS: v1alpha1.DNSSettings{TTL: 5},
+		Shards: []v1alpha1.ShardSpec{realRouter(v1alpha1.ShardSpec{Name: v1alpha1.DefaultShardName})}}}
+	must(t, seed.Client.Create(ctx, p))
+	registerCAPICluster(ctx, t, seed, "default", "g1", u, sel, nil)
+	domain := "g1." + zone
+	must(t, framework.WaitRouters(ctx, u, names.Namespace, names.RouterName(v1alpha1.DefaultShardName)))
+	for _, ns := range []string{"ns-a", "ns-b"} {
+		must(t, u.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
+		must(t, framework.DeployBackend(ctx, u, ns, "web", 1))
+	}
+	get := func(host string) (int, string) { return fabricGet(ctx, in.Fabric, in.NodeIP, host) }
+	served := func(t *testing.T, host, body string) {
+		t.Helper()
+		waitAnswer(ctx, t, in.DNS, host, framework.AnswerIs(in.NodeIP))
+		eventually(ctx, t, 30*time.Second, func() (bool, string) {
+			code, got := get(host)
+			return code == 200 && strings.Contains(got, body), fmt.Sprintf("%s: %d %q", host, code, got)
+		})
+	}
+
+	t.Run("a hostless HTTPRoute gets a default name, its shard's Gateway, and is served", func(t *testing.T) {
+		must(t, u.Client.Create(ctx, httpRoute("ns-a", "web")))
+		r := routeAllocated(ctx, t, u, "ns-a", "web")
+		label, _ := names.DefaultHostLabel("ns-a", "web")
+		host := label + "." + domain
+		if !slices.Equal(r.Spec.Hostnames, []gatewayv1.Hostname{gatewayv1.Hostname(host)}) ||
+			r.Annotations[v1alpha1.HostsAnnotation] != host || r.Labels[v1alpha1.ShardLabel] != v1alpha1.DefaultShardName {
+			t.Fatalf("hostnames %v, hosts %q, shard %q; want %s on default", r.Spec.Hostnames,
+				r.Annotations[v1alpha1.HostsAnnotation], r.Labels[v1alpha1.ShardLabel], host)
+		}
+		gw := names.ShardGatewayName(v1alpha1.DefaultShardName)
+		if !slices.ContainsFunc(r.Spec.ParentRefs, func(p gatewayv1.ParentReference) bool { return string(p.Name) == gw }) {
+			t.Fatalf("parentRefs %+v: the shard's Gateway %s is missing", r.Spec.ParentRefs, gw)
+		}
+		// The shard's Traefik accepts it for its Gateway: Gateway API's own way of telling the user.
+		eventually(ctx, t, 30*time.Second, func() (bool, string) {
+			got := &gatewayv1.HTTPRoute{}
+			must(t, u.Client.Get(ctx, client.ObjectKeyFromObject(r), got))
+			for _, ps := range got.Status.Parents {
+				if string(ps.ParentRef.Name) == gw && meta.IsStatusConditionTrue(ps.Conditions, string(gatewayv1.RouteConditionAccepted)) {
+					return true, ""
+				}
+			}
+			return false, fmt.Sprintf("status.parents %+v", got.Status.Parents)
+		})
+		served(t, host, "hello from web in ns-a")
+	})
+
+	t.Run("a host has one owner across Ingresses and HTTPRoutes", func(t *testing.T) {
+		held := "held." + domain
+		must(t, u.Client.Create(ctx, routeIngress("ns-a", "held", held)))
+		route := httpRoute("ns-b", "takes-held")
+		route.Spec.Hostnames = []gatewayv1.Hostname{gatewayv1.Hostname(held)}
+		must(t, u.Client.Create(ctx, route))
+		routeRejected(ctx, t, u, "ns-b", "takes-held", "host "+held+" is already served for namespace ns-a")
+
+		api := "api." + domain
+		byRoute := httpRoute("ns-a", "api")
+		byRoute.Spec.Hostnames = []gatewayv1.Hostname{gatewayv1.Hostname(api)}
+		must(t, u.Client.Create(ctx, byRoute))
+		routeAllocated(ctx, t, u, "ns-a", "api")
+		must(t, u.Client.Create(ctx, routeIngress("ns-b", "takes-api", api)))
+		eventually(ctx, t, 30*time.Second, func() (bool, string) {
+			got := routeIngress("ns-b", "takes-api", api)
+			must(t, u.Client.Get(ctx, client.ObjectKeyFromObject(got), got))
+			a := got.Annotations[v1alpha1.AllocationAnnotation]
+			return strings.Contains(a, "host "+api+" is already served for namespace ns-a"), "allocation " + a
+		})
+		served(t, api, "hello from web in ns-a")
+		served(t, held, "hello from web in ns-a")
+	})
+
+	t.Run("only Shardgate attaches a route to a shard's Gateway", func(t *testing.T) {
+		direct := httpRoute("ns-b", "direct")
+		direct.Spec.Hostnames = []gatewayv1.Hostname{gatewayv1.Hostname("held." + domain)}
+		direct.Spec.ParentRefs = []gatewayv1.ParentReference{{Namespace: ptr.To(gatewayv1.Namespace(names.Namespace)),
+			Name: gatewayv1.ObjectName(names.ShardGatewayName(v1alpha1.DefaultShardName))}}
+		err := u.Client.Create(ctx, direct)
+		if !apierrors.IsForbidden(err) && !apierrors.IsInvalid(err) {
+			t.Fatalf("a tenant's HTTPRoute attached to a shard's Gateway: %v, want refused by the admission policy", err)
+		}
+		own := &gatewayv1.HTTPRoute{}
+		must(t, u.Client.Get(ctx, client.ObjectKey{Namespace: "ns-b", Name: "takes-held"}, own))
+		own.Spec.ParentRefs = append(own.Spec.ParentRefs, direct.Spec.ParentRefs...)
+		if err := u.Client.Update(ctx, own); !apierrors.IsForbidden(err) && !apierrors.IsInvalid(err) {
+			t.Fatalf("a rejected HTTPRoute edited to attach to a shard's Gateway: %v, want refused", err)
+		}
+	})
+
+	t.Run("a namespace moves a host from its Ingress to an HTTPRoute with no failed request", func(t *testing.T) {
+		host := "move." + domain
+		must(t, u.Client.Create(ctx, routeIngress("ns-a", "move", host)))
+		served(t, host, "hello from web in ns-a")
+		route := httpRoute("ns-a", "move")
+		route.Spec.Hostnames = []gatewayv1.Hostname{gatewayv1.Hostname(host)}
+		must(t, u.Client.Create(ctx, route))
+		routeAllocated(ctx, t, u, "ns-a", "move")
+		stop := loop(ctx, 20*time.Millisecond, func(context.Context, int) (bool, bool) {
+			code, _ := get(host)
+			return true, code != 200
+		})
+		time.Sleep(time.Second)
+		must(t, u.Client.Delete(ctx, routeIngress("ns-a", "move", host)))
+		time.Sleep(5 * time.Second)
+		sent, failed := stop()
+		if failed > 0 || sent < 50 {
+			t.Fatalf("%d of %d requests failed while the Ingress went (want 0 of ≥ 50)", failed, sent)
+		}
+		t.Logf("%d requests, 0 failed, while the Ingress was deleted and the HTTPRoute kept serving", sent)
+	})
+}
+
+func TestGatewayAPI(t *testing.T) {
+	t.Parallel() // see main_test.go
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	env := framework.StartEnvironment(t, framework.EnvironmentOptions{UserClusters: 1, DNS: true,
+		RealNodes: [][]framework.RealNodeSpec{{{Name: "n1", Labels: map[string]string{"role": "general"}}}}})
+	must(t, framework.InstallGatewayAPI(ctx, env.Users[0]))
+	framework.StartController(t, env.Seed, "--dns-zone="+env.DNS.Zone)
+	GatewaySpec(ctx, t, func() GatewaySpecInput {
+		return GatewaySpecInput{Seed: env.Seed, User: env.Users[0], DNS: env.DNS, Fabric: env.Fabrics[0],
+			NodeIP: env.Nodes[0][0].IP}
+	})
+}
+
+// httpRoute is an HTTPRoute in ns attached to Shardgate's parent Gateway, to Service web:80.
+func httpRoute(ns, name string) *gatewayv1.HTTPRoute {
+	return &gatewayv1.HTTPRoute{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: gatewayv1.HTTPRouteSpec{
+			CommonRouteSpec: gatewayv1.CommonRouteSpec{ParentRefs: []gatewayv1.ParentReference{{
+				Namespace: ptr.To(gatewayv1.Namespace(names.Namespace)), Name: names.ParentGatewayName}}},
+			Rules: []gatewayv1.HTTPRouteRule{{BackendRefs: []gatewayv1.HTTPBackendRef{{BackendRef: gatewayv1.BackendRef{
+				BackendObjectReference: gatewayv1.BackendObjectReference{Name: "web", Port: ptr.To(gatewayv1.PortNumber(80))}}}}}},
+		}}
+}
+
+func routeAllocated(ctx context.Context, t *testing.T, u *framework.ControlPlane, ns, name string) *gatewayv1.HTTPRoute {
+	t.Helper()
+	r := &gatewayv1.HTTPRoute{}
+	eventually(ctx, t, 30*time.Second, func() (bool, string) {
+		if err := u.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, r); err != nil {
+			return false, err.Error()
+		}
+		a := r.Annotations[v1alpha1.AllocationAnnotation]
+		return a == v1alpha1.AllocationAllocated, fmt.Sprintf("%s/%s: allocation %q", ns, name, a)
+	})
+	return r
+}
+
+func routeRejected(ctx context.Context, t *testing.T, u *framework.ControlPlane, ns, name, reason string) {
+	t.Helper()
+	eventually(ctx, t, 30*time.Second, func() (bool, string) {
+		r := &gatewayv1.HTTPRoute{}
+		if err := u.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, r); err != nil {
+			return false, err.Error()
+		}
+		a := r.Annotations[v1alpha1.AllocationAnnotation]
+		return strings.HasPrefix(a, v1alpha1.AllocationRejected) && strings.Contains(a, reason) &&
+				!slices.ContainsFunc(r.Spec.ParentRefs, func(p gatewayv1.ParentReference) bool { return p.Name != names.ParentGatewayName }),
+			fmt.Sprintf("%s/%s: allocation %q, parentRefs %+v; want rejected with %q", ns, name, a, r.Spec.ParentRefs, reason)
+	})
+}
