@@ -6,12 +6,13 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/shardgate/shardgate/pkg/names"
+	"github.com/shardgate/shardgate/pkg/routekinds"
 )
 
 // ParentGatewayController is the controllerName of the parent Gateway's class: Shardgate's
 // allocator, which no router is. The parent is where tenants attach routes; it serves nothing
 // itself (allocation adds the shard's Gateway to each route it allocates).
-const ParentGatewayController = "shardgate.io/route-allocator"
+const ParentGatewayController = routekinds.ParentController
 
 // Listener names of a shard's Gateway (sectionName in a route's parentRef).
 const (

@@ -2,10 +2,14 @@ package routekinds
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/ptr"
@@ -142,11 +146,88 @@ func (HTTPRoute) AlreadySays(route client.Object, a allocation.Allocation) bool 
 	if !allocation.MetaSays(r, a) {
 		return false
 	}
+	if !(HTTPRoute{}).statusSays(r, a) {
+		return false
+	}
 	shardRefs := slices.DeleteFunc(slices.Clone(r.Spec.ParentRefs), func(p gatewayv1.ParentReference) bool { return !isShardGateway(p) })
 	if a.Rejected {
 		return len(shardRefs) == 0 && !slices.ContainsFunc(r.Status.Parents, namesAShardGateway)
 	}
 	return len(r.Spec.Hostnames) > 0 && len(shardRefs) == 1 && equality.Semantic.DeepEqual(shardRefs[0], shardGatewayRef(a.Shard))
+}
+
+// statusSays: Shardgate's parent entry already says a (TellStatus would change nothing), without
+// copying the route.
+func (HTTPRoute) statusSays(r *gatewayv1.HTTPRoute, a allocation.Allocation) bool {
+	i := slices.IndexFunc(r.Status.Parents, func(p gatewayv1.RouteParentStatus) bool { return p.ControllerName == ParentController })
+	if i < 0 {
+		return false
+	}
+	want := parentStatus(r, a)
+	keepTransitions(&want, r.Status.Parents[i])
+	return equality.Semantic.DeepEqual(want, r.Status.Parents[i])
+}
+
+// TellStatus implements Kind: Shardgate answers for the parent Gateway in status.parents, as the
+// controller of its class: Accepted with the shard and hosts, or not with the reason (a rejected
+// route also loses the shard Gateways' entries, which no router serves any more). ResolvedRefs:
+// the parent resolved to a shard's Gateway; the backends are the shard's routers' to resolve, in
+// their own entry.
+func (HTTPRoute) TellStatus(route client.Object, a allocation.Allocation) bool {
+	r := route.(*gatewayv1.HTTPRoute)
+	want := parentStatus(r, a)
+	parents := slices.DeleteFunc(slices.Clone(r.Status.Parents), func(p gatewayv1.RouteParentStatus) bool {
+		return p.ControllerName == ParentController || a.Rejected && namesAShardGateway(p)
+	})
+	if i := slices.IndexFunc(r.Status.Parents, func(p gatewayv1.RouteParentStatus) bool {
+		return p.ControllerName == ParentController
+	}); i >= 0 {
+		keepTransitions(&want, r.Status.Parents[i])
+	}
+	parents = append(parents, want)
+	if equality.Semantic.DeepEqual(parents, r.Status.Parents) {
+		return false
+	}
+	r.Status.Parents = parents
+	return true
+}
+
+// ParentController is the controllerName Shardgate answers as for the parent Gateway
+// (render.ParentGatewayController: the parent's class names it).
+const ParentController = "shardgate.io/route-allocator"
+
+// parentStatus is Shardgate's entry for the route's parentRef to the parent Gateway.
+func parentStatus(r *gatewayv1.HTTPRoute, a allocation.Allocation) gatewayv1.RouteParentStatus {
+	ref := gatewayv1.ParentReference{Namespace: ptr.To(gatewayv1.Namespace(names.Namespace)), Name: names.ParentGatewayName}
+	if i := slices.IndexFunc(r.Spec.ParentRefs, isParent); i >= 0 {
+		ref = r.Spec.ParentRefs[i] // as the user wrote it: clients match entries by it
+	}
+	accepted := metav1.Condition{Type: string(gatewayv1.RouteConditionAccepted), Status: metav1.ConditionTrue,
+		Reason: v1alpha1.AllocationAllocated, Message: fmt.Sprintf("allocated to shard %s: served through Gateway %s/%s; hosts %s",
+			a.Shard, names.Namespace, names.ShardGatewayName(a.Shard), strings.Join(a.Hosts, ", "))}
+	if a.CNAMETarget != "" {
+		accepted.Message += "; point your DNS at it: CNAME " + a.CNAMETarget
+	}
+	if a.Rejected {
+		accepted.Status, accepted.Reason, accepted.Message = metav1.ConditionFalse, v1alpha1.AllocationRejected, a.Reason
+	}
+	resolved := metav1.Condition{Type: string(gatewayv1.RouteConditionResolvedRefs), Status: metav1.ConditionTrue,
+		Reason: string(gatewayv1.RouteReasonResolvedRefs), Message: "the parent is Shardgate's; the shard's routers resolve the backends"}
+	conds := []metav1.Condition{accepted, resolved}
+	for i := range conds {
+		conds[i].ObservedGeneration = r.Generation
+		conds[i].LastTransitionTime = metav1.NewTime(time.Now().Truncate(time.Second))
+	}
+	return gatewayv1.RouteParentStatus{ParentRef: ref, ControllerName: ParentController, Conditions: conds}
+}
+
+// keepTransitions keeps the transition time of every condition whose status did not change.
+func keepTransitions(want *gatewayv1.RouteParentStatus, had gatewayv1.RouteParentStatus) {
+	for i, c := range want.Conditions {
+		if old := meta.FindStatusCondition(had.Conditions, c.Type); old != nil && old.Status == c.Status {
+			want.Conditions[i].LastTransitionTime = old.LastTransitionTime
+		}
+	}
 }
 
 // Spec implements Kind.

@@ -199,6 +199,16 @@ func (Ingress) AlreadySays(route client.Object, a allocation.Allocation) bool {
 	return true
 }
 
+// TellStatus implements Kind: routers publish an allocated Ingress' address; Shardgate only takes
+// it from a rejected one, which no router serves any more.
+func (i Ingress) TellStatus(route client.Object, a allocation.Allocation) bool {
+	if !a.Rejected || !i.Published(route, nil) {
+		return false
+	}
+	i.Unpublish(route, nil)
+	return true
+}
+
 // Spec implements Kind.
 func (Ingress) Spec(route client.Object) any { return route.(*networkingv1.Ingress).Spec }
 

@@ -79,6 +79,11 @@ type Kind interface {
 	// Spec is the part of a route Tell may change beyond labels and annotations; a change is
 	// patched whole (the cache keeps it whole).
 	Spec(route client.Object) any
+	// TellStatus makes route's status say decision a, in place, and reports whether it changed
+	// anything: what Shardgate itself tells there (Ingress: a rejected one shows no address;
+	// HTTPRoute: Shardgate's entry for the parent Gateway among status.parents). AlreadySays is
+	// false while it would change something.
+	TellStatus(route client.Object, a allocation.Allocation) bool
 
 	// How status tells the user: the shard's routers say in the route's status that they serve
 	// it (Ingress: the shard's domain apex in status.loadBalancer; an HTTPRoute would have its

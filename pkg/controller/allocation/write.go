@@ -70,11 +70,10 @@ func (r *Reconciler) write(ctx context.Context, w client.Client, k routekinds.Ki
 		}
 		r.event(ctx, w, k, o, a)
 	}
-	if !a.Rejected || !k.Published(want, nil) {
+	before := want.DeepCopyObject().(client.Object)
+	if !k.TellStatus(want, a) {
 		return changed, nil
 	}
-	before := want.DeepCopyObject().(client.Object)
-	k.Unpublish(want, nil)
 	patch := client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})
 	if err := w.Status().Patch(ctx, want, patch, client.FieldOwner(v1alpha1.FieldOwner)); err != nil {
 		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {

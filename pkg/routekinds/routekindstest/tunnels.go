@@ -176,6 +176,15 @@ func (Tunnels) AlreadySays(o client.Object, a allocation.Allocation) bool {
 // Spec implements routekinds.Kind.
 func (Tunnels) Spec(o client.Object) any { return o.(*Tunnel).Spec }
 
+// TellStatus implements routekinds.Kind: a rejected Tunnel shows no address.
+func (t Tunnels) TellStatus(o client.Object, a allocation.Allocation) bool {
+	if !a.Rejected || !t.Published(o, nil) {
+		return false
+	}
+	t.Unpublish(o, nil)
+	return true
+}
+
 // Published implements routekinds.Kind: a Tunnel's routers publish the shard's domain apex.
 func (Tunnels) Published(o client.Object, shards []routekinds.Shard) bool {
 	addrs := o.(*Tunnel).Status.Addresses
