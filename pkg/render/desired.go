@@ -128,7 +128,7 @@ func RenderDesired(in DesiredInput) (Desired, error) {
 		}
 		d.Cluster = append(d.Cluster, tls...)
 	}
-	info, err := UserInfo(in.ClusterDomain, in.Shards, in.TLS != nil)
+	info, err := UserInfo(in.ClusterDomain, in.Shards, in.TLS != nil, in.GatewayAPI)
 	if err != nil {
 		return Desired{}, err
 	}

@@ -14,9 +14,13 @@ import (
 
 // UserInfo renders kube-public/shardgate-ingress: readable by everyone in the user cluster, it
 // says the cluster domain, each shard's domain, the CNAME target for custom hosts, and whether
-// the cluster's names are served over HTTPS.
-func UserInfo(clusterDomain string, shards []v1alpha1.ShardSpec, https bool) (*unstructured.Unstructured, error) {
+// the cluster's names are served over HTTPS, and, where the cluster serves Gateway API, which
+// Gateway HTTPRoutes attach to.
+func UserInfo(clusterDomain string, shards []v1alpha1.ShardSpec, https, gatewayAPI bool) (*unstructured.Unstructured, error) {
 	data := map[string]string{"clusterDomain": clusterDomain, "https": fmt.Sprint(https)}
+	if gatewayAPI {
+		data["gateway"] = names.Namespace + "/" + names.ParentGatewayName
+	}
 	var shardNames, lines []string
 	for _, s := range shards {
 		d := names.ShardDomain(s.Name, clusterDomain)
@@ -32,7 +36,7 @@ Shards:
 %s
 An Ingress rule without a host gets <name>-<namespace>-<hash>.<shard domain>.
 For a host of your own, create a DNS CNAME from it to the shard domain's apex.
-%s`, clusterDomain, strings.Join(lines, "\n"), httpsHelp(https))
+%s%s`, clusterDomain, strings.Join(lines, "\n"), httpsHelp(https), gatewayHelp(gatewayAPI))
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: names.UserInfoNamespace, Name: names.UserInfoName, Labels: managedLabels("")}, Data: data}
 	objs, err := toUnstructured(Object{corev1.SchemeGroupVersion.WithKind("ConfigMap"), cm})
 	if err != nil {
@@ -51,4 +55,16 @@ under the cluster domain without a secretName. For a host of your own, put its c
 kubernetes.io/tls Secret in your namespace and name it in spec.tls[].secretName (for example
 with cert-manager in this cluster); routers pick it by the name a client asks for.
 `
+}
+
+func gatewayHelp(gatewayAPI bool) string {
+	if !gatewayAPI {
+		return ""
+	}
+	return fmt.Sprintf(`Gateway API: attach an HTTPRoute to Gateway %[1]s/%[2]s
+(parentRefs: [{namespace: %[1]s, name: %[2]s}]); Shardgate allocates it to a shard like an
+Ingress, adds that shard's Gateway to its parentRefs, and says where it landed in its
+status.parents. A route without hostnames gets a default host; a host an Ingress of another
+namespace holds is refused, and the other way round.
+`, names.Namespace, names.ParentGatewayName)
 }
