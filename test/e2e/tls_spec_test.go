@@ -130,6 +130,27 @@ func TLSSpec(ctx context.Context, t *testing.T, inputGetter func() TLSSpecInput)
 		return // the rest builds on a served certificate
 	}
 
+	t.Run("a hostless HTTPRoute is served over HTTPS with the cluster's certificate", func(t *testing.T) {
+		must(t, u.Client.Create(ctx, httpRoute("default", "gw")))
+		label, _ := names.DefaultHostLabel("default", "gw")
+		host := label + ".t1." + zone
+		routeAllocated(ctx, t, u, "default", "gw")
+		serial := servedSerial()
+		eventually(ctx, t, time.Minute, func() (bool, string) {
+			code, body, leaf, err := https(host)
+			got := ""
+			if leaf != nil {
+				got = fmt.Sprintf("%x", leaf.SerialNumber)
+			}
+			return err == nil && code == 200 && strings.Contains(body, "hello from web") && got == serial,
+				fmt.Sprintf("https://%s: %d %q serial %s (want %s) %v", host, code, body, got, serial, err)
+		})
+		code, body, err := in.Fabric.Get(ctx, nodeIP+":80", host)
+		if err != nil || code/100 != 3 || !strings.Contains(body, "Location: https://"+host) {
+			t.Fatalf("plain HTTP to the HTTPRoute's host: %d %q %v, want a redirect to https", code, body, err)
+		}
+	})
+
 	// Twice: kubelet swaps a projected volume's files for new ones (a symlink switch), and a router
 	// that watched only its configuration file saw the first swap and none after it.
 	for i := 1; i <= 2; i++ {
@@ -215,6 +236,7 @@ func TestTLS(t *testing.T) {
 	defer cancel()
 	env := framework.StartEnvironment(t, framework.EnvironmentOptions{UserClusters: 1, DNS: true,
 		RealNodes: [][]framework.RealNodeSpec{{{Name: "n1"}}}})
+	must(t, framework.InstallGatewayAPI(ctx, env.Users[0])) // HTTPRoutes are served over HTTPS too
 	pebble := framework.StartPebble(t, env.DNS, framework.PebbleOptions{})
 	cm := framework.StartCertManager(t, env.Seed, env.DNS)
 	const certNS = "shardgate"
