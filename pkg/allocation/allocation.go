@@ -123,6 +123,9 @@ func PlanAllocations(cfg Config, shards []Shard, routes []Route) []Allocation {
 				if _, ok := p.owner[h]; !ok {
 					p.owner[h] = e.r.Namespace
 				}
+				if _, ok := p.hostShard[h]; !ok && a.CNAMETarget != "" && !InDomain(h, cfg.ClusterDomain) {
+					p.hostShard[h] = a.Shard
+				}
 			}
 		}
 		out = append(out, a)
@@ -142,6 +145,10 @@ type planner struct {
 	load   map[string]int
 	// owner is host -> namespace: held claims first, then each decision's.
 	owner map[string]string
+	// hostShard is custom host -> the shard its CNAME target names: held claims first, then each
+	// decision's. A new route for a host that is already served goes to the same shard, so an
+	// Ingress and an HTTPRoute (or two Ingresses) for one host share the CNAME target.
+	hostShard map[string]string
 	// defaultLabels maps the default host label of every Ingress to it, so that no one can
 	// claim another Ingress' default host (names.DefaultHostOwner covers Ingresses to come).
 	defaultLabels map[string]string
@@ -150,7 +157,7 @@ type planner struct {
 
 func newPlanner(cfg Config, shards []Shard, routes []Route) *planner {
 	p := &planner{cfg: cfg, shards: slices.Clone(shards), byName: map[string]*Shard{}, load: map[string]int{},
-		owner: map[string]string{}, defaultLabels: map[string]string{}}
+		owner: map[string]string{}, hostShard: map[string]string{}, defaultLabels: map[string]string{}}
 	slices.SortFunc(p.shards, func(a, b Shard) int { return strings.Compare(a.Name, b.Name) })
 	for i := range p.shards {
 		p.byName[p.shards[i].Name] = &p.shards[i]
@@ -178,6 +185,9 @@ func newPlanner(cfg Config, shards []Shard, routes []Route) *planner {
 		for _, h := range r.HeldHosts {
 			if _, taken := p.owner[h]; !taken && inSpec[h] {
 				p.owner[h] = r.Namespace // still in the spec: still claimed
+			}
+			if _, placed := p.hostShard[h]; !placed && inSpec[h] && !InDomain(h, cfg.ClusterDomain) && p.byName[r.Shard] != nil {
+				p.hostShard[h] = r.Shard
 			}
 		}
 	}
@@ -279,7 +289,10 @@ func (p *planner) allocate(r Route) Allocation {
 		case len(cands) == 0:
 			return reject("no shard accepts this Ingress (namespace and route selectors)")
 		}
-		a.Shard = cfg.Strategy.Pick(cands)
+		a.Shard = p.customHostsShard(hosts, cands)
+		if a.Shard == "" {
+			a.Shard = cfg.Strategy.Pick(cands)
+		}
 	}
 	domain := p.byName[a.Shard].Domain
 	a.Domain = domain
@@ -299,6 +312,17 @@ func (p *planner) allocate(r Route) Allocation {
 		a.CNAMETarget = domain
 	}
 	return a
+}
+
+// customHostsShard is the shard among cands where one of hosts is already served ("" when none
+// is): a custom host's CNAME points at one shard, and every route for it must be there.
+func (p *planner) customHostsShard(hosts []string, cands []ShardLoad) string {
+	for _, h := range hosts {
+		if s, ok := p.hostShard[h]; ok && slices.ContainsFunc(cands, func(c ShardLoad) bool { return c.Name == s }) {
+			return s
+		}
+	}
+	return ""
 }
 
 // ownDefaultHost reports whether h is a default host Shardgate gave this Ingress earlier: its

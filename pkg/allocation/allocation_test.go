@@ -361,3 +361,35 @@ func TestRoutesGoToTheirFlavoursShards(t *testing.T) {
 		t.Errorf("class changed: %+v", moved)
 	}
 }
+
+// TestACustomHostHasOneShard: a custom host's CNAME names one shard, so a second route for it (an
+// HTTPRoute beside the namespace's Ingress, or two Ingresses for two paths) goes to the shard the
+// host is already on, whatever the strategy would pick, held or decided in this pass.
+func TestACustomHostHasOneShard(t *testing.T) {
+	shards := testShards()[:2]
+	ing := held(route("ns-a", "ing", 1, "edge", "shop.example.org"), "edge", "shop.example.org")
+	httpRoute := route("ns-a", "ing", 2, "", "shop.example.org")
+	httpRoute.Kind = "HTTPRoute"
+	for _, strategy := range []v1alpha1.AllocationStrategy{"RoundRobin", "LeastLoaded"} {
+		s, err := StrategyFor(strategy)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := Config{ClusterDomain: "c1.z", Zone: "z", Strategy: s}
+		got := PlanAllocations(cfg, shards, []Route{ing, httpRoute})
+		if got[0].Shard != "edge" || got[1].Shard != "edge" || got[1].CNAMETarget != "edge.c1.z" {
+			t.Errorf("%s, held: %s on %s, %s on %s (CNAME %s); want both on edge", strategy,
+				got[0].Kind, got[0].Shard, got[1].Kind, got[1].Shard, got[1].CNAMETarget)
+		}
+		// Neither allocated yet: the second follows the first's decision.
+		fresh := []Route{route("ns-a", "one", 1, "", "shop.example.org"), route("ns-a", "two", 2, "", "shop.example.org"),
+			route("ns-a", "three", 3, "", "shop.example.org")}
+		var placed []string
+		for _, a := range PlanAllocations(cfg, shards, fresh) {
+			placed = append(placed, a.Shard)
+		}
+		if placed[0] != placed[1] || placed[1] != placed[2] {
+			t.Errorf("%s, new: one custom host on shards %v", strategy, placed)
+		}
+	}
+}
