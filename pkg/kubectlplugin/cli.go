@@ -30,6 +30,8 @@ Against a user cluster:
   kubectl shardgate status                     the cluster domain, its shards and CNAME targets
   kubectl shardgate explain ingress/NAME [-n NS] the Ingress's shard, final hosts and their DNS
                                                answers, or why Shardgate rejected it
+  kubectl shardgate explain httproute/NAME [-n NS]
+                                               the same for an HTTPRoute (Gateway API)
 Against the seed:
   kubectl shardgate clusters [--problems] [--search S] [--page N]
                                                every user cluster: domain, readiness, DNS,
