@@ -23,8 +23,8 @@ import (
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"github.com/shardgate/shardgate/pkg/gatewayapi"
 	"github.com/shardgate/shardgate/pkg/routekinds"
 	"github.com/shardgate/shardgate/pkg/watchcache"
 )
@@ -231,7 +231,7 @@ func servedRouteKinds(ctx context.Context, dc *discovery.DiscoveryClient, kinds 
 			served = append(served, k.Name())
 		}
 	}
-	gw, err := list(gatewayv1.SchemeGroupVersion)
+	gw, err := list(gatewayapi.GroupVersion)
 	if err != nil {
 		return nil, false, err
 	}

@@ -7,6 +7,7 @@ import (
 	"embed"
 
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 )
 
@@ -18,6 +19,9 @@ const BundleVersion = "v1.6.3"
 //
 //go:embed crds/*.yaml
 var CRDFiles embed.FS
+
+// GroupVersion is the standard channel's API version, the one Shardgate reads and writes.
+var GroupVersion = schema.GroupVersion{Group: gatewayv1.GroupName, Version: "v1"}
 
 // AddToScheme registers the standard API's Go types (GatewayClass, Gateway, HTTPRoute, GRPCRoute,
 // ListenerSet, ReferenceGrant, BackendTLSPolicy).

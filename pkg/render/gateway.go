@@ -5,6 +5,7 @@ import (
 	"k8s.io/utils/ptr"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"github.com/shardgate/shardgate/pkg/gatewayapi"
 	"github.com/shardgate/shardgate/pkg/names"
 	"github.com/shardgate/shardgate/pkg/routekinds"
 )
@@ -20,8 +21,8 @@ const (
 	ListenerHTTPS = "https"
 )
 
-var gatewayGVK = gatewayv1.SchemeGroupVersion.WithKind("Gateway")
-var gatewayClassGVK = gatewayv1.SchemeGroupVersion.WithKind("GatewayClass")
+var gatewayGVK = gatewayapi.GroupVersion.WithKind("Gateway")
+var gatewayClassGVK = gatewayapi.GroupVersion.WithKind("GatewayClass")
 
 // ParentGateway is the Gateway tenants attach their routes to (names.ParentGatewayName) and its
 // class. It has one HTTP listener because a Gateway must have one; no router serves its class.
@@ -45,11 +46,11 @@ func shardGateway(f Flavour, in RenderInput, labels map[string]string, ports Por
 	class := &gatewayv1.GatewayClass{ObjectMeta: objectMeta(names.ShardGatewayClassName(in.Shard.Name), "", labels),
 		Spec: gatewayv1.GatewayClassSpec{ControllerName: gatewayv1.GatewayController(f.GatewayClassController())}}
 	host := ptr.To(gatewayv1.Hostname("*." + in.Domain))
-	listeners := []gatewayv1.Listener{{Name: ListenerHTTP, Hostname: host, Port: gatewayv1.PortNumber(ports.HTTP),
+	listeners := []gatewayv1.Listener{{Name: ListenerHTTP, Hostname: host, Port: ports.HTTP,
 		Protocol: gatewayv1.HTTPProtocolType, AllowedRoutes: allRoutes()}}
 	if in.TLS != nil {
 		listeners = append(listeners, gatewayv1.Listener{Name: ListenerHTTPS, Hostname: host,
-			Port: gatewayv1.PortNumber(ports.HTTPS), Protocol: gatewayv1.HTTPSProtocolType, AllowedRoutes: allRoutes(),
+			Port: ports.HTTPS, Protocol: gatewayv1.HTTPSProtocolType, AllowedRoutes: allRoutes(),
 			TLS: &gatewayv1.ListenerTLSConfig{Mode: ptr.To(gatewayv1.TLSModeTerminate),
 				CertificateRefs: []gatewayv1.SecretObjectReference{{Name: names.TLSSecretName}}}})
 	}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
 	"github.com/shardgate/shardgate/pkg/allocation"
+	"github.com/shardgate/shardgate/pkg/gatewayapi"
 	"github.com/shardgate/shardgate/pkg/names"
 	"github.com/shardgate/shardgate/pkg/watchcache"
 )
@@ -36,7 +37,7 @@ func (HTTPRoute) Name() string { return "HTTPRoute" }
 
 // GroupVersionKind implements Kind.
 func (HTTPRoute) GroupVersionKind() schema.GroupVersionKind {
-	return gatewayv1.SchemeGroupVersion.WithKind("HTTPRoute")
+	return gatewayapi.GroupVersion.WithKind("HTTPRoute")
 }
 
 // Resource implements Kind.

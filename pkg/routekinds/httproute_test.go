@@ -8,7 +8,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
@@ -125,7 +124,7 @@ func TestHTTPRouteTell(t *testing.T) {
 func tell(t *testing.T, k HTTPRoute, r *gatewayv1.HTTPRoute, a allocation.Allocation) *gatewayv1.HTTPRoute {
 	t.Helper()
 	want, _ := k.Tell(r, a)
-	w := want.(client.Object).(*gatewayv1.HTTPRoute)
+	w := want.(*gatewayv1.HTTPRoute)
 	k.TellStatus(w, a)
 	return w
 }

@@ -43,7 +43,7 @@ func InstallGatewayAPI(ctx context.Context, cp *ControlPlane) error {
 		for _, name := range crds {
 			crd := &apiextensionsv1.CustomResourceDefinition{}
 			if err := cp.Client.Get(ctx, client.ObjectKey{Name: name}, crd); err != nil {
-				return false, nil
+				return false, client.IgnoreNotFound(err)
 			}
 			established := false
 			for _, c := range crd.Status.Conditions {
