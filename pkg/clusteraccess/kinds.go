@@ -3,6 +3,7 @@ package clusteraccess
 import (
 	"reflect"
 	"slices"
+	"strings"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
@@ -241,7 +242,16 @@ func staticRESTMapper(scheme *runtime.Scheme, routes routekinds.Registry) (meta.
 		if root[gvk] {
 			scope = meta.RESTScopeRoot
 		}
+		if plural, ok := irregularPlurals[gvk.Kind]; ok {
+			singular := gvk.GroupVersion().WithResource(strings.ToLower(gvk.Kind))
+			m.AddSpecific(gvk, gvk.GroupVersion().WithResource(plural), singular, scope)
+			continue
+		}
 		m.Add(gvk, scope)
 	}
 	return m, nil
 }
+
+// irregularPlurals are the resources of kinds whose plural the mapper's guess gets wrong (it makes
+// "gatewaies" of Gateway).
+var irregularPlurals = map[string]string{"Gateway": "gateways"}
