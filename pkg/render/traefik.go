@@ -66,8 +66,10 @@ func (Traefik) ClusterRole() *rbacv1.ClusterRole {
 			{APIGroups: []string{"networking.k8s.io"}, Resources: []string{"ingresses", "ingressclasses"}, Verbs: []string{"get", "list", "watch"}},
 			{APIGroups: []string{"networking.k8s.io"}, Resources: []string{"ingresses/status"}, Verbs: []string{"update"}},
 			// The Gateway provider (where the cluster serves Gateway API): what it watches and the
-			// status it writes; namespaces for the listeners' allowedRoutes.
+			// status it writes; namespaces for the listeners' allowedRoutes, ConfigMaps for
+			// BackendTLSPolicies' CA certificates (it waits for every informer before serving).
 			{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"list", "watch"}},
+			{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list", "watch"}},
 			{APIGroups: []string{gatewayv1.GroupName}, Resources: traefikGatewayResources, Verbs: []string{"get", "list", "watch"}},
 			{APIGroups: []string{gatewayv1.GroupName}, Resources: statusOf(traefikGatewayResources), Verbs: []string{"update"}},
 		},
