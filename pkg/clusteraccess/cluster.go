@@ -22,6 +22,7 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/shardgate/shardgate/pkg/routekinds"
 	"github.com/shardgate/shardgate/pkg/watchcache"
 )
 
@@ -57,6 +58,7 @@ type engaged struct {
 	e           *Engager
 	key         types.NamespacedName
 	fingerprint [32]byte
+	settings    Settings
 	cfg         *rest.Config
 	// rt is the engagement's one connection pool: first contact, the CRDs, the cache, the writer
 	// and the health probe all go through it, so a cluster costs one TLS handshake and one HTTP/2
@@ -73,16 +75,17 @@ type engaged struct {
 	cache       *watchcache.Cache // nil until the first contact succeeded
 	writer      client.Client
 	caps        Capabilities
-	identity    string // the user Shardgate acts as in the cluster, once known
+	routes      routekinds.Registry // the route kinds the cluster serves, from the first contact on
+	identity    string              // the user Shardgate acts as in the cluster, once known
 	state       State
 	synced      bool
 	overBudget  map[string]string // kind → fixed description, for the kinds over their budget
 	pendingFrom time.Time         // first node change not yet published, for the convergence histogram
 }
 
-func newEngaged(e *Engager, key types.NamespacedName, fp [32]byte, cfg *rest.Config) *engaged {
+func newEngaged(e *Engager, key types.NamespacedName, fp [32]byte, s Settings, cfg *rest.Config) *engaged {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &engaged{e: e, key: key, fingerprint: fp, cfg: cfg, ctx: ctx, cancel: cancel, suspect: make(chan struct{}, 1),
+	return &engaged{e: e, key: key, fingerprint: fp, settings: s, cfg: cfg, ctx: ctx, cancel: cancel, suspect: make(chan struct{}, 1),
 		state: State{Phase: PhaseConnecting, Reason: string(PhaseConnecting), Message: "contacting the API server", Since: e.opts.Clock.Now()}}
 }
 
@@ -121,8 +124,9 @@ func (c *engaged) run() {
 	for {
 		caps, err := c.discover()
 		if err == nil {
+			routes := servedRouteKinds(o.RouteKinds, o.Scheme, caps.Unserved)
 			c.mu.Lock()
-			c.caps = caps
+			c.caps, c.routes = caps, routes
 			c.mu.Unlock()
 			break
 		}
@@ -147,7 +151,8 @@ func (c *engaged) run() {
 }
 
 // discover asks the server, within ConnectTimeout, for its version and whether it serves the
-// admission policy API, and installs the RoutedIP CRD.
+// admission policy API, installs Shardgate's CRDs and (where the settings allow and the cluster
+// has none) Gateway API's, and finds which of the route kinds' cached kinds it serves.
 func (c *engaged) discover() (Capabilities, error) {
 	dc, err := discovery.NewDiscoveryClientForConfigAndClient(withTimeout(c.cfg, c.e.opts.ConnectTimeout), c.httpClient(c.e.opts.ConnectTimeout))
 	if err != nil {
@@ -185,7 +190,18 @@ func (c *engaged) discover() (Capabilities, error) {
 		}
 		caps.AdmissionPolicy = slices.Contains(names, "validatingadmissionpolicies") && slices.Contains(names, "validatingadmissionpolicybindings")
 	}
-	caps.CRDs, err = c.installCRDs()
+	if caps.CRDs, err = c.installCRDs(); err != nil {
+		return caps, err
+	}
+	disc := newGroupVersions(dc.RESTClient())
+	if caps.GatewayAPI, err = c.gatewayAPI(disc); err != nil {
+		return caps, err
+	}
+	// After the installs (which have contexts of their own): what the route kinds' cache may list
+	// is what the cluster now serves.
+	sctx, scancel := context.WithTimeout(c.ctx, c.e.opts.ConnectTimeout)
+	defer scancel()
+	caps.Unserved, err = unservedKinds(sctx, disc, c.e.opts.Scheme, c.e.opts.RouteKinds, caps.GatewayAPI)
 	return caps, err
 }
 
@@ -194,7 +210,7 @@ func (c *engaged) discover() (Capabilities, error) {
 func (c *engaged) startCache() error {
 	o := c.e.opts
 	c.mu.Lock()
-	caps := c.caps
+	caps, routes := c.caps, c.routes
 	c.mu.Unlock()
 	// The watches double as the health probe: every request they make (a re-watch after a stream
 	// ended, a relist) goes through observed, which wakes the probe loop when it fails at the
@@ -225,7 +241,7 @@ func (c *engaged) startCache() error {
 		MaxObjectBytes: o.MaxObjectBytes,
 		BudgetRetry:    o.BudgetRetry,
 		OnBudget:       c.budget,
-	}, cacheKinds(caps, o.RouteKinds, budget{objects: o.MaxObjects, bytes: o.MaxKindBytes}, handler))
+	}, cacheKinds(caps, routes, budget{objects: o.MaxObjects, bytes: o.MaxKindBytes}, handler))
 	if err != nil {
 		return err
 	}

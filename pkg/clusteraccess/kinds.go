@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
+	"github.com/shardgate/shardgate/pkg/gatewayapi"
 	"github.com/shardgate/shardgate/pkg/names"
 	"github.com/shardgate/shardgate/pkg/routekinds"
 	"github.com/shardgate/shardgate/pkg/watchcache"
@@ -43,6 +44,12 @@ type Capabilities struct {
 	// CRDs: Shardgate's user-cluster CRDs (RoutedIP, IngressClaim) are installed and established
 	// (Shardgate installs them at first contact; false when its role may not).
 	CRDs bool
+	// GatewayAPI is what the cluster offers of Gateway API (Settings.GatewayAPI on: its CRDs
+	// installed where absent, someone else's used as they are; see gatewayapi.Decide).
+	GatewayAPI gatewayapi.Availability
+	// Unserved are the route kinds' cached kinds (routekinds.Cached) the cluster does not serve,
+	// found after the installs: the cache does not list them (Cluster.RouteKinds).
+	Unserved map[schema.GroupVersionKind]bool
 }
 
 // ManagedKinds are the kinds of objects Shardgate owns in a user cluster (router pods included).

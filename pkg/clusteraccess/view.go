@@ -69,8 +69,13 @@ func (c engagedView) Reader() client.Reader {
 	return c.c.cache
 }
 
-// RouteKinds implements Cluster: every engaged cluster holds the engager's route kinds.
-func (c engagedView) RouteKinds() routekinds.Registry { return c.c.e.opts.RouteKinds }
+// RouteKinds implements Cluster: the engager's route kinds the cluster serves (nil before the
+// first contact).
+func (c engagedView) RouteKinds() routekinds.Registry {
+	c.c.mu.Lock()
+	defer c.c.mu.Unlock()
+	return c.c.routes
+}
 
 // Writer writes to the cluster's API server directly (server-side apply, updates, deletes),
 // each request bounded by the engager's WriteTimeout. Nil before the first contact: callers

@@ -207,7 +207,7 @@ func TestDecide(t *testing.T) {
 				Reason: v1alpha1.ReasonGatewayAPIPresent},
 		},
 		"the owner's annotations are their words: only what parses is shown": {
-			in: Input{Enabled: true, Live: every(crd{bundle: "v1.4.1 <a href=x>", channel: "ask me at evil.example"}), Want: wants()},
+			in:   Input{Enabled: true, Live: every(crd{bundle: "v1.4.1 <a href=x>", channel: "ask me at evil.example"}), Want: wants()},
 			want: Availability{Served: true, ListenerSet: true, Reason: v1alpha1.ReasonGatewayAPIPresent},
 			says: []string{"bundle unknown)"},
 		},
