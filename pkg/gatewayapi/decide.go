@@ -256,10 +256,12 @@ func explain(a Availability, deleting []string) (string, string) {
 	case !a.ListenerSet:
 		return v1alpha1.ReasonListenerSetUnavailable, whose + "; ListenerSet is not served at v1 (standard from Gateway API " +
 			"v1.5): Gateway API routes are served, ListenerSets are not" + also
-	case a.Ours:
-		return v1alpha1.ReasonGatewayAPIInstalled, whose + "; GatewayClass, Gateway, HTTPRoute and ListenerSet are served at v1" + also
 	}
-	return v1alpha1.ReasonGatewayAPIPresent, whose + "; GatewayClass, Gateway, HTTPRoute and ListenerSet are served at v1" + also
+	served := "; GatewayClass, Gateway, HTTPRoute and ListenerSet are served at v1"
+	if a.Ours {
+		return v1alpha1.ReasonGatewayAPIInstalled, whose + served + also
+	}
+	return v1alpha1.ReasonGatewayAPIPresent, whose + served + also
 }
 
 func or(s, def string) string {
