@@ -37,7 +37,7 @@ type gatewayRoutes struct{ routekindstest.Tunnels }
 
 func (gatewayRoutes) Name() string { return "HTTPRoute" }
 func (gatewayRoutes) GroupVersionKind() schema.GroupVersionKind {
-	return gatewayv1.SchemeGroupVersion.WithKind("HTTPRoute")
+	return schema.GroupVersionKind{Group: gatewayv1.GroupName, Version: "v1", Kind: "HTTPRoute"}
 }
 func (gatewayRoutes) AddToScheme(s *runtime.Scheme) error { return gatewayapi.AddToScheme(s) }
 func (gatewayRoutes) Cached() []routekinds.Cached {
@@ -275,7 +275,8 @@ func waitFor(t *testing.T, e *Engager, ok func(Cluster) bool) Cluster {
 
 // TestGatewayAPIForbidden: a role without the Gateway API CRD names (an older
 // config/user-cluster/rbac.yaml) engages as before, with Shardgate's own CRDs, and says Forbidden;
-// no Gateway API kind is cached. The shipped role installs them.
+// so does a role without any right on CRDs (and no CRD of Shardgate's then); nothing of Gateway
+// API is installed or cached. The shipped role installs them.
 func TestGatewayAPIForbidden(t *testing.T) {
 	cp := userAPIServer(t)
 	ctx := context.Background()
@@ -290,7 +291,12 @@ func TestGatewayAPIForbidden(t *testing.T) {
 			return slices.Contains(gatewayapi.CRDNames(), n)
 		})
 	}
-	for _, role := range append(roles, older) {
+	none := roles[0].DeepCopy()
+	none.Name = "shardgate-user-cluster-without-crds"
+	none.Rules = slices.DeleteFunc(none.Rules, func(r rbacv1.PolicyRule) bool {
+		return slices.Contains(r.Resources, "customresourcedefinitions")
+	})
+	for _, role := range append(roles, older, none) {
 		if err := cp.Client.Create(ctx, role); err != nil {
 			t.Fatal(err)
 		}
@@ -316,6 +322,16 @@ func TestGatewayAPIForbidden(t *testing.T) {
 	}
 	if !caps.CRDs {
 		t.Fatal("Shardgate's own CRDs were not installed")
+	}
+	if got := gatewayCRDVersions(t, cp.Client); len(got) > 0 {
+		t.Fatalf("installed without the right to: %v", got)
+	}
+	e.Stop()
+
+	e, cl = engageWith(t, kubeconfig("none", none.Name), testRouteKinds, Settings{GatewayAPI: true})
+	caps = cl.Capabilities()
+	if a := caps.GatewayAPI; a.Reason != v1alpha1.ReasonGatewayAPIForbidden || a.Served || caps.CRDs {
+		t.Fatalf("without CRD rights: availability %+v, Shardgate's CRDs %v", a, caps.CRDs)
 	}
 	if got := gatewayCRDVersions(t, cp.Client); len(got) > 0 {
 		t.Fatalf("installed without the right to: %v", got)
