@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
@@ -431,5 +432,58 @@ func TestUserClusterRoleMayWriteExactlyItsCRDs(t *testing.T) {
 	}
 	if !slices.Equal(slices.Sorted(slices.Values(named)), slices.Sorted(slices.Values(want))) {
 		t.Fatalf("the role names CRDs %v, want %v", named, want)
+	}
+}
+
+// TestGatewayAPIInstallRefusedByAPolicy: a cluster owner's admission policy that refuses every
+// write of Gateway API's CRDs makes the install InstallFailed, and the cluster engages without it
+// (Gateway API is optional; an owner's policy must not make the cluster unreachable).
+func TestGatewayAPIInstallRefusedByAPolicy(t *testing.T) {
+	cp := userAPIServer(t)
+	ctx := context.Background()
+	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: "no-gateway-api"},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+			FailurePolicy: ptr.To(admissionregistrationv1.Fail),
+			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
+				RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
+					Rule: admissionregistrationv1.Rule{APIGroups: []string{"apiextensions.k8s.io"}, APIVersions: []string{"v1"},
+						Resources: []string{"customresourcedefinitions"}}}}}},
+			Validations: []admissionregistrationv1.Validation{{Expression: "object.spec.group != '" + gatewayapi.Group + "'"}}}}
+	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{Name: "no-gateway-api"},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: policy.Name,
+			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}}}
+	for _, o := range []client.Object{policy, binding} {
+		if err := cp.Client.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The policy takes effect once the API server has loaded it: a dry-run create says when.
+	crds, err := gatewayapi.CRDs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	probe := crds["gatewayclasses."+gatewayapi.Group]
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(100 * time.Millisecond) {
+		err := cp.Client.Create(ctx, probe.DeepCopy(), client.DryRunAll)
+		if apierrors.IsInvalid(err) || apierrors.IsForbidden(err) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the policy never refused a dry-run create: %v", err)
+		}
+	}
+	kc, err := framework.KubeconfigFromConfig(cp.Config, "user")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, cl := engageWith(t, kc, withGatewayRoutes, Settings{GatewayAPI: true})
+	a := cl.Capabilities().GatewayAPI
+	if a.Served || (a.Reason != v1alpha1.ReasonGatewayAPIInstallFailed && a.Reason != v1alpha1.ReasonGatewayAPIForbidden) {
+		t.Fatalf("availability %+v", a)
+	}
+	t.Logf("refused by the policy: %s: %s", a.Reason, a.Message)
+	if got := cachedKinds(cl); len(got["HTTPRoute"]) > 0 {
+		t.Fatalf("cached although refused: %v", got)
 	}
 }
