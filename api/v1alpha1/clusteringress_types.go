@@ -72,6 +72,10 @@ type ClusterIngressSpec struct {
 	// canary is the profile's canary setting.
 	// +optional
 	Canary CanarySettings `json:"canary,omitempty"`
+	// gatewayAPI is the profile's Gateway API setting (Enabled when unset).
+	// +optional
+	// +kubebuilder:default=Enabled
+	GatewayAPI GatewayAPIMode `json:"gatewayAPI,omitempty"`
 }
 
 // ClusterIngressStatus is observed state.
@@ -145,7 +149,7 @@ type ClusterIngressStatus struct {
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 	// conditions: SourceAvailable, ClusterReachable, ShardsAvailable, RoutesProtected,
-	// DNSPublished, CertificateReady (when TLS is on), VIPsAvailable (with VIP shards),
+	// GatewayAPIAvailable, DNSPublished, CertificateReady (when TLS is on), VIPsAvailable (with VIP shards),
 	// RoutedIPsAssigned (with routed IPs), RoutesServing (with the canary), Ready.
 	// +optional
 	// +listType=map

@@ -19,9 +19,9 @@ package v1alpha1
 //	                                      shards, dnsEndpointRef, lastPublishedTime, dnsVerifiedBy,
 //	                                      observedGeneration; finalizer dns-cleanup. A cluster's
 //	                                      first status waits for this part (it holds the domain).
-//	shards      pkg/controller/shards     ShardsAvailable, RoutesProtected (CleanupPending written
-//	                                      at once while the cluster is deleted); finalizer
-//	                                      user-cluster-cleanup
+//	shards      pkg/controller/shards     ShardsAvailable, RoutesProtected, GatewayAPIAvailable
+//	                                      (CleanupPending written at once while the cluster is
+//	                                      deleted); finalizer user-cluster-cleanup
 //	allocation  pkg/controller/allocation routes, rejectedRoutes; finalizer allocation-cleanup
 //	certificates pkg/controller/certificates CertificateReady; certificate (and the cert-manager
 //	                                      Certificate it owns in the seed)
@@ -36,8 +36,8 @@ package v1alpha1
 //	                                      cluster's IngressClaims' status
 //	canary      pkg/controller/canary     RoutesServing; canaries
 //	(writer)    pkg/controller/cistatus   Ready, from a declared list (cistatus/ready.go says why
-//	                                      RoutesProtected, RoutedIPsAssigned and RoutesServing are
-//	                                      left out)
+//	                                      RoutesProtected, GatewayAPIAvailable, RoutedIPsAssigned
+//	                                      and RoutesServing are left out)
 //
 // Ready summarises SourceAvailable, ClusterReachable, ShardsAvailable, DNSPublished and, when
 // TLS is on, CertificateReady, and with VIP shards, VIPsAvailable. The

@@ -67,6 +67,14 @@ type IngressProfileSpec struct {
 	// shards.
 	// +optional
 	VIP ClusterVIPSettings `json:"vip,omitempty"`
+
+	// gatewayAPI: Enabled (default) installs Gateway API's standard CRDs (the release Shardgate
+	// pins) into the selected clusters that have none, and uses those someone else installed as
+	// they are; Disabled installs nothing and uses none (CRDs already there stay). A change
+	// re-engages the clusters.
+	// +optional
+	// +kubebuilder:default=Enabled
+	GatewayAPI GatewayAPIMode `json:"gatewayAPI,omitempty"`
 }
 
 // EmptyTargetsPolicy says what happens to a cluster's records when it has no ready ingress node.

@@ -36,9 +36,17 @@ type Access interface {
 // record why a cluster cannot be engaged, disengage.
 type Registry interface {
 	Access
-	Engage(key types.NamespacedName, kubeconfig []byte) error
+	Engage(key types.NamespacedName, kubeconfig []byte, s Settings) error
 	Block(key types.NamespacedName, reason, message string)
 	Disengage(key types.NamespacedName)
+}
+
+// Settings are what of a cluster's ClusterIngress its engagement is made with, found out at first
+// contact like the Capabilities: a change re-engages the cluster, as a new kubeconfig does.
+type Settings struct {
+	// GatewayAPI: Gateway API's CRDs are installed where absent and its kinds cached where served
+	// (spec.gatewayAPI: Enabled). Off, nothing of it is installed or cached.
+	GatewayAPI bool
 }
 
 // Cluster is one engaged user cluster as the controllers see it.
@@ -57,6 +65,8 @@ type Cluster interface {
 	// Reader reads the cache: nodes, routes, Shardgate's objects.
 	Reader() client.Reader
 	// RouteKinds are the kinds of route the cache holds: the ones to allocate, check and clean up.
+	// A kind whose routes the cluster does not serve is not among them, and each kind's Cached
+	// holds only what the cluster serves (Capabilities.Unserved); nil before the first contact.
 	RouteKinds() routekinds.Registry
 	// Writer writes to the API server, each request bounded by a timeout.
 	Writer() client.Client

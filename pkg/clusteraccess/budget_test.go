@@ -48,7 +48,7 @@ func TestObjectBudgetOfARealCluster(t *testing.T) {
 	}
 	defer e.Stop()
 	key := types.NamespacedName{Namespace: "default", Name: "c1"}
-	if err := e.Engage(key, kc); err != nil {
+	if err := e.Engage(key, kc, Settings{}); err != nil {
 		t.Fatal(err)
 	}
 	var cl Cluster

@@ -14,17 +14,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/version"
 	apimachineryversion "k8s.io/apimachinery/pkg/version"
 	"k8s.io/client-go/discovery"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/shardgate/shardgate/pkg/gatewayapi"
 	"github.com/shardgate/shardgate/pkg/routekinds"
 	"github.com/shardgate/shardgate/pkg/watchcache"
 )
@@ -61,6 +58,7 @@ type engaged struct {
 	e           *Engager
 	key         types.NamespacedName
 	fingerprint [32]byte
+	settings    Settings
 	cfg         *rest.Config
 	// rt is the engagement's one connection pool: first contact, the CRDs, the cache, the writer
 	// and the health probe all go through it, so a cluster costs one TLS handshake and one HTTP/2
@@ -77,16 +75,17 @@ type engaged struct {
 	cache       *watchcache.Cache // nil until the first contact succeeded
 	writer      client.Client
 	caps        Capabilities
-	identity    string // the user Shardgate acts as in the cluster, once known
+	routes      routekinds.Registry // the route kinds the cluster serves, from the first contact on
+	identity    string              // the user Shardgate acts as in the cluster, once known
 	state       State
 	synced      bool
 	overBudget  map[string]string // kind → fixed description, for the kinds over their budget
 	pendingFrom time.Time         // first node change not yet published, for the convergence histogram
 }
 
-func newEngaged(e *Engager, key types.NamespacedName, fp [32]byte, cfg *rest.Config) *engaged {
+func newEngaged(e *Engager, key types.NamespacedName, fp [32]byte, s Settings, cfg *rest.Config) *engaged {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &engaged{e: e, key: key, fingerprint: fp, cfg: cfg, ctx: ctx, cancel: cancel, suspect: make(chan struct{}, 1),
+	return &engaged{e: e, key: key, fingerprint: fp, settings: s, cfg: cfg, ctx: ctx, cancel: cancel, suspect: make(chan struct{}, 1),
 		state: State{Phase: PhaseConnecting, Reason: string(PhaseConnecting), Message: "contacting the API server", Since: e.opts.Clock.Now()}}
 }
 
@@ -125,8 +124,9 @@ func (c *engaged) run() {
 	for {
 		caps, err := c.discover()
 		if err == nil {
+			routes := servedRouteKinds(o.RouteKinds, o.Scheme, caps.Unserved)
 			c.mu.Lock()
-			c.caps = caps
+			c.caps, c.routes = caps, routes
 			c.mu.Unlock()
 			break
 		}
@@ -151,7 +151,8 @@ func (c *engaged) run() {
 }
 
 // discover asks the server, within ConnectTimeout, for its version and whether it serves the
-// admission policy API, and installs the RoutedIP CRD.
+// admission policy API, installs Shardgate's CRDs and (where the settings allow and the cluster
+// has none) Gateway API's, and finds which of the route kinds' cached kinds it serves.
 func (c *engaged) discover() (Capabilities, error) {
 	dc, err := discovery.NewDiscoveryClientForConfigAndClient(withTimeout(c.cfg, c.e.opts.ConnectTimeout), c.httpClient(c.e.opts.ConnectTimeout))
 	if err != nil {
@@ -192,51 +193,16 @@ func (c *engaged) discover() (Capabilities, error) {
 	if caps.CRDs, err = c.installCRDs(); err != nil {
 		return caps, err
 	}
-	caps.RouteKinds, caps.GatewayAPI, err = servedRouteKinds(ctx, dc, c.e.opts.RouteKinds)
+	disc := newGroupVersions(dc.RESTClient())
+	if caps.GatewayAPI, err = c.gatewayAPI(disc); err != nil {
+		return caps, err
+	}
+	// After the installs (which have contexts of their own): what the route kinds' cache may list
+	// is what the cluster now serves.
+	sctx, scancel := context.WithTimeout(c.ctx, c.e.opts.ConnectTimeout)
+	defer scancel()
+	caps.Unserved, err = unservedKinds(sctx, disc, c.e.opts.Scheme, c.e.opts.RouteKinds, caps.GatewayAPI)
 	return caps, err
-}
-
-// servedRouteKinds are the route kinds whose resource the server lists: a kind of client-go's
-// (Ingress) is served by every supported version; the others' group versions are asked once
-// each. gateway is whether Gateway API's GatewayClass, Gateway and HTTPRoute are all served.
-func servedRouteKinds(ctx context.Context, dc *discovery.DiscoveryClient, kinds routekinds.Registry,
-) (served []string, gateway bool, err error) {
-	builtin := clientgoscheme.Scheme
-	resources := map[schema.GroupVersion][]string{}
-	list := func(gv schema.GroupVersion) ([]string, error) {
-		if r, ok := resources[gv]; ok {
-			return r, nil
-		}
-		res := &metav1.APIResourceList{}
-		err := dc.RESTClient().Get().MaxRetries(0).AbsPath("/apis", gv.Group, gv.Version).Do(ctx).Into(res)
-		if err != nil && !apierrors.IsNotFound(err) {
-			return nil, err
-		}
-		for _, r := range res.APIResources {
-			resources[gv] = append(resources[gv], r.Name)
-		}
-		return resources[gv], nil
-	}
-	for _, k := range kinds {
-		gv := k.GroupVersionKind().GroupVersion()
-		if builtin.IsVersionRegistered(gv) {
-			served = append(served, k.Name())
-			continue
-		}
-		r, err := list(gv)
-		if err != nil {
-			return nil, false, err
-		}
-		if slices.Contains(r, k.Resource()) {
-			served = append(served, k.Name())
-		}
-	}
-	gw, err := list(gatewayapi.GroupVersion)
-	if err != nil {
-		return nil, false, err
-	}
-	gateway = slices.Contains(gw, "gatewayclasses") && slices.Contains(gw, "gateways") && slices.Contains(gw, "httproutes")
-	return served, gateway, nil
 }
 
 // startCache builds the cache with the informers the controllers read (each handler wired
@@ -244,7 +210,7 @@ func servedRouteKinds(ctx context.Context, dc *discovery.DiscoveryClient, kinds 
 func (c *engaged) startCache() error {
 	o := c.e.opts
 	c.mu.Lock()
-	caps := c.caps
+	caps, routes := c.caps, c.routes
 	c.mu.Unlock()
 	// The watches double as the health probe: every request they make (a re-watch after a stream
 	// ended, a relist) goes through observed, which wakes the probe loop when it fails at the
@@ -275,7 +241,7 @@ func (c *engaged) startCache() error {
 		MaxObjectBytes: o.MaxObjectBytes,
 		BudgetRetry:    o.BudgetRetry,
 		OnBudget:       c.budget,
-	}, cacheKinds(caps, o.RouteKinds, budget{objects: o.MaxObjects, bytes: o.MaxKindBytes}, handler))
+	}, cacheKinds(caps, routes, budget{objects: o.MaxObjects, bytes: o.MaxKindBytes}, handler))
 	if err != nil {
 		return err
 	}

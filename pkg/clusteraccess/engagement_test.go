@@ -98,7 +98,7 @@ func engageObservable(t *testing.T, kc []byte) (*Engager, Cluster) {
 		t.Fatal(err)
 	}
 	key := types.NamespacedName{Namespace: "default", Name: "c1"}
-	if err := e.Engage(key, kc); err != nil {
+	if err := e.Engage(key, kc, Settings{}); err != nil {
 		e.Stop()
 		t.Fatal(err)
 	}

@@ -21,9 +21,10 @@ type Fake struct {
 	mu       sync.Mutex
 	clusters map[types.NamespacedName]*FakeCluster
 	blocked  map[types.NamespacedName]State
-	// Engaged records the kubeconfig each key was last engaged with.
-	Engaged map[types.NamespacedName][]byte
-	subs    []chan event.GenericEvent
+	// Engaged records the kubeconfig each key was last engaged with, Settings the settings.
+	Engaged  map[types.NamespacedName][]byte
+	Settings map[types.NamespacedName]Settings
+	subs     []chan event.GenericEvent
 	// EngageErr, when set, is returned by Engage.
 	EngageErr error
 }
@@ -31,7 +32,7 @@ type Fake struct {
 // NewFake returns an empty Fake.
 func NewFake() *Fake {
 	return &Fake{clusters: map[types.NamespacedName]*FakeCluster{}, blocked: map[types.NamespacedName]State{},
-		Engaged: map[types.NamespacedName][]byte{}}
+		Engaged: map[types.NamespacedName][]byte{}, Settings: map[types.NamespacedName]Settings{}}
 }
 
 // Add puts a cluster under key.
@@ -79,8 +80,8 @@ func (f *Fake) Notify(key types.NamespacedName) {
 	}
 }
 
-// Engage implements Registry: it records the kubeconfig (checked like the real one).
-func (f *Fake) Engage(key types.NamespacedName, kubeconfig []byte) error {
+// Engage implements Registry: it records the kubeconfig (checked like the real one) and settings.
+func (f *Fake) Engage(key types.NamespacedName, kubeconfig []byte, s Settings) error {
 	if f.EngageErr != nil {
 		return f.EngageErr
 	}
@@ -90,6 +91,7 @@ func (f *Fake) Engage(key types.NamespacedName, kubeconfig []byte) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.Engaged[key] = kubeconfig
+	f.Settings[key] = s
 	delete(f.blocked, key)
 	return nil
 }
@@ -108,6 +110,7 @@ func (f *Fake) Disengage(key types.NamespacedName) {
 	delete(f.clusters, key)
 	delete(f.blocked, key)
 	delete(f.Engaged, key)
+	delete(f.Settings, key)
 }
 
 // FakeCluster is a Cluster backed by one client.

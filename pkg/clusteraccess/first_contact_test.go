@@ -50,7 +50,7 @@ func TestFirstContactWithAServerThatClosesConnections(t *testing.T) {
 	}
 	defer e.Stop()
 	key := types.NamespacedName{Namespace: "default", Name: "closing"}
-	if err := e.Engage(key, kc); err != nil {
+	if err := e.Engage(key, kc, Settings{}); err != nil {
 		t.Fatal(err)
 	}
 	start := time.Now()

@@ -2,7 +2,6 @@ package clusteraccess
 
 import (
 	"reflect"
-	"slices"
 	"strings"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -47,23 +46,12 @@ type Capabilities struct {
 	// CRDs: Shardgate's user-cluster CRDs (RoutedIP, IngressClaim) are installed and established
 	// (Shardgate installs them at first contact; false when its role may not).
 	CRDs bool
-	// RouteKinds are the route kinds (routekinds.Kind.Name) whose API the cluster serves: only
-	// those are cached and allocated there.
-	RouteKinds []string
-	// GatewayAPI: the cluster serves Gateway API's GatewayClass, Gateway and HTTPRoute at v1:
-	// Shardgate renders the parent Gateway and a Gateway per shard.
-	GatewayAPI bool
-}
-
-// Served are the kinds of routes whose API the cluster serves.
-func (c Capabilities) Served(kinds routekinds.Registry) routekinds.Registry {
-	var out routekinds.Registry
-	for _, k := range kinds {
-		if slices.Contains(c.RouteKinds, k.Name()) {
-			out = append(out, k)
-		}
-	}
-	return out
+	// GatewayAPI is what the cluster offers of Gateway API (Settings.GatewayAPI on: its CRDs
+	// installed where absent, someone else's used as they are; see gatewayapi.Decide).
+	GatewayAPI gatewayapi.Availability
+	// Unserved are the route kinds' cached kinds (routekinds.Cached) the cluster does not serve,
+	// found after the installs: the cache does not list them (Cluster.RouteKinds).
+	Unserved map[schema.GroupVersionKind]bool
 }
 
 // ManagedKinds are the kinds of objects Shardgate owns in a user cluster (router pods included).
@@ -83,7 +71,7 @@ func ManagedKinds(caps Capabilities) []client.Object {
 	if caps.AdmissionPolicy {
 		kinds = append(kinds, &admissionregistrationv1.ValidatingAdmissionPolicy{}, &admissionregistrationv1.ValidatingAdmissionPolicyBinding{})
 	}
-	if caps.GatewayAPI {
+	if caps.GatewayAPI.Served {
 		kinds = append(kinds, &gatewayv1.GatewayClass{}, &gatewayv1.Gateway{})
 	}
 	return kinds
@@ -183,7 +171,7 @@ func cacheKinds(caps Capabilities, routes routekinds.Registry, b budget,
 	// Routes and their inputs: all of them, trimmed.
 	ns := &corev1.Namespace{}
 	kinds = append(kinds, watchcache.Kind{Object: ns, Handler: handler(ns), Transform: TrimNamespace, MaxObjects: b.objects, MaxBytes: b.bytes})
-	for _, c := range caps.Served(routes).Cached() {
+	for _, c := range routes.Cached() {
 		kinds = append(kinds, watchcache.Kind{Object: c.Object, Handler: handler(c.Object), Transform: c.Transform,
 			MaxObjects: b.objects, MaxBytes: b.bytes})
 	}
@@ -221,7 +209,7 @@ func staticRESTMapper(scheme *runtime.Scheme, routes routekinds.Registry) (meta.
 	for _, c := range routes.Cached() {
 		rootScoped[reflect.TypeOf(c.Object)] = c.ClusterScoped
 	}
-	objs := append(ManagedKinds(Capabilities{AdmissionPolicy: true, GatewayAPI: true}), RouteInputs(routes)...)
+	objs := append(ManagedKinds(Capabilities{AdmissionPolicy: true, GatewayAPI: gatewayapi.Availability{Served: true}}), RouteInputs(routes)...)
 	objs = append(objs, RoutedIPKinds(Capabilities{CRDs: true})...)
 	objs = append(objs, &corev1.Node{}, &corev1.Event{}, &authenticationv1.SelfSubjectReview{}, &apiextensionsv1.CustomResourceDefinition{})
 	var gvs []schema.GroupVersion

@@ -123,17 +123,17 @@ func NewEngager(opts Options) (*Engager, error) {
 	return &Engager{opts: opts, mapper: mapper, clusters: map[types.NamespacedName]*engaged{}, blocked: map[types.NamespacedName]State{}}, nil
 }
 
-// Engage makes sure key's user cluster is engaged with this kubeconfig. It returns at once: the
-// first contact, the cache start and its sync all happen in the background, and their failures
-// show in State. A changed kubeconfig (rotation) replaces the engagement; the same kubeconfig
-// again is a no-op. An unusable kubeconfig is an error wrapping ErrKubeconfigInvalid, and any
-// running engagement is left as it is.
-func (e *Engager) Engage(key types.NamespacedName, kubeconfig []byte) error {
+// Engage makes sure key's user cluster is engaged with this kubeconfig and these settings. It
+// returns at once: the first contact, the cache start and its sync all happen in the background,
+// and their failures show in State. A changed kubeconfig (rotation) or changed settings replace the
+// engagement; the same again is a no-op. An unusable kubeconfig is an error wrapping
+// ErrKubeconfigInvalid, and any running engagement is left as it is.
+func (e *Engager) Engage(key types.NamespacedName, kubeconfig []byte, s Settings) error {
 	fp := fingerprint(kubeconfig)
 	e.mu.Lock()
 	old := e.clusters[key]
 	e.mu.Unlock()
-	if old != nil && old.fingerprint == fp {
+	if old != nil && old.fingerprint == fp && old.settings == s {
 		e.unblock(key)
 		return nil
 	}
@@ -141,17 +141,24 @@ func (e *Engager) Engage(key types.NamespacedName, kubeconfig []byte) error {
 	if err != nil {
 		return err
 	}
-	c := newEngaged(e, key, fp, cfg)
+	c := newEngaged(e, key, fp, s, cfg)
 	e.mu.Lock()
 	e.clusters[key] = c
 	e.mu.Unlock()
 	e.unblock(key)
 	c.start()
-	if old != nil {
-		e.opts.Log.Info("kubeconfig changed, re-engaging", "cluster", key)
-		go old.stop() // never wait on the old engagement's goroutines here
-	} else {
+	switch {
+	case old == nil:
 		e.opts.Log.Info("engaging", "cluster", key)
+	case old.fingerprint != fp:
+		e.opts.Log.Info("kubeconfig changed, re-engaging", "cluster", key)
+	default:
+		// A setting found at first contact changed (Gateway API turned on or off): the new
+		// engagement finds it out and caches what it allows, the old one's cache goes with it.
+		e.opts.Log.Info("settings changed, re-engaging", "cluster", key, "gatewayAPI", s.GatewayAPI)
+	}
+	if old != nil {
+		go old.stop() // never wait on the old engagement's goroutines here
 	}
 	engagedClusters.Set(float64(e.count()))
 	e.notify(key, changePhase)

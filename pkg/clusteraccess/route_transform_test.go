@@ -92,7 +92,7 @@ func TestBudgetMakesTheClusterUnobservable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := newEngaged(e, types.NamespacedName{Namespace: "default", Name: "c1"}, [32]byte{}, &rest.Config{})
+	c := newEngaged(e, types.NamespacedName{Namespace: "default", Name: "c1"}, [32]byte{}, Settings{}, &rest.Config{})
 	state := func() State {
 		c.mu.Lock()
 		defer c.mu.Unlock()

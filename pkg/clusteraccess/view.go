@@ -69,9 +69,12 @@ func (c engagedView) Reader() client.Reader {
 	return c.c.cache
 }
 
-// RouteKinds implements Cluster: the engager's route kinds that the cluster serves.
+// RouteKinds implements Cluster: the engager's route kinds the cluster serves (nil before the
+// first contact).
 func (c engagedView) RouteKinds() routekinds.Registry {
-	return c.Capabilities().Served(c.c.e.opts.RouteKinds)
+	c.c.mu.Lock()
+	defer c.c.mu.Unlock()
+	return c.c.routes
 }
 
 // Writer writes to the cluster's API server directly (server-side apply, updates, deletes),

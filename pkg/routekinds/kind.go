@@ -45,7 +45,11 @@ type Kind interface {
 	Items(list client.ObjectList) []client.Object
 	// Cached is what the user-cluster cache holds for the kind: its routes first, then what
 	// deciding them reads (Ingress: IngressClasses). Namespaces (shards' namespaceSelectors) are
-	// every kind's, cached once by the cache itself.
+	// every kind's, cached once by the cache itself. A cluster caches only what it serves (found
+	// at each engagement): a kind whose routes it does not serve is not among the cluster's kinds
+	// (clusteraccess.Cluster.RouteKinds), and a kind's other entries it does not serve are left out
+	// of that kind's Cached there, so Serves reading one gets watchcache.ErrNotHeld and takes it as
+	// none (HTTPRoutes without ListenerSets on an older Gateway API).
 	Cached() []Cached
 	// Serves returns which of the cluster's routes are Shardgate's to allocate, and the router
 	// flavour each is for (only that flavour's shards may take it: a router serves only its own

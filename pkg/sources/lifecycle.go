@@ -109,6 +109,7 @@ func DecideLifecycle(in LifecycleInput) LifecycleDecision {
 		Claims:       v1alpha1.ResolveClaims(p.Spec.Claims),
 		Canary:       p.Spec.Canary,
 		VIP:          *p.Spec.VIP.DeepCopy(),
+		GatewayAPI:   v1alpha1.ResolveGatewayAPI(p.Spec.GatewayAPI),
 	}
 	return LifecycleDecision{Action: LifecycleApply, Spec: withSource(spec, src)}
 }

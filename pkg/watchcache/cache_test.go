@@ -2,6 +2,7 @@ package watchcache
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"path"
@@ -227,8 +228,11 @@ func followsARealAPIServer(t *testing.T, streaming bool, flags map[string]string
 	if err := c.Get(ctx, client.ObjectKey{Namespace: "a", Name: "foreign"}, &corev1.ConfigMap{}); !apierrors.IsNotFound(err) {
 		t.Fatalf("an object the selector excludes: %v, want NotFound", err)
 	}
-	if err := c.Get(ctx, client.ObjectKey{Name: "x"}, &corev1.Secret{}); err == nil || apierrors.IsNotFound(err) {
-		t.Fatalf("a kind the cache does not hold: %v", err)
+	if err := c.Get(ctx, client.ObjectKey{Name: "x"}, &corev1.Secret{}); !errors.Is(err, ErrNotHeld) || apierrors.IsNotFound(err) {
+		t.Fatalf("a kind the cache does not hold: %v, want ErrNotHeld", err)
+	}
+	if err := c.List(ctx, &corev1.SecretList{}); !errors.Is(err, ErrNotHeld) {
+		t.Fatalf("a list of a kind the cache does not hold: %v, want ErrNotHeld", err)
 	}
 	if err := c.Get(ctx, client.ObjectKey{Name: "a"}, &corev1.Namespace{}); err != nil {
 		t.Fatalf("a cluster-scoped object: %v", err)

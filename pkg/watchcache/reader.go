@@ -2,6 +2,7 @@ package watchcache
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"reflect"
 	"strings"
@@ -17,6 +18,17 @@ import (
 
 var _ client.Reader = &Cache{}
 
+// ErrNotHeld is (errors.Is) the error of a read of a kind the cache does not hold: never a
+// request to the server. A user-cluster cache leaves out the kinds its cluster does not serve (a
+// route kind's input an older Gateway API lacks, say), so a reader can tell "not there" from a
+// failure.
+var ErrNotHeld = errors.New("the cache does not hold the kind")
+
+type notHeld struct{ kind string }
+
+func (e notHeld) Error() string        { return "the cache does not hold " + e.kind }
+func (e notHeld) Is(target error) bool { return target == ErrNotHeld }
+
 // Get copies the stored object named key into obj; NotFound when there is none. A kind the
 // cache does not hold is an error, never a request.
 func (c *Cache) Get(ctx context.Context, key client.ObjectKey, obj client.Object, _ ...client.GetOption) error {
@@ -26,7 +38,7 @@ func (c *Cache) Get(ctx context.Context, key client.ObjectKey, obj client.Object
 	}
 	in, ok := c.kinds[gvk]
 	if !ok {
-		return fmt.Errorf("the cache does not hold %s", gvk.Kind)
+		return notHeld{kind: gvk.Kind}
 	}
 	if err := c.ready(ctx, in); err != nil {
 		return err
@@ -70,7 +82,7 @@ func (c *Cache) List(ctx context.Context, list client.ObjectList, opts ...client
 	gvk.Kind = strings.TrimSuffix(gvk.Kind, "List")
 	in, ok := c.kinds[gvk]
 	if !ok {
-		return fmt.Errorf("the cache does not hold %s", gvk.Kind)
+		return notHeld{kind: gvk.Kind}
 	}
 	if err := c.ready(ctx, in); err != nil {
 		return err

@@ -158,6 +158,8 @@ func TestGatewayAPI(t *testing.T) {
 	defer cancel()
 	env := framework.StartEnvironment(t, framework.EnvironmentOptions{UserClusters: 1, DNS: true,
 		RealNodes: [][]framework.RealNodeSpec{{{Name: "n1", Labels: map[string]string{"role": "general"}}}}})
+	// The cluster owner installed Gateway API before Shardgate came (TestTLS has Shardgate install
+	// it): Shardgate uses the CRDs as they are.
 	must(t, framework.InstallGatewayAPI(ctx, env.Users[0]))
 	framework.StartController(t, env.Seed, "--dns-zone="+env.DNS.Zone)
 	GatewaySpec(ctx, t, func() GatewaySpecInput {

@@ -236,7 +236,6 @@ func TestTLS(t *testing.T) {
 	defer cancel()
 	env := framework.StartEnvironment(t, framework.EnvironmentOptions{UserClusters: 1, DNS: true,
 		RealNodes: [][]framework.RealNodeSpec{{{Name: "n1"}}}})
-	must(t, framework.InstallGatewayAPI(ctx, env.Users[0])) // HTTPRoutes are served over HTTPS too
 	pebble := framework.StartPebble(t, env.DNS, framework.PebbleOptions{})
 	cm := framework.StartCertManager(t, env.Seed, env.DNS)
 	const certNS = "shardgate"

@@ -44,7 +44,8 @@ var owned = map[Owner]ownership{
 			dst.Shards, dst.LastPublishedTime, dst.DNSVerifiedBy = src.Shards, src.LastPublishedTime, src.DNSVerifiedBy
 			dst.ObservedGeneration = src.ObservedGeneration
 		}},
-	Shards: {conditions: []string{v1alpha1.ConditionShardsAvailable, v1alpha1.ConditionRoutesProtected}},
+	Shards: {conditions: []string{v1alpha1.ConditionShardsAvailable, v1alpha1.ConditionRoutesProtected,
+		v1alpha1.ConditionGatewayAPIAvailable}},
 	Allocation: {fields: func(dst, src *v1alpha1.ClusterIngressStatus) {
 		dst.Routes, dst.RejectedRoutes = src.Routes, src.RejectedRoutes
 	}},

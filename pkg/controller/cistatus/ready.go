@@ -23,6 +23,9 @@ var readyFrom = []struct {
 	// Left out, each on purpose:
 	// - RoutesProtected: the admission policy is defence in depth; without it (an older user
 	//   cluster) routes are still served and DNS still follows the routers.
+	// - GatewayAPIAvailable: Gateway API is optional (a profile may turn it off, a cluster owner's
+	//   own CRDs may be too old, a role may not install them); Ingresses are served and DNS
+	//   follows the routers without it.
 	// - RoutedIPsAssigned: routed IPs are extra addresses beside the records Ready is about; a
 	//   failed move is told on its own condition and alert, not as the cluster being down.
 	// - RoutesServing: the canary is an outside probe that can fail for reasons outside the

@@ -47,7 +47,8 @@ func TestReady(t *testing.T) {
 		t.Errorf("issued certificate: Ready %+v", r)
 	}
 	// Every condition left out of Ready really is: a failing one does not make Ready False.
-	for _, typ := range []string{v1alpha1.ConditionRoutesProtected, v1alpha1.ConditionRoutedIPsAssigned, v1alpha1.ConditionRoutesServing} {
+	for _, typ := range []string{v1alpha1.ConditionRoutesProtected, v1alpha1.ConditionGatewayAPIAvailable, v1alpha1.ConditionRoutedIPsAssigned,
+		v1alpha1.ConditionRoutesServing} {
 		if r := Ready(append(append([]metav1.Condition(nil), good...), cond(typ, metav1.ConditionFalse, "Failing"))); r.Status != metav1.ConditionTrue {
 			t.Errorf("%s False: Ready %+v", typ, r)
 		}

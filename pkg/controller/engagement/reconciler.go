@@ -72,7 +72,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	kc, err := clusteraccess.KubeconfigFromSecret(secret)
 	if err == nil {
-		err = r.Registry.Engage(req.NamespacedName, kc)
+		// The settings found at first contact come with the kubeconfig: a profile that turns
+		// Gateway API on or off re-engages the cluster, so its cache never watches a kind it
+		// should not (nothing is uninstalled: CRDs stay for whoever uses them).
+		err = r.Registry.Engage(req.NamespacedName, kc, clusteraccess.Settings{GatewayAPI: ci.Spec.GatewayAPIOn()})
 	}
 	if err != nil {
 		if errors.Is(err, clusteraccess.ErrKubeconfigInvalid) {

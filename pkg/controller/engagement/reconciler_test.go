@@ -144,3 +144,32 @@ func TestEngagement(t *testing.T) {
 		t.Fatal("still engaged after the ClusterIngress is gone")
 	}
 }
+
+// TestGatewayAPISettingReachesTheEngagement: a cluster is engaged with the Gateway API setting of
+// its spec (Enabled when unset, as for a ClusterIngress written before the setting existed), and a
+// profile that turns it off changes the settings the cluster is engaged with, which re-engages it.
+func TestGatewayAPISettingReachesTheEngagement(t *testing.T) {
+	seed := controllertest.Seed(t)
+	ns := controllertest.Namespace(t, seed.Client)
+	f := clusteraccess.NewFake()
+	r := &Reconciler{Client: seed.Client, KubeconfigSecrets: seed.Client, UnwatchedSecrets: seed.Client,
+		Sources: sources.Registry{sources.NewKubeconfigSecrets([]string{ns})}, Resync: time.Minute, Registry: f}
+	key := clusterIngress(t, seed.Client, ns, "gw", v1alpha1.SourceKindSecret)
+	secret(t, seed.Client, ns, "gw", kubeconfig(t, ""))
+	controllertest.Reconcile(t, r, key, 1)
+	if s, ok := f.Settings[key]; !ok || !s.GatewayAPI {
+		t.Fatalf("engaged with %+v (%v), want Gateway API on by default", s, ok)
+	}
+	ci := &v1alpha1.ClusterIngress{}
+	if err := seed.Client.Get(context.Background(), key, ci); err != nil {
+		t.Fatal(err)
+	}
+	ci.Spec.GatewayAPI = v1alpha1.GatewayAPIDisabled
+	if err := seed.Client.Update(context.Background(), ci); err != nil {
+		t.Fatal(err)
+	}
+	controllertest.Reconcile(t, r, key, 1)
+	if s := f.Settings[key]; s.GatewayAPI {
+		t.Fatalf("engaged with %+v after the profile turned Gateway API off", s)
+	}
+}

@@ -28,8 +28,8 @@ import (
 
 // Reconciler deploys every shard of a ClusterIngress into its user cluster with server-side
 // apply, prunes the objects of removed shards, and repairs drift (the user-cluster cache wakes it
-// on any change to a managed object). It reports ShardsAvailable and RoutesProtected (through
-// the status board), and on
+// on any change to a managed object). It reports ShardsAvailable, RoutesProtected and
+// GatewayAPIAvailable (through the status board), and on
 // deletion removes everything Shardgate put into the cluster (reconciler_delete.go).
 type Reconciler struct {
 	Client client.Client
@@ -43,7 +43,8 @@ type Reconciler struct {
 	Clock                clock.PassiveClock
 	// Canary renders every shard's canary route (the canary controller checks them).
 	Canary bool
-	// Board takes ShardsAvailable and RoutesProtected (cistatus.Shards); CleanupPending, while
+	// Board takes ShardsAvailable, RoutesProtected and GatewayAPIAvailable (cistatus.Shards);
+	// CleanupPending, while
 	// the cluster is being cleaned up, is written at once.
 	Board *cistatus.Board
 }
@@ -74,7 +75,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	return ctrl.Result{}, err
 }
 
-// reconcileShards returns ShardsAvailable and, once the cluster is observed, RoutesProtected.
+// reconcileShards returns ShardsAvailable and, once the cluster is observed, RoutesProtected and
+// GatewayAPIAvailable.
 func (r *Reconciler) reconcileShards(ctx context.Context, ci *v1alpha1.ClusterIngress) ([]metav1.Condition, error) {
 	available := func(s metav1.ConditionStatus, reason, msg string) []metav1.Condition {
 		return []metav1.Condition{condition(v1alpha1.ConditionShardsAvailable, s, reason, msg)}
@@ -108,7 +110,7 @@ func (r *Reconciler) reconcileShards(ctx context.Context, ci *v1alpha1.ClusterIn
 	}
 	desired, err := render.RenderDesired(render.DesiredInput{ClusterDomain: domain, TTL: ci.Spec.DNS.TTL, Shards: shards,
 		ShardgateUser: user, AdmissionPolicy: caps.AdmissionPolicy, TLS: tls, VIP: vips, Canary: r.Canary && !ci.Spec.Canary.Disabled,
-		RouteKinds: cluster.RouteKinds(), GatewayAPI: caps.GatewayAPI})
+		RouteKinds: cluster.RouteKinds(), GatewayAPI: caps.GatewayAPI.Served})
 	if err != nil {
 		return available(metav1.ConditionFalse, v1alpha1.ReasonShardsInvalid, err.Error()), nil
 	}
@@ -153,18 +155,24 @@ func (r *Reconciler) reconcileShards(ctx context.Context, ci *v1alpha1.ClusterIn
 	}
 	if len(failed) > 0 {
 		err := failureError(shards, failed)
-		return []metav1.Condition{condition(v1alpha1.ConditionShardsAvailable, metav1.ConditionFalse, v1alpha1.ReasonShardsApplyFailed, err.Error()),
-			Protection(caps)}, err
+		return append([]metav1.Condition{condition(v1alpha1.ConditionShardsAvailable, metav1.ConditionFalse,
+			v1alpha1.ReasonShardsApplyFailed, err.Error())}, fromCapabilities(caps)...), err
 	}
 	if roleProblem != nil {
-		return append(roleProblem, Protection(caps)), nil
+		return append(roleProblem, fromCapabilities(caps)...), nil
 	}
 	obs, err := observeRouters(ctx, cluster.Reader(), shards)
 	if err != nil {
 		err = clusteraccess.DescribeError("read the user cluster's cache", err)
 		return available(metav1.ConditionUnknown, v1alpha1.ReasonConnecting, err.Error()), err
 	}
-	return []metav1.Condition{Availability(shards, obs), Protection(caps)}, nil
+	return append([]metav1.Condition{Availability(shards, obs)}, fromCapabilities(caps)...), nil
+}
+
+// fromCapabilities are the conditions of what the cluster's engagement found it offers:
+// RoutesProtected and GatewayAPIAvailable.
+func fromCapabilities(caps clusteraccess.Capabilities) []metav1.Condition {
+	return []metav1.Condition{Protection(caps), GatewayAPIAvailable(caps.GatewayAPI)}
 }
 
 // Protection is RoutesProtected for a cluster with these capabilities.

@@ -1,0 +1,126 @@
+package clusteraccess
+
+import (
+	"context"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+
+	"github.com/shardgate/shardgate/pkg/gatewayapi"
+	"github.com/shardgate/shardgate/pkg/routekinds"
+)
+
+// groupVersions asks discovery which kinds a group version serves, each at most once per first
+// contact: one small request per group version (/apis/<group>/<version>).
+type groupVersions struct {
+	rc      rest.Interface
+	answers map[schema.GroupVersion]map[string]string // kind → resource; empty: not served
+}
+
+func newGroupVersions(rc rest.Interface) *groupVersions {
+	return &groupVersions{rc: rc, answers: map[schema.GroupVersion]map[string]string{}}
+}
+
+// kinds are the kinds gv serves, each with its resource (subresources left out); none when the
+// server does not serve gv at all.
+func (g *groupVersions) kinds(ctx context.Context, gv schema.GroupVersion) (map[string]string, error) {
+	if k, ok := g.answers[gv]; ok {
+		return k, nil
+	}
+	path := "/apis/" + gv.Group + "/" + gv.Version
+	if gv.Group == "" {
+		path = "/api/" + gv.Version
+	}
+	list := &metav1.APIResourceList{}
+	err := g.rc.Get().MaxRetries(0).AbsPath(path).Do(ctx).Into(list)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return nil, err
+	}
+	out := map[string]string{}
+	for _, r := range list.APIResources {
+		if !strings.Contains(r.Name, "/") {
+			out[r.Kind] = r.Name
+		}
+	}
+	g.answers[gv] = out
+	return out, nil
+}
+
+// forget drops gv's answer: the engagement has just changed what it serves.
+func (g *groupVersions) forget(gv schema.GroupVersion) { delete(g.answers, gv) }
+
+// unservedKinds are the route kinds' cached kinds (routekinds.Cached) the cluster does not serve:
+// discovery does not list them, or they are Gateway API's and the cluster offers no Gateway API
+// routes to Shardgate (gatewayAPI.Served false: turned off, refused, too old), asked nothing then.
+// A cache that listed a kind the server does not serve would fail its first sync and leave the
+// whole cluster unreachable; a kind left out is simply not there for this cluster.
+func unservedKinds(ctx context.Context, disc *groupVersions, scheme *runtime.Scheme, routes routekinds.Registry,
+	gatewayAPI gatewayapi.Availability) (map[schema.GroupVersionKind]bool, error) {
+	out := map[schema.GroupVersionKind]bool{}
+	for _, c := range routes.Cached() {
+		gvk := gvkOf(scheme, c.Object)
+		if gvk.Group == gatewayapi.Group && !gatewayAPI.Served {
+			out[gvk] = true
+			continue
+		}
+		kinds, err := disc.kinds(ctx, gvk.GroupVersion())
+		if err != nil {
+			return nil, err
+		}
+		if _, ok := kinds[gvk.Kind]; !ok {
+			out[gvk] = true
+		}
+	}
+	return out, nil
+}
+
+// servedRouteKinds are the route kinds of a cluster that does not serve unserved: a kind whose
+// routes are unserved is left out, and a kept kind whose other cached kinds are partly unserved
+// says so in its Cached (the cache holds what that lists; a read of another is
+// watchcache.ErrNotHeld).
+func servedRouteKinds(routes routekinds.Registry, scheme *runtime.Scheme, unserved map[schema.GroupVersionKind]bool) routekinds.Registry {
+	out := routekinds.Registry{}
+	for _, k := range routes {
+		if unserved[k.GroupVersionKind()] {
+			continue
+		}
+		all := k.Cached()
+		var held []routekinds.Cached
+		for _, c := range all {
+			if !unserved[gvkOf(scheme, c.Object)] {
+				held = append(held, c)
+			}
+		}
+		if len(held) == len(all) {
+			out = append(out, k)
+			continue
+		}
+		out = append(out, heldKind{Kind: k, held: held})
+	}
+	return out
+}
+
+// heldKind is a route kind of which the cluster serves only some cached kinds.
+type heldKind struct {
+	routekinds.Kind
+	held []routekinds.Cached
+}
+
+// Cached implements routekinds.Kind: what this cluster's cache holds of the kind.
+func (k heldKind) Cached() []routekinds.Cached { return k.held }
+
+// gvkOf is obj's kind in scheme. Every route kind's types are in the engager's scheme (NewEngager
+// maps them all, and fails otherwise), so the zero kind it returns on error is never asked.
+func gvkOf(scheme *runtime.Scheme, obj client.Object) schema.GroupVersionKind {
+	gvk, err := apiutil.GVKForObject(obj, scheme)
+	if err != nil {
+		return schema.GroupVersionKind{}
+	}
+	return gvk
+}
