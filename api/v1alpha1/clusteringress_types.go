@@ -72,9 +72,9 @@ type ClusterIngressSpec struct {
 	// canary is the profile's canary setting.
 	// +optional
 	Canary CanarySettings `json:"canary,omitempty"`
-	// gatewayAPI is the profile's Gateway API setting (Enabled when unset).
+	// gatewayAPI is the profile's Gateway API setting (Disabled when unset).
 	// +optional
-	// +kubebuilder:default=Enabled
+	// +kubebuilder:default=Disabled
 	GatewayAPI GatewayAPIMode `json:"gatewayAPI,omitempty"`
 }
 

@@ -15,16 +15,18 @@ const (
 	GatewayAPIDisabled GatewayAPIMode = "Disabled"
 )
 
-// ResolveGatewayAPI returns the mode with its default filled in (Enabled).
+// ResolveGatewayAPI returns the mode with its default filled in (Disabled: turning it on gives
+// every router of the profile's clusters the Gateway provider, a rollout an upgrade must not start
+// by itself).
 func ResolveGatewayAPI(m GatewayAPIMode) GatewayAPIMode {
 	if m == "" {
-		return GatewayAPIEnabled
+		return GatewayAPIDisabled
 	}
 	return m
 }
 
 // GatewayAPIOn says whether a ClusterIngress' cluster is offered Gateway API (a spec written before
-// the setting existed is: Enabled is the default).
+// the setting existed is not: Disabled is the default).
 func (s *ClusterIngressSpec) GatewayAPIOn() bool {
 	return ResolveGatewayAPI(s.GatewayAPI) == GatewayAPIEnabled
 }

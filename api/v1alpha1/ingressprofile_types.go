@@ -68,12 +68,12 @@ type IngressProfileSpec struct {
 	// +optional
 	VIP ClusterVIPSettings `json:"vip,omitempty"`
 
-	// gatewayAPI: Enabled (default) installs Gateway API's standard CRDs (the release Shardgate
-	// pins) into the selected clusters that have none, and uses those someone else installed as
-	// they are; Disabled installs nothing and uses none (CRDs already there stay). A change
-	// re-engages the clusters.
+	// gatewayAPI: Enabled installs Gateway API's standard CRDs (the release Shardgate pins) into
+	// the selected clusters that have none, uses those someone else installed as they are, and
+	// serves HTTPRoutes (every router gets its Gateway provider: one rollout); Disabled (default)
+	// installs nothing and uses none (CRDs already there stay). A change re-engages the clusters.
 	// +optional
-	// +kubebuilder:default=Enabled
+	// +kubebuilder:default=Disabled
 	GatewayAPI GatewayAPIMode `json:"gatewayAPI,omitempty"`
 }
 

@@ -41,7 +41,8 @@ func GatewaySpec(ctx context.Context, t *testing.T, inputGetter func() GatewaySp
 	sel := map[string]string{"gateway": "api"}
 	p := &v1alpha1.IngressProfile{ObjectMeta: metav1.ObjectMeta{Name: "gateway-api"}, Spec: v1alpha1.IngressProfileSpec{
 		ClusterSelector: metav1.LabelSelector{MatchLabels: sel}, DNS: v1alpha1.DNSSettings{TTL: 5},
-		Shards: []v1alpha1.ShardSpec{realRouter(v1alpha1.ShardSpec{Name: v1alpha1.DefaultShardName})}}}
+		GatewayAPI: v1alpha1.GatewayAPIEnabled,
+		Shards:     []v1alpha1.ShardSpec{realRouter(v1alpha1.ShardSpec{Name: v1alpha1.DefaultShardName})}}}
 	must(t, seed.Client.Create(ctx, p))
 	registerCAPICluster(ctx, t, seed, "default", "g1", u, sel, nil)
 	domain := "g1." + zone

@@ -57,6 +57,8 @@ func TLSSpec(ctx context.Context, t *testing.T, inputGetter func() TLSSpecInput)
 		ClusterSelector: metav1.LabelSelector{MatchLabels: sel}, DNS: v1alpha1.DNSSettings{TTL: 5},
 		Shards: []v1alpha1.ShardSpec{realRouter(v1alpha1.ShardSpec{Name: v1alpha1.DefaultShardName})},
 		TLS:    v1alpha1.TLSSettings{IssuerRef: &v1alpha1.IssuerReference{Name: "pebble", Kind: v1alpha1.KindIssuer}, RedirectHTTP: true},
+		// Shardgate installs Gateway API's CRDs into the cluster: HTTPRoutes are served over HTTPS too.
+		GatewayAPI: v1alpha1.GatewayAPIEnabled,
 	}}
 	must(t, seed.Client.Create(ctx, p))
 	must(t, framework.DeployBackend(ctx, u, "default", "web", 1))

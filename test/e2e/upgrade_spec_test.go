@@ -253,7 +253,10 @@ func UpgradeSpec(ctx context.Context, t *testing.T, inputGetter func() UpgradeSp
 	appHost := "app.u1." + zone
 	must(t, u.Client.Create(ctx, nsIngress(team, "app", appHost)))
 	must(t, u.Client.Create(ctx, nsIngress(team, "claimed", "")))
-	ukc, err := u.RestrictedKubeconfig(ctx, "shardgate-upgrade", "config/user-cluster/rbac.yaml")
+	// Each release runs with its own user-cluster RBAC, as the operator guide's upgrade says: the
+	// router roles must grant exactly what the running release renders.
+	previousRBAC := filepath.Join(in.PreviousTree, "config/user-cluster/rbac.yaml")
+	ukc, err := u.RestrictedKubeconfig(ctx, "shardgate-upgrade", previousRBAC)
 	must(t, err)
 	putKubeconfigSecret(ctx, t, seed, ns, "u1", "u1", ukc, sel)
 	k := types.NamespacedName{Namespace: ns, Name: "u1"}
@@ -359,8 +362,10 @@ func UpgradeSpec(ctx context.Context, t *testing.T, inputGetter func() UpgradeSp
 	}
 
 	upgraded := t.Run("upgrade to this tree", func(t *testing.T) {
-		// Helm never upgrades crds/: the operator applies the new release's CRDs first.
+		// Helm never upgrades crds/: the operator applies the new release's CRDs first, and its
+		// user-cluster RBAC.
 		applyChartCRDs(ctx, t, seed, chart)
+		must(t, u.ApplyClusterRoles(ctx, "config/user-cluster/rbac.yaml"))
 		if out, err := helm(t, append([]string{"upgrade", "shardgate", chart}, set...)...); err != nil {
 			t.Fatalf("helm upgrade: %v\n%s", err, out)
 		}
@@ -390,6 +395,7 @@ func UpgradeSpec(ctx context.Context, t *testing.T, inputGetter func() UpgradeSp
 		if out, err := helm(t, "rollback", "shardgate", "1", "--kubeconfig", kc, "--namespace", ns); err != nil {
 			t.Fatalf("helm rollback: %v\n%s", err, out)
 		}
+		must(t, u.ApplyClusterRoles(ctx, previousRBAC))
 		switched := time.Now()
 		prev := run("seed-controller-previous-again", in.PreviousBinary)
 		must(t, old.Stop())

@@ -300,14 +300,45 @@ func (cp *ControlPlane) RestrictedKubeconfig(ctx context.Context, user, rolePath
 	return cp.Kubeconfig(user)
 }
 
-// ReadClusterRoles reads the ClusterRoles of a multi-document YAML file at rolePath (relative to
-// the repository root), in order; a document of another kind or with unknown fields is an error.
-func ReadClusterRoles(rolePath string) ([]*rbacv1.ClusterRole, error) {
-	root, err := RepoRoot()
+// ApplyClusterRoles creates the ClusterRoles of the file at rolePath (as ReadClusterRoles reads
+// it), or updates them to it: what an operator does with a release's user-cluster RBAC.
+func (cp *ControlPlane) ApplyClusterRoles(ctx context.Context, rolePath string) error {
+	roles, err := ReadClusterRoles(rolePath)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	b, err := os.ReadFile(filepath.Join(root, rolePath))
+	for _, role := range roles {
+		live := &rbacv1.ClusterRole{}
+		switch err := cp.Client.Get(ctx, client.ObjectKey{Name: role.Name}, live); {
+		case apierrors.IsNotFound(err):
+			err = cp.Client.Create(ctx, role)
+			if err != nil {
+				return err
+			}
+		case err != nil:
+			return err
+		default:
+			live.Rules, live.Labels = role.Rules, role.Labels
+			if err := cp.Client.Update(ctx, live); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// ReadClusterRoles reads the ClusterRoles of a multi-document YAML file at rolePath (relative to
+// the repository root, or absolute), in order; a document of another kind or with unknown fields
+// is an error.
+func ReadClusterRoles(rolePath string) ([]*rbacv1.ClusterRole, error) {
+	if !filepath.IsAbs(rolePath) {
+		root, err := RepoRoot()
+		if err != nil {
+			return nil, err
+		}
+		rolePath = filepath.Join(root, rolePath)
+	}
+	b, err := os.ReadFile(rolePath)
 	if err != nil {
 		return nil, err
 	}

@@ -146,8 +146,9 @@ func TestEngagement(t *testing.T) {
 }
 
 // TestGatewayAPISettingReachesTheEngagement: a cluster is engaged with the Gateway API setting of
-// its spec (Enabled when unset, as for a ClusterIngress written before the setting existed), and a
-// profile that turns it off changes the settings the cluster is engaged with, which re-engages it.
+// its spec (Disabled when unset, as for a ClusterIngress written before the setting existed), and a
+// profile that turns it on, then off again, changes the settings the cluster is engaged with,
+// which re-engages it.
 func TestGatewayAPISettingReachesTheEngagement(t *testing.T) {
 	seed := controllertest.Seed(t)
 	ns := controllertest.Namespace(t, seed.Client)
@@ -157,10 +158,21 @@ func TestGatewayAPISettingReachesTheEngagement(t *testing.T) {
 	key := clusterIngress(t, seed.Client, ns, "gw", v1alpha1.SourceKindSecret)
 	secret(t, seed.Client, ns, "gw", kubeconfig(t, ""))
 	controllertest.Reconcile(t, r, key, 1)
-	if s, ok := f.Settings[key]; !ok || !s.GatewayAPI {
-		t.Fatalf("engaged with %+v (%v), want Gateway API on by default", s, ok)
+	if s, ok := f.Settings[key]; !ok || s.GatewayAPI {
+		t.Fatalf("engaged with %+v (%v), want Gateway API off by default", s, ok)
 	}
 	ci := &v1alpha1.ClusterIngress{}
+	if err := seed.Client.Get(context.Background(), key, ci); err != nil {
+		t.Fatal(err)
+	}
+	ci.Spec.GatewayAPI = v1alpha1.GatewayAPIEnabled
+	if err := seed.Client.Update(context.Background(), ci); err != nil {
+		t.Fatal(err)
+	}
+	controllertest.Reconcile(t, r, key, 1)
+	if s := f.Settings[key]; !s.GatewayAPI {
+		t.Fatalf("engaged with %+v after the profile turned Gateway API on", s)
+	}
 	if err := seed.Client.Get(context.Background(), key, ci); err != nil {
 		t.Fatal(err)
 	}
