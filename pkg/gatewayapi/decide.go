@@ -68,6 +68,13 @@ type Availability struct {
 	Reason, Message string
 }
 
+// RoutersServe: the cluster serves every kind a router's Gateway provider lists before it serves
+// anything (all of Kinds but ListenerSet, which Traefik 3.7 does not read): a Served cluster
+// without them (an owner's v1.4.1 set has no TLSRoute at v1) would have routers that never serve.
+func (a Availability) RoutersServe() bool {
+	return a.Served && !slices.ContainsFunc(a.Missing, func(k string) bool { return k != "ListenerSet" })
+}
+
 // Decide decides which of the release's CRDs to apply and what the cluster then offers:
 //   - Disabled: nothing read, nothing written, nothing offered.
 //   - The set is Shardgate's (every present CRD of it is; see Shardgate): absent CRDs are

@@ -271,3 +271,21 @@ func TestRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestRoutersServeNeedsWhatTheProviderLists: an owner's set without TLSRoute at v1 serves
+// HTTPRoutes, but the routers' Gateway provider would wait for ever: no Gateways are rendered.
+func TestRoutersServeNeedsWhatTheProviderLists(t *testing.T) {
+	for _, c := range []struct {
+		a    Availability
+		want bool
+	}{
+		{Availability{Served: true}, true},
+		{Availability{Served: true, Missing: []string{"ListenerSet"}}, true},
+		{Availability{Served: true, Missing: []string{"ListenerSet", "TLSRoute"}}, false},
+		{Availability{Served: false}, false},
+	} {
+		if got := c.a.RoutersServe(); got != c.want {
+			t.Errorf("%+v: RoutersServe %v, want %v", c.a, got, c.want)
+		}
+	}
+}

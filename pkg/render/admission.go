@@ -65,11 +65,15 @@ func AdmissionPolicy(shardgateUser string, kinds routekinds.Registry) ([]*unstru
 	for _, k := range kinds {
 		gvk := k.GroupVersionKind()
 		for _, g := range k.Guards() {
+			resource := g.Resource
+			if resource == "" {
+				resource = k.Resource()
+			}
 			// Only on the kind's own objects (its resources, status included: the API server keeps
 			// spec changes sent there for none of them, but a guard must not assume it).
 			validations = append(validations, admissionregistrationv1.Validation{
 				Expression: fmt.Sprintf("variables.isShardgate || request.resource.group != %q || request.resource.resource != %q || (%s)",
-					gvk.Group, k.Resource(), g.Expression),
+					gvk.Group, resource, g.Expression),
 				Message: g.Message,
 				Reason:  ptr.To(metav1.StatusReasonForbidden),
 			})

@@ -59,6 +59,10 @@ type Flavour interface {
 	// ClusterRole is the role every router of the flavour is bound to: its name and rules, the
 	// least the router needs (RenderShard labels it; config/user-cluster/rbac.yaml ships it).
 	ClusterRole() *rbacv1.ClusterRole
+	// GatewayClusterRole is the role the routers are bound to as well where the cluster serves
+	// Gateway API (what serving Gateways needs beyond ClusterRole); nil when none. Apart, so that
+	// clusters without Gateway API keep the role they have (Shardgate may not change it).
+	GatewayClusterRole() *rbacv1.ClusterRole
 	// Router is the flavour's part of one shard's pod.
 	Router(in RouterInput) Router
 	// TLSObjects are the cluster-wide objects (in names.Namespace) that make the cluster's key pair

@@ -47,16 +47,24 @@ func shardGateway(f Flavour, in RenderInput, labels map[string]string, ports Por
 		Spec: gatewayv1.GatewayClassSpec{ControllerName: gatewayv1.GatewayController(f.GatewayClassController())}}
 	host := ptr.To(gatewayv1.Hostname("*." + in.Domain))
 	listeners := []gatewayv1.Listener{{Name: ListenerHTTP, Hostname: host, Port: ports.HTTP,
-		Protocol: gatewayv1.HTTPProtocolType, AllowedRoutes: allRoutes()}}
+		Protocol: gatewayv1.HTTPProtocolType, AllowedRoutes: httpRoutesOnly()}}
 	if in.TLS != nil {
 		listeners = append(listeners, gatewayv1.Listener{Name: ListenerHTTPS, Hostname: host,
-			Port: ports.HTTPS, Protocol: gatewayv1.HTTPSProtocolType, AllowedRoutes: allRoutes(),
+			Port: ports.HTTPS, Protocol: gatewayv1.HTTPSProtocolType, AllowedRoutes: httpRoutesOnly(),
 			TLS: &gatewayv1.ListenerTLSConfig{Mode: ptr.To(gatewayv1.TLSModeTerminate),
 				CertificateRefs: []gatewayv1.SecretObjectReference{{Name: names.TLSSecretName}}}})
 	}
 	gw := &gatewayv1.Gateway{ObjectMeta: objectMeta(names.ShardGatewayName(in.Shard.Name), names.Namespace, labels),
 		Spec: gatewayv1.GatewaySpec{GatewayClassName: gatewayv1.ObjectName(class.Name), Listeners: listeners}}
 	return []Object{{gatewayClassGVK, class}, {gatewayGVK, gw}}
+}
+
+// httpRoutesOnly: a shard's listeners take HTTPRoutes only, the one kind allocation allocates and
+// the admission policy guards (HTTP listeners take GRPCRoutes too by default, which nothing checks).
+func httpRoutesOnly() *gatewayv1.AllowedRoutes {
+	r := allRoutes()
+	r.Kinds = []gatewayv1.RouteGroupKind{{Group: ptr.To(gatewayv1.Group(gatewayv1.GroupName)), Kind: "HTTPRoute"}}
+	return r
 }
 
 func allRoutes() *gatewayv1.AllowedRoutes {

@@ -51,6 +51,7 @@ func RenderShard(f Flavour, in RenderInput) ([]*unstructured.Unstructured, error
 	}
 	if in.GatewayAPI && f.GatewayClassController() != "" {
 		objs = append(objs, shardGateway(f, in, labels, ports)...)
+		objs = append(objs, gatewayRole(f, name, labels)...)
 	}
 	if in.Canary {
 		canary, err := canaryObjects(f, s, in.Domain, labels, in.RouteKinds)
@@ -80,10 +81,26 @@ func listenPorts(f Flavour, s v1alpha1.ShardSpec) Ports {
 
 // routerRole is the flavour's ClusterRole, labelled as Shardgate's (pruning and the cache go by
 // the label).
-func routerRole(f Flavour) *rbacv1.ClusterRole {
-	r := f.ClusterRole().DeepCopy()
+func routerRole(f Flavour) *rbacv1.ClusterRole { return labelledRole(f.ClusterRole()) }
+
+func labelledRole(role *rbacv1.ClusterRole) *rbacv1.ClusterRole {
+	r := role.DeepCopy()
 	r.Labels = managedLabels("")
 	return r
+}
+
+// gatewayRole binds a shard's routers to the flavour's Gateway role as well.
+func gatewayRole(f Flavour, name string, labels map[string]string) []Object {
+	role := f.GatewayClusterRole()
+	if role == nil {
+		return nil
+	}
+	return []Object{{rbacv1.SchemeGroupVersion.WithKind("ClusterRole"), labelledRole(role)},
+		{rbacv1.SchemeGroupVersion.WithKind("ClusterRoleBinding"), &rbacv1.ClusterRoleBinding{
+			ObjectMeta: objectMeta("shardgate-"+name+"-gateway", "", labels),
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
+			Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: name, Namespace: names.Namespace}},
+		}}}
 }
 
 // ShardSelector is the shard filter: the label selector of the routes a shard's routers serve.

@@ -10,6 +10,9 @@ func RouterClusterRoles() []*rbacv1.ClusterRole {
 	var out []*rbacv1.ClusterRole
 	for _, f := range Flavours() {
 		out = append(out, routerRole(f))
+		if g := f.GatewayClusterRole(); g != nil {
+			out = append(out, labelledRole(g))
+		}
 	}
 	return append(out, vipRole())
 }

@@ -65,9 +65,20 @@ func (Traefik) ClusterRole() *rbacv1.ClusterRole {
 			{APIGroups: []string{"discovery.k8s.io"}, Resources: []string{"endpointslices"}, Verbs: []string{"list", "watch"}},
 			{APIGroups: []string{"networking.k8s.io"}, Resources: []string{"ingresses", "ingressclasses"}, Verbs: []string{"get", "list", "watch"}},
 			{APIGroups: []string{"networking.k8s.io"}, Resources: []string{"ingresses/status"}, Verbs: []string{"update"}},
-			// The Gateway provider (where the cluster serves Gateway API): what it watches and the
-			// status it writes; namespaces for the listeners' allowedRoutes, ConfigMaps for
-			// BackendTLSPolicies' CA certificates (it waits for every informer before serving).
+		},
+	}
+}
+
+// traefikGatewayClusterRole is bound to a shard's routers where the cluster serves Gateway API.
+const traefikGatewayClusterRole = "shardgate-router-traefik-gateway"
+
+// GatewayClusterRole implements Flavour: what the Gateway provider watches and the status it
+// writes; namespaces for the listeners' allowedRoutes, ConfigMaps for BackendTLSPolicies' CA
+// certificates (it waits for every informer before it serves anything).
+func (Traefik) GatewayClusterRole() *rbacv1.ClusterRole {
+	return &rbacv1.ClusterRole{
+		ObjectMeta: objectMeta(traefikGatewayClusterRole, "", nil),
+		Rules: []rbacv1.PolicyRule{
 			{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"list", "watch"}},
 			{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list", "watch"}},
 			{APIGroups: []string{gatewayv1.GroupName}, Resources: traefikGatewayResources, Verbs: []string{"get", "list", "watch"}},

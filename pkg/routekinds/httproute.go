@@ -267,7 +267,8 @@ func (HTTPRoute) ReleasedMessage() string {
 
 // Protected implements Kind: routers write the status, where the API server also keeps label and
 // annotation changes.
-func (HTTPRoute) Protected() []string { return []string{"httproutes", "httproutes/status"} }
+// Gateways too: a Gateway of a shard's class is served by the shard's routers wherever it is.
+func (HTTPRoute) Protected() []string { return []string{"httproutes", "httproutes/status", "gateways"} }
 
 // shardParents is the CEL list of a route's parentRefs to shard Gateways (isShardGateway).
 func shardParents(route string) string {
@@ -278,12 +279,26 @@ func shardParents(route string) string {
 
 // Guards implements Kind: only allocation attaches a route to a shard's Gateway. Anyone else who
 // did would be served by that shard's routers for any host, past allocation's hijack refusal.
+// A route keeps its shard's Gateway only while attached to the parent (detached, it would be served
+// by the shard with nothing allocating it). Only Shardgate's namespace has Gateways of its classes.
 func (HTTPRoute) Guards() []Guard {
+	attach := "; attach to Gateway " + names.Namespace + "/" + names.ParentGatewayName
+	hasParent := "object.spec.?parentRefs.orValue([]).exists(p, p.?namespace.orValue('') == '" + names.Namespace +
+		"' && p.name == '" + names.ParentGatewayName + "')"
 	return []Guard{{
 		Expression: shardParents("object") + " == (oldObject == null ? [] : " + shardParents("oldObject") + ")",
 		Message: "parentRefs to Gateways in " + names.Namespace + " other than " + names.ParentGatewayName +
-			" are set by Shardgate, which allocates the route to a shard; attach to Gateway " + names.Namespace + "/" +
-			names.ParentGatewayName,
+			" are set by Shardgate, which allocates the route to a shard" + attach,
+	}, {
+		Expression: "size(" + shardParents("object") + ") == 0 || " + hasParent,
+		Message:    "a route Shardgate allocated stays attached to Gateway " + names.Namespace + "/" + names.ParentGatewayName,
+	}, {
+		Resource: "gateways",
+		Expression: "object.metadata.namespace == '" + names.Namespace + "' || !(object.spec.gatewayClassName == '" +
+			names.ParentGatewayClassName + "' || object.spec.gatewayClassName.startsWith('" +
+			strings.TrimSuffix(names.ShardGatewayClassName(""), "") + "'))",
+		Message: "GatewayClasses " + names.ParentGatewayClassName + " and " + names.ShardGatewayClassName("*") +
+			" are Shardgate's routers'; their Gateways are Shardgate's own" + attach,
 	}}
 }
 

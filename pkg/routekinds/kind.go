@@ -125,6 +125,9 @@ type Kind interface {
 
 // Guard is one admission rule of a kind (Kind.Guards).
 type Guard struct {
+	// Resource is the resource of the kind's API group it applies to: one of Protected ("": the
+	// kind's own, Resource).
+	Resource string
 	// Expression must be true for a create or update by anyone but Shardgate; oldObject is null on
 	// create.
 	Expression string

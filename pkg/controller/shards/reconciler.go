@@ -110,7 +110,7 @@ func (r *Reconciler) reconcileShards(ctx context.Context, ci *v1alpha1.ClusterIn
 	}
 	desired, err := render.RenderDesired(render.DesiredInput{ClusterDomain: domain, TTL: ci.Spec.DNS.TTL, Shards: shards,
 		ShardgateUser: user, AdmissionPolicy: caps.AdmissionPolicy, TLS: tls, VIP: vips, Canary: r.Canary && !ci.Spec.Canary.Disabled,
-		RouteKinds: cluster.RouteKinds(), GatewayAPI: caps.GatewayAPI.Served})
+		RouteKinds: cluster.RouteKinds(), GatewayAPI: caps.GatewayAPI.RoutersServe()})
 	if err != nil {
 		return available(metav1.ConditionFalse, v1alpha1.ReasonShardsInvalid, err.Error()), nil
 	}

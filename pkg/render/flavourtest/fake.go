@@ -73,6 +73,9 @@ func (Fake) Canary() render.Canary {
 	return render.Canary{Path: "/canary", Port: Admin, Body: "fake-ok"}
 }
 
+// GatewayClusterRole implements render.Flavour: its routers serve no Gateway.
+func (Fake) GatewayClusterRole() *rbacv1.ClusterRole { return nil }
+
 // ClusterRole implements render.Flavour: it reads the key pair and its settings through the API.
 func (Fake) ClusterRole() *rbacv1.ClusterRole {
 	return &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: Role}, Rules: []rbacv1.PolicyRule{
