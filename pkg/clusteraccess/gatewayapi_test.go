@@ -98,6 +98,23 @@ func gatewayCRDVersions(t *testing.T, c client.Client) map[string]string {
 	return out
 }
 
+// settledCRDVersions is gatewayCRDVersions once the API server's own status writes of newly
+// created CRDs (their conditions, a moment after they are served) are done: unchanged for two
+// seconds.
+func settledCRDVersions(t *testing.T, c client.Client) map[string]string {
+	t.Helper()
+	last, since := gatewayCRDVersions(t, c), time.Now()
+	for deadline := time.Now().Add(time.Minute); time.Since(since) < 2*time.Second; time.Sleep(100 * time.Millisecond) {
+		if now := gatewayCRDVersions(t, c); !maps.Equal(now, last) {
+			last, since = now, time.Now()
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the CRDs never stopped changing")
+		}
+	}
+	return last
+}
+
 // cachedKinds are the kinds each of a cluster's route kinds caches, by route kind.
 func cachedKinds(c Cluster) map[string][]string {
 	out := map[string][]string{}
@@ -136,7 +153,7 @@ func TestGatewayAPIInstalledWhereAbsent(t *testing.T) {
 			t.Errorf("%s: established %v, labels %v, annotations %v", name, crdEstablished(crd), crd.Labels, crd.Annotations)
 		}
 	}
-	installed := gatewayCRDVersions(t, cp.Client)
+	installed := settledCRDVersions(t, cp.Client)
 	got, want := slices.Sorted(maps.Keys(installed)), slices.Sorted(slices.Values(gatewayapi.CRDNames()))
 	if !slices.Equal(got, want) {
 		t.Fatalf("Gateway API CRDs in the cluster: %v, want exactly %v", got, want)
@@ -173,7 +190,7 @@ func TestForeignGatewayAPIIsUsedAsItIs(t *testing.T) {
 	if err := cp.InstallCRDs(filepath.Join("testdata", "gateway-api-v1.4.1")); err != nil {
 		t.Fatal(err)
 	}
-	before := gatewayCRDVersions(t, cp.Client)
+	before := settledCRDVersions(t, cp.Client)
 	if len(before) != 6 {
 		t.Fatalf("v1.4.1's standard channel installed %d CRDs, want 6", len(before))
 	}
@@ -244,7 +261,7 @@ func TestGatewayAPIDisabledInstallsNothing(t *testing.T) {
 	if got := cachedKinds(cl)["HTTPRoute"]; !slices.Equal(got, []string{"HTTPRoute", "ListenerSet"}) {
 		t.Fatalf("turned on: the HTTPRoute kind caches %v", got)
 	}
-	installed := gatewayCRDVersions(t, cp.Client)
+	installed := settledCRDVersions(t, cp.Client)
 
 	if err := e.Engage(gatewayKey, kc, Settings{}); err != nil {
 		t.Fatal(err)

@@ -28,9 +28,9 @@ type Kind struct {
 
 // Kinds are the kinds Shardgate installs where a cluster has none of Gateway API, each at the version
 // Shardgate and its routers use. Beside the three every Gateway API route needs (GatewayClass,
-// Gateway, HTTPRoute) and ListenerSet, they are what Traefik's kubernetesGateway provider (v3.7,
-// pkg/provider/kubernetes/gateway/client.go, WatchAll) starts an informer for and waits to sync
-// before it serves anything: GRPCRoute, ReferenceGrant (at v1beta1), BackendTLSPolicy and TLSRoute
+// Gateway, HTTPRoute) and ListenerSet, they are what Traefik's kubernetesGateway provider (v3.7.12,
+// the version hack/tools pins: pkg/provider/kubernetes/gateway/client.go, WatchAll) starts an
+// informer for and waits to sync before it serves anything: GRPCRoute, ReferenceGrant (at v1beta1), BackendTLSPolicy and TLSRoute
 // (both v1). Left out of the release's standard channel, on purpose:
 //   - TCPRoute and UDPRoute: Traefik watches TCPRoutes only with its experimental channel on (and
 //     then at v1alpha2, which this release's standard CRD does not serve) and UDPRoutes never; a CRD
