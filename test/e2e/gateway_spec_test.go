@@ -128,6 +128,23 @@ func GatewaySpec(ctx context.Context, t *testing.T, inputGetter func() GatewaySp
 		if err := u.Client.Update(ctx, own); !apierrors.IsForbidden(err) && !apierrors.IsInvalid(err) {
 			t.Fatalf("a rejected HTTPRoute edited to attach to a shard's Gateway: %v, want refused", err)
 		}
+		// An allocated route detached from the parent would keep its shard's Gateway, served with
+		// nothing allocating it.
+		web := &gatewayv1.HTTPRoute{}
+		must(t, u.Client.Get(ctx, client.ObjectKey{Namespace: "ns-a", Name: "web"}, web))
+		web.Spec.ParentRefs = slices.DeleteFunc(web.Spec.ParentRefs, func(p gatewayv1.ParentReference) bool {
+			return p.Name == names.ParentGatewayName
+		})
+		if err := u.Client.Update(ctx, web); !apierrors.IsForbidden(err) && !apierrors.IsInvalid(err) {
+			t.Fatalf("an allocated HTTPRoute detached from the parent, keeping its shard's Gateway: %v, want refused", err)
+		}
+		// A tenant's own Gateway of a shard's class would be served by the shard's routers.
+		gw := &gatewayv1.Gateway{ObjectMeta: metav1.ObjectMeta{Namespace: "ns-b", Name: "mine"}, Spec: gatewayv1.GatewaySpec{
+			GatewayClassName: gatewayv1.ObjectName(names.ShardGatewayClassName(v1alpha1.DefaultShardName)),
+			Listeners:        []gatewayv1.Listener{{Name: "http", Port: 8000, Protocol: gatewayv1.HTTPProtocolType}}}}
+		if err := u.Client.Create(ctx, gw); !apierrors.IsForbidden(err) && !apierrors.IsInvalid(err) {
+			t.Fatalf("a tenant's Gateway of class %s: %v, want refused", gw.Spec.GatewayClassName, err)
+		}
 	})
 
 	t.Run("a namespace moves a host from its Ingress to an HTTPRoute with no failed request", func(t *testing.T) {
