@@ -296,7 +296,7 @@ func (HTTPRoute) Guards() []Guard {
 		Resource: "gateways",
 		Expression: "object.metadata.namespace == '" + names.Namespace + "' || !(object.spec.gatewayClassName == '" +
 			names.ParentGatewayClassName + "' || object.spec.gatewayClassName.startsWith('" +
-			strings.TrimSuffix(names.ShardGatewayClassName(""), "") + "'))",
+			names.ShardGatewayClassName("") + "'))",
 		Message: "GatewayClasses " + names.ParentGatewayClassName + " and " + names.ShardGatewayClassName("*") +
 			" are Shardgate's routers'; their Gateways are Shardgate's own" + attach,
 	}}
