@@ -46,6 +46,12 @@ package v1alpha1
 
 // Condition types on ClusterIngress.
 const (
+	// ConditionDomainAssigned: the cluster holds the domain it asks for (<spec.clusterID>.<zone>
+	// is status.domain, reason DomainHeld). False says why not: the ID or zone is invalid, or
+	// another cluster holds the domain or still publishes names under it (ClusterIDConflict).
+	// Decided whether or not the user cluster can be observed; while the domain is not held,
+	// DNSPublished says False with the same reason and message.
+	ConditionDomainAssigned = "DomainAssigned"
 	// ConditionClusterReachable: the user cluster's API server answers and its cache is synced.
 	ConditionClusterReachable = "ClusterReachable"
 	// ConditionDNSPublished: the DNSEndpoint holds the records for the cluster's current ready
@@ -91,6 +97,7 @@ const (
 	ReasonKubeconfigInvalid    = "KubeconfigInvalid"
 	ReasonInvalidClusterID     = "InvalidClusterID"
 	ReasonClusterIDConflict    = "ClusterIDConflict"
+	ReasonDomainHeld           = "DomainHeld"
 	ReasonInvalidZone          = "InvalidZone"
 	ReasonZoneNotServed        = "ZoneNotServed"
 	ReasonNamesTooLong         = "NamesTooLong"

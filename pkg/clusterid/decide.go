@@ -1,0 +1,83 @@
+package clusterid
+
+import (
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/shardgate/shardgate/api/v1alpha1"
+)
+
+// Input is what Decide decides a ClusterIngress' identity from.
+type Input struct {
+	Self types.NamespacedName
+	// ClusterID is spec.clusterID; Asked the domain RequestedDomain gives for the spec, or
+	// Refused why there is none.
+	ClusterID, Asked string
+	Refused          *Refusal
+	// HeldID and HeldDomain are status.clusterID and status.domain now.
+	HeldID, HeldDomain string
+	// AskedClaims are the claims to Asked, HeldClaims those to HeldDomain when it is another
+	// domain; Self's claim is in both.
+	AskedClaims, HeldClaims []Claim
+}
+
+// Decision is the identity's part of the status.
+type Decision struct {
+	ClusterID, Domain string
+	// Assigned is DomainAssigned: True when Domain is the domain asked for.
+	Assigned metav1.Condition
+}
+
+// Decide gives a ClusterIngress the domain it asks for once it is valid and the cluster is its
+// holder (Holder), whether or not the user cluster can be observed; the DNS controller publishes
+// records only for a held domain. A cluster that cannot have the domain it asks for keeps the one
+// it holds, records and all (an ID changed to one that is taken or invalid loses nothing), unless
+// another cluster holds that one too: then the holder Holder names keeps it and this cluster's
+// status lets it go, so two clusters never both hold one domain.
+func Decide(in Input) Decision {
+	d := Decision{ClusterID: in.HeldID, Domain: in.HeldDomain}
+	if in.HeldDomain != "" && in.HeldDomain != in.Asked {
+		if h, ok := Holder(in.HeldClaims); ok && h.Key != in.Self {
+			d.ClusterID, d.Domain = "", ""
+		}
+	}
+	if in.Refused != nil {
+		d.Assigned = assigned(metav1.ConditionFalse, in.Refused.Reason, in.Refused.Message)
+		return d
+	}
+	h, ok := Holder(in.AskedClaims)
+	if !ok || h.Key == in.Self {
+		d.ClusterID, d.Domain = in.ClusterID, in.Asked
+		d.Assigned = assigned(metav1.ConditionTrue, v1alpha1.ReasonDomainHeld,
+			fmt.Sprintf("the cluster holds %s (cluster ID %q)", in.Asked, in.ClusterID))
+		return d
+	}
+	if in.HeldDomain == in.Asked {
+		d.ClusterID, d.Domain = "", "" // held by another status holder too: the older keeps it
+	}
+	d.Assigned = assigned(metav1.ConditionFalse, v1alpha1.ReasonClusterIDConflict, conflict(in, h))
+	return d
+}
+
+// conflict says who has the domain asked for, and what to do.
+func conflict(in Input, h Claim) string {
+	switch {
+	case h.Standing() == Holds && in.HeldDomain != "" && h.Asks == in.HeldDomain:
+		// Each waits for the other to let go, which neither does: only a third ID breaks it.
+		return fmt.Sprintf("cluster ID %q (%s) is held by the cluster %s, which asks for this cluster's domain %s: "+
+			"two clusters cannot swap IDs; move one of them through a third, unused ID first (annotation %s), "+
+			"then give it the ID the other gave up", in.ClusterID, in.Asked, h.Key, in.HeldDomain, v1alpha1.ClusterIDAnnotation)
+	case h.Standing() == Publishes:
+		return fmt.Sprintf("cluster ID %q (%s) is blocked: the DNSEndpoint of the cluster %s still publishes names under it "+
+			"(they stay until Shardgate can reach that cluster and rewrite them); set annotation %s to a unique ID",
+			in.ClusterID, in.Asked, h.Key, v1alpha1.ClusterIDAnnotation)
+	}
+	return fmt.Sprintf("cluster ID %q (%s) is held by the cluster %s; set annotation %s to a unique ID",
+		in.ClusterID, in.Asked, h.Key, v1alpha1.ClusterIDAnnotation)
+}
+
+func assigned(s metav1.ConditionStatus, reason, msg string) metav1.Condition {
+	return metav1.Condition{Type: v1alpha1.ConditionDomainAssigned, Status: s, Reason: reason, Message: msg}
+}
