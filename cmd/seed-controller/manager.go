@@ -24,6 +24,7 @@ import (
 	"github.com/shardgate/shardgate/pkg/controller/claims"
 	"github.com/shardgate/shardgate/pkg/controller/dns"
 	"github.com/shardgate/shardgate/pkg/controller/engagement"
+	"github.com/shardgate/shardgate/pkg/controller/identity"
 	"github.com/shardgate/shardgate/pkg/controller/kit"
 	"github.com/shardgate/shardgate/pkg/controller/lifecycle"
 	"github.com/shardgate/shardgate/pkg/controller/profile"
@@ -188,6 +189,10 @@ func addControllers(mgr ctrl.Manager, o options, dc discovery.DiscoveryInterface
 				return err
 			}
 		}
+	}
+	if err := identity.Add(mgr, identity.Config{Kit: k, ServedZones: o.servedZones, Concurrency: o.concurrency,
+		Board: board}); err != nil {
+		return err
 	}
 	var verifier *dns.Verifier
 	if len(o.dnsVerifyServers) > 0 {

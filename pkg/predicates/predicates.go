@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
@@ -35,6 +36,17 @@ var DomainChanged = predicate.Funcs{
 		n, ok2 := e.ObjectNew.(*v1alpha1.ClusterIngress)
 		return !ok1 || !ok2 || o.Status.Domain != n.Status.Domain
 	},
+}
+
+// IdentityKey is what the identity controller decides of a ClusterIngress in one string: its
+// status.clusterID and status.domain, and DomainAssigned (status, reason, message, generation).
+// The DNS controller publishes for that domain, or says why it does not.
+func IdentityKey(ci *v1alpha1.ClusterIngress) string {
+	key := ci.Status.ClusterID + "/" + ci.Status.Domain
+	if c := meta.FindStatusCondition(ci.Status.Conditions, v1alpha1.ConditionDomainAssigned); c != nil {
+		key += fmt.Sprintf("/%s/%s/%d/%s", c.Status, c.Reason, c.ObservedGeneration, c.Message)
+	}
+	return key
 }
 
 // CertificateChanged passes ClusterIngress updates that change the certificate's serial number

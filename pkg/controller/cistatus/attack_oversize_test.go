@@ -20,6 +20,7 @@ import (
 // Jobs, a missing source before its removal grace, claims), for as long as the nodes stay.
 func TestOversizedPartNeverBlocksTheOtherParts(t *testing.T) {
 	e := newWriterEnv(t)
+	e.post(t, cistatus.Identity, holdDomain)
 	e.post(t, cistatus.DNS, publishDNS)
 	controllertest.Reconcile(t, e.board, e.key, 1)
 

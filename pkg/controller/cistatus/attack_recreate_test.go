@@ -23,6 +23,7 @@ import (
 func TestRecreatedClusterIngressStartsWithoutTheOldOnesParts(t *testing.T) {
 	e := newWriterEnv(t)
 	ctx := context.Background()
+	e.post(t, cistatus.Identity, holdDomain)
 	e.post(t, cistatus.DNS, publishDNS)
 	controllertest.Reconcile(t, e.board, e.key, 1)
 	writeRouted(t, e.c, e.board, e, "192.0.2.1")
@@ -35,6 +36,7 @@ func TestRecreatedClusterIngressStartsWithoutTheOldOnesParts(t *testing.T) {
 	controllertest.Reconcile(t, e.board, e.key, 1) // the writer sees it gone and forgets it
 	e.board.Post(ctx, old, cistatus.RoutedIPs)     // ... and posts after that (its context is fine)
 	e.board.Post(ctx, old, cistatus.DNS)           // so does a DNS reconcile in flight
+	e.board.Post(ctx, old, cistatus.Identity)      // and an identity reconcile (the old domain)
 
 	// Re-created under the same name, for another cluster ID.
 	fresh := &v1alpha1.ClusterIngress{ObjectMeta: metav1.ObjectMeta{Namespace: e.key.Namespace, Name: e.key.Name},

@@ -15,6 +15,7 @@ import (
 // Write exists to prevent, and nothing is retried until the part changes.
 func TestWriteFailsWhenItsOwnPartIsRefused(t *testing.T) {
 	e := newWriterEnv(t)
+	e.post(t, cistatus.Identity, holdDomain)
 	e.post(t, cistatus.DNS, publishDNS)
 	ci := e.get(t)
 	e.board.Overlay(ci)

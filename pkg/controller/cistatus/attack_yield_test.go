@@ -24,8 +24,8 @@ func TestHeldWriteNeverRequeuedPastMaxYield(t *testing.T) {
 	e.board.SetClock(clk)
 	e.board.SetYield(func() time.Duration { return 0 }) // no record waits: only the settling holds
 
+	e.post(t, cistatus.Identity, holdDomain)
 	e.post(t, cistatus.DNS, func(s *v1alpha1.ClusterIngressStatus) {
-		s.Domain = "c.z.test"
 		setCond(v1alpha1.ConditionClusterReachable, metav1.ConditionTrue, v1alpha1.ReasonReachable)(s)
 	})
 	controllertest.Reconcile(t, e.board, e.key, 1) // first status, written at once

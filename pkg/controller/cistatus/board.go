@@ -161,10 +161,10 @@ func (b *Board) post(ci *v1alpha1.ClusterIngress, owner Owner) bool {
 	return changed
 }
 
-// domainChanged: a DNS part that takes or gives up a domain. Other clusters' records follow who
-// holds a domain (the written status.domain), so it is never held behind records either.
+// domainChanged: an identity part that takes or gives up a domain. Other clusters' records follow
+// who holds a domain (the written status.domain), so it is never held behind records either.
 func domainChanged(owner Owner, written *v1alpha1.ClusterIngress, part *v1alpha1.ClusterIngressStatus) bool {
-	return owner == DNS && (written == nil || written.Status.Domain != part.Domain)
+	return owner == Identity && (written == nil || written.Status.Domain != part.Domain)
 }
 
 // sameObject: parts posted for uid a belong to the object b. An empty UID (an object built in a

@@ -15,6 +15,7 @@ type Owner string
 // The owners, in the order their parts are composed.
 const (
 	Lifecycle    Owner = "lifecycle"
+	Identity     Owner = "identity"
 	DNS          Owner = "dns"
 	Shards       Owner = "shards"
 	Allocation   Owner = "allocation"
@@ -36,9 +37,13 @@ type ownership struct {
 // (TestOwnershipIsExclusive). Ready belongs to none: the writer computes it.
 var owned = map[Owner]ownership{
 	Lifecycle: {conditions: []string{v1alpha1.ConditionSourceAvailable}},
+	// The domain and ID are the identity controller's: decided before the cluster can be observed,
+	// and what the DNS controller publishes for.
+	Identity: {conditions: []string{v1alpha1.ConditionDomainAssigned},
+		fields: func(dst, src *v1alpha1.ClusterIngressStatus) { dst.ClusterID, dst.Domain = src.ClusterID, src.Domain }},
 	DNS: {conditions: []string{v1alpha1.ConditionClusterReachable, v1alpha1.ConditionDNSPublished},
 		fields: func(dst, src *v1alpha1.ClusterIngressStatus) {
-			dst.ClusterID, dst.Domain, dst.DNSEndpointRef = src.ClusterID, src.Domain, src.DNSEndpointRef
+			dst.DNSEndpointRef = src.DNSEndpointRef
 			dst.ReadyNodes, dst.ReadyNodeCount = src.ReadyNodes, src.ReadyNodeCount
 			dst.Targets, dst.TargetsSummary = src.Targets, src.TargetsSummary
 			dst.Shards, dst.LastPublishedTime, dst.DNSVerifiedBy = src.Shards, src.LastPublishedTime, src.DNSVerifiedBy
@@ -61,7 +66,7 @@ var owned = map[Owner]ownership{
 }
 
 // order is the owners in composition order (and the order of their conditions in status).
-var order = []Owner{Lifecycle, DNS, Shards, Allocation, Certificates, VIPs, RoutedIPs, Claims, Canary}
+var order = []Owner{Lifecycle, Identity, DNS, Shards, Allocation, Certificates, VIPs, RoutedIPs, Claims, Canary}
 
 // conditionOwner maps each condition type to its owner.
 var conditionOwner = func() map[string]Owner {

@@ -21,6 +21,9 @@ var readyFrom = []struct {
 	{v1alpha1.ConditionCertificateReady, false}, // present only while TLS is on
 	{v1alpha1.ConditionVIPsAvailable, false},    // present only with VIP shards
 	// Left out, each on purpose:
+	// - DomainAssigned: while the domain is not held, DNSPublished (required) is False with the
+	//   same reason and message, so it adds no cause, and Ready's message keeps naming
+	//   DNSPublished, as dashboards read it.
 	// - RoutesProtected: the admission policy is defence in depth; without it (an older user
 	//   cluster) routes are still served and DNS still follows the routers.
 	// - GatewayAPIAvailable: Gateway API is optional (a profile may turn it off, a cluster owner's

@@ -24,8 +24,8 @@ func TestVIPsAreNeverHeldForRecords(t *testing.T) {
 	// Another cluster's nodes keep changing: the DNS controller always has a change queued.
 	e.board.SetYield(func() time.Duration { return time.Second })
 
+	e.post(t, cistatus.Identity, holdDomain)
 	e.post(t, cistatus.DNS, func(s *v1alpha1.ClusterIngressStatus) {
-		s.Domain = "c.z.test"
 		setCond(v1alpha1.ConditionClusterReachable, metav1.ConditionTrue, v1alpha1.ReasonReachable)(s)
 	})
 	controllertest.Reconcile(t, e.board, e.key, 1) // first status: never held

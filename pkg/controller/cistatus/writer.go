@@ -41,8 +41,10 @@ func (b *Board) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, e
 // parts, when it differs. The newest known is the cached read (ci) or this board's last write,
 // whichever is newer; before this board wrote the cluster's status (a start, a hand-over from
 // another replica) it is read from the API server, never from a cache that may lag another
-// replica's writes. A cluster's first status waits for the DNS controller's part (it holds the
-// domain, and says whether the cluster is still being contacted) unless force is set.
+// replica's writes. A cluster's first status waits for the DNS controller's part (it says whether
+// the cluster is still being contacted) unless force is set: the identity controller's domain,
+// posted as the cluster appeared, goes out with it, so a new cluster's first status says held,
+// reachable and published in one write.
 func (b *Board) write(ctx context.Context, ci *v1alpha1.ClusterIngress, force bool) error {
 	key := client.ObjectKeyFromObject(ci)
 	defer b.lockWrites(key)()

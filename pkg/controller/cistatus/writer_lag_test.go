@@ -63,8 +63,16 @@ func writeRouted(t *testing.T, c client.Client, b *cistatus.Board, e *writerEnv,
 	}
 }
 
+// holdDomain is the identity controller's part of a cluster that holds c.z.test.
+func holdDomain(s *v1alpha1.ClusterIngressStatus) {
+	s.ClusterID, s.Domain = "c", "c.z.test"
+	setCond(v1alpha1.ConditionDomainAssigned, metav1.ConditionTrue, v1alpha1.ReasonDomainHeld)(s)
+}
+
+// publishDNS is the DNS controller's part of a cluster published for its domain (with the identity's:
+// the same object is posted for both).
 func publishDNS(s *v1alpha1.ClusterIngressStatus) {
-	s.Domain = "c.z.test"
+	holdDomain(s)
 	setCond(v1alpha1.ConditionClusterReachable, metav1.ConditionTrue, v1alpha1.ReasonReachable)(s)
 	setCond(v1alpha1.ConditionDNSPublished, metav1.ConditionTrue, v1alpha1.ReasonPublished)(s)
 }
@@ -79,6 +87,7 @@ func TestWriterComposesOverItsOwnWriteWhileTheCacheLags(t *testing.T) {
 	ci := e.get(t)
 	b.Overlay(ci)
 	publishDNS(&ci.Status)
+	b.Post(context.Background(), ci, cistatus.Identity)
 	b.Post(context.Background(), ci, cistatus.DNS)
 	writeRouted(t, lag, b, e, "192.0.2.1") // stored: A
 	lag.freeze(e.get(t))                   // the cache has A, and lags from here on
@@ -98,6 +107,7 @@ func TestHandOverKeepsTheOldOwnersLastRecords(t *testing.T) {
 	ci := e.get(t)
 	a.Overlay(ci)
 	publishDNS(&ci.Status)
+	a.Post(context.Background(), ci, cistatus.Identity)
 	a.Post(context.Background(), ci, cistatus.DNS)
 	writeRouted(t, e.c, a, e, "192.0.2.1")
 	seenByB := e.get(t)                    // B's cache stops here
@@ -135,6 +145,7 @@ func TestRetakenClusterKeepsWhatAnotherReplicaWrote(t *testing.T) {
 	ci := e.get(t)
 	a.Overlay(ci)
 	publishDNS(&ci.Status)
+	a.Post(context.Background(), ci, cistatus.Identity)
 	a.Post(context.Background(), ci, cistatus.DNS)
 	writeRouted(t, e.c, a, e, "192.0.2.1")
 	// A lapses (no Forget); B serves the cluster and moves the address.
@@ -155,6 +166,7 @@ func TestLongMessageNeverBlocksTheOtherParts(t *testing.T) {
 	ci := e.get(t)
 	e.board.Overlay(ci)
 	publishDNS(&ci.Status)
+	e.board.Post(context.Background(), ci, cistatus.Identity)
 	e.board.Post(context.Background(), ci, cistatus.DNS)
 	e.post(t, cistatus.Canary, func(s *v1alpha1.ClusterIngressStatus) {
 		meta.SetStatusCondition(&s.Conditions, metav1.Condition{Type: v1alpha1.ConditionRoutesServing,
@@ -178,6 +190,7 @@ func TestRollbackAndRollForward(t *testing.T) {
 	e.board.Overlay(ci)
 	publishDNS(&ci.Status)
 	ci.Status.Certificate = &v1alpha1.CertificateStatus{Name: "new"}
+	e.board.Post(context.Background(), ci, cistatus.Identity)
 	e.board.Post(context.Background(), ci, cistatus.DNS)
 	e.post(t, cistatus.Certificates, func(s *v1alpha1.ClusterIngressStatus) { s.Certificate = &v1alpha1.CertificateStatus{Name: "new"} })
 	controllertest.Reconcile(t, e.board, e.key, 1)
@@ -213,6 +226,7 @@ func TestReadyTransitionTimeWhileTheCacheLags(t *testing.T) {
 	b := cistatus.NewBoard(lag)
 	b.Reader = e.c
 	ew := &writerEnv{c: lag, board: b, key: e.key}
+	ew.post(t, cistatus.Identity, holdDomain)
 	ew.post(t, cistatus.DNS, publishDNS)
 	controllertest.Reconcile(t, b, e.key, 1)
 	lag.freeze(e.get(t)) // cache: Ready True
@@ -232,6 +246,7 @@ func TestReadyTransitionTimeWhileTheCacheLags(t *testing.T) {
 // posts another.
 func TestRefusedPartIsLeftOutAndTheOthersWritten(t *testing.T) {
 	e := newWriterEnv(t)
+	e.post(t, cistatus.Identity, holdDomain)
 	e.post(t, cistatus.DNS, publishDNS)
 	e.post(t, cistatus.Canary, func(s *v1alpha1.ClusterIngressStatus) {
 		s.Canaries = []v1alpha1.CanaryStatus{{Shard: "default", Host: "canary.c.z.test", Conditions: []metav1.Condition{{

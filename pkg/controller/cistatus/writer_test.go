@@ -67,15 +67,15 @@ func TestWriterWritesEveryPartInOneApply(t *testing.T) {
 	if ci := e.get(t); len(ci.Status.Conditions) != 0 || ci.Status.Routes != 0 {
 		t.Fatalf("written before the DNS controller's part: %+v", ci.Status)
 	}
+	e.post(t, cistatus.Identity, holdDomain)
 	e.post(t, cistatus.DNS, func(s *v1alpha1.ClusterIngressStatus) {
-		s.Domain = "c.z.test"
 		setCond(v1alpha1.ConditionClusterReachable, metav1.ConditionTrue, v1alpha1.ReasonReachable)(s)
 		setCond(v1alpha1.ConditionDNSPublished, metav1.ConditionTrue, v1alpha1.ReasonPublished)(s)
 	})
 	controllertest.Reconcile(t, e.board, e.key, 1)
 	ci := e.get(t)
 	ready := meta.FindStatusCondition(ci.Status.Conditions, v1alpha1.ConditionReady)
-	if ci.Status.Domain != "c.z.test" || ci.Status.Routes != 5 || len(ci.Status.Conditions) != 4 || ready == nil ||
+	if ci.Status.Domain != "c.z.test" || ci.Status.Routes != 5 || len(ci.Status.Conditions) != 5 || ready == nil ||
 		ready.Status != metav1.ConditionTrue {
 		t.Fatalf("status %+v", ci.Status)
 	}
@@ -116,7 +116,7 @@ func TestWriterTakesOverWhatAnOlderShardgateWrote(t *testing.T) {
 		t.Fatalf("what the older writer wrote stayed: %+v", ci.Status)
 	}
 	if ci.Status.Domain != "c.z.test" {
-		t.Errorf("a field the DNS part carries from the object was lost: %+v", ci.Status)
+		t.Errorf("a field of an owner that has not posted (the identity's domain) was lost: %+v", ci.Status)
 	}
 	onlyApplyManagesStatus(t, ci)
 }

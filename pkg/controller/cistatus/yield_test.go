@@ -29,8 +29,8 @@ func TestStatusWaitsForRecords(t *testing.T) {
 		return 0
 	})
 
+	e.post(t, cistatus.Identity, holdDomain)
 	e.post(t, cistatus.DNS, func(s *v1alpha1.ClusterIngressStatus) {
-		s.Domain = "c.z.test"
 		setCond(v1alpha1.ConditionClusterReachable, metav1.ConditionTrue, v1alpha1.ReasonReachable)(s)
 	})
 	if res := controllertest.Reconcile(t, e.board, e.key, 1); res.RequeueAfter != 0 || e.get(t).Status.Domain != "c.z.test" {

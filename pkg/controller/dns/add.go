@@ -4,18 +4,11 @@
 package dns
 
 import (
-	"context"
-	"fmt"
-
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
@@ -49,73 +42,24 @@ type Config struct {
 
 // Add registers the DNS controller.
 func Add(mgr ctrl.Manager, cfg Config) error {
-	if err := AddIndexes(context.Background(), mgr.GetFieldIndexer()); err != nil {
-		return err
-	}
-	r := &Reconciler{Client: mgr.GetClient(), Access: cfg.Access, ServedZones: cfg.ServedZones, Clock: clock.RealClock{}, Verifier: cfg.Verifier, Board: cfg.Board,
-		DNSShares: cfg.DNSShares}
+	r := &Reconciler{Client: mgr.GetClient(), Access: cfg.Access, ServedZones: cfg.ServedZones, Clock: clock.RealClock{},
+		Verifier: cfg.Verifier, Board: cfg.Board, DNSShares: cfg.DNSShares}
 	// Status writes wait for the records of the changes queued here (records first in a burst).
 	pending := newPendingRecords()
 	cfg.Board.SetYield(pending.Hold)
 	return kit.New(mgr, "dns", cfg.Kit).Concurrency(cfg.Concurrency).
-		// Spec, deletion and other controllers' conditions it summarises into Ready; not its own
-		// status-only writes (they would start a pass per pass).
+		// Spec, deletion, the domain the identity controller decided and other controllers' records
+		// its records follow; not its own status-only writes (they would start a pass per pass).
 		For(&v1alpha1.ClusterIngress{}, builder.WithPredicates(notOwnStatus)).
 		// external-dns writes DNSEndpoint status; only spec changes (or deletion) matter here, and
 		// not this controller's own updates.
 		Owns(&dnsrecords.DNSEndpoint{}, builder.WithPredicates(predicate.GenerationChangedPredicate{}, r.notOwnUpdate())).
-		// A domain freed or taken elsewhere changes who holds it.
-		Watches(&v1alpha1.ClusterIngress{}, handler.EnqueueRequestsFromMapFunc(sameDomain(mgr.GetClient()))).
 		// Records follow nodes and router pods/Services; Ingress churn does not wake this.
 		WatchesRawSource(source.Channel(cfg.Access.Subscribe(clusteraccess.ChangeNodes|clusteraccess.ChangeManaged), pending.enqueue())).
 		// The mark of a queued change clears whoever serves the cluster: a cluster another replica
 		// serves must not hold this replica's status writes.
 		Around(pending.clearing).
 		Complete(r)
-}
-
-// AddIndexes adds the ClusterIngress field indexes the controller lists by (the domain asked for
-// and the domain held).
-func AddIndexes(ctx context.Context, fi client.FieldIndexer) error {
-	indexes := map[string]client.IndexerFunc{
-		requestedDomainIndex: func(o client.Object) []string { return []string{requestedDomain(o.(*v1alpha1.ClusterIngress))} },
-		heldDomainIndex:      func(o client.Object) []string { return []string{o.(*v1alpha1.ClusterIngress).Status.Domain} },
-	}
-	for name, f := range indexes {
-		if err := fi.IndexField(ctx, &v1alpha1.ClusterIngress{}, name, f); err != nil {
-			return fmt.Errorf("index %s: %w", name, err)
-		}
-	}
-	return nil
-}
-
-// sameDomain maps a ClusterIngress to the others that ask for or hold the domains it asks for
-// or holds.
-func sameDomain(c client.Client) handler.MapFunc {
-	return func(ctx context.Context, o client.Object) []reconcile.Request {
-		ci := o.(*v1alpha1.ClusterIngress)
-		seen := map[types.NamespacedName]bool{client.ObjectKeyFromObject(ci): true}
-		var reqs []reconcile.Request
-		for _, d := range []string{requestedDomain(ci), ci.Status.Domain} {
-			if d == "" {
-				continue
-			}
-			for _, index := range []string{requestedDomainIndex, heldDomainIndex} {
-				list := &v1alpha1.ClusterIngressList{}
-				if err := c.List(ctx, list, client.MatchingFields{index: d}); err != nil {
-					continue
-				}
-				for _, x := range list.Items {
-					k := client.ObjectKeyFromObject(&x)
-					if !seen[k] {
-						seen[k] = true
-						reqs = append(reqs, reconcile.Request{NamespacedName: k})
-					}
-				}
-			}
-		}
-		return reqs
-	}
 }
 
 // notOwnStatus drops ClusterIngress updates that change nothing but status this controller does
@@ -127,6 +71,9 @@ var notOwnStatus = predicate.Funcs{
 		n, ok2 := e.ObjectNew.(*v1alpha1.ClusterIngress)
 		if !ok1 || !ok2 || o.Generation != n.Generation || o.DeletionTimestamp != n.DeletionTimestamp || len(o.Finalizers) != len(n.Finalizers) {
 			return true
+		}
+		if predicates.IdentityKey(o) != predicates.IdentityKey(n) {
+			return true // records are published only for the domain the identity controller gave
 		}
 		if predicates.VIPKey(o) != predicates.VIPKey(n) {
 			return true // a VIP shard's records are its VIPs

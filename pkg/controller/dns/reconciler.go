@@ -21,6 +21,7 @@ import (
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
 	"github.com/shardgate/shardgate/pkg/clusteraccess"
+	"github.com/shardgate/shardgate/pkg/clusterid"
 	"github.com/shardgate/shardgate/pkg/controller/cistatus"
 	"github.com/shardgate/shardgate/pkg/dnsrecords"
 )
@@ -59,6 +60,11 @@ const verifyAfterUpdate = time.Second
 
 var verifyPriority = -100
 
+// identityWait is when a cluster whose domain the identity controller has not decided on yet
+// (its spec just changed, or the cluster just appeared) is looked at again: that controller does
+// little more than a few indexed cache reads, so its decision is there by then.
+const identityWait = time.Second
+
 // firstStatusGrace is how long a new cluster's first status write waits while the cluster is
 // still being contacted: most clusters answer within it, and their first status then says
 // reachable and published at once instead of "connecting" first (a thousand clusters engaged at
@@ -87,7 +93,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	r.Board.Overlay(ci)
 	before := ci.Status.DeepCopy()
-	requeue, err := r.reconcileDNS(ctx, ci)
+	requeue, undecided, err := r.reconcileDNS(ctx, ci)
+	if undecided && err == nil {
+		// Whether the cluster holds its domain is the identity controller's to say, and it decides
+		// on every spec change; a look again shortly posts what follows from it (a new cluster's
+		// first status written without the domain would cost a second write).
+		return ctrl.Result{RequeueAfter: identityWait}, nil
+	}
 	if err == nil {
 		ci.Status.ObservedGeneration = ci.Generation
 	}
@@ -121,24 +133,24 @@ func (r *Reconciler) firstStatusWait(before *v1alpha1.ClusterIngressStatus, ci *
 // Records just updated are not checked in the same pass (the servers cannot have them yet, and
 // in a burst the check would hold a worker the next cluster's records need): DNSPublished says
 // Propagating and the check follows verifyAfterUpdate later, queued behind the records.
-func (r *Reconciler) reconcileDNS(ctx context.Context, ci *v1alpha1.ClusterIngress) (requeue time.Duration, err error) {
+func (r *Reconciler) reconcileDNS(ctx context.Context, ci *v1alpha1.ClusterIngress) (requeue time.Duration, undecided bool, err error) {
 	var prev *metav1.Condition
 	if c := meta.FindStatusCondition(ci.Status.Conditions, v1alpha1.ConditionDNSPublished); c != nil {
 		prev = c.DeepCopy()
 	}
-	records, updated, err := r.publish(ctx, ci)
-	if err != nil {
-		return 0, err
+	records, updated, undecided, err := r.publish(ctx, ci)
+	if err != nil || undecided {
+		return 0, undecided, err
 	}
 	ci.Status.DNSVerifiedBy = nil
 	if r.Verifier == nil {
-		return 0, nil
+		return 0, false, nil
 	}
 	if updated {
 		r.propagating(ci, prev, "the DNSEndpoint was just updated")
-		return verifyAfterUpdate, nil
+		return verifyAfterUpdate, false, nil
 	}
-	return r.verify(ctx, ci, prev, records), nil
+	return r.verify(ctx, ci, prev, records), false, nil
 }
 
 // verify checks published records at the zone's authoritative servers: DNSPublished stays
@@ -184,9 +196,10 @@ func (r *Reconciler) propagating(ci *v1alpha1.ClusterIngress, prev *metav1.Condi
 }
 
 // publish is reconcileDNS without verification; it returns the records the DNSEndpoint holds
-// for a cluster that holds its domain, and whether it updated them (a first write, which holds
-// the domain, does not count).
-func (r *Reconciler) publish(ctx context.Context, ci *v1alpha1.ClusterIngress) (records []dnsrecords.Endpoint, updated bool, err error) {
+// for a cluster that holds its domain, and whether it updated them (a first write does not
+// count). wait: the identity controller has not decided on the cluster's spec yet (Decide).
+func (r *Reconciler) publish(ctx context.Context, ci *v1alpha1.ClusterIngress) (records []dnsrecords.Endpoint, updated, wait bool,
+	err error) {
 	key := client.ObjectKeyFromObject(ci)
 	cluster, engaged := r.Access.Get(key)
 	var blocked *clusteraccess.State
@@ -203,21 +216,18 @@ func (r *Reconciler) publish(ctx context.Context, ci *v1alpha1.ClusterIngress) (
 	// still pass external-dns' label filter, or its sync policy would delete them from the zone.
 	current, err := r.currentEndpoint(ctx, key)
 	if err != nil {
-		return nil, false, err
+		return nil, false, false, err
 	}
 	if err := r.label(ctx, current); err != nil {
-		return nil, false, err
+		return nil, false, false, err
 	}
-	domain, problem := RequestedDomain(ci.Spec, r.ServedZones)
-	if problem != nil {
-		setCondition(ci, *problem)
-		return nil, false, nil
+	domain, refused := clusterid.RequestedDomain(ci.Spec, r.ServedZones)
+	if refused != nil {
+		setCondition(ci, *published(metav1.ConditionFalse, refused.Reason, refused.Message))
+		return nil, false, false, nil
 	}
-	holder, err := r.domainHolder(ctx, ci, domain)
-	if err != nil {
-		return nil, false, err
-	}
-	in := Input{Self: key, Holder: holder, Domain: domain, Spec: ci.Spec, Engaged: engaged, CurrentExists: current != nil,
+	in := Input{Domain: domain, Spec: ci.Spec, Held: ci.Status.Domain == domain, Assigned: assigned(ci),
+		Engaged: engaged, CurrentExists: current != nil,
 		Observed: engaged && cluster.Synced() && state.Phase == clusteraccess.PhaseReachable}
 	if current != nil {
 		in.Current = current.Spec.Endpoints
@@ -229,25 +239,26 @@ func (r *Reconciler) publish(ctx context.Context, ci *v1alpha1.ClusterIngress) (
 	if in.Observed {
 		nodes, err := cluster.Nodes(ctx)
 		if err != nil {
-			return nil, false, clusteraccess.DescribeError("read the user cluster's cache", err)
+			return nil, false, false, clusteraccess.DescribeError("read the user cluster's cache", err)
 		}
 		if in.Shards, in.Replicas, err = shardInputs(ctx, cluster.Reader(), domain, ci.Shards(), nodes, ci.Status.VIPs, ci.Status.RoutedIPs); err != nil {
-			return nil, false, clusteraccess.DescribeError("read the user cluster's cache", err)
+			return nil, false, false, clusteraccess.DescribeError("read the user cluster's cache", err)
 		}
 	}
 	d := Decide(in)
-	setCondition(ci, d.Published)
-	if !d.Hold {
-		return nil, false, nil
+	if d.Wait {
+		return nil, false, true, nil
 	}
-	before := ci.Status.Domain // held already when the status says so
-	ci.Status.ClusterID, ci.Status.Domain = ci.Spec.ClusterID, domain
+	setCondition(ci, d.Published)
+	if !d.Publish {
+		return nil, false, false, nil
+	}
 	r.recordPlan(ci, key, d.Plan, in.Replicas)
 	pending := cluster.TakePendingChange()
 	if d.Write {
 		if err := r.write(ctx, ci, current, d.Endpoints); err != nil {
 			setCondition(ci, *published(metav1.ConditionFalse, v1alpha1.ReasonDNSWriteFailed, err.Error()))
-			return nil, false, err
+			return nil, false, false, err
 		}
 		log.FromContext(ctx).Info("DNSEndpoint written", "domain", domain, "targets", d.Plan.Targets, "keptLast", d.Plan.KeptLast)
 		now := r.Clock.Now()
@@ -255,7 +266,7 @@ func (r *Reconciler) publish(ctx context.Context, ci *v1alpha1.ClusterIngress) (
 		if !pending.IsZero() {
 			convergence.Observe(now.Sub(pending).Seconds())
 		}
-		updated = current != nil && ci.Status.Domain == before
+		updated = current != nil
 	}
 	if current != nil || d.Write {
 		ci.Status.DNSEndpointRef = ci.Name
@@ -268,9 +279,9 @@ func (r *Reconciler) publish(ctx context.Context, ci *v1alpha1.ClusterIngress) (
 	}
 	setTargets(ci, d.Plan.Targets)
 	if !d.Write && current != nil {
-		return current.Spec.Endpoints, false, nil
+		return current.Spec.Endpoints, false, false, nil
 	}
-	return d.Endpoints, updated, nil
+	return d.Endpoints, updated, false, nil
 }
 
 // recordPlan puts the per-shard outcome on status.
@@ -360,6 +371,16 @@ func (r *Reconciler) currentEndpoint(ctx context.Context, key types.NamespacedNa
 		return nil, err
 	}
 	return ep, nil
+}
+
+// assigned is the identity controller's DomainAssigned when it decided on ci's current spec, nil
+// before it has.
+func assigned(ci *v1alpha1.ClusterIngress) *metav1.Condition {
+	c := meta.FindStatusCondition(ci.Status.Conditions, v1alpha1.ConditionDomainAssigned)
+	if c == nil || c.ObservedGeneration != ci.Generation {
+		return nil
+	}
+	return c
 }
 
 func setTargets(ci *v1alpha1.ClusterIngress, t []string) {

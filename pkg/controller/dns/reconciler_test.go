@@ -14,18 +14,39 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
 	"github.com/shardgate/shardgate/pkg/clusteraccess"
 	"github.com/shardgate/shardgate/pkg/controller/cistatus"
+	"github.com/shardgate/shardgate/pkg/controller/identity"
 	"github.com/shardgate/shardgate/pkg/controllertest"
 	"github.com/shardgate/shardgate/pkg/dnsrecords"
 	"github.com/shardgate/shardgate/test/framework"
 )
 
 func TestMain(m *testing.M) { framework.Main(m) }
+
+// dnsAndIdentity runs the identity controller, then the DNS controller, as the manager does on a
+// cluster's changes: the DNS controller publishes only for the domain the identity controller
+// gave the cluster, through the same board.
+type dnsAndIdentity struct {
+	*Reconciler
+	identity *identity.Reconciler
+}
+
+func withIdentity(r *Reconciler) dnsAndIdentity {
+	return dnsAndIdentity{Reconciler: r, identity: &identity.Reconciler{Client: r.Client, ServedZones: r.ServedZones, Board: r.Board}}
+}
+
+func (r dnsAndIdentity) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	if _, err := r.identity.Reconcile(ctx, req); err != nil {
+		return ctrl.Result{}, err
+	}
+	return r.Reconciler.Reconcile(ctx, req)
+}
 
 func readyNode(name, ip string) *corev1.Node {
 	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name},
@@ -69,8 +90,8 @@ func TestRecordsFollowTheClusterAndStayWithTheirHolder(t *testing.T) {
 	seed := controllertest.Seed(t)
 	ns := controllertest.Namespace(t, seed.Client)
 	access := clusteraccess.NewFake()
-	cached := controllertest.CachedClient(t, seed, AddIndexes)
-	r := &Reconciler{Client: cached, Access: access, ServedZones: []string{"dns.test"}, Clock: clocktesting.NewFakeClock(time.Now()), Board: cistatus.NewBoard(seed.Client).WriteThrough()}
+	cached := controllertest.CachedClient(t, seed, identity.AddIndexes)
+	r := withIdentity(&Reconciler{Client: cached, Access: access, ServedZones: []string{"dns.test"}, Clock: clocktesting.NewFakeClock(time.Now()), Board: cistatus.NewBoard(seed.Client).WriteThrough()})
 
 	holder := newCI(t, seed.Client, ns, "holder", "c1")
 	user := controllertest.UserCluster(access, holder, readyNode("n1", "10.0.0.1"), readyNode("n2", "10.0.0.2"))
@@ -139,7 +160,7 @@ func TestZoneNotServedTouchesNothing(t *testing.T) {
 	seed := controllertest.Seed(t)
 	ns := controllertest.Namespace(t, seed.Client)
 	access := clusteraccess.NewFake()
-	r := &Reconciler{Client: controllertest.CachedClient(t, seed, AddIndexes), Access: access, ServedZones: []string{"other.test"}, Clock: clocktesting.NewFakeClock(time.Now()), Board: cistatus.NewBoard(seed.Client).WriteThrough()}
+	r := withIdentity(&Reconciler{Client: controllertest.CachedClient(t, seed, identity.AddIndexes), Access: access, ServedZones: []string{"other.test"}, Clock: clocktesting.NewFakeClock(time.Now()), Board: cistatus.NewBoard(seed.Client).WriteThrough()})
 	key := newCI(t, seed.Client, ns, "c", "c")
 	controllertest.UserCluster(access, key, readyNode("n1", "10.0.0.1"))
 	controllertest.ReconcileUntil(t, r, key, publishedWith(t, seed.Client, key, v1alpha1.ReasonZoneNotServed))
@@ -152,8 +173,8 @@ func TestZoneNotServedTouchesNothing(t *testing.T) {
 	}
 }
 
-// TestOneWriterForEveryPart: the parts the controllers post (here the lifecycle, shard and DNS
-// controllers') are written by the status writer in one write with the Ready they add up to; a
+// TestOneWriterForEveryPart: the parts the controllers post (here the lifecycle, identity, shard and
+// DNS controllers') are written by the status writer in one write with the Ready they add up to; a
 // new cluster still being contacted gets its first status only after firstStatusGrace (or once
 // it answers): the writer waits for the DNS controller's part.
 func TestOneWriterForEveryPart(t *testing.T) {
@@ -162,7 +183,7 @@ func TestOneWriterForEveryPart(t *testing.T) {
 	access := clusteraccess.NewFake()
 	clock := clocktesting.NewFakeClock(time.Now())
 	board := cistatus.NewBoard(seed.Client)
-	r := &Reconciler{Client: controllertest.CachedClient(t, seed, AddIndexes), Access: access, ServedZones: []string{"dns.test"}, Clock: clock, Board: board}
+	r := withIdentity(&Reconciler{Client: controllertest.CachedClient(t, seed, identity.AddIndexes), Access: access, ServedZones: []string{"dns.test"}, Clock: clock, Board: board})
 	key := newCI(t, seed.Client, ns, "board", "board")
 	// The grace counts from the creation the API server stamped, which is later than the clock's
 	// start by however long the cache took to start.
@@ -202,6 +223,13 @@ func TestOneWriterForEveryPart(t *testing.T) {
 		s := meta.FindStatusCondition(ci.Status.Conditions, v1alpha1.ConditionSourceAvailable)
 		return c != nil && c.Reason == v1alpha1.ReasonConnecting && s != nil && s.Message == "here", fmt.Sprintf("conditions %+v", ci.Status.Conditions)
 	}))
+	// The domain was decided as the cluster appeared, still being contacted, and went out in that
+	// same first write.
+	if ci, _ := get(t, seed.Client, key); ci.Status.Domain != "board.dns.test" || ci.Status.ClusterID != "board" ||
+		!meta.IsStatusConditionTrue(ci.Status.Conditions, v1alpha1.ConditionDomainAssigned) {
+		t.Fatalf("first status of a cluster still being contacted: domain %q id %q conditions %+v", ci.Status.Domain,
+			ci.Status.ClusterID, ci.Status.Conditions)
+	}
 
 	// Reachable, shards not available yet: published, not Ready, in one writer's status.
 	user.St = clusteraccess.State{}
@@ -251,8 +279,8 @@ func TestRecordsAndTheirStatusInOnePass(t *testing.T) {
 	ns := controllertest.Namespace(t, seed.Client)
 	access := clusteraccess.NewFake()
 	clock := clocktesting.NewFakeClock(time.Now().Truncate(time.Second))
-	r := &Reconciler{Client: controllertest.CachedClient(t, seed, AddIndexes), Access: access, ServedZones: []string{"dns.test"},
-		Clock: clock, Board: cistatus.NewBoard(seed.Client).WriteThrough()}
+	r := withIdentity(&Reconciler{Client: controllertest.CachedClient(t, seed, identity.AddIndexes), Access: access, ServedZones: []string{"dns.test"},
+		Clock: clock, Board: cistatus.NewBoard(seed.Client).WriteThrough()})
 	key := newCI(t, seed.Client, ns, "first", "first")
 	user := controllertest.UserCluster(access, key, readyNode("n1", "10.0.0.1"))
 	controllertest.ReconcileUntil(t, r, key, func() (bool, string) {
@@ -300,8 +328,8 @@ func TestDNSEndpointsCarryTheLabelExternalDNSFilters(t *testing.T) {
 	seed := controllertest.Seed(t)
 	ns := controllertest.Namespace(t, seed.Client)
 	access := clusteraccess.NewFake()
-	cached := controllertest.CachedClient(t, seed, AddIndexes)
-	r := &Reconciler{Client: cached, Access: access, ServedZones: []string{"dns.test"}, Clock: clocktesting.NewFakeClock(time.Now()), Board: cistatus.NewBoard(seed.Client).WriteThrough()}
+	cached := controllertest.CachedClient(t, seed, identity.AddIndexes)
+	r := withIdentity(&Reconciler{Client: cached, Access: access, ServedZones: []string{"dns.test"}, Clock: clocktesting.NewFakeClock(time.Now()), Board: cistatus.NewBoard(seed.Client).WriteThrough()})
 	key := newCI(t, seed.Client, ns, "labelled", "lab1")
 	user := controllertest.UserCluster(access, key, readyNode("n1", "10.0.0.1"))
 	controllertest.ReconcileUntil(t, r, key, publishedWith(t, seed.Client, key, v1alpha1.ReasonPublished))

@@ -1,0 +1,48 @@
+package identity
+
+import (
+	"context"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/shardgate/shardgate/api/v1alpha1"
+	"github.com/shardgate/shardgate/pkg/clusterid"
+	"github.com/shardgate/shardgate/pkg/controller/cistatus"
+)
+
+// Reconciler decides one ClusterIngress' identity: it gathers every claim to the domain it asks
+// for and to the one it holds (claims.go), decides (clusterid.Decide) and posts
+// status.clusterID, status.domain and DomainAssigned to the board.
+type Reconciler struct {
+	Client client.Client
+	// ServedZones are the zones the seed's external-dns publishes (empty: any).
+	ServedZones []string
+	// Board takes this controller's part of the status (cistatus.Identity).
+	Board *cistatus.Board
+}
+
+// Reconcile gathers, decides and posts.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	ci := &v1alpha1.ClusterIngress{}
+	if err := r.Client.Get(ctx, req.NamespacedName, ci); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if ci.DeletionTimestamp != nil {
+		// It holds its domain until it is gone: the DNS controller's finalizer removes its
+		// records first, and nobody may publish them meanwhile.
+		return ctrl.Result{}, nil
+	}
+	r.Board.Overlay(ci)
+	in, err := r.gather(ctx, ci)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	d := clusterid.Decide(in)
+	ci.Status.ClusterID, ci.Status.Domain = d.ClusterID, d.Domain
+	d.Assigned.ObservedGeneration = ci.Generation
+	meta.SetStatusCondition(&ci.Status.Conditions, d.Assigned)
+	r.Board.Post(ctx, ci, cistatus.Identity)
+	return ctrl.Result{}, nil
+}
