@@ -44,6 +44,8 @@ func TestHolder(t *testing.T) {
 		{"two publishers: the oldest", []Claim{claim("p2", 3, Publishes), claim("p1", 2, Publishes)}, "p1"},
 		{"two status holders (never happens): the oldest", []Claim{claim("h2", 3, Holds), claim("h1", 2, Holds)}, "h1"},
 		{"two status holders of one age: by namespace/name", []Claim{claim("hb", 2, Holds), claim("ha", 2, Holds)}, "ha"},
+		{"of one age in two namespaces: by namespace first", []Claim{claim("a", 1, Requests),
+			{Key: types.NamespacedName{Namespace: "aa", Name: "z"}, Created: metav1.NewTime(t0.Add(time.Second)), Requested: true}}, "z"},
 		{"the strongest standing counts", []Claim{claim("holder", 0, Holds), both}, "holder"},
 		{"a claim with every standing holds", []Claim{claim("r", 0, Requests), claim("p", 0, Publishes), both}, "both"},
 	} {

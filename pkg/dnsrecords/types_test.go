@@ -63,28 +63,3 @@ func TestTypeMatchesRealCRD(t *testing.T) {
 		t.Fatalf("status round trip: %v %+v", err, again.Status)
 	}
 }
-
-// TestHolder: a domain stays with the ClusterIngress that holds it, whatever the creation times;
-// only an unheld domain goes to the oldest claimant. (Before: the oldest *source* won, so a
-// newcomer with an older Cluster took a live cluster's names and its records were deleted.)
-func TestHolder(t *testing.T) {
-	t0 := metav1.NewTime(time.Unix(1000, 0))
-	t1 := metav1.NewTime(time.Unix(2000, 0))
-	k := func(ns, n string) types.NamespacedName { return types.NamespacedName{Namespace: ns, Name: n} }
-	tests := []struct {
-		name   string
-		claims []Claim
-		want   types.NamespacedName
-	}{
-		{"holder keeps it against an older newcomer", []Claim{{k("a", "holder"), true, t1}, {k("b", "older"), false, t0}}, k("a", "holder")},
-		{"order of claims does not matter", []Claim{{k("b", "older"), false, t0}, {k("a", "holder"), true, t1}}, k("a", "holder")},
-		{"unheld: the oldest claimant", []Claim{{k("a", "new"), false, t1}, {k("b", "old"), false, t0}}, k("b", "old")},
-		{"unheld, same age: by key", []Claim{{k("b", "x"), false, t0}, {k("a", "y"), false, t0}}, k("a", "y")},
-		{"alone", []Claim{{k("a", "only"), false, t1}}, k("a", "only")},
-	}
-	for _, tt := range tests {
-		if got := Holder(tt.claims); got != tt.want {
-			t.Errorf("%s: Holder(%v) = %v, want %v", tt.name, tt.claims, got, tt.want)
-		}
-	}
-}

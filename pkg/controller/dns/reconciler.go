@@ -27,8 +27,9 @@ import (
 )
 
 // Reconciler keeps one DNSEndpoint per ClusterIngress (same namespace and name) with the
-// cluster's wildcard and apex records, and reports ClusterReachable, DNSPublished and the
-// domain, targets and shards (cistatus.DNS). Gather, Decide, apply.
+// cluster's wildcard and apex records for the domain it holds (status.domain, decided by the
+// identity controller), and reports ClusterReachable, DNSPublished, targets and shards
+// (cistatus.DNS). Gather, Decide, apply.
 type Reconciler struct {
 	Client client.Client
 	Access clusteraccess.Access
