@@ -45,7 +45,7 @@ type ClusterIngressSpec struct {
 	// profile is the IngressProfile in force.
 	Profile string `json:"profile"`
 	// clusterID as requested by the source (name or shardgate.io/cluster-id annotation). It is
-	// validated by the DNS controller; the accepted ID is status.clusterID.
+	// validated by the identity controller; the accepted ID is status.clusterID.
 	ClusterID string `json:"clusterID"`
 	// dns are the profile's resolved DNS settings (zone defaulted to the controller's).
 	DNS DNSSettings `json:"dns"`
@@ -83,7 +83,8 @@ type ClusterIngressStatus struct {
 	// clusterID accepted for this cluster.
 	// +optional
 	ClusterID string `json:"clusterID,omitempty"`
-	// domain is <clusterID>.<zone>; every host under it resolves to the cluster's ingress nodes.
+	// domain is <clusterID>.<zone>, held by this cluster (DomainAssigned); every host under it
+	// resolves to the cluster's ingress nodes once DNSPublished says so.
 	// +optional
 	Domain string `json:"domain,omitempty"`
 	// readyNodes are the ingress nodes currently eligible (names, sorted).

@@ -14,11 +14,15 @@ package v1alpha1
 //	                                      once: its time starts the removal grace); the cleanup
 //	                                      annotation; deletes it
 //	engagement  pkg/controller/engagement nothing (engages the cluster; DNS reports the outcome)
-//	dns         pkg/controller/dns        ClusterReachable, DNSPublished; clusterID, domain,
+//	identity    pkg/controller/identity   DomainAssigned; clusterID, domain (who holds a domain:
+//	                                      pkg/clusterid), decided reachable cluster or not
+//	dns         pkg/controller/dns        ClusterReachable, DNSPublished (for the domain the
+//	                                      identity gave; its reason while none is held);
 //	                                      readyNodes, readyNodeCount, targets, targetsSummary,
 //	                                      shards, dnsEndpointRef, lastPublishedTime, dnsVerifiedBy,
 //	                                      observedGeneration; finalizer dns-cleanup. A cluster's
-//	                                      first status waits for this part (it holds the domain).
+//	                                      first status waits for this part (it says whether the
+//	                                      cluster is still being contacted).
 //	shards      pkg/controller/shards     ShardsAvailable, RoutesProtected, GatewayAPIAvailable
 //	                                      (CleanupPending written at once while the cluster is
 //	                                      deleted); finalizer user-cluster-cleanup
@@ -36,8 +40,8 @@ package v1alpha1
 //	                                      cluster's IngressClaims' status
 //	canary      pkg/controller/canary     RoutesServing; canaries
 //	(writer)    pkg/controller/cistatus   Ready, from a declared list (cistatus/ready.go says why
-//	                                      RoutesProtected, GatewayAPIAvailable, RoutedIPsAssigned
-//	                                      and RoutesServing are left out)
+//	                                      DomainAssigned, RoutesProtected, GatewayAPIAvailable,
+//	                                      RoutedIPsAssigned and RoutesServing are left out)
 //
 // Ready summarises SourceAvailable, ClusterReachable, ShardsAvailable, DNSPublished and, when
 // TLS is on, CertificateReady, and with VIP shards, VIPsAvailable. The
