@@ -7,6 +7,7 @@ import (
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/source"
@@ -50,7 +51,7 @@ func Add(mgr ctrl.Manager, cfg Config) error {
 	return kit.New(mgr, "dns", cfg.Kit).Concurrency(cfg.Concurrency).
 		// Spec, deletion, the domain the identity controller decided and other controllers' records
 		// its records follow; not its own status-only writes (they would start a pass per pass).
-		For(&v1alpha1.ClusterIngress{}, builder.WithPredicates(notOwnStatus)).
+		For(&v1alpha1.ClusterIngress{}, builder.WithPredicates(r.notOwnStatus())).
 		// external-dns writes DNSEndpoint status; only spec changes (or deletion) matter here, and
 		// not this controller's own updates.
 		Owns(&dnsrecords.DNSEndpoint{}, builder.WithPredicates(predicate.GenerationChangedPredicate{}, r.notOwnUpdate())).
@@ -63,16 +64,17 @@ func Add(mgr ctrl.Manager, cfg Config) error {
 }
 
 // notOwnStatus drops ClusterIngress updates that change nothing but status this controller does
-// not read: spec, metadata and the other controllers' records its records follow (VIPs, held
-// routed IPs, claims) pass.
-var notOwnStatus = predicate.Funcs{
-	UpdateFunc: func(e event.UpdateEvent) bool {
+// not read: spec, metadata, the identity controller's decision when this controller has not acted
+// on it yet (a new cluster's first write carries the decision it published for: no second pass),
+// and the other controllers' records its records follow (VIPs, held routed IPs, claims) pass.
+func (r *Reconciler) notOwnStatus() predicate.Predicate {
+	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
 		o, ok1 := e.ObjectOld.(*v1alpha1.ClusterIngress)
 		n, ok2 := e.ObjectNew.(*v1alpha1.ClusterIngress)
 		if !ok1 || !ok2 || o.Generation != n.Generation || o.DeletionTimestamp != n.DeletionTimestamp || len(o.Finalizers) != len(n.Finalizers) {
 			return true
 		}
-		if predicates.IdentityKey(o) != predicates.IdentityKey(n) {
+		if id := predicates.IdentityKey(n); id != predicates.IdentityKey(o) && !r.actedOn(client.ObjectKeyFromObject(n), id) {
 			return true // records are published only for the domain the identity controller gave
 		}
 		if predicates.VIPKey(o) != predicates.VIPKey(n) {
@@ -85,5 +87,5 @@ var notOwnStatus = predicate.Funcs{
 			return true // a claimed shard has records of its own
 		}
 		return false
-	},
+	}}
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/shardgate/shardgate/pkg/clusterid"
 	"github.com/shardgate/shardgate/pkg/controller/cistatus"
 	"github.com/shardgate/shardgate/pkg/dnsrecords"
+	"github.com/shardgate/shardgate/pkg/predicates"
 )
 
 // Reconciler keeps one DNSEndpoint per ClusterIngress (same namespace and name) with the
@@ -50,6 +51,16 @@ type Reconciler struct {
 	// for is already queued behind the others (statusAfterRecords), and reconciling at once would
 	// put it ahead of them again. An edit by anyone else bumps the generation past it.
 	ownUpdates sync.Map // types.NamespacedName → int64
+	// identities holds, per cluster, the identity decision (predicates.IdentityKey) its last pass
+	// acted on, read through the board before the decision was written: the watch event of that
+	// write is no cause to reconcile again.
+	identities sync.Map // types.NamespacedName → string
+}
+
+// actedOn: the last pass for key acted on the identity decision id.
+func (r *Reconciler) actedOn(key types.NamespacedName, id string) bool {
+	seen, ok := r.identities.Load(key)
+	return ok && seen.(string) == id
 }
 
 // verifyAfterUpdate: with a Verifier, records just updated are checked at the authoritative
@@ -79,6 +90,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.Client.Get(ctx, req.NamespacedName, ci); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.ownUpdates.Delete(req.NamespacedName)
+			r.identities.Delete(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -224,6 +236,7 @@ func (r *Reconciler) publish(ctx context.Context, ci *v1alpha1.ClusterIngress) (
 	}
 	domain, refused := clusterid.RequestedDomain(ci.Spec, r.ServedZones)
 	if refused != nil {
+		r.identities.Store(key, predicates.IdentityKey(ci)) // whatever the identity decides, this stands
 		setCondition(ci, *published(metav1.ConditionFalse, refused.Reason, refused.Message))
 		return nil, false, false, nil
 	}
@@ -250,6 +263,7 @@ func (r *Reconciler) publish(ctx context.Context, ci *v1alpha1.ClusterIngress) (
 	if d.Wait {
 		return nil, false, true, nil
 	}
+	r.identities.Store(key, predicates.IdentityKey(ci))
 	setCondition(ci, d.Published)
 	if !d.Publish {
 		return nil, false, false, nil

@@ -318,6 +318,18 @@ func TestRecordsAndTheirStatusInOnePass(t *testing.T) {
 	if !r.notOwnUpdate().Update(event.UpdateEvent{ObjectOld: ep, ObjectNew: edited}) {
 		t.Fatal("an edit after the controller's update does not wake it")
 	}
+	// Nor is the status write that carries the identity decision it published for; a new decision is.
+	blank := ci.DeepCopy()
+	blank.Status.Domain, blank.Status.ClusterID = "", ""
+	meta.RemoveStatusCondition(&blank.Status.Conditions, v1alpha1.ConditionDomainAssigned)
+	if r.notOwnStatus().Update(event.UpdateEvent{ObjectOld: blank, ObjectNew: ci}) {
+		t.Fatal("the write of the domain it already published for wakes it")
+	}
+	moved := ci.DeepCopy()
+	moved.Status.Domain = "elsewhere.dns.test"
+	if !r.notOwnStatus().Update(event.UpdateEvent{ObjectOld: ci, ObjectNew: moved}) {
+		t.Fatal("a domain it has not acted on does not wake it")
+	}
 }
 
 // TestDNSEndpointsCarryTheLabelExternalDNSFilters: the chart's external-dns publishes only
