@@ -68,10 +68,11 @@ func conflict(in Input, h Claim) string {
 		// Each waits for the other to let go, which neither does: only a third ID breaks it.
 		return fmt.Sprintf("cluster ID %q (%s) is held by the cluster %s, which asks for this cluster's domain %s: "+
 			"two clusters cannot swap IDs; move one of them through a third, unused ID first (annotation %s), "+
-			"then give it the ID the other gave up", in.ClusterID, in.Asked, h.Key, in.HeldDomain, v1alpha1.ClusterIDAnnotation)
+			"then give it the ID the other gave up",
+			in.ClusterID, in.Asked, h.Key, in.HeldDomain, v1alpha1.ClusterIDAnnotation)
 	case h.Standing() == Publishes:
-		return fmt.Sprintf("cluster ID %q (%s) is blocked: the DNSEndpoint of the cluster %s still publishes names under it "+
-			"(they stay until Shardgate can reach that cluster and rewrite them); set annotation %s to a unique ID",
+		return fmt.Sprintf("cluster ID %q (%s) is blocked: the DNSEndpoint of the cluster %s still publishes names "+
+			"under it (they stay until Shardgate can reach that cluster and rewrite them); set annotation %s to a unique ID",
 			in.ClusterID, in.Asked, h.Key, v1alpha1.ClusterIDAnnotation)
 	}
 	return fmt.Sprintf("cluster ID %q (%s) is held by the cluster %s; set annotation %s to a unique ID",

@@ -32,7 +32,8 @@ func Publisher(ep *dnsrecords.DNSEndpoint) (types.NamespacedName, bool) {
 			continue
 		}
 		gv, err := schema.ParseGroupVersion(ref.APIVersion)
-		if err != nil || gv.Group != v1alpha1.GroupVersion.Group || ref.Kind != "ClusterIngress" || ref.Name != ep.Name {
+		if err != nil || gv.Group != v1alpha1.GroupVersion.Group || ref.Kind != "ClusterIngress" ||
+			ref.Name != ep.Name {
 			return types.NamespacedName{}, false
 		}
 		return types.NamespacedName{Namespace: ep.Namespace, Name: ep.Name}, true

@@ -11,16 +11,20 @@ import (
 	"github.com/shardgate/shardgate/pkg/dnsrecords"
 )
 
-func endpoint(name string, labels map[string]string, refs []metav1.OwnerReference, names ...string) *dnsrecords.DNSEndpoint {
-	ep := &dnsrecords.DNSEndpoint{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, Labels: labels, OwnerReferences: refs}}
+func endpoint(name string, labels map[string]string, refs []metav1.OwnerReference,
+	names ...string) *dnsrecords.DNSEndpoint {
+	ep := &dnsrecords.DNSEndpoint{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, Labels: labels,
+		OwnerReferences: refs}}
 	for _, n := range names {
-		ep.Spec.Endpoints = append(ep.Spec.Endpoints, dnsrecords.Endpoint{DNSName: n, RecordType: "A", Targets: []string{"10.0.0.1"}})
+		ep.Spec.Endpoints = append(ep.Spec.Endpoints, dnsrecords.Endpoint{DNSName: n, RecordType: "A",
+			Targets: []string{"10.0.0.1"}})
 	}
 	return ep
 }
 
 func ref(kind, apiVersion, name string, controller bool) []metav1.OwnerReference {
-	return []metav1.OwnerReference{{APIVersion: apiVersion, Kind: kind, Name: name, UID: "u", Controller: ptr.To(controller)}}
+	return []metav1.OwnerReference{{APIVersion: apiVersion, Kind: kind, Name: name, UID: "u",
+		Controller: ptr.To(controller)}}
 }
 
 func TestPublisherAndPublishedDomains(t *testing.T) {
@@ -34,13 +38,18 @@ func TestPublisherAndPublishedDomains(t *testing.T) {
 		publish bool
 	}{
 		{"Shardgate's own", endpoint("a", own, ref("ClusterIngress", ci, "a", true), records...), true},
-		{"no label (written by hand or another tool)", endpoint("a", nil, ref("ClusterIngress", ci, "a", true), records...), false},
-		{"another label value", endpoint("a", map[string]string{v1alpha1.ManagedByLabel: "someone"}, ref("ClusterIngress", ci, "a", true), records...), false},
+		{"no label (written by hand or another tool)", endpoint("a", nil, ref("ClusterIngress", ci, "a", true),
+			records...), false},
+		{"another label value", endpoint("a", map[string]string{v1alpha1.ManagedByLabel: "someone"},
+			ref("ClusterIngress", ci, "a", true), records...), false},
 		{"no controller reference", endpoint("a", own, nil, records...), false},
-		{"an owner that is not its controller", endpoint("a", own, ref("ClusterIngress", ci, "a", false), records...), false},
+		{"an owner that is not its controller", endpoint("a", own, ref("ClusterIngress", ci, "a", false),
+			records...), false},
 		{"controlled by another kind", endpoint("a", own, ref("Deployment", "apps/v1", "a", true), records...), false},
-		{"a ClusterIngress of another group", endpoint("a", own, ref("ClusterIngress", "example.com/v1", "a", true), records...), false},
-		{"controlled by a ClusterIngress of another name", endpoint("a", own, ref("ClusterIngress", ci, "b", true), records...), false},
+		{"a ClusterIngress of another group", endpoint("a", own, ref("ClusterIngress", "example.com/v1", "a", true),
+			records...), false},
+		{"controlled by a ClusterIngress of another name", endpoint("a", own, ref("ClusterIngress", ci, "b", true),
+			records...), false},
 	} {
 		key, ok := Publisher(tt.ep)
 		if ok != tt.publish || (ok && (key.Namespace != "ns" || key.Name != "a")) {

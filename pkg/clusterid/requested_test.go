@@ -16,7 +16,8 @@ func spec(id, zone string) v1alpha1.ClusterIngressSpec {
 
 func TestRequestedDomain(t *testing.T) {
 	longShard := spec("c1", "z.test")
-	longShard.Shards = append(longShard.Shards, v1alpha1.ShardSpec{Name: strings.Repeat("s", 58), Publishing: v1alpha1.PublishNodePort})
+	longShard.Shards = append(longShard.Shards, v1alpha1.ShardSpec{Name: strings.Repeat("s", 58),
+		Publishing: v1alpha1.PublishNodePort})
 	badSelector := spec("c1", "z.test")
 	badSelector.DNS.IngressNodeSelector = &metav1LabelSelectorBad
 	for _, tt := range []struct {
@@ -45,4 +46,5 @@ func TestRequestedDomain(t *testing.T) {
 	}
 }
 
-var metav1LabelSelectorBad = metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "k", Operator: "Bogus"}}}
+var metav1LabelSelectorBad = metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "k",
+	Operator: "Bogus"}}}

@@ -40,7 +40,9 @@ var owned = map[Owner]ownership{
 	// The domain and ID are the identity controller's: decided before the cluster can be observed,
 	// and what the DNS controller publishes for.
 	Identity: {conditions: []string{v1alpha1.ConditionDomainAssigned},
-		fields: func(dst, src *v1alpha1.ClusterIngressStatus) { dst.ClusterID, dst.Domain = src.ClusterID, src.Domain }},
+		fields: func(dst, src *v1alpha1.ClusterIngressStatus) {
+			dst.ClusterID, dst.Domain = src.ClusterID, src.Domain
+		}},
 	DNS: {conditions: []string{v1alpha1.ConditionClusterReachable, v1alpha1.ConditionDNSPublished},
 		fields: func(dst, src *v1alpha1.ClusterIngressStatus) {
 			dst.DNSEndpointRef = src.DNSEndpointRef

@@ -43,8 +43,8 @@ type Config struct {
 
 // Add registers the DNS controller.
 func Add(mgr ctrl.Manager, cfg Config) error {
-	r := &Reconciler{Client: mgr.GetClient(), Access: cfg.Access, ServedZones: cfg.ServedZones, Clock: clock.RealClock{},
-		Verifier: cfg.Verifier, Board: cfg.Board, DNSShares: cfg.DNSShares}
+	r := &Reconciler{Client: mgr.GetClient(), Access: cfg.Access, ServedZones: cfg.ServedZones,
+		Clock: clock.RealClock{}, Verifier: cfg.Verifier, Board: cfg.Board, DNSShares: cfg.DNSShares}
 	// Status writes wait for the records of the changes queued here (records first in a burst).
 	pending := newPendingRecords()
 	cfg.Board.SetYield(pending.Hold)
@@ -74,7 +74,8 @@ func (r *Reconciler) notOwnStatus() predicate.Predicate {
 		if !ok1 || !ok2 || o.Generation != n.Generation || o.DeletionTimestamp != n.DeletionTimestamp || len(o.Finalizers) != len(n.Finalizers) {
 			return true
 		}
-		if id := predicates.IdentityKey(n); id != predicates.IdentityKey(o) && !r.actedOn(client.ObjectKeyFromObject(n), id) {
+		id := predicates.IdentityKey(n)
+		if id != predicates.IdentityKey(o) && !r.actedOn(client.ObjectKeyFromObject(n), id) {
 			return true // records are published only for the domain the identity controller gave
 		}
 		if predicates.VIPKey(o) != predicates.VIPKey(n) {

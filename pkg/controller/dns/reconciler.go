@@ -146,7 +146,8 @@ func (r *Reconciler) firstStatusWait(before *v1alpha1.ClusterIngressStatus, ci *
 // Records just updated are not checked in the same pass (the servers cannot have them yet, and
 // in a burst the check would hold a worker the next cluster's records need): DNSPublished says
 // Propagating and the check follows verifyAfterUpdate later, queued behind the records.
-func (r *Reconciler) reconcileDNS(ctx context.Context, ci *v1alpha1.ClusterIngress) (requeue time.Duration, undecided bool, err error) {
+func (r *Reconciler) reconcileDNS(ctx context.Context, ci *v1alpha1.ClusterIngress) (requeue time.Duration, undecided bool,
+	err error) {
 	var prev *metav1.Condition
 	if c := meta.FindStatusCondition(ci.Status.Conditions, v1alpha1.ConditionDNSPublished); c != nil {
 		prev = c.DeepCopy()
@@ -211,8 +212,8 @@ func (r *Reconciler) propagating(ci *v1alpha1.ClusterIngress, prev *metav1.Condi
 // publish is reconcileDNS without verification; it returns the records the DNSEndpoint holds
 // for a cluster that holds its domain, and whether it updated them (a first write does not
 // count). wait: the identity controller has not decided on the cluster's spec yet (Decide).
-func (r *Reconciler) publish(ctx context.Context, ci *v1alpha1.ClusterIngress) (records []dnsrecords.Endpoint, updated, wait bool,
-	err error) {
+func (r *Reconciler) publish(ctx context.Context, ci *v1alpha1.ClusterIngress) (records []dnsrecords.Endpoint,
+	updated, wait bool, err error) {
 	key := client.ObjectKeyFromObject(ci)
 	cluster, engaged := r.Access.Get(key)
 	var blocked *clusteraccess.State

@@ -51,7 +51,8 @@ func Add(mgr ctrl.Manager, cfg Config) error {
 	r := &Reconciler{Client: c, ServedZones: cfg.ServedZones, Board: cfg.Board}
 	return kit.New(mgr, "identity", cfg.Kit).Concurrency(cfg.Concurrency).
 		// Its spec (the ID asked for) and its domain changed by anyone else (an older Shardgate).
-		For(&v1alpha1.ClusterIngress{}, builder.WithPredicates(predicate.Or(predicates.MetadataOrSpecChanged, predicates.DomainChanged))).
+		For(&v1alpha1.ClusterIngress{},
+			builder.WithPredicates(predicate.Or(predicates.MetadataOrSpecChanged, predicates.DomainChanged))).
 		// A domain asked for, taken, given up or freed by a deletion elsewhere changes who holds it.
 		Watches(&v1alpha1.ClusterIngress{}, handler.EnqueueRequestsFromMapFunc(contenders(c)),
 			builder.WithPredicates(domainsChanged)).
@@ -73,8 +74,12 @@ const (
 // AddIndexes adds the field indexes the controller lists by.
 func AddIndexes(ctx context.Context, fi client.FieldIndexer) error {
 	for name, f := range map[string]client.IndexerFunc{
-		requestedDomainIndex: func(o client.Object) []string { return nonEmpty(clusterid.Asked(o.(*v1alpha1.ClusterIngress).Spec)) },
-		heldDomainIndex:      func(o client.Object) []string { return nonEmpty(o.(*v1alpha1.ClusterIngress).Status.Domain) },
+		requestedDomainIndex: func(o client.Object) []string {
+			return nonEmpty(clusterid.Asked(o.(*v1alpha1.ClusterIngress).Spec))
+		},
+		heldDomainIndex: func(o client.Object) []string {
+			return nonEmpty(o.(*v1alpha1.ClusterIngress).Status.Domain)
+		},
 	} {
 		if err := fi.IndexField(ctx, &v1alpha1.ClusterIngress{}, name, f); err != nil {
 			return fmt.Errorf("index %s: %w", name, err)
@@ -133,12 +138,14 @@ func contenders(c client.Reader) handler.MapFunc {
 // are not: records never displace them.
 func requestersOfPublished(c client.Reader) handler.MapFunc {
 	return func(ctx context.Context, o client.Object) []reconcile.Request {
-		return listed(ctx, c, types.NamespacedName{}, clusterid.PublishedDomains(o.(*dnsrecords.DNSEndpoint)), requestedDomainIndex)
+		domains := clusterid.PublishedDomains(o.(*dnsrecords.DNSEndpoint))
+		return listed(ctx, c, types.NamespacedName{}, domains, requestedDomainIndex)
 	}
 }
 
 // listed lists the ClusterIngresses indexed under any of domains in any of indexes, except self.
-func listed(ctx context.Context, c client.Reader, self types.NamespacedName, domains []string, indexes ...string) []reconcile.Request {
+func listed(ctx context.Context, c client.Reader, self types.NamespacedName, domains []string,
+	indexes ...string) []reconcile.Request {
 	seen := map[types.NamespacedName]bool{self: true}
 	var reqs []reconcile.Request
 	for _, d := range domains {

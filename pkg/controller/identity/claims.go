@@ -16,8 +16,8 @@ import (
 // the claims to the domain it holds when that is another one.
 func (r *Reconciler) gather(ctx context.Context, ci *v1alpha1.ClusterIngress) (clusterid.Input, error) {
 	asked, refused := clusterid.RequestedDomain(ci.Spec, r.ServedZones)
-	in := clusterid.Input{Self: client.ObjectKeyFromObject(ci), ClusterID: ci.Spec.ClusterID, Asked: asked, Refused: refused,
-		HeldID: ci.Status.ClusterID, HeldDomain: ci.Status.Domain}
+	in := clusterid.Input{Self: client.ObjectKeyFromObject(ci), ClusterID: ci.Spec.ClusterID, Asked: asked,
+		Refused: refused, HeldID: ci.Status.ClusterID, HeldDomain: ci.Status.Domain}
 	var err error
 	if asked != "" {
 		if in.AskedClaims, err = r.claims(ctx, ci, asked); err != nil {
@@ -36,7 +36,8 @@ func (r *Reconciler) gather(ctx context.Context, ci *v1alpha1.ClusterIngress) (c
 // or ask for it, and those whose own DNSEndpoint publishes names at or under it (a DNSEndpoint
 // whose ClusterIngress does not exist claims nothing). Each is read through the board: a holder
 // this replica decided a moment ago counts before its status is written.
-func (r *Reconciler) claims(ctx context.Context, self *v1alpha1.ClusterIngress, domain string) ([]clusterid.Claim, error) {
+func (r *Reconciler) claims(ctx context.Context, self *v1alpha1.ClusterIngress, domain string) ([]clusterid.Claim,
+	error) {
 	cis := map[types.NamespacedName]*v1alpha1.ClusterIngress{client.ObjectKeyFromObject(self): self}
 	for _, index := range []string{heldDomainIndex, requestedDomainIndex} {
 		list := &v1alpha1.ClusterIngressList{}

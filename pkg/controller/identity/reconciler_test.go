@@ -39,7 +39,8 @@ func newEnv(t *testing.T) *env {
 	seed := controllertest.Seed(t)
 	cached := controllertest.CachedClient(t, seed, AddIndexes)
 	return &env{t: t, c: seed.Client, ns: controllertest.Namespace(t, seed.Client), ctx: context.Background(),
-		r: &Reconciler{Client: cached, ServedZones: []string{zone}, Board: cistatus.NewBoard(seed.Client).WriteThrough()}}
+		r: &Reconciler{Client: cached, ServedZones: []string{zone},
+			Board: cistatus.NewBoard(seed.Client).WriteThrough()}}
 }
 
 func (e *env) key(name string) types.NamespacedName {
@@ -49,10 +50,12 @@ func (e *env) key(name string) types.NamespacedName {
 // cluster creates ClusterIngress name asking for id.
 func (e *env) cluster(name, id string) types.NamespacedName {
 	e.t.Helper()
-	ci := &v1alpha1.ClusterIngress{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: name}, Spec: v1alpha1.ClusterIngressSpec{
-		ClusterID: id, DNS: v1alpha1.ResolveDNS(v1alpha1.DNSSettings{Zone: zone}, ""), Profile: "p",
-		ClusterRef: v1alpha1.ClusterReference{Kind: v1alpha1.SourceKindSecret, Name: name},
-		Shards:     v1alpha1.ResolveShards([]v1alpha1.ShardSpec{{Name: "default", Publishing: v1alpha1.PublishNodePort}})}}
+	ci := &v1alpha1.ClusterIngress{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: name},
+		Spec: v1alpha1.ClusterIngressSpec{
+			ClusterID: id, DNS: v1alpha1.ResolveDNS(v1alpha1.DNSSettings{Zone: zone}, ""), Profile: "p",
+			ClusterRef: v1alpha1.ClusterReference{Kind: v1alpha1.SourceKindSecret, Name: name},
+			Shards: v1alpha1.ResolveShards([]v1alpha1.ShardSpec{{Name: "default",
+				Publishing: v1alpha1.PublishNodePort}})}}
 	if err := e.c.Create(e.ctx, ci); err != nil {
 		e.t.Fatal(err)
 	}
@@ -81,11 +84,13 @@ func (e *env) askFor(key types.NamespacedName, id string) {
 
 // endpoint creates a DNSEndpoint named name with records for names; own makes it the DNS
 // controller's own for the ClusterIngress of that name (label and controller reference).
-func (e *env) endpoint(name string, labels map[string]string, owner *v1alpha1.ClusterIngress, names ...string) *dnsrecords.DNSEndpoint {
+func (e *env) endpoint(name string, labels map[string]string, owner *v1alpha1.ClusterIngress,
+	names ...string) *dnsrecords.DNSEndpoint {
 	e.t.Helper()
 	ep := &dnsrecords.DNSEndpoint{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: name, Labels: labels}}
 	for _, n := range names {
-		ep.Spec.Endpoints = append(ep.Spec.Endpoints, dnsrecords.Endpoint{DNSName: n, RecordType: "A", RecordTTL: 60, Targets: []string{"192.0.2.1"}})
+		ep.Spec.Endpoints = append(ep.Spec.Endpoints, dnsrecords.Endpoint{DNSName: n, RecordType: "A",
+			RecordTTL: 60, Targets: []string{"192.0.2.1"}})
 	}
 	if owner != nil {
 		if err := controllerutil.SetControllerReference(owner, ep, e.c.Scheme()); err != nil {
@@ -117,7 +122,8 @@ func (e *env) rewrite(ep *dnsrecords.DNSEndpoint, id string) {
 	patch := client.MergeFrom(cur.DeepCopy())
 	cur.Spec.Endpoints = nil
 	for _, n := range records(id) {
-		cur.Spec.Endpoints = append(cur.Spec.Endpoints, dnsrecords.Endpoint{DNSName: n, RecordType: "A", RecordTTL: 60, Targets: []string{"192.0.2.1"}})
+		cur.Spec.Endpoints = append(cur.Spec.Endpoints, dnsrecords.Endpoint{DNSName: n, RecordType: "A",
+			RecordTTL: 60, Targets: []string{"192.0.2.1"}})
 	}
 	if err := e.c.Patch(e.ctx, cur, patch); err != nil {
 		e.t.Fatal(err)
@@ -136,7 +142,8 @@ func (e *env) until(key types.NamespacedName, domain, reason, says string, keys 
 		c := meta.FindStatusCondition(ci.Status.Conditions, v1alpha1.ConditionDomainAssigned)
 		ok := ci.Status.Domain == domain && c != nil && c.Reason == reason && strings.Contains(c.Message, says) &&
 			c.ObservedGeneration == ci.Generation
-		return ok, fmt.Sprintf("domain %q DomainAssigned %+v; want %q %s saying %q", ci.Status.Domain, c, domain, reason, says)
+		return ok, fmt.Sprintf("domain %q DomainAssigned %+v; want %q %s saying %q", ci.Status.Domain, c, domain,
+			reason, says)
 	})
 }
 
@@ -198,8 +205,10 @@ func TestStatusHolderIsNeverDisplaced(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Gone: the publisher's names under it (x.held) now block it, until they go too.
-	e.until(older, domain("elsewhere"), v1alpha1.ReasonClusterIDConflict, "DNSEndpoint of the cluster "+publisher.String())
-	if err := e.c.Delete(e.ctx, &dnsrecords.DNSEndpoint{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: publisher.Name}}); err != nil {
+	e.until(older, domain("elsewhere"), v1alpha1.ReasonClusterIDConflict,
+		"DNSEndpoint of the cluster "+publisher.String())
+	if err := e.c.Delete(e.ctx, &dnsrecords.DNSEndpoint{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns,
+		Name: publisher.Name}}); err != nil {
 		t.Fatal(err)
 	}
 	e.until(older, domain("held"), v1alpha1.ReasonDomainHeld, "")
