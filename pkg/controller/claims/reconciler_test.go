@@ -74,7 +74,7 @@ func TestClaimPastTheCertificatesNamesSaysSo(t *testing.T) {
 func applyStatus(t *testing.T, seed client.Client, ci *v1alpha1.ClusterIngress) {
 	t.Helper()
 	b := cistatus.NewBoard(seed)
-	b.Post(context.Background(), ci, cistatus.DNS)
+	b.Post(context.Background(), ci, cistatus.Identity) // the domain's owner
 	must(t, b.Write(context.Background(), ci, cistatus.Claims))
 }
 
