@@ -48,10 +48,6 @@ func (e *env) restart() {
 	e.r = &Reconciler{Client: e.r.Client, ServedZones: e.r.ServedZones, Board: cistatus.NewBoard(e.c).WriteThrough()}
 }
 
-func (e *env) key(name string) types.NamespacedName {
-	return types.NamespacedName{Namespace: e.ns, Name: name}
-}
-
 // cluster creates ClusterIngress name asking for id.
 func (e *env) cluster(name, id string) types.NamespacedName {
 	e.t.Helper()
