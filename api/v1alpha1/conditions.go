@@ -102,6 +102,10 @@ const (
 	ReasonInvalidClusterID     = "InvalidClusterID"
 	ReasonClusterIDConflict    = "ClusterIDConflict"
 	ReasonDomainHeld           = "DomainHeld"
+	// ReasonDomainYielded: another cluster holds the domain in status and publishes its names;
+	// this cluster, which published them too (two holders after a race or a rollback), removes
+	// its records so that one cluster publishes each name.
+	ReasonDomainYielded = "DomainYielded"
 	ReasonInvalidZone          = "InvalidZone"
 	ReasonZoneNotServed        = "ZoneNotServed"
 	ReasonNamesTooLong         = "NamesTooLong"

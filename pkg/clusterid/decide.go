@@ -58,7 +58,43 @@ func Decide(in Input) Decision {
 		d.ClusterID, d.Domain = "", "" // held by another status holder too: the older keeps it
 	}
 	d.Assigned = assigned(metav1.ConditionFalse, v1alpha1.ReasonClusterIDConflict, conflict(in, h))
+	if d.Domain == "" {
+		if y, ok := yieldsTo(in); ok {
+			d.Assigned = assigned(metav1.ConditionFalse, v1alpha1.ReasonDomainYielded, fmt.Sprintf(
+				"%s is held by the cluster %s, which publishes its names; this cluster published them too "+
+					"and its records are removed; set annotation %s to a unique ID",
+				y.domain, y.holder.Key, v1alpha1.ClusterIDAnnotation))
+		}
+	}
 	return d
+}
+
+type yield struct {
+	domain string
+	holder Claim
+}
+
+// yieldsTo: a cluster that holds no domain but whose records are still under one that another
+// cluster holds in status and publishes too (two holders once; the other won) removes its
+// records: both publishing one name makes external-dns answer either's targets. Records whose
+// domain nobody else publishes are kept (an unreachable holder's names are never left without
+// an answer because of a contest).
+func yieldsTo(in Input) (yield, bool) {
+	for _, c := range []struct {
+		domain string
+		claims []Claim
+	}{{in.Asked, in.AskedClaims}, {in.HeldDomain, in.HeldClaims}} {
+		h, ok := Holder(c.claims)
+		if !ok || h.Key == in.Self || !h.Held || !h.Published {
+			continue
+		}
+		for _, self := range c.claims {
+			if self.Key == in.Self && self.Published {
+				return yield{domain: c.domain, holder: h}, true
+			}
+		}
+	}
+	return yield{}, false
 }
 
 // conflict says who has the domain asked for, and what to do.

@@ -15,8 +15,8 @@ const (
 	None Standing = iota
 	// Requests: the domain is <spec.clusterID>.<zone>.
 	Requests
-	// Publishes: its own DNSEndpoint still publishes names at or under the domain (Publisher),
-	// whatever its status says now: it held the domain and its records are still out there (a
+	// Publishes: its records are still at or under the domain by its status (PublishedDomains),
+	// whatever status.domain says now: it held the domain and its records are still out there (a
 	// cluster that moved to another ID and cannot be reached to rewrite them).
 	Publishes
 	// Holds: the domain is its status.domain.
@@ -28,8 +28,8 @@ type Claim struct {
 	Key types.NamespacedName
 	// Created is the ClusterIngress' creation time.
 	Created metav1.Time
-	// Held: the domain is its status.domain. Published: its own DNSEndpoint publishes names at or
-	// under the domain. Requested: it asks for the domain.
+	// Held: the domain is its status.domain. Published: its records are at or
+	// under the domain by its status. Requested: it asks for the domain.
 	Held, Published, Requested bool
 	// Asks is the domain it asks for ("" when none is usable); read only to explain a conflict (a
 	// swap of IDs).
@@ -54,7 +54,7 @@ func (c Claim) Standing() Standing {
 //  1. whoever holds it in status keeps it, whatever its age: a newcomer (a renamed annotation, a
 //     new Cluster with an old name) can never take another cluster's names, and a ClusterIngress
 //     being deleted holds until it is gone (its records go first);
-//  2. otherwise a cluster whose own DNSEndpoint still publishes names at or under it blocks it:
+//  2. otherwise a cluster whose records are still at or under it (its status says) blocks it:
 //     those records stay until that cluster can be reached, and nobody else may publish them
 //     meanwhile (an unreachable cluster that moved to another ID keeps its old one blocked);
 //  3. otherwise the oldest that asks for it.

@@ -1,6 +1,6 @@
 // Package clusterid holds the pure decisions about a cluster's identity: the domain a
 // ClusterIngress asks for (RequestedDomain), who holds a domain (Holder), which domains a
-// DNSEndpoint publishes and for whom (Publisher, PublishedDomains), and the identity's part of
+// cluster's records are under by its status (PublishedDomains), and the identity's part of
 // the status: status.clusterID, status.domain and DomainAssigned (Decide). Objects in, decisions
 // out; the identity controller (pkg/controller/identity) gathers and posts.
 package clusterid

@@ -47,13 +47,21 @@ type Decision struct {
 // only for a cluster that holds its domain (decided by the identity controller, never here) and
 // can be observed; a domain not held, or a cluster that cannot be seen, leaves them exactly as
 // they are. While the domain is not held, DNSPublished says why with DomainAssigned's reason and
-// message (ClusterIDConflict: another cluster holds it, or still publishes names under it).
+// message (ClusterIDConflict: another cluster holds it, or still publishes names under it), and
+// records are removed only when another cluster holds the domain and publishes the same names
+// (DomainYielded).
 func Decide(in Input) Decision {
 	if !in.Held {
 		if in.Assigned == nil || in.Assigned.Status == metav1.ConditionTrue {
 			return Decision{Wait: true}
 		}
-		return Decision{Published: *published(metav1.ConditionFalse, in.Assigned.Reason, in.Assigned.Message)}
+		d := Decision{Published: *published(metav1.ConditionFalse, in.Assigned.Reason, in.Assigned.Message)}
+		if in.Assigned.Reason == v1alpha1.ReasonDomainYielded {
+			// The holder publishes the same names: this cluster's copies go (the DNSEndpoint stays,
+			// empty), and so does their record in status, so that they block nothing any more.
+			d.Publish, d.Plan, d.Write = true, &dnsrecords.Plan{}, len(in.Current) > 0
+		}
+		return d
 	}
 	if !in.Observed {
 		// Never wipe DNS because Shardgate cannot see: the last records stay as they are.

@@ -27,6 +27,8 @@ func TestDecide(t *testing.T) {
 	conflict := &metav1.Condition{Type: v1alpha1.ConditionDomainAssigned, Status: metav1.ConditionFalse,
 		Reason:  v1alpha1.ReasonClusterIDConflict,
 		Message: "cluster ID \"c1\" (c1.z.test) is held by the cluster ns/other"}
+	yielded := &metav1.Condition{Type: v1alpha1.ConditionDomainAssigned, Status: metav1.ConditionFalse,
+		Reason: v1alpha1.ReasonDomainYielded, Message: "c1.z.test is held by the cluster ns/other, which publishes"}
 	heldElsewhere := &metav1.Condition{Type: v1alpha1.ConditionDomainAssigned, Status: metav1.ConditionTrue,
 		Reason: v1alpha1.ReasonDomainHeld}
 	for _, tt := range []struct {
@@ -42,6 +44,10 @@ func TestDecide(t *testing.T) {
 		{"contested: nothing is touched, the identity's reason and message", Input{Assigned: conflict,
 			Observed: true, Engaged: true,
 			Shards: shards, CurrentExists: true, Current: old}, false, false, false, v1alpha1.ReasonClusterIDConflict},
+		{"yielded: its copies of the holder's names go, observed or not", Input{Assigned: yielded,
+			CurrentExists: true, Current: old}, true, true, false, v1alpha1.ReasonDomainYielded},
+		{"yielded, nothing left to remove", Input{Assigned: yielded, CurrentExists: true}, false, true, false,
+			v1alpha1.ReasonDomainYielded},
 		{"not decided on yet: nothing is said", Input{Observed: true, Engaged: true, Shards: shards}, false, false,
 			true, ""},
 		{"decided held, but not this domain (an older decision): nothing is said", Input{Assigned: heldElsewhere,

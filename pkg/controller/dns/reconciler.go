@@ -270,7 +270,10 @@ func (r *Reconciler) publish(ctx context.Context, ci *v1alpha1.ClusterIngress) (
 		return nil, false, false, nil
 	}
 	r.recordPlan(ci, key, d.Plan, in.Replicas)
-	pending := cluster.TakePendingChange()
+	var pending time.Time
+	if engaged { // a cluster that yields its domain is written for whether it is engaged or not
+		pending = cluster.TakePendingChange()
+	}
 	if d.Write {
 		if err := r.write(ctx, ci, current, d.Endpoints); err != nil {
 			setCondition(ci, *published(metav1.ConditionFalse, v1alpha1.ReasonDNSWriteFailed, err.Error()))

@@ -23,12 +23,11 @@ import (
 	"github.com/shardgate/shardgate/pkg/clusterid"
 	"github.com/shardgate/shardgate/pkg/controller/cistatus"
 	"github.com/shardgate/shardgate/pkg/controller/kit"
-	"github.com/shardgate/shardgate/pkg/dnsrecords"
 	"github.com/shardgate/shardgate/pkg/predicates"
 )
 
 // +kubebuilder:rbac:groups=shardgate.io,resources=clusteringresses,verbs=get;list;watch
-// +kubebuilder:rbac:groups=externaldns.k8s.io,resources=dnsendpoints,verbs=get;list;watch
+// (the domains' Leases are in the replicas' namespace: cmd/seed-controller's leases rule)
 
 // Config wires the identity controller.
 type Config struct {
@@ -49,22 +48,24 @@ func Add(mgr ctrl.Manager, cfg Config) error {
 	}
 	c := mgr.GetClient()
 	r := &Reconciler{Client: c, ServedZones: cfg.ServedZones, Board: cfg.Board}
+	if cfg.Kit.Replicas != nil {
+		r.Fence = &DomainFence{Client: c, Reader: mgr.GetAPIReader(), Namespace: cfg.Kit.Replicas.Namespace,
+			ServedZones: cfg.ServedZones}
+	}
 	return kit.New(mgr, "identity", cfg.Kit).Concurrency(cfg.Concurrency).
 		// Its spec (the ID asked for) and its domain changed by anyone else (an older Shardgate).
 		For(&v1alpha1.ClusterIngress{},
 			builder.WithPredicates(predicate.Or(predicates.MetadataOrSpecChanged, predicates.DomainChanged))).
-		// A domain asked for, taken, given up or freed by a deletion elsewhere changes who holds it.
+		// A domain asked for, taken, given up, published under, moved away from or freed by a
+		// deletion elsewhere changes who holds it.
 		Watches(&v1alpha1.ClusterIngress{}, handler.EnqueueRequestsFromMapFunc(contenders(c)),
 			builder.WithPredicates(domainsChanged)).
-		// Records published, rewritten or deleted block or free the domains they are under.
-		Watches(&dnsrecords.DNSEndpoint{}, handler.EnqueueRequestsFromMapFunc(requestersOfPublished(c)),
-			builder.WithPredicates(publishedChanged)).
 		Complete(r)
 }
 
-// Field indexes: on ClusterIngresses, the domain each asks for and the one it holds; on
-// DNSEndpoints, every domain a cluster's own DNSEndpoint publishes names at or under
-// (clusterid.PublishedDomains). Finding every claim to a domain is three indexed Lists.
+// Field indexes on ClusterIngresses: the domain each asks for, the one it holds, and every domain
+// its records are at or under by its status (clusterid.PublishedDomains). Finding every claim to a
+// domain is three indexed Lists.
 const (
 	requestedDomainIndex = "identity.requestedDomain"
 	heldDomainIndex      = "identity.heldDomain"
@@ -80,16 +81,13 @@ func AddIndexes(ctx context.Context, fi client.FieldIndexer) error {
 		heldDomainIndex: func(o client.Object) []string {
 			return nonEmpty(o.(*v1alpha1.ClusterIngress).Status.Domain)
 		},
+		publishedDomainIndex: func(o client.Object) []string {
+			return clusterid.PublishedDomains(o.(*v1alpha1.ClusterIngress).Status)
+		},
 	} {
 		if err := fi.IndexField(ctx, &v1alpha1.ClusterIngress{}, name, f); err != nil {
 			return fmt.Errorf("index %s: %w", name, err)
 		}
-	}
-	err := fi.IndexField(ctx, &dnsrecords.DNSEndpoint{}, publishedDomainIndex, func(o client.Object) []string {
-		return clusterid.PublishedDomains(o.(*dnsrecords.DNSEndpoint))
-	})
-	if err != nil {
-		return fmt.Errorf("index %s: %w", publishedDomainIndex, err)
 	}
 	return nil
 }
@@ -102,44 +100,27 @@ func nonEmpty(s string) []string {
 }
 
 // domainsChanged passes ClusterIngress events that change a domain's claims: creation, deletion
-// (a holder is gone), and updates of the domain asked for or held. Status writes of other
-// controllers do not pass.
+// (a holder is gone), and updates of the domain asked for, the one held, or those its records are
+// under. Other status writes (targets moving between nodes) do not pass.
 var domainsChanged = predicate.Funcs{
 	UpdateFunc: func(e event.UpdateEvent) bool {
 		o, ok1 := e.ObjectOld.(*v1alpha1.ClusterIngress)
 		n, ok2 := e.ObjectNew.(*v1alpha1.ClusterIngress)
-		return !ok1 || !ok2 || clusterid.Asked(o.Spec) != clusterid.Asked(n.Spec) || o.Status.Domain != n.Status.Domain
+		return !ok1 || !ok2 || clusterid.Asked(o.Spec) != clusterid.Asked(n.Spec) ||
+			o.Status.Domain != n.Status.Domain ||
+			!slices.Equal(clusterid.PublishedDomains(o.Status), clusterid.PublishedDomains(n.Status))
 	},
 }
 
-// publishedChanged passes DNSEndpoint events that change the domains a cluster publishes under:
-// creation, deletion, and updates of record names, the label or the controller reference. A
-// record's targets changing (nodes coming and going) does not pass.
-var publishedChanged = predicate.Funcs{
-	UpdateFunc: func(e event.UpdateEvent) bool {
-		o, ok1 := e.ObjectOld.(*dnsrecords.DNSEndpoint)
-		n, ok2 := e.ObjectNew.(*dnsrecords.DNSEndpoint)
-		return !ok1 || !ok2 || !slices.Equal(clusterid.PublishedDomains(o), clusterid.PublishedDomains(n))
-	},
-}
-
-// contenders maps a ClusterIngress to the others that ask for or hold a domain it asks for or
-// holds (the old object's and the new one's, for an update: a domain given up is among them).
+// contenders maps a ClusterIngress to the others that ask for, hold or publish under a domain it
+// asks for, holds or publishes under (the old object's and the new one's, for an update: a
+// domain given up is among them). Records never displace a status holder, but a holder is
+// requeued all the same: one decision per domain, whoever's event it was.
 func contenders(c client.Reader) handler.MapFunc {
 	return func(ctx context.Context, o client.Object) []reconcile.Request {
 		ci := o.(*v1alpha1.ClusterIngress)
-		return listed(ctx, c, client.ObjectKeyFromObject(ci), []string{clusterid.Asked(ci.Spec), ci.Status.Domain},
-			requestedDomainIndex, heldDomainIndex)
-	}
-}
-
-// requestersOfPublished maps a DNSEndpoint to the ClusterIngresses that ask for a domain its
-// records are at or under: they are blocked by it, or freed when it changes. Holders in status
-// are not: records never displace them.
-func requestersOfPublished(c client.Reader) handler.MapFunc {
-	return func(ctx context.Context, o client.Object) []reconcile.Request {
-		domains := clusterid.PublishedDomains(o.(*dnsrecords.DNSEndpoint))
-		return listed(ctx, c, types.NamespacedName{}, domains, requestedDomainIndex)
+		domains := append([]string{clusterid.Asked(ci.Spec), ci.Status.Domain}, clusterid.PublishedDomains(ci.Status)...)
+		return listed(ctx, c, client.ObjectKeyFromObject(ci), domains, requestedDomainIndex, heldDomainIndex)
 	}
 }
 

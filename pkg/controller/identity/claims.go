@@ -2,14 +2,13 @@ package identity
 
 import (
 	"context"
+	"slices"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
 	"github.com/shardgate/shardgate/pkg/clusterid"
-	"github.com/shardgate/shardgate/pkg/dnsrecords"
 )
 
 // gather is what clusterid.Decide needs for ci: the domain it asks for and every claim to it, and
@@ -32,14 +31,13 @@ func (r *Reconciler) gather(ctx context.Context, ci *v1alpha1.ClusterIngress) (c
 	return in, nil
 }
 
-// claims are self's and every other claim to domain: the ClusterIngresses that hold it in status
-// or ask for it, and those whose own DNSEndpoint publishes names at or under it (a DNSEndpoint
-// whose ClusterIngress does not exist claims nothing). Each is read through the board: a holder
-// this replica decided a moment ago counts before its status is written.
+// claims are self's and every other claim to domain: the ClusterIngresses that hold it in status,
+// ask for it, or whose records are still at or under it by their status. Each is read through
+// the board: a holder this replica decided a moment ago counts before its status is written.
 func (r *Reconciler) claims(ctx context.Context, self *v1alpha1.ClusterIngress, domain string) ([]clusterid.Claim,
 	error) {
 	cis := map[types.NamespacedName]*v1alpha1.ClusterIngress{client.ObjectKeyFromObject(self): self}
-	for _, index := range []string{heldDomainIndex, requestedDomainIndex} {
+	for _, index := range []string{heldDomainIndex, requestedDomainIndex, publishedDomainIndex} {
 		list := &v1alpha1.ClusterIngressList{}
 		if err := r.Client.List(ctx, list, client.MatchingFields{index: domain}); err != nil {
 			return nil, err
@@ -52,35 +50,14 @@ func (r *Reconciler) claims(ctx context.Context, self *v1alpha1.ClusterIngress, 
 			}
 		}
 	}
-	eps := &dnsrecords.DNSEndpointList{}
-	if err := r.Client.List(ctx, eps, client.MatchingFields{publishedDomainIndex: domain}); err != nil {
-		return nil, err
-	}
-	published := map[types.NamespacedName]bool{}
-	for i := range eps.Items {
-		k, ok := clusterid.Publisher(&eps.Items[i])
-		if !ok {
-			continue
-		}
-		if cis[k] == nil {
-			c := &v1alpha1.ClusterIngress{}
-			if err := r.Client.Get(ctx, k, c); apierrors.IsNotFound(err) {
-				continue
-			} else if err != nil {
-				return nil, err
-			}
-			r.Board.Overlay(c)
-			cis[k] = c
-		}
-		published[k] = true
-	}
 	out := make([]clusterid.Claim, 0, len(cis))
 	for k, c := range cis {
 		// A request the cluster cannot have (a zone not served, names too long) is no request:
 		// it must not keep a valid newcomer out of a domain it could never publish.
 		asks, _ := clusterid.RequestedDomain(c.Spec, r.ServedZones)
 		out = append(out, clusterid.Claim{Key: k, Created: c.CreationTimestamp, Held: c.Status.Domain == domain,
-			Published: published[k], Requested: asks == domain, Asks: asks})
+			Published: slices.Contains(clusterid.PublishedDomains(c.Status), domain), Requested: asks == domain,
+			Asks: asks})
 	}
 	return out, nil
 }

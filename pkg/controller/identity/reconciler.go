@@ -2,6 +2,7 @@ package identity
 
 import (
 	"context"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -21,6 +22,8 @@ type Reconciler struct {
 	ServedZones []string
 	// Board takes this controller's part of the status (cistatus.Identity).
 	Board *cistatus.Board
+	// Fence judges grants in the API server when several replicas decide (nil: one replica).
+	Fence *DomainFence
 }
 
 // Reconcile gathers, decides and posts.
@@ -40,6 +43,23 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	d := clusterid.Decide(in)
+	if r.Fence != nil && d.Domain != "" && d.Domain != in.HeldDomain {
+		ok, holder, err := r.Fence.Take(ctx, in.Self, d.Domain)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		if !ok && holder == "" {
+			return ctrl.Result{RequeueAfter: time.Second}, nil // lost a race to take it; who won shows soon
+		}
+		if !ok {
+			// Granted on another replica, whose status this cache does not show yet: that
+			// cluster holds it, whatever its age.
+			if k, valid := parseKey(holder); valid {
+				in.AskedClaims = append(in.AskedClaims, clusterid.Claim{Key: k, Held: true})
+			}
+			d = clusterid.Decide(in)
+		}
+	}
 	ci.Status.ClusterID, ci.Status.Domain = d.ClusterID, d.Domain
 	d.Assigned.ObservedGeneration = ci.Generation
 	meta.SetStatusCondition(&ci.Status.Conditions, d.Assigned)

@@ -1,0 +1,110 @@
+package identity
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"slices"
+	"strings"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/shardgate/shardgate/api/v1alpha1"
+	"github.com/shardgate/shardgate/pkg/clusterid"
+)
+
+// DomainFence: with several replicas, each decides from its own cache, and two clusters asking
+// for one domain on two replicas could each be given it before either cache shows the other's
+// status. So the API server, not a cache, judges a grant: a domain is given to a cluster that does
+// not hold it yet only once the cluster holds the domain's Lease, "domain-<hash>" in the
+// replicas' namespace, whose holderIdentity is the cluster (namespace/name). It is taken by
+// creating it, or by updating it (optimistic lock) when the cluster named there no longer claims
+// the domain by its live object (gone, or neither holding, publishing under nor asking for it):
+// the Lease needs no release. One replica has no fence: its one cache and board see every grant
+// it makes (and seed writes per cluster stay as they are).
+type DomainFence struct {
+	// Client creates and updates the Leases; Reader reads them and the claimants, uncached.
+	Client    client.Client
+	Reader    client.Reader
+	Namespace string
+	// ServedZones are the identity's: a request for a domain in another zone is no claim.
+	ServedZones []string
+}
+
+// domainLeaseName is the domain's Lease: a hash, since a domain can be longer than a name allows
+// and has dots a Lease name may keep but a label value may not.
+func domainLeaseName(domain string) string {
+	sum := sha256.Sum256([]byte(domain))
+	return "domain-" + hex.EncodeToString(sum[:10])
+}
+
+// Take: whether the cluster self may be given domain (taking its Lease if it is free), and
+// otherwise who has it.
+func (f *DomainFence) Take(ctx context.Context, self types.NamespacedName, domain string) (bool, string, error) {
+	me := self.String()
+	key := client.ObjectKey{Namespace: f.Namespace, Name: domainLeaseName(domain)}
+	l := &coordinationv1.Lease{}
+	err := f.Reader.Get(ctx, key, l)
+	if apierrors.IsNotFound(err) {
+		l = &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name,
+			Labels:      map[string]string{v1alpha1.ManagedByLabel: v1alpha1.ManagedByValue},
+			Annotations: map[string]string{domainAnnotation: domain}},
+			Spec: coordinationv1.LeaseSpec{HolderIdentity: &me}}
+		if err := f.Client.Create(ctx, l); apierrors.IsAlreadyExists(err) {
+			return false, "", nil // another cluster was first; the next pass says who
+		} else if err != nil {
+			return false, "", fmt.Errorf("take the Lease of %s: %w", domain, err)
+		}
+		return true, me, nil
+	} else if err != nil {
+		return false, "", err
+	}
+	holder := ""
+	if l.Spec.HolderIdentity != nil {
+		holder = *l.Spec.HolderIdentity
+	}
+	if holder == me {
+		return true, me, nil
+	}
+	if claims, err := f.claims(ctx, holder, domain); err != nil || claims {
+		return false, holder, err
+	}
+	l.Spec.HolderIdentity = &me
+	if err := f.Client.Update(ctx, l); apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+		return false, "", nil
+	} else if err != nil {
+		return false, "", fmt.Errorf("take the Lease of %s: %w", domain, err)
+	}
+	return true, me, nil
+}
+
+// domainAnnotation says which domain a Lease is for (its name is a hash), for people.
+const domainAnnotation = "shardgate.io/domain"
+
+// claims: whether the cluster named holder (namespace/name) still claims domain by its live
+// object. A holder that names no cluster claims nothing.
+func (f *DomainFence) claims(ctx context.Context, holder, domain string) (bool, error) {
+	k, ok := parseKey(holder)
+	if !ok {
+		return false, nil
+	}
+	ci := &v1alpha1.ClusterIngress{}
+	if err := f.Reader.Get(ctx, k, ci); apierrors.IsNotFound(err) {
+		return false, nil
+	} else if err != nil {
+		return false, err
+	}
+	asks, _ := clusterid.RequestedDomain(ci.Spec, f.ServedZones)
+	return ci.Status.Domain == domain || asks == domain ||
+		slices.Contains(clusterid.PublishedDomains(ci.Status), domain), nil
+}
+
+func parseKey(s string) (types.NamespacedName, bool) {
+	ns, name, ok := strings.Cut(s, "/")
+	return types.NamespacedName{Namespace: ns, Name: name}, ok && ns != "" && name != ""
+}
