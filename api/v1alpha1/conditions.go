@@ -105,17 +105,17 @@ const (
 	// ReasonDomainYielded: another cluster holds the domain in status and publishes its names;
 	// this cluster, which published them too (two holders after a race or a rollback), removes
 	// its records so that one cluster publishes each name.
-	ReasonDomainYielded = "DomainYielded"
-	ReasonInvalidZone          = "InvalidZone"
-	ReasonZoneNotServed        = "ZoneNotServed"
-	ReasonNamesTooLong         = "NamesTooLong"
-	ReasonSourcePresent        = "SourcePresent"
-	ReasonSourceMissing        = "SourceMissing"
-	ReasonPolicyInstalled      = "AdmissionPolicyInstalled"
-	ReasonPolicyUnsupported    = "AdmissionPolicyUnsupported"
-	ReasonCleanupPending       = "CleanupPending"
-	ReasonProfileInvalid       = "ProfileInvalid"
-	ReasonPublished            = "Published"
+	ReasonDomainYielded     = "DomainYielded"
+	ReasonInvalidZone       = "InvalidZone"
+	ReasonZoneNotServed     = "ZoneNotServed"
+	ReasonNamesTooLong      = "NamesTooLong"
+	ReasonSourcePresent     = "SourcePresent"
+	ReasonSourceMissing     = "SourceMissing"
+	ReasonPolicyInstalled   = "AdmissionPolicyInstalled"
+	ReasonPolicyUnsupported = "AdmissionPolicyUnsupported"
+	ReasonCleanupPending    = "CleanupPending"
+	ReasonProfileInvalid    = "ProfileInvalid"
+	ReasonPublished         = "Published"
 	// ReasonPropagating: the DNSEndpoint is written, the zone's authoritative servers do not
 	// answer its targets yet (only with --dns-verify-servers).
 	ReasonPropagating       = "Propagating"
