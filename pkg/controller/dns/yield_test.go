@@ -1,12 +1,22 @@
 package dns
 
 import (
+	"context"
+	"fmt"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clocktesting "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
+	"github.com/shardgate/shardgate/pkg/clusteraccess"
+	"github.com/shardgate/shardgate/pkg/controller/cistatus"
+	"github.com/shardgate/shardgate/pkg/controller/identity"
+	"github.com/shardgate/shardgate/pkg/controllertest"
 	"github.com/shardgate/shardgate/pkg/dnsrecords"
 )
 
@@ -33,4 +43,61 @@ func TestLoserOfTwoHoldersStopsPublishingTheWinnersNames(t *testing.T) {
 	if !d.Write || len(d.Endpoints) != 0 || d.Plan == nil || len(d.Plan.Shards) != 0 {
 		t.Errorf("a reachable cluster that lost c1.z.test to another publishing holder keeps its names: %+v", d)
 	}
+}
+
+// TestYieldedClusterRemovesItsCopiesOnly: two status holders of one domain (an older release's
+// replicas racing; made here by its merge patch), both publishing. The younger, not even engaged
+// (its cluster cannot be reached), yields: its DNSEndpoint is emptied and its status no longer
+// says it publishes; the older's records are untouched.
+func TestYieldedClusterRemovesItsCopiesOnly(t *testing.T) {
+	ctx := context.Background()
+	seed := controllertest.Seed(t)
+	ns := controllertest.Namespace(t, seed.Client)
+	access := clusteraccess.NewFake()
+	cached := controllertest.CachedClient(t, seed, identity.AddIndexes)
+	clock := clocktesting.NewFakeClock(time.Now())
+	r := withIdentity(&Reconciler{Client: cached, Access: access, ServedZones: []string{"dns.test"},
+		Clock: clock, Board: cistatus.NewBoard(seed.Client).WriteThrough()})
+
+	older := newCI(t, seed.Client, ns, "older", "c9")
+	controllertest.UserCluster(access, older, readyNode("n1", "10.0.0.1"))
+	controllertest.ReconcileUntil(t, r, older, publishedWith(t, seed.Client, older, v1alpha1.ReasonPublished))
+	time.Sleep(1100 * time.Millisecond) // creation times have whole seconds
+	twin := newCI(t, seed.Client, ns, "twin", "c9")
+
+	// The older release gave twin the domain too and published its records.
+	ci, _ := get(t, seed.Client, twin)
+	ep := &dnsrecords.DNSEndpoint{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "twin",
+		Labels: dnsrecords.EndpointLabels(ns, "twin", 1)}}
+	ep.Spec.Endpoints = []dnsrecords.Endpoint{{DNSName: "*.c9.dns.test", RecordType: "A", RecordTTL: 60,
+		Targets: []string{"10.9.9.9"}}}
+	if err := controllerutil.SetControllerReference(ci, ep, seed.Client.Scheme()); err != nil {
+		t.Fatal(err)
+	}
+	if err := seed.Client.Create(ctx, ep); err != nil {
+		t.Fatal(err)
+	}
+	patch := client.MergeFrom(ci.DeepCopy())
+	ci.Status.ClusterID, ci.Status.Domain = "c9", "c9.dns.test"
+	ci.Status.Shards = []v1alpha1.ShardStatus{{Name: "default", Domain: "c9.dns.test", Targets: []string{"10.9.9.9"}}}
+	if err := seed.Client.Status().Patch(ctx, ci, patch, client.FieldOwner("seed-controller")); err != nil {
+		t.Fatal(err)
+	}
+
+	clock.Step(2 * firstStatusGrace) // a cluster still being contacted says nothing before
+	controllertest.ReconcileUntil(t, r, twin, func() (bool, string) {
+		controllertest.Reconcile(t, r, older, 1)
+		ci, ep := get(t, seed.Client, twin)
+		c := publishedOf(t, ci)
+		return c != nil && c.Reason == v1alpha1.ReasonDomainYielded && ep != nil && len(ep.Spec.Endpoints) == 0 &&
+				len(ci.Status.Shards) == 0 && ci.Status.Domain == "",
+			fmt.Sprintf("twin: domain %q shards %v DNSPublished %+v endpoint %v", ci.Status.Domain, ci.Status.Shards,
+				c, ep)
+	})
+	oci, oep := get(t, seed.Client, older)
+	if oci.Status.Domain != "c9.dns.test" || oep == nil || len(oep.Spec.Endpoints) == 0 {
+		t.Fatalf("the older holder was touched: %q %v", oci.Status.Domain, oep)
+	}
+	// Yielded once, it is just another cluster asking for a held ID: nothing more is written.
+	controllertest.ReconcileUntil(t, r, twin, publishedWith(t, seed.Client, twin, v1alpha1.ReasonClusterIDConflict))
 }
