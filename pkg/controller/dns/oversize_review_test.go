@@ -89,4 +89,3 @@ func TestReviewOwnerCannotHideItsRecordsFromTheIdentity(t *testing.T) {
 		}
 	}
 }
-
