@@ -1,0 +1,111 @@
+package dns
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	clocktesting "k8s.io/utils/clock/testing"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"github.com/shardgate/shardgate/api/v1alpha1"
+	"github.com/shardgate/shardgate/pkg/clusteraccess"
+	"github.com/shardgate/shardgate/pkg/controller/cistatus"
+	"github.com/shardgate/shardgate/pkg/controller/identity"
+	"github.com/shardgate/shardgate/pkg/controllertest"
+	"github.com/shardgate/shardgate/pkg/dnsrecords"
+)
+
+// refusingCreate is the seed API server refusing the creation of one DNSEndpoint while on is set.
+type refusingCreate struct {
+	client.Client
+	key types.NamespacedName
+	on  *atomic.Bool
+}
+
+func (c refusingCreate) Create(ctx context.Context, obj client.Object, opts ...client.CreateOption) error {
+	if _, ok := obj.(*dnsrecords.DNSEndpoint); ok && c.on.Load() && client.ObjectKeyFromObject(obj) == c.key {
+		return apierrors.NewServiceUnavailable("the seed API server is restarting")
+	}
+	return c.Client.Create(ctx, obj, opts...)
+}
+
+// TestReviewYieldNeverLeavesTheNamesUnanswered (the operator: two status holders — the case
+// DomainYielded exists for — and a refused DNSEndpoint write on the winner's side).
+//
+// The winner's DNS controller plans its records, records the plan in status.shards and only
+// then creates its DNSEndpoint; the create is refused and the status saying it publishes is
+// posted anyway. The identity reads "the winner publishes the names" from that status, so the
+// loser yields and its DNSEndpoint is emptied: no DNSEndpoint publishes c9.dns.test any more, for
+// as long as the winner's write fails. The promise broken: names are never left unanswered
+// because of a contest; records are never removed because something could not be written.
+//
+// What should happen: the loser keeps its copies until the winner's records exist; status.shards
+// must say what the DNSEndpoint holds, not what was planned.
+func TestReviewYieldNeverLeavesTheNamesUnanswered(t *testing.T) {
+	ctx := context.Background()
+	seed := controllertest.Seed(t)
+	ns := controllertest.Namespace(t, seed.Client)
+	access := clusteraccess.NewFake()
+	cached := controllertest.CachedClient(t, seed, identity.AddIndexes)
+	refuse := &atomic.Bool{}
+	refuse.Store(true)
+	clock := clocktesting.NewFakeClock(time.Now())
+	older := types.NamespacedName{Namespace: ns, Name: "older"}
+	r := withIdentity(&Reconciler{Client: refusingCreate{Client: cached, key: older, on: refuse}, Access: access,
+		ServedZones: []string{"dns.test"}, Clock: clock, Board: cistatus.NewBoard(seed.Client).WriteThrough()})
+
+	older = newCI(t, seed.Client, ns, "older", "c9")
+	controllertest.UserCluster(access, older, readyNode("n1", "10.0.0.1"))
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		_, _ = r.Reconcile(ctx, ctrl.Request{NamespacedName: older}) // the create is refused
+		ci, _ := get(t, seed.Client, older)
+		if ci.Status.Domain == "c9.dns.test" && len(ci.Status.Shards) > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("older: %+v", ci.Status)
+		}
+	}
+	time.Sleep(1100 * time.Millisecond)
+	twin := newCI(t, seed.Client, ns, "twin", "c9")
+
+	// An older release gave twin the domain too; its records are the only ones out there.
+	ci, _ := get(t, seed.Client, twin)
+	ep := &dnsrecords.DNSEndpoint{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "twin",
+		Labels: dnsrecords.EndpointLabels(ns, "twin", 1)}}
+	ep.Spec.Endpoints = []dnsrecords.Endpoint{{DNSName: "*.c9.dns.test", RecordType: "A", RecordTTL: 60,
+		Targets: []string{"10.9.9.9"}}}
+	if err := controllerutil.SetControllerReference(ci, ep, seed.Client.Scheme()); err != nil {
+		t.Fatal(err)
+	}
+	if err := seed.Client.Create(ctx, ep); err != nil {
+		t.Fatal(err)
+	}
+	patch := client.MergeFrom(ci.DeepCopy())
+	ci.Status.ClusterID, ci.Status.Domain = "c9", "c9.dns.test"
+	ci.Status.Shards = []v1alpha1.ShardStatus{{Name: "default", Domain: "c9.dns.test", Targets: []string{"10.9.9.9"}}}
+	if err := seed.Client.Status().Patch(ctx, ci, patch, client.FieldOwner("seed-controller")); err != nil {
+		t.Fatal(err)
+	}
+	clock.Step(2 * firstStatusGrace)
+
+	for deadline := time.Now().Add(8 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		_, _ = r.Reconcile(ctx, ctrl.Request{NamespacedName: older})
+		_, _ = r.Reconcile(ctx, ctrl.Request{NamespacedName: twin})
+		_, oep := get(t, seed.Client, older)
+		_, tep := get(t, seed.Client, twin)
+		if !publishesUnder(oep, "c9.dns.test") && !publishesUnder(tep, "c9.dns.test") {
+			tci, _ := get(t, seed.Client, twin)
+			t.Fatalf("no DNSEndpoint publishes c9.dns.test any more: older's %s, twin's %s (twin: %s)",
+				endpointsOf(oep), endpointsOf(tep), fmt.Sprint(publishedOf(t, tci)))
+		}
+	}
+}
