@@ -45,7 +45,7 @@ func Decide(in Input) Decision {
 	}
 	if in.Refused != nil {
 		d.Assigned = assigned(metav1.ConditionFalse, in.Refused.Reason, in.Refused.Message)
-		return d
+		return withYield(d, in)
 	}
 	h, ok := Holder(in.AskedClaims)
 	if !ok || h.Key == in.Self {
@@ -58,13 +58,20 @@ func Decide(in Input) Decision {
 		d.ClusterID, d.Domain = "", "" // held by another status holder too: the older keeps it
 	}
 	d.Assigned = assigned(metav1.ConditionFalse, v1alpha1.ReasonClusterIDConflict, conflict(in, h))
-	if d.Domain == "" {
-		if y, ok := yieldsTo(in); ok {
-			d.Assigned = assigned(metav1.ConditionFalse, v1alpha1.ReasonDomainYielded, fmt.Sprintf(
-				"%s is held by the cluster %s, which publishes its names; this cluster published them too "+
-					"and its records are removed; set annotation %s to a unique ID",
-				y.domain, y.holder.Key, v1alpha1.ClusterIDAnnotation))
-		}
+	return withYield(d, in)
+}
+
+// withYield turns d into DomainYielded when the cluster holds nothing and yieldsTo says its
+// records are copies of another holder's, whatever else it was refused for (said after).
+func withYield(d Decision, in Input) Decision {
+	if d.Domain != "" {
+		return d
+	}
+	if y, ok := yieldsTo(in); ok {
+		d.Assigned = assigned(metav1.ConditionFalse, v1alpha1.ReasonDomainYielded, fmt.Sprintf(
+			"%s is held by the cluster %s, which publishes its names; this cluster published them too "+
+				"and its records are removed (%s: %s)",
+			y.domain, y.holder.Key, d.Assigned.Reason, d.Assigned.Message))
 	}
 	return d
 }

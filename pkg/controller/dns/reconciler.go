@@ -236,22 +236,23 @@ func (r *Reconciler) publish(ctx context.Context, ci *v1alpha1.ClusterIngress) (
 		return nil, false, false, err
 	}
 	domain, refused := clusterid.RequestedDomain(ci.Spec, r.ServedZones)
-	if refused != nil {
+	yielded := assigned(ci) != nil && assigned(ci).Reason == v1alpha1.ReasonDomainYielded
+	if refused != nil && !yielded { // a yield removes the cluster's copies whatever its spec says
 		r.identities.Store(key, predicates.IdentityKey(ci)) // whatever the identity decides, this stands
 		setCondition(ci, *published(metav1.ConditionFalse, refused.Reason, refused.Message))
 		return nil, false, false, nil
 	}
-	in := Input{Domain: domain, Spec: ci.Spec, Held: ci.Status.Domain == domain, Assigned: assigned(ci),
+	in := Input{Domain: domain, Spec: ci.Spec, Held: domain != "" && ci.Status.Domain == domain, Assigned: assigned(ci),
 		Engaged: engaged, CurrentExists: current != nil,
 		Observed: engaged && cluster.Synced() && state.Phase == clusteraccess.PhaseReachable}
 	if current != nil {
 		in.Current = current.Spec.Endpoints
-		if ci.Status.Domain == domain {
+		if in.Held {
 			ci.Status.DNSEndpointRef = current.Name
 			setTargets(ci, dnsrecords.Targets(current.Spec.Endpoints))
 		}
 	}
-	if in.Observed {
+	if in.Observed && in.Held { // only a held domain's records are planned from the nodes
 		nodes, err := cluster.Nodes(ctx)
 		if err != nil {
 			return nil, false, false, clusteraccess.DescribeError("read the user cluster's cache", err)
@@ -269,13 +270,14 @@ func (r *Reconciler) publish(ctx context.Context, ci *v1alpha1.ClusterIngress) (
 	if !d.Publish {
 		return nil, false, false, nil
 	}
-	r.recordPlan(ci, key, d.Plan, in.Replicas)
 	var pending time.Time
 	if engaged { // a cluster that yields its domain is written for whether it is engaged or not
 		pending = cluster.TakePendingChange()
 	}
 	if d.Write {
 		if err := r.write(ctx, ci, current, d.Endpoints); err != nil {
+			// status.shards stays what the DNSEndpoint holds: the identity reads from it which
+			// domains this cluster's records are under, and a refused write moved none.
 			setCondition(ci, *published(metav1.ConditionFalse, v1alpha1.ReasonDNSWriteFailed, err.Error()))
 			return nil, false, false, err
 		}
@@ -287,6 +289,7 @@ func (r *Reconciler) publish(ctx context.Context, ci *v1alpha1.ClusterIngress) (
 		}
 		updated = current != nil
 	}
+	r.recordPlan(ci, key, d.Plan, in.Replicas)
 	if current != nil || d.Write {
 		ci.Status.DNSEndpointRef = ci.Name
 	}

@@ -42,11 +42,11 @@ func (c refusingPatch) Patch(ctx context.Context, obj client.Object, p client.Pa
 // restarting, or any refusal of the DNSEndpoint update; S waiting with a cluster that asks for
 // the ID).
 //
-// mover holds old.dns.test and publishes it; waiter (S's cluster) asks for the same ID and waits
+// mover holds wf-old.dns.test and publishes it; waiter (S's cluster) asks for the same ID and waits
 // with ClusterIDConflict. mover's owner moves it to a new ID. The DNS controller plans the new
 // domain's records, puts that plan in status.shards (recordPlan) and only then writes the
 // DNSEndpoint — the write is refused, and the status with the new shards is posted anyway. The
-// identity controller reads "what a cluster publishes" from status.shards only, so old.dns.test
+// identity controller reads "what a cluster publishes" from status.shards only, so wf-old.dns.test
 // looks free although mover's DNSEndpoint still publishes every name under it: waiter is given the
 // domain and its DNS controller publishes the same names to S's nodes. Two clusters publish one
 // domain, for as long as mover's write keeps failing (backoff, or forever for a persistent
@@ -67,11 +67,11 @@ func TestReviewRefusedRecordWriteNeverFreesTheOldDomain(t *testing.T) {
 		ServedZones: []string{"dns.test"}, Clock: clocktesting.NewFakeClock(time.Now()),
 		Board: cistatus.NewBoard(seed.Client).WriteThrough()})
 
-	mover = newCI(t, seed.Client, ns, "mover", "old")
+	mover = newCI(t, seed.Client, ns, "mover", "wf-old")
 	controllertest.UserCluster(access, mover, readyNode("n1", "10.0.0.1"))
 	controllertest.ReconcileUntil(t, r, mover, publishedWith(t, seed.Client, mover, v1alpha1.ReasonPublished))
 	time.Sleep(1100 * time.Millisecond)
-	waiter := newCI(t, seed.Client, ns, "waiter", "old")
+	waiter := newCI(t, seed.Client, ns, "waiter", "wf-old")
 	controllertest.UserCluster(access, waiter, readyNode("s1", "10.6.6.6"))
 	controllertest.ReconcileUntil(t, r, waiter, publishedWith(t, seed.Client, waiter, v1alpha1.ReasonClusterIDConflict))
 
@@ -79,13 +79,13 @@ func TestReviewRefusedRecordWriteNeverFreesTheOldDomain(t *testing.T) {
 	refuse.Store(true)
 	ci, _ := get(t, seed.Client, mover)
 	patch := client.MergeFrom(ci.DeepCopy())
-	ci.Spec.ClusterID = "new"
+	ci.Spec.ClusterID = "wf-new"
 	if err := seed.Client.Patch(ctx, ci, patch); err != nil {
 		t.Fatal(err)
 	}
 	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
 		_, _ = r.Reconcile(ctx, ctrl.Request{NamespacedName: mover}) // fails: the write is refused
-		if ci, _ := get(t, seed.Client, mover); ci.Status.Domain == "new.dns.test" {
+		if ci, _ := get(t, seed.Client, mover); ci.Status.Domain == "wf-new.dns.test" {
 			break
 		}
 	}
@@ -94,8 +94,8 @@ func TestReviewRefusedRecordWriteNeverFreesTheOldDomain(t *testing.T) {
 		controllertest.Reconcile(t, r, waiter, 1)
 		_, mep := get(t, seed.Client, mover)
 		wci, wep := get(t, seed.Client, waiter)
-		if publishesUnder(mep, "old.dns.test") && (wci.Status.Domain == "old.dns.test" || publishesUnder(wep, "old.dns.test")) {
-			t.Fatalf("mover's DNSEndpoint still publishes old.dns.test (%v) and waiter was given it: domain %q, "+
+		if publishesUnder(mep, "wf-old.dns.test") && (wci.Status.Domain == "wf-old.dns.test" || publishesUnder(wep, "wf-old.dns.test")) {
+			t.Fatalf("mover's DNSEndpoint still publishes wf-old.dns.test (%v) and waiter was given it: domain %q, "+
 				"records %v", mep.Spec.Endpoints, wci.Status.Domain, endpointsOf(wep))
 		}
 	}

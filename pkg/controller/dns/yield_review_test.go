@@ -64,10 +64,16 @@ func TestReviewYieldNeverLeavesTheNamesUnanswered(t *testing.T) {
 
 	older = newCI(t, seed.Client, ns, "older", "c9")
 	controllertest.UserCluster(access, older, readyNode("n1", "10.0.0.1"))
+	clock.Step(2 * firstStatusGrace) // a cluster's first status waits for it to be contacted
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
 		_, _ = r.Reconcile(ctx, ctrl.Request{NamespacedName: older}) // the create is refused
 		ci, _ := get(t, seed.Client, older)
-		if ci.Status.Domain == "c9.dns.test" && len(ci.Status.Shards) > 0 {
+		if c := publishedOf(t, ci); ci.Status.Domain == "c9.dns.test" && c != nil &&
+			c.Reason == v1alpha1.ReasonDNSWriteFailed {
+			if len(ci.Status.Shards) > 0 {
+				t.Fatalf("older's status says it publishes although its DNSEndpoint was never created: %+v",
+					ci.Status.Shards)
+			}
 			break
 		}
 		if time.Now().After(deadline) {

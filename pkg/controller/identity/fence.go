@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -24,8 +25,8 @@ import (
 // not hold it yet only once the cluster holds the domain's Lease, "domain-<hash>" in the
 // replicas' namespace, whose holderIdentity is the cluster (namespace/name). It is taken by
 // creating it, or by updating it (optimistic lock) when the cluster named there no longer claims
-// the domain by its live object (gone, or neither holding, publishing under nor asking for it):
-// the Lease needs no release. One replica has no fence: its one cache and board see every grant
+// the domain by its live object (gone, or neither holding nor publishing under it, and not a
+// grant still in flight): the Lease needs no release. One replica has no fence: its one cache and board see every grant
 // it makes (and seed writes per cluster stay as they are).
 type DomainFence struct {
 	// Client creates and updates the Leases; Reader reads them and the claimants, uncached.
@@ -54,7 +55,7 @@ func (f *DomainFence) Take(ctx context.Context, self types.NamespacedName, domai
 		l = &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name,
 			Labels:      map[string]string{v1alpha1.ManagedByLabel: v1alpha1.ManagedByValue},
 			Annotations: map[string]string{domainAnnotation: domain}},
-			Spec: coordinationv1.LeaseSpec{HolderIdentity: &me}}
+			Spec: coordinationv1.LeaseSpec{HolderIdentity: &me, RenewTime: f.now()}}
 		if err := f.Client.Create(ctx, l); apierrors.IsAlreadyExists(err) {
 			return false, "", nil // another cluster was first; the next pass says who
 		} else if err != nil {
@@ -71,10 +72,10 @@ func (f *DomainFence) Take(ctx context.Context, self types.NamespacedName, domai
 	if holder == me {
 		return true, me, nil
 	}
-	if claims, err := f.claims(ctx, holder, domain); err != nil || claims {
+	if claims, err := f.claims(ctx, holder, domain, l.Spec.RenewTime); err != nil || claims {
 		return false, holder, err
 	}
-	l.Spec.HolderIdentity = &me
+	l.Spec.HolderIdentity, l.Spec.RenewTime = &me, f.now()
 	if err := f.Client.Update(ctx, l); apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 		return false, "", nil
 	} else if err != nil {
@@ -86,9 +87,22 @@ func (f *DomainFence) Take(ctx context.Context, self types.NamespacedName, domai
 // domainAnnotation says which domain a Lease is for (its name is a hash), for people.
 const domainAnnotation = "shardgate.io/domain"
 
+// grantInFlight is how long a cluster that took a domain's Lease but neither holds nor publishes
+// under it yet keeps it: its grant's status write may still be on its way (a write waits up to
+// 10 s behind queued record writes). After that a mere request protects nothing: a cluster that
+// took the Lease and then lost the contest (a crash before its status write, an older cluster
+// asking too, an ID moved away and back) must not keep the cluster the holder rule picks out.
+const grantInFlight = 15 * time.Second
+
+func (f *DomainFence) now() *metav1.MicroTime {
+	t := metav1.NewMicroTime(time.Now())
+	return &t
+}
+
 // claims: whether the cluster named holder (namespace/name) still claims domain by its live
-// object. A holder that names no cluster claims nothing.
-func (f *DomainFence) claims(ctx context.Context, holder, domain string) (bool, error) {
+// object: it holds it in status or its records are under it, or it asks for it and took the
+// Lease within grantInFlight. A holder that names no cluster claims nothing.
+func (f *DomainFence) claims(ctx context.Context, holder, domain string, taken *metav1.MicroTime) (bool, error) {
 	k, ok := parseKey(holder)
 	if !ok {
 		return false, nil
@@ -100,11 +114,33 @@ func (f *DomainFence) claims(ctx context.Context, holder, domain string) (bool, 
 		return false, err
 	}
 	asks, _ := clusterid.RequestedDomain(ci.Spec, f.ServedZones)
-	return ci.Status.Domain == domain || asks == domain ||
-		slices.Contains(clusterid.PublishedDomains(ci.Status), domain), nil
+	inFlight := asks == domain && taken != nil && time.Since(taken.Time) < grantInFlight
+	return ci.Status.Domain == domain || inFlight || slices.Contains(clusterid.PublishedDomains(ci.Status), domain),
+		nil
 }
 
 func parseKey(s string) (types.NamespacedName, bool) {
 	ns, name, ok := strings.Cut(s, "/")
 	return types.NamespacedName{Namespace: ns, Name: name}, ok && ns != "" && name != ""
+}
+
+// Release deletes domain's Lease when it names self (a cluster that has just given the domain
+// up), as it was read: one taken over meanwhile is not self's to delete. Leases stay as many as
+// the domains held. A Lease of a cluster deleted since is taken over by the next grant instead.
+func (f *DomainFence) Release(ctx context.Context, self types.NamespacedName, domain string) error {
+	l := &coordinationv1.Lease{}
+	err := f.Reader.Get(ctx, client.ObjectKey{Namespace: f.Namespace, Name: domainLeaseName(domain)}, l)
+	if apierrors.IsNotFound(err) {
+		return nil
+	} else if err != nil {
+		return err
+	}
+	if l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity != self.String() {
+		return nil
+	}
+	err = f.Client.Delete(ctx, l, client.Preconditions{UID: &l.UID, ResourceVersion: &l.ResourceVersion})
+	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		return fmt.Errorf("release the Lease of %s: %w", domain, err)
+	}
+	return nil
 }

@@ -52,7 +52,7 @@ func TestReviewLeaseOfARequesterDeadlocksAFreeDomain(t *testing.T) {
 	e.cached(x, func(ci *v1alpha1.ClusterIngress) bool { return ci.Spec.ClusterID == "shared" })
 	e.cached(victim, func(ci *v1alpha1.ClusterIngress) bool { return ci.Spec.ClusterID == "shared" })
 
-	deadline := time.Now().Add(15 * time.Second)
+	deadline := time.Now().Add(2 * grantInFlight)
 	for {
 		controllertest.Reconcile(t, r, x, 1)
 		controllertest.Reconcile(t, r, victim, 1)

@@ -43,6 +43,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	d := clusterid.Decide(in)
+	var result ctrl.Result
 	if r.Fence != nil && d.Domain != "" && d.Domain != in.HeldDomain {
 		ok, holder, err := r.Fence.Take(ctx, in.Self, d.Domain)
 		if err != nil {
@@ -50,6 +51,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		if !ok && holder == "" {
 			return ctrl.Result{RequeueAfter: time.Second}, nil // lost a race to take it; who won shows soon
+		}
+		if !ok {
+			// Looked at again once a grant in flight would have been written (Leases are not
+			// watched): a holder that only asked then no longer keeps it.
+			result = ctrl.Result{RequeueAfter: grantInFlight}
 		}
 		if !ok {
 			// Granted on another replica, whose status this cache does not show yet: that
@@ -60,9 +66,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			d = clusterid.Decide(in)
 		}
 	}
+	if r.Fence != nil && in.HeldDomain != "" && d.Domain != in.HeldDomain {
+		if err := r.Fence.Release(ctx, in.Self, in.HeldDomain); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
 	ci.Status.ClusterID, ci.Status.Domain = d.ClusterID, d.Domain
 	d.Assigned.ObservedGeneration = ci.Generation
 	meta.SetStatusCondition(&ci.Status.Conditions, d.Assigned)
 	r.Board.Post(ctx, ci, cistatus.Identity)
-	return ctrl.Result{}, nil
+	return result, nil
 }
