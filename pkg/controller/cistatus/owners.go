@@ -4,6 +4,7 @@
 package cistatus
 
 import (
+	"strings"
 	"unicode/utf8"
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
@@ -31,6 +32,10 @@ type ownership struct {
 	conditions []string
 	// fields copies the owner's fields from src to dst.
 	fields func(dst, src *v1alpha1.ClusterIngressStatus)
+	// trim cuts what a user cluster's size can grow in the owner's part, for a part that would
+	// take the status past the writer's budget: the rest of it is still written (nil: the whole
+	// part is left out then).
+	trim func(*v1alpha1.ClusterIngressStatus)
 }
 
 // owned declares who owns what; a status field or condition type belongs to exactly one owner
@@ -50,6 +55,19 @@ var owned = map[Owner]ownership{
 			dst.Targets, dst.TargetsSummary = src.Targets, src.TargetsSummary
 			dst.Shards, dst.LastPublishedTime, dst.DNSVerifiedBy = src.Shards, src.LastPublishedTime, src.DNSVerifiedBy
 			dst.ObservedGeneration = src.ObservedGeneration
+		},
+		// O's thousands of nodes with long names: the lists of names and addresses go, never
+		// the shards' domains (the identity reads from them which domains the cluster's records
+		// are under) nor the conditions; readyNodeCount still counts them.
+		trim: func(st *v1alpha1.ClusterIngressStatus) {
+			st.ReadyNodes, st.Targets = cut(st.ReadyNodes), cut(st.Targets)
+			st.TargetsSummary = strings.Join(st.Targets, ",")
+			shards := make([]v1alpha1.ShardStatus, len(st.Shards))
+			for i, s := range st.Shards {
+				s.ReadyNodes, s.Targets = cut(s.ReadyNodes), cut(s.Targets)
+				shards[i] = s
+			}
+			st.Shards = shards
 		}},
 	Shards: {conditions: []string{v1alpha1.ConditionShardsAvailable, v1alpha1.ConditionRoutesProtected,
 		v1alpha1.ConditionGatewayAPIAvailable}},
@@ -66,6 +84,11 @@ var owned = map[Owner]ownership{
 	Canary: {conditions: []string{v1alpha1.ConditionRoutesServing},
 		fields: func(dst, src *v1alpha1.ClusterIngressStatus) { dst.Canaries = src.Canaries }},
 }
+
+// trimmedNames is how many names or addresses a trimmed list keeps (sorted lists: the first).
+const trimmedNames = 3
+
+func cut(names []string) []string { return names[:min(len(names), trimmedNames)] }
 
 // order is the owners in composition order (and the order of their conditions in status).
 var order = []Owner{Lifecycle, Identity, DNS, Shards, Allocation, Certificates, VIPs, RoutedIPs, Claims, Canary}

@@ -43,7 +43,7 @@ func (c refusingCreate) Create(ctx context.Context, obj client.Object, opts ...c
 // The winner's DNS controller plans its records, records the plan in status.shards and only
 // then creates its DNSEndpoint; the create is refused and the status saying it publishes is
 // posted anyway. The identity reads "the winner publishes the names" from that status, so the
-// loser yields and its DNSEndpoint is emptied: no DNSEndpoint publishes c9.dns.test any more, for
+// loser yields and its DNSEndpoint is emptied: no DNSEndpoint publishes c9r.dns.test any more, for
 // as long as the winner's write fails. The promise broken: names are never left unanswered
 // because of a contest; records are never removed because something could not be written.
 //
@@ -62,13 +62,13 @@ func TestReviewYieldNeverLeavesTheNamesUnanswered(t *testing.T) {
 	r := withIdentity(&Reconciler{Client: refusingCreate{Client: cached, key: older, on: refuse}, Access: access,
 		ServedZones: []string{"dns.test"}, Clock: clock, Board: cistatus.NewBoard(seed.Client).WriteThrough()})
 
-	older = newCI(t, seed.Client, ns, "older", "c9")
+	older = newCI(t, seed.Client, ns, "older", "c9r")
 	controllertest.UserCluster(access, older, readyNode("n1", "10.0.0.1"))
 	clock.Step(2 * firstStatusGrace) // a cluster's first status waits for it to be contacted
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
 		_, _ = r.Reconcile(ctx, ctrl.Request{NamespacedName: older}) // the create is refused
 		ci, _ := get(t, seed.Client, older)
-		if c := publishedOf(t, ci); ci.Status.Domain == "c9.dns.test" && c != nil &&
+		if c := publishedOf(t, ci); ci.Status.Domain == "c9r.dns.test" && c != nil &&
 			c.Reason == v1alpha1.ReasonDNSWriteFailed {
 			if len(ci.Status.Shards) > 0 {
 				t.Fatalf("older's status says it publishes although its DNSEndpoint was never created: %+v",
@@ -81,13 +81,13 @@ func TestReviewYieldNeverLeavesTheNamesUnanswered(t *testing.T) {
 		}
 	}
 	time.Sleep(1100 * time.Millisecond)
-	twin := newCI(t, seed.Client, ns, "twin", "c9")
+	twin := newCI(t, seed.Client, ns, "twin", "c9r")
 
 	// An older release gave twin the domain too; its records are the only ones out there.
 	ci, _ := get(t, seed.Client, twin)
 	ep := &dnsrecords.DNSEndpoint{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "twin",
 		Labels: dnsrecords.EndpointLabels(ns, "twin", 1)}}
-	ep.Spec.Endpoints = []dnsrecords.Endpoint{{DNSName: "*.c9.dns.test", RecordType: "A", RecordTTL: 60,
+	ep.Spec.Endpoints = []dnsrecords.Endpoint{{DNSName: "*.c9r.dns.test", RecordType: "A", RecordTTL: 60,
 		Targets: []string{"10.9.9.9"}}}
 	if err := controllerutil.SetControllerReference(ci, ep, seed.Client.Scheme()); err != nil {
 		t.Fatal(err)
@@ -96,8 +96,8 @@ func TestReviewYieldNeverLeavesTheNamesUnanswered(t *testing.T) {
 		t.Fatal(err)
 	}
 	patch := client.MergeFrom(ci.DeepCopy())
-	ci.Status.ClusterID, ci.Status.Domain = "c9", "c9.dns.test"
-	ci.Status.Shards = []v1alpha1.ShardStatus{{Name: "default", Domain: "c9.dns.test", Targets: []string{"10.9.9.9"}}}
+	ci.Status.ClusterID, ci.Status.Domain = "c9r", "c9r.dns.test"
+	ci.Status.Shards = []v1alpha1.ShardStatus{{Name: "default", Domain: "c9r.dns.test", Targets: []string{"10.9.9.9"}}}
 	if err := seed.Client.Status().Patch(ctx, ci, patch, client.FieldOwner("seed-controller")); err != nil {
 		t.Fatal(err)
 	}
@@ -108,9 +108,9 @@ func TestReviewYieldNeverLeavesTheNamesUnanswered(t *testing.T) {
 		_, _ = r.Reconcile(ctx, ctrl.Request{NamespacedName: twin})
 		_, oep := get(t, seed.Client, older)
 		_, tep := get(t, seed.Client, twin)
-		if !publishesUnder(oep, "c9.dns.test") && !publishesUnder(tep, "c9.dns.test") {
+		if !publishesUnder(oep, "c9r.dns.test") && !publishesUnder(tep, "c9r.dns.test") {
 			tci, _ := get(t, seed.Client, twin)
-			t.Fatalf("no DNSEndpoint publishes c9.dns.test any more: older's %s, twin's %s (twin: %s)",
+			t.Fatalf("no DNSEndpoint publishes c9r.dns.test any more: older's %s, twin's %s (twin: %s)",
 				endpointsOf(oep), endpointsOf(tep), fmt.Sprint(publishedOf(t, tci)))
 		}
 	}
