@@ -8,12 +8,10 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
 	"github.com/shardgate/shardgate/pkg/clusteraccess"
@@ -84,23 +82,7 @@ func TestReviewYieldNeverLeavesTheNamesUnanswered(t *testing.T) {
 	twin := newCI(t, seed.Client, ns, "twin", "c9r")
 
 	// An older release gave twin the domain too; its records are the only ones out there.
-	ci, _ := get(t, seed.Client, twin)
-	ep := &dnsrecords.DNSEndpoint{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "twin",
-		Labels: dnsrecords.EndpointLabels(ns, "twin", 1)}}
-	ep.Spec.Endpoints = []dnsrecords.Endpoint{{DNSName: "*.c9r.dns.test", RecordType: "A", RecordTTL: 60,
-		Targets: []string{"10.9.9.9"}}}
-	if err := controllerutil.SetControllerReference(ci, ep, seed.Client.Scheme()); err != nil {
-		t.Fatal(err)
-	}
-	if err := seed.Client.Create(ctx, ep); err != nil {
-		t.Fatal(err)
-	}
-	patch := client.MergeFrom(ci.DeepCopy())
-	ci.Status.ClusterID, ci.Status.Domain = "c9r", "c9r.dns.test"
-	ci.Status.Shards = []v1alpha1.ShardStatus{{Name: "default", Domain: "c9r.dns.test", Targets: []string{"10.9.9.9"}}}
-	if err := seed.Client.Status().Patch(ctx, ci, patch, client.FieldOwner("seed-controller")); err != nil {
-		t.Fatal(err)
-	}
+	heldByAnOlderRelease(t, seed.Client, twin, "c9r")
 	clock.Step(2 * firstStatusGrace)
 
 	for deadline := time.Now().Add(8 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {

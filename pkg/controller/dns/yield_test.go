@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -50,7 +51,6 @@ func TestLoserOfTwoHoldersStopsPublishingTheWinnersNames(t *testing.T) {
 // (its cluster cannot be reached), yields: its DNSEndpoint is emptied and its status no longer
 // says it publishes; the older's records are untouched.
 func TestYieldedClusterRemovesItsCopiesOnly(t *testing.T) {
-	ctx := context.Background()
 	seed := controllertest.Seed(t)
 	ns := controllertest.Namespace(t, seed.Client)
 	access := clusteraccess.NewFake()
@@ -65,24 +65,7 @@ func TestYieldedClusterRemovesItsCopiesOnly(t *testing.T) {
 	time.Sleep(1100 * time.Millisecond) // creation times have whole seconds
 	twin := newCI(t, seed.Client, ns, "twin", "c9")
 
-	// The older release gave twin the domain too and published its records.
-	ci, _ := get(t, seed.Client, twin)
-	ep := &dnsrecords.DNSEndpoint{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "twin",
-		Labels: dnsrecords.EndpointLabels(ns, "twin", 1)}}
-	ep.Spec.Endpoints = []dnsrecords.Endpoint{{DNSName: "*.c9.dns.test", RecordType: "A", RecordTTL: 60,
-		Targets: []string{"10.9.9.9"}}}
-	if err := controllerutil.SetControllerReference(ci, ep, seed.Client.Scheme()); err != nil {
-		t.Fatal(err)
-	}
-	if err := seed.Client.Create(ctx, ep); err != nil {
-		t.Fatal(err)
-	}
-	patch := client.MergeFrom(ci.DeepCopy())
-	ci.Status.ClusterID, ci.Status.Domain = "c9", "c9.dns.test"
-	ci.Status.Shards = []v1alpha1.ShardStatus{{Name: "default", Domain: "c9.dns.test", Targets: []string{"10.9.9.9"}}}
-	if err := seed.Client.Status().Patch(ctx, ci, patch, client.FieldOwner("seed-controller")); err != nil {
-		t.Fatal(err)
-	}
+	heldByAnOlderRelease(t, seed.Client, twin, "c9")
 
 	clock.Step(2 * firstStatusGrace) // a cluster still being contacted says nothing before
 	controllertest.ReconcileUntil(t, r, twin, func() (bool, string) {
@@ -100,4 +83,28 @@ func TestYieldedClusterRemovesItsCopiesOnly(t *testing.T) {
 	}
 	// Yielded once, it is just another cluster asking for a held ID: nothing more is written.
 	controllertest.ReconcileUntil(t, r, twin, publishedWith(t, seed.Client, twin, v1alpha1.ReasonClusterIDConflict))
+}
+
+// heldByAnOlderRelease makes key a second status holder of id's domain, publishing it, as an
+// older release's race leaves one: its DNSEndpoint with the records, and its status by merge patch.
+func heldByAnOlderRelease(t *testing.T, c client.Client, key types.NamespacedName, id string) {
+	t.Helper()
+	ctx := context.Background()
+	ci, _ := get(t, c, key)
+	ep := &dnsrecords.DNSEndpoint{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name,
+		Labels: dnsrecords.EndpointLabels(key.Namespace, key.Name, 1)}}
+	ep.Spec.Endpoints = []dnsrecords.Endpoint{{DNSName: "*." + id + ".dns.test", RecordType: "A", RecordTTL: 60,
+		Targets: []string{"10.9.9.9"}}}
+	if err := controllerutil.SetControllerReference(ci, ep, c.Scheme()); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Create(ctx, ep); err != nil {
+		t.Fatal(err)
+	}
+	patch := client.MergeFrom(ci.DeepCopy())
+	ci.Status.ClusterID, ci.Status.Domain = id, id+".dns.test"
+	ci.Status.Shards = []v1alpha1.ShardStatus{{Name: "default", Domain: id + ".dns.test", Targets: []string{"10.9.9.9"}}}
+	if err := c.Status().Patch(ctx, ci, patch, client.FieldOwner("seed-controller")); err != nil {
+		t.Fatal(err)
+	}
 }
