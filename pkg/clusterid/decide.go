@@ -2,6 +2,7 @@ package clusterid
 
 import (
 	"fmt"
+	"slices"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -76,6 +77,17 @@ func withYield(d Decision, in Input) Decision {
 	return d
 }
 
+// copies: every name the loser's records are at, the holder's are at too (a loser with a shard
+// of its own keeps all its records: its names would go unanswered).
+func copies(loser, holder []string) bool {
+	for _, d := range loser {
+		if !slices.Contains(holder, d) {
+			return false
+		}
+	}
+	return len(loser) > 0
+}
+
 type yield struct {
 	domain string
 	holder Claim
@@ -96,7 +108,7 @@ func yieldsTo(in Input) (yield, bool) {
 			continue
 		}
 		for _, self := range c.claims {
-			if self.Key == in.Self && self.Published {
+			if self.Key == in.Self && self.Published && copies(self.ShardDomains, h.ShardDomains) {
 				return yield{domain: c.domain, holder: h}, true
 			}
 		}
@@ -107,7 +119,7 @@ func yieldsTo(in Input) (yield, bool) {
 // conflict says who has the domain asked for, and what to do.
 func conflict(in Input, h Claim) string {
 	switch {
-	case h.Standing() == Holds && in.HeldDomain != "" && h.Asks == in.HeldDomain:
+	case h.Standing() == Holds && in.HeldDomain != "" && in.HeldDomain != in.Asked && h.Asks == in.HeldDomain:
 		// Each waits for the other to let go, which neither does: only a third ID breaks it.
 		return fmt.Sprintf("cluster ID %q (%s) is held by the cluster %s, which asks for this cluster's domain %s: "+
 			"two clusters cannot swap IDs; move one of them through a third, unused ID first (annotation %s), "+

@@ -19,6 +19,11 @@ func cl(name string, created int, asks string, standings ...Standing) Claim {
 	return c
 }
 
+func withShards(c Claim, domains ...string) Claim {
+	c.ShardDomains = domains
+	return c
+}
+
 func TestDecide(t *testing.T) {
 	self := key("self")
 	for _, tt := range []struct {
@@ -106,6 +111,15 @@ func TestDecide(t *testing.T) {
 			in: Input{ClusterID: "a", Asked: "a.z",
 				AskedClaims: []Claim{cl("self", 5, "a.z", Publishes, Requests), cl("older", 1, "a.z", Holds, Publishes)}},
 			reason: v1alpha1.ReasonDomainYielded, says: []string{"ns/older"}},
+		{name: "a loser with a shard of its own keeps its records (its names would go unanswered)",
+			in: Input{ClusterID: "a", Asked: "a.z",
+				AskedClaims: []Claim{withShards(cl("self", 5, "a.z", Publishes, Requests), "x.z", "own.x.z"),
+					cl("older", 1, "a.z", Holds, Publishes)}},
+			reason: v1alpha1.ReasonClusterIDConflict, says: []string{"ns/older"}},
+		{name: "two holders of one domain are no swap",
+			in: Input{ClusterID: "a", Asked: "a.z", HeldID: "a", HeldDomain: "a.z",
+				AskedClaims: []Claim{cl("self", 5, "a.z", Holds, Requests), cl("older", 1, "a.z", Holds, Requests)}},
+			reason: v1alpha1.ReasonClusterIDConflict, says: []string{"held by the cluster ns/older;"}},
 		{name: "the winner has not published yet: the loser's records stay (names never left unanswered)",
 			in: Input{ClusterID: "a", Asked: "a.z",
 				AskedClaims: []Claim{cl("self", 5, "a.z", Publishes, Requests), cl("older", 1, "a.z", Holds)}},

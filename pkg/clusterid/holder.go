@@ -31,6 +31,9 @@ type Claim struct {
 	// Held: the domain is its status.domain. Published: its records are at or
 	// under the domain by its status. Requested: it asks for the domain.
 	Held, Published, Requested bool
+	// ShardDomains are the shard domains its records are at (PublishedShardDomains): a loser
+	// yields only names the holder publishes too.
+	ShardDomains []string
 	// Asks is the domain it asks for ("" when none is usable); read only to explain a conflict (a
 	// swap of IDs).
 	Asks string

@@ -19,7 +19,7 @@ func claim(name string, created int, standings ...Standing) Claim {
 		case Holds:
 			c.Held = true
 		case Publishes:
-			c.Published = true
+			c.Published, c.ShardDomains = true, []string{"x.z"} // the same records in every test claim
 		case Requests:
 			c.Requested = true
 		}

@@ -21,15 +21,24 @@ import (
 // observed (the records are kept then too), and an older Shardgate writes it the same way.
 func PublishedDomains(st v1alpha1.ClusterIngressStatus) []string {
 	var out []string
-	for _, s := range st.Shards {
-		if len(s.Targets) == 0 {
-			continue
-		}
-		name := strings.ToLower(strings.TrimSuffix(strings.TrimSpace(s.Domain), "."))
+	for _, name := range PublishedShardDomains(st) {
 		for name != "" {
 			out = append(out, name)
 			_, parent, _ := strings.Cut(name, ".")
 			name = parent
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// PublishedShardDomains are the shard domains with records by the status (targets), exactly,
+// lower-cased, without a trailing dot, sorted: the names a cluster answers (*.<d> and <d>).
+func PublishedShardDomains(st v1alpha1.ClusterIngressStatus) []string {
+	var out []string
+	for _, s := range st.Shards {
+		if len(s.Targets) > 0 {
+			out = append(out, strings.ToLower(strings.TrimSuffix(strings.TrimSpace(s.Domain), ".")))
 		}
 	}
 	slices.Sort(out)

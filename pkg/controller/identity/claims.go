@@ -57,7 +57,7 @@ func (r *Reconciler) claims(ctx context.Context, self *v1alpha1.ClusterIngress, 
 		asks, _ := clusterid.RequestedDomain(c.Spec, r.ServedZones)
 		out = append(out, clusterid.Claim{Key: k, Created: c.CreationTimestamp, Held: c.Status.Domain == domain,
 			Published: slices.Contains(clusterid.PublishedDomains(c.Status), domain), Requested: asks == domain,
-			Asks: asks})
+			Asks: asks, ShardDomains: clusterid.PublishedShardDomains(c.Status)})
 	}
 	return out, nil
 }

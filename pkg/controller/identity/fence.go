@@ -70,6 +70,15 @@ func (f *DomainFence) Take(ctx context.Context, self types.NamespacedName, domai
 		holder = *l.Spec.HolderIdentity
 	}
 	if holder == me {
+		// A grant again (a replica restarted before its status write, a retry): renewed, so the
+		// in-flight window starts now, and by an update that fails if another cluster took the
+		// Lease over meanwhile (then it lost the race).
+		l.Spec.RenewTime = f.now()
+		if err := f.Client.Update(ctx, l); apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+			return false, "", nil
+		} else if err != nil {
+			return false, "", fmt.Errorf("renew the Lease of %s: %w", domain, err)
+		}
 		return true, me, nil
 	}
 	if claims, err := f.claims(ctx, holder, domain, l.Spec.RenewTime); err != nil || claims {

@@ -4,7 +4,6 @@ import (
 	"testing"
 	"time"
 
-
 	"github.com/shardgate/shardgate/api/v1alpha1"
 	"github.com/shardgate/shardgate/pkg/controller/cistatus"
 	"github.com/shardgate/shardgate/pkg/controllertest"
