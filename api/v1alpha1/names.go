@@ -43,13 +43,21 @@ const (
 	ShardAnnotation       = "shardgate.io/shard"
 	HostsAnnotation       = "shardgate.io/hosts"        // final hosts, comma-separated
 	CNAMETargetAnnotation = "shardgate.io/cname-target" // what a custom host must CNAME to
+	// ShardClassAnnotation is the shard filter of routers that select routes by an ingress.class
+	// annotation rather than by label (HAProxy's controller reads any prefix's "ingress.class"):
+	// on a route allocated to such a shard, its routers' class (ShardClassPrefix + the shard).
+	ShardClassAnnotation = "shardgate.io/ingress.class"
+	// ShardClassPrefix begins every shard's router class. Only Shardgate may set an ingress.class
+	// annotation, of any prefix, whose value begins with it: it would pick a shard's routers.
+	ShardClassPrefix = "shardgate-shard-"
 	// FieldOwner is the server-side-apply field manager of everything Shardgate writes.
 	FieldOwner = "shardgate"
 )
 
 // AllocationAnnotations are the annotations Shardgate writes on an Ingress (besides the shard
 // label); only Shardgate may set them.
-var AllocationAnnotations = []string{AllocationAnnotation, ShardAnnotation, HostsAnnotation, CNAMETargetAnnotation}
+var AllocationAnnotations = []string{AllocationAnnotation, ShardAnnotation, HostsAnnotation, CNAMETargetAnnotation,
+	ShardClassAnnotation}
 
 // Cluster source kinds in ClusterReference.Kind.
 const (

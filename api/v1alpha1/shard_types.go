@@ -10,12 +10,15 @@ import (
 const DefaultShardName = "default"
 
 // Flavour of ingress controller a shard runs.
-// +kubebuilder:validation:Enum=traefik
+// +kubebuilder:validation:Enum=traefik;haproxy
 type Flavour string
 
 // Flavours.
 const (
 	FlavourTraefik Flavour = "traefik"
+	// FlavourHAProxy runs HAProxy's Kubernetes ingress controller (haproxytech/kubernetes-ingress)
+	// with HAProxy: Ingresses only (it serves no HTTPRoute).
+	FlavourHAProxy Flavour = "haproxy"
 )
 
 // Publishing says how a shard's routers are reached and so which addresses DNS publishes.

@@ -47,6 +47,7 @@ check_runs() {
     helm|controller-gen|golangci-lint) arg=version ;;
     containerd-shim-runc-v2) arg=-v ;;
     traefik) arg=version ;;
+    haproxy-ingress) arg=--version ;;
     pebble) arg=-version ;;
     kubectl) arg="version --client" ;;
   esac
@@ -110,6 +111,47 @@ tool_cert-manager() {
 tool_pebble() { build pebble "$PEBBLE_VERSION" -- go_build_in "$here/pebble" github.com/letsencrypt/pebble/v2/cmd/pebble; }
 tool_helm() { build helm "$HELM_VERSION" -- go_build_in "$here/helm" helm.sh/helm/v3/cmd/helm "-X helm.sh/helm/v3/internal/version.version=$HELM_VERSION"; }
 
+# HAProxy flavour: the controller (Go, static) and HAProxy itself from Debian 13, which needs
+# trixie's glibc (2.38+): its .debs are fetched with a private apt configuration (the system's
+# sources stay as they are) and the binary, its loader and the libraries it loads are kept in a
+# root of their own, at the paths they have there: what the router image carries.
+tool_haproxy-ingress() {
+  build haproxy-ingress "$HAPROXY_INGRESS_VERSION" -- go_build_in "$here/haproxy-ingress" github.com/haproxytech/kubernetes-ingress \
+    "-X github.com/haproxytech/kubernetes-ingress/pkg/version.GitTag=$HAPROXY_INGRESS_VERSION"
+}
+haproxy_libs=(libc6 libssl3t64 libcrypt1 liblua5.4-0 libjemalloc2 libpcre2-8-0 libopentracing-c-wrapper0t64
+  libopentracing1 libstdc++6 libgcc-s1 zlib1g libzstd1)
+tool_haproxy() {
+  local dir="$cache/haproxy-$HAPROXY_DEBIAN_VERSION"
+  if [[ ! -f $dir/.done ]]; then
+    log "fetching Debian 13's haproxy $HAPROXY_DEBIAN_VERSION and its libraries"
+    rm -rf "$dir" && mkdir -p "$dir/apt/lists/partial" "$dir/apt/cache/archives/partial" "$dir/debs" "$dir/full" "$dir/root"
+    local keys=/usr/share/keyrings/debian-archive-keyring.gpg
+    printf 'deb [signed-by=%s] http://deb.debian.org/debian trixie main\ndeb [signed-by=%s] %s trixie-security main\n' \
+      "$keys" "$keys" http://deb.debian.org/debian-security >"$dir/apt/sources.list"
+    local apt=(-o "Dir::Etc::SourceList=$dir/apt/sources.list" -o Dir::Etc::SourceParts=/nonexistent
+      -o "Dir::State::Lists=$dir/apt/lists" -o "Dir::Cache=$dir/apt/cache" -o Dir::State::Status=/dev/null
+      -o Debug::NoLocking=1)
+    apt-get -qq "${apt[@]}" update
+    (cd "$dir/debs" && apt-get -qq "${apt[@]}" download "haproxy=$HAPROXY_DEBIAN_VERSION" "${haproxy_libs[@]}")
+    local deb
+    for deb in "$dir"/debs/*.deb; do dpkg -x "$deb" "$dir/full"; done
+    # Only what haproxy loads, each at the path the loader looks for it (the default directories).
+    local ld=$dir/full/usr/lib64/ld-linux-x86-64.so.2 lib
+    install -D -m 0755 "$dir/full/usr/sbin/haproxy" "$dir/root/usr/local/sbin/haproxy"
+    install -D -m 0755 "$ld" "$dir/root/lib64/ld-linux-x86-64.so.2"
+    for lib in $("$ld" --library-path "$dir/full/usr/lib/x86_64-linux-gnu" --list "$dir/full/usr/sbin/haproxy" |
+      awk '$2 == "=>" && $1 !~ /^\// { print $1 }'); do
+      install -D -m 0644 "$(readlink -f "$dir/full/usr/lib/x86_64-linux-gnu/$lib")" "$dir/root/usr/lib/x86_64-linux-gnu/$lib"
+    done
+    rm -rf "$dir/apt" "$dir/debs" "$dir/full"
+    "$dir/root/lib64/ld-linux-x86-64.so.2" --library-path "$dir/root/usr/lib/x86_64-linux-gnu" \
+      "$dir/root/usr/local/sbin/haproxy" -v | grep -q "version ${HAPROXY_DEBIAN_VERSION%%-*}"
+    touch "$dir/.done"
+  fi
+  ln -sfn "$dir/root" "$links/haproxy-root"
+}
+
 # crds copies the CRDs the harness installs from the pinned upstream modules (downloaded, never
 # imported): Cluster API's core CRDs, external-dns' DNSEndpoint CRD and cert-manager's CRDs.
 tool_crds() {
@@ -129,7 +171,7 @@ tool_crds() {
   ln -sfn "$dir" "$links/crds"
 }
 
-all=(crds controller-gen golangci-lint etcd kubernetes containerd kwok external-dns helm traefik cert-manager pebble)
+all=(crds controller-gen golangci-lint etcd kubernetes containerd kwok external-dns helm traefik haproxy-ingress haproxy cert-manager pebble)
 want=("$@")
 [[ ${#want[@]} -gt 0 ]] || want=("${all[@]}")
 total=$SECONDS

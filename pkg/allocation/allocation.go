@@ -26,6 +26,9 @@ type Shard struct {
 	// Flavour is the kind of router the shard runs: it takes only the routes whose class asks for
 	// that flavour (a router serves only its own flavour's class). "": any.
 	Flavour string
+	// RouteClass is the ingress.class its routers select their routes by (the flavour's shard
+	// filter), written on every route allocated here; "" when they select by the shard label.
+	RouteClass string
 }
 
 // Route is a route of any kind (an Ingress) as the planner sees it.
@@ -48,6 +51,10 @@ type Route struct {
 	Pin string
 	// Flavour is the router flavour the route's class asks for (Shard.Flavour). "": any.
 	Flavour string
+	// ClassAnnotated: the route names a class by the legacy kubernetes.io/ingress.class
+	// annotation, which routers that select by class annotation (Shard.RouteClass) would read as
+	// their shard filter beside Shardgate's: such a shard refuses it.
+	ClassAnnotated bool
 }
 
 // Config is the cluster-wide allocation policy.
@@ -74,8 +81,10 @@ type Allocation struct {
 	// CNAMETarget is the name a custom host must CNAME to (the shard's domain apex); empty when
 	// every host is under the cluster domain.
 	CNAMETarget string
-	Rejected    bool
-	Reason      string
+	// RouteClass is the shard's (Shard.RouteClass).
+	RouteClass string
+	Rejected   bool
+	Reason     string
 	// MovedFrom is set when the Ingress left a shard; MoveReason says why.
 	MovedFrom, MoveReason string
 }
@@ -199,6 +208,7 @@ func (p *planner) allocate(r Route) Allocation {
 	a := Allocation{Kind: r.Kind, Namespace: r.Namespace, Name: r.Name}
 	reject := func(format string, args ...any) Allocation {
 		a.Rejected, a.Reason, a.Shard, a.Domain, a.Hosts, a.MovedFrom, a.MoveReason = true, fmt.Sprintf(format, args...), "", "", nil, "", ""
+		a.RouteClass = ""
 		return a
 	}
 	if len(r.Hosts) == 0 {
@@ -294,8 +304,13 @@ func (p *planner) allocate(r Route) Allocation {
 			a.Shard = cfg.Strategy.Pick(cands)
 		}
 	}
-	domain := p.byName[a.Shard].Domain
-	a.Domain = domain
+	shard := p.byName[a.Shard]
+	if shard.RouteClass != "" && r.ClassAnnotated {
+		return reject("shard %s's %s routers select their routes by an ingress.class annotation, which the route's "+
+			"kubernetes.io/ingress.class would contradict; name its class in spec.ingressClassName instead", shard.Name, shard.Flavour)
+	}
+	domain := shard.Domain
+	a.Domain, a.RouteClass = domain, shard.RouteClass
 	for _, h := range hosts {
 		if h == "" {
 			if !ownLabelOK {

@@ -362,6 +362,41 @@ func TestRoutesGoToTheirFlavoursShards(t *testing.T) {
 	}
 }
 
+// TestShardsFilteringByClassAnnotation: a route allocated to a shard whose routers select by
+// class annotation carries that shard's class (and loses it when rejected or moved to a shard that
+// selects by label); a route naming its class by the legacy annotation, which such routers would
+// read as a second shard filter, is refused there with a reason and allocated elsewhere as before.
+func TestShardsFilteringByClassAnnotation(t *testing.T) {
+	shards := []Shard{
+		{Name: "default", Domain: "c1.z", Capacity: 1, Flavour: "traefik"},
+		{Name: "heavy", Domain: "heavy.c1.z", Capacity: 1, Flavour: "haproxy", RouteClass: "shardgate-shard-heavy"},
+	}
+	of := func(r Route, flavour string, legacy bool) Route {
+		r.Flavour, r.ClassAnnotated = flavour, legacy
+		return r
+	}
+	p := plan(t, "LeastRoutes", nil, shards,
+		of(route("ns", "a", 1, ""), "haproxy", false),
+		of(route("ns", "b", 2, ""), "traefik", true),
+		of(route("ns", "c", 3, ""), "haproxy", true),
+		of(route("ns", "d", 4, "", "x.heavy.c1.z", "*.bad"), "haproxy", false),
+		of(held(route("ns", "e", 5, ""), "heavy"), "traefik", false),
+	)
+	for key, want := range map[string][2]string{"ns/a": {"heavy", "shardgate-shard-heavy"}, "ns/b": {"default", ""},
+		"ns/e": {"default", ""}} {
+		if a := p[key]; a.Rejected || a.Shard != want[0] || a.RouteClass != want[1] {
+			t.Errorf("%s: %+v, want shard %s with route class %q", key, a, want[0], want[1])
+		}
+	}
+	if a := p["ns/c"]; !a.Rejected || a.RouteClass != "" ||
+		!strings.Contains(a.Reason, "kubernetes.io/ingress.class would contradict; name its class in spec.ingressClassName") {
+		t.Errorf("legacy class annotation on a class-annotation shard: %+v", a)
+	}
+	if a := p["ns/d"]; !a.Rejected || a.RouteClass != "" {
+		t.Errorf("rejected after the shard was fixed by a host: %+v, want no route class", a)
+	}
+}
+
 // TestACustomHostHasOneShard: a custom host's CNAME names one shard, so a second route for it (an
 // HTTPRoute beside the namespace's Ingress, or two Ingresses for two paths) goes to the shard the
 // host is already on, whatever the strategy would pick, held or decided in this pass.

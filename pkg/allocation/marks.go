@@ -59,13 +59,19 @@ func TellMeta(route metav1.Object, a Allocation) {
 		labels[v1alpha1.ShardLabel] = a.Shard
 		ann[v1alpha1.ShardAnnotation] = a.Shard
 		ann[v1alpha1.HostsAnnotation] = strings.Join(a.Hosts, ",")
-		if a.CNAMETarget != "" {
-			ann[v1alpha1.CNAMETargetAnnotation] = a.CNAMETarget
-		} else {
-			delete(ann, v1alpha1.CNAMETargetAnnotation)
-		}
+		setOrDelete(ann, v1alpha1.CNAMETargetAnnotation, a.CNAMETarget)
+		setOrDelete(ann, v1alpha1.ShardClassAnnotation, a.RouteClass)
 	}
 	ann[v1alpha1.AllocationAnnotation] = outcome
+}
+
+// setOrDelete sets ann[k] to v, or removes k when v is "".
+func setOrDelete(ann map[string]string, k, v string) {
+	if v != "" {
+		ann[k] = v
+	} else {
+		delete(ann, k)
+	}
 }
 
 // MetaSays reports, without copying, whether route's labels and annotations already say
@@ -78,6 +84,7 @@ func MetaSays(route metav1.Object, a Allocation) bool {
 	}
 	return labels[v1alpha1.ShardLabel] == a.Shard && ann[v1alpha1.AllocationAnnotation] == v1alpha1.AllocationAllocated &&
 		ann[v1alpha1.ShardAnnotation] == a.Shard && ann[v1alpha1.CNAMETargetAnnotation] == a.CNAMETarget &&
+		ann[v1alpha1.ShardClassAnnotation] == a.RouteClass &&
 		joinedEquals(ann[v1alpha1.HostsAnnotation], a.Hosts)
 }
 

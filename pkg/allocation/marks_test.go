@@ -31,6 +31,7 @@ func TestMetaSays(t *testing.T) {
 		"hosts differ":       func(m *metav1.ObjectMeta) { m.Annotations[v1alpha1.HostsAnnotation] = "x" },
 		"stale cname target": func(m *metav1.ObjectMeta) { m.Annotations[v1alpha1.CNAMETargetAnnotation] = "old" },
 		"hosts prefix only":  func(m *metav1.ObjectMeta) { m.Annotations[v1alpha1.HostsAnnotation] = "web-ns.edge.c1.z,more" },
+		"stale route class":  func(m *metav1.ObjectMeta) { m.Annotations[v1alpha1.ShardClassAnnotation] = "shardgate-shard-old" },
 	} {
 		m := done()
 		mutate(m)
@@ -59,12 +60,21 @@ func TestTellMeta(t *testing.T) {
 		m.Annotations[v1alpha1.CNAMETargetAnnotation] != "edge.c1.z" || m.Annotations["team"] != "a" || !MetaSays(m, a) {
 		t.Fatalf("allocated: %+v", m)
 	}
-	TellMeta(m, Allocation{Shard: "edge", Hosts: []string{"web-ns.edge.c1.z"}})
+	TellMeta(m, Allocation{Shard: "heavy", Hosts: []string{"web-ns.heavy.c1.z"}, RouteClass: "shardgate-shard-heavy"})
 	if _, ok := m.Annotations[v1alpha1.CNAMETargetAnnotation]; ok {
 		t.Error("a CNAME target without custom hosts stayed")
 	}
+	if m.Annotations[v1alpha1.ShardClassAnnotation] != "shardgate-shard-heavy" {
+		t.Errorf("allocated to a shard that selects by class annotation: %+v", m)
+	}
+	TellMeta(m, Allocation{Shard: "edge", Hosts: []string{"web-ns.edge.c1.z"}})
+	if _, ok := m.Annotations[v1alpha1.ShardClassAnnotation]; ok {
+		t.Error("the route class stayed on a route moved to a shard that selects by label")
+	}
+	TellMeta(m, Allocation{Shard: "heavy", Hosts: []string{"web-ns.heavy.c1.z"}, RouteClass: "shardgate-shard-heavy"})
 	TellMeta(m, Allocation{Rejected: true, Reason: "host taken"})
 	if m.Labels[v1alpha1.ShardLabel] != "" || m.Annotations[v1alpha1.ShardAnnotation] != "" || m.Annotations[v1alpha1.HostsAnnotation] != "" ||
+		m.Annotations[v1alpha1.ShardClassAnnotation] != "" ||
 		m.Annotations[v1alpha1.AllocationAnnotation] != "Rejected: host taken" || m.Annotations["team"] != "a" {
 		t.Errorf("rejected: %+v", m)
 	}

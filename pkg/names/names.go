@@ -140,3 +140,8 @@ func ShardGatewayName(shard string) string { return RouterName(shard) }
 // ShardGatewayClassName is a shard's GatewayClass: one per shard, since a router serves the
 // Gateways of the classes it is told (by label) to serve.
 func ShardGatewayClassName(shard string) string { return "shardgate-" + shard }
+
+// ShardRouteClass is the class a shard's routers select routes by when their flavour takes no
+// label selector (v1alpha1.ShardClassAnnotation): unique per shard in a cluster, and in a prefix
+// only Shardgate may write.
+func ShardRouteClass(shard string) string { return v1alpha1.ShardClassPrefix + shard }

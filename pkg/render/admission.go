@@ -61,6 +61,18 @@ func AdmissionPolicy(shardgateUser string, kinds routekinds.Registry) ([]*unstru
 			Message:    "the shardgate.io/ allocation annotations are written by Shardgate only",
 			Reason:     ptr.To(metav1.StatusReasonForbidden),
 		},
+		{
+			// Routers that select routes by an ingress.class annotation (FilterByClassAnnotation)
+			// read it under any prefix: one set by hand would have a shard's routers serve a
+			// route Shardgate never allocated, whatever its host.
+			Expression: fmt.Sprintf("variables.isShardgate || object.metadata.?annotations.orValue({}).all(k, "+
+				"!(k == 'ingress.class' || k.endsWith('/ingress.class')) || !object.metadata.annotations[k].startsWith(%q) || "+
+				"(oldObject != null && oldObject.metadata.?annotations[?k].orValue('') == object.metadata.annotations[k]))",
+				v1alpha1.ShardClassPrefix),
+			Message: "an ingress.class annotation starting " + v1alpha1.ShardClassPrefix + " names a shard's routers, " +
+				"which only Shardgate allocates; name Shardgate's IngressClass in spec.ingressClassName instead",
+			Reason: ptr.To(metav1.StatusReasonForbidden),
+		},
 	}
 	for _, k := range kinds {
 		gvk := k.GroupVersionKind()

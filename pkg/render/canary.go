@@ -27,7 +27,12 @@ func canaryObjects(f Flavour, s v1alpha1.ShardSpec, domain string, labels map[st
 				Protocol: corev1.ProtocolTCP}}},
 	}
 	objs := []Object{{corev1.SchemeGroupVersion.WithKind("Service"), svc}}
-	c := routekinds.Canary{Shard: s, Meta: objectMeta(name, names.Namespace, labels), Host: names.CanaryHost(domain),
+	meta := objectMeta(name, names.Namespace, labels)
+	if class := ShardRouteClass(s); class != "" {
+		// The shard filter of routers that take no label selector (Flavour.ShardFilter).
+		meta.Annotations = map[string]string{v1alpha1.ShardClassAnnotation: class}
+	}
+	c := routekinds.Canary{Shard: s, Meta: meta, Host: names.CanaryHost(domain),
 		Path: fc.Path, Service: name, Port: "ping", IngressClass: f.IngressClass().Name}
 	for _, k := range kinds {
 		if route := k.CanaryRoute(c); route != nil {

@@ -19,8 +19,10 @@ import (
 //
 // What a flavour's routers must do, which no method can say (the flavour conformance suite checks
 // it on real pods):
-//   - serve exactly the Ingresses of its IngressClass that match RouterInput.RouteSelector (the
-//     shard filter; Shardgate's allocation writes the label, and only Shardgate may), and no other;
+//   - serve exactly the routes its ShardFilter picks, and no other: the Ingresses of its
+//     IngressClass that match RouterInput.RouteSelector, or the Ingresses whose ingress.class
+//     annotation is RouterInput.RouteClass (Shardgate's allocation writes the label and the
+//     annotation, and only Shardgate may);
 //   - publish RouterInput.Domain in status.loadBalancer of every Ingress they serve: Shardgate tells
 //     users their shard, hosts and CNAME target; the router that serves an Ingress tells its address;
 //   - serve HTTP and HTTPS on RouterInput's ports, with the cluster's certificate (TLSInput) as the
@@ -34,6 +36,8 @@ import (
 type Flavour interface {
 	// Name is the flavour's value of ShardSpec.Flavour.
 	Name() v1alpha1.Flavour
+	// ShardFilter is how the routers pick their shard's routes.
+	ShardFilter() ShardFilter
 	// IngressClass is the class the flavour's routers serve. Each flavour has its own: a class names
 	// one controller and a router serves only its controller's classes, so flavours share a
 	// cluster by having one class each, and an Ingress naming a flavour's class is allocated to that
@@ -72,6 +76,19 @@ type Flavour interface {
 	TLSObjects(in *TLSInput) []Object
 }
 
+// ShardFilter is how a flavour's routers pick their shard's routes out of every route.
+type ShardFilter int
+
+const (
+	// FilterByLabel: the routes of the flavour's class that match a label selector on the shard
+	// label (RouterInput.RouteSelector): Traefik's.
+	FilterByLabel ShardFilter = iota
+	// FilterByClassAnnotation: the routes whose ingress.class annotation names the shard's routers'
+	// class (RouterInput.RouteClass, v1alpha1.ShardClassAnnotation), for routers that take no
+	// label selector: HAProxy's.
+	FilterByClassAnnotation
+)
+
 // IngressClass is an IngressClass's name and spec.controller.
 type IngressClass struct {
 	Name, Controller string
@@ -105,9 +122,12 @@ type RouterInput struct {
 	// HTTP and HTTPS are the ports to serve routes on (the node's 80 and 443 on the host network,
 	// the flavour's Ports behind a Service).
 	HTTP, HTTPS int32
-	// RouteSelector is the shard filter, a label selector: the routers serve the Ingresses of the
-	// flavour's class that match it, and no other.
+	// RouteSelector is the shard filter of FilterByLabel, a label selector: the routers serve the
+	// Ingresses of the flavour's class that match it, and no other.
 	RouteSelector string
+	// RouteClass is the shard filter of FilterByClassAnnotation: the routers serve the Ingresses
+	// whose ingress.class annotation is RouteClass, and no other.
+	RouteClass string
 	// TLS, when set: serve HTTPS with TLSObjects' default certificate (and redirect HTTP if asked).
 	TLS *TLSInput
 	// GatewayAPI: the cluster serves Gateway API; the routers also serve the routes attached to
@@ -124,6 +144,9 @@ type Router struct {
 	// Volumes the container mounts (the pod's fsGroup is then the router's group, so that a
 	// key pair mounted 0440 is readable by the router and no one else).
 	Volumes []corev1.Volume
+	// Objects are the shard's own objects the routers read (in names.Namespace, named after the
+	// shard); RenderShard labels them as the shard's.
+	Objects []Object
 }
 
 // Object is a typed object and its kind, as renderers build them (toUnstructured applies them).

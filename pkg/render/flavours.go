@@ -5,12 +5,13 @@ import (
 	"sync"
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
+	"github.com/shardgate/shardgate/pkg/names"
 	"github.com/shardgate/shardgate/pkg/routekinds"
 )
 
 // builtin are the flavours Shardgate ships, in the order their classes are listed. A new flavour
 // is registered here (and allowed in v1alpha1.Flavour's enum).
-var builtin = []Flavour{Traefik{}}
+var builtin = []Flavour{Traefik{}, HAProxy{}}
 
 // registry is builtin plus what tests register: a package variable because the flavours are a
 // property of the binary, read by pure functions all over (validation, allocation, rendering),
@@ -99,6 +100,15 @@ func DefaultIngressClass(shards []v1alpha1.ShardSpec) string {
 		if c := ShardClass(s); c != "" {
 			return c
 		}
+	}
+	return ""
+}
+
+// ShardRouteClass is the class a shard's routers select their routes by, when its flavour filters
+// by class annotation (FilterByClassAnnotation); "" when it filters by label or is not registered.
+func ShardRouteClass(s v1alpha1.ShardSpec) string {
+	if f, ok := FlavourFor(s.Flavour); ok && f.ShardFilter() == FilterByClassAnnotation {
+		return names.ShardRouteClass(s.Name)
 	}
 	return ""
 }

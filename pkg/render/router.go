@@ -32,6 +32,8 @@ func RenderShard(f Flavour, in RenderInput) ([]*unstructured.Unstructured, error
 	labels := managedLabels(s.Name)
 	ports := listenPorts(f, s)
 	role := routerRole(f)
+	router := f.Router(RouterInput{Shard: s, Domain: in.Domain, HTTP: ports.HTTP, HTTPS: ports.HTTPS,
+		RouteSelector: ShardSelector(s.Name), RouteClass: ShardRouteClass(s), TLS: in.TLS, GatewayAPI: in.GatewayAPI})
 	objs := []Object{
 		{corev1.SchemeGroupVersion.WithKind("ServiceAccount"),
 			&corev1.ServiceAccount{ObjectMeta: objectMeta(name, names.Namespace, labels)}},
@@ -41,7 +43,13 @@ func RenderShard(f Flavour, in RenderInput) ([]*unstructured.Unstructured, error
 			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
 			Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: name, Namespace: names.Namespace}},
 		}},
-		{appsv1.SchemeGroupVersion.WithKind("Deployment"), deployment(f, in, name, labels, ports)},
+		{appsv1.SchemeGroupVersion.WithKind("Deployment"), deployment(f, in, router, name, labels, ports)},
+	}
+	for _, o := range router.Objects {
+		if m, ok := o.Obj.(metav1.Object); ok {
+			m.SetLabels(labels)
+		}
+		objs = append(objs, o)
 	}
 	if svc := service(s, name, labels, ports.HTTP, ports.HTTPS); svc != nil {
 		objs = append(objs, Object{corev1.SchemeGroupVersion.WithKind("Service"), svc})
@@ -106,7 +114,8 @@ func gatewayRole(f Flavour, name string, labels map[string]string) []Object {
 // ShardSelector is the shard filter: the label selector of the routes a shard's routers serve.
 func ShardSelector(shard string) string { return v1alpha1.ShardLabel + "=" + shard }
 
-func deployment(f Flavour, in RenderInput, name string, labels map[string]string, ports Ports) *appsv1.Deployment {
+func deployment(f Flavour, in RenderInput, router Router, name string, labels map[string]string, ports Ports,
+) *appsv1.Deployment {
 	s := in.Shard
 	replicas := *s.Replicas
 	image := s.Image
@@ -117,8 +126,6 @@ func deployment(f Flavour, in RenderInput, name string, labels map[string]string
 	// The router keeps serving while DNS drops its node: one TTL plus Shardgate's and
 	// external-dns' reaction time.
 	preStop := in.DNSTTL + 15
-	router := f.Router(RouterInput{Shard: s, Domain: in.Domain, HTTP: ports.HTTP, HTTPS: ports.HTTPS,
-		RouteSelector: ShardSelector(s.Name), TLS: in.TLS, GatewayAPI: in.GatewayAPI})
 	container := router.Container
 	container.Image, container.ImagePullPolicy = image, s.ImagePullPolicy
 	container.Ports = []corev1.ContainerPort{

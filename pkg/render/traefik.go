@@ -30,6 +30,9 @@ const (
 // Name implements Flavour.
 func (Traefik) Name() v1alpha1.Flavour { return v1alpha1.FlavourTraefik }
 
+// ShardFilter implements Flavour: Traefik's Ingress provider takes a label selector.
+func (Traefik) ShardFilter() ShardFilter { return FilterByLabel }
+
 // IngressClass implements Flavour. Traefik serves only classes whose controller is its own.
 func (Traefik) IngressClass() IngressClass {
 	return IngressClass{Name: names.IngressClassName, Controller: "traefik.io/ingress-controller"}

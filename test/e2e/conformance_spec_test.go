@@ -25,7 +25,8 @@ import (
 
 // flavourImages are the router images the conformance suite runs, one per registered flavour: a
 // flavour added without one fails the suite rather than going untested.
-var flavourImages = map[v1alpha1.Flavour]string{v1alpha1.FlavourTraefik: framework.TraefikImage}
+var flavourImages = map[v1alpha1.Flavour]string{v1alpha1.FlavourTraefik: framework.TraefikImage,
+	v1alpha1.FlavourHAProxy: framework.HAProxyImage}
 
 // ConformanceSpecInput is one flavour's user cluster: three real nodes, n1 and n2 of role a (the
 // default shard, two routers), n3 of role b (shard b), on Fabric; the seed has BIND, external-dns,

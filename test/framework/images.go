@@ -25,6 +25,10 @@ const (
 	// TraefikImage has the layout and entrypoint of the official image's binary
 	// (/usr/local/bin/traefik), built from the pinned tool.
 	TraefikImage = "localhost/shardgate/traefik:v3.7.12"
+	// HAProxyImage has the layout of upstream's image (haproxytech/kubernetes-ingress): the
+	// controller at /haproxy-ingress-controller and Debian 13's HAProxy 3.0 at
+	// /usr/local/sbin/haproxy, with the loader and libraries it links, built from the pinned tools.
+	HAProxyImage = "localhost/shardgate/haproxy-ingress:v1.11.12"
 	// KeepalivedImage is Debian's keepalived (the version install-deps.sh installs) with the
 	// shared libraries it links, and shardgate-vip-agent: what a VIP shard's keepalived
 	// container runs (render.VIPAgentImage's contents).
@@ -61,7 +65,7 @@ func buildImages() ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	tools, err := LocateTools(ToolTraefik)
+	tools, err := LocateTools(ToolTraefik, ToolHAProxyIngress, ToolHAProxyRoot)
 	if err != nil {
 		return nil, err
 	}
@@ -95,6 +99,11 @@ func buildImages() ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	haproxy, err := filesUnder(tools.Path(ToolHAProxyRoot))
+	if err != nil {
+		return nil, err
+	}
+	haproxy = append(haproxy, ImageFile{Src: tools.Path(ToolHAProxyIngress), Dst: "/haproxy-ingress-controller"})
 	var tars []string
 	for _, img := range []struct {
 		name, entry, tar string
@@ -103,6 +112,7 @@ func buildImages() ([]string, error) {
 		{PauseImage, "/pause", "pause.tar", []ImageFile{{Src: pause, Dst: "/pause"}}},
 		{BackendImage, "/backend", "backend.tar", []ImageFile{{Src: backend, Dst: "/backend"}}},
 		{TraefikImage, "/usr/local/bin/traefik", "traefik.tar", []ImageFile{{Src: tools.Path(ToolTraefik), Dst: "/usr/local/bin/traefik"}}},
+		{HAProxyImage, "/haproxy-ingress-controller", "haproxy.tar", haproxy},
 		{KeepalivedImage, "/usr/sbin/keepalived", "keepalived.tar", keepalived},
 		{CloudctlImage, "/cloudctl", "cloudctl.tar", []ImageFile{{Src: cloudctl, Dst: "/cloudctl"}}},
 	} {
@@ -113,6 +123,23 @@ func buildImages() ([]string, error) {
 		tars = append(tars, tar)
 	}
 	return tars, nil
+}
+
+// filesUnder are the files under root (a root file system's tree), each at its path below root.
+func filesUnder(root string) ([]ImageFile, error) {
+	var files []ImageFile
+	err := filepath.WalkDir(root+"/", func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, err := filepath.Rel(root, path)
+		files = append(files, ImageFile{Src: path, Dst: "/" + rel})
+		return err
+	})
+	if err == nil && len(files) == 0 {
+		err = fmt.Errorf("no files under %s", root)
+	}
+	return files, err
 }
 
 // ImageFile is a host file copied into an image: Src on the host, Dst (absolute) in the image.

@@ -20,6 +20,9 @@ const (
 	ToolKwok                  = "kwok"
 	ToolExternalDNS           = "external-dns"
 	ToolTraefik               = "traefik"
+	ToolHAProxyIngress        = "haproxy-ingress"
+	// ToolHAProxyRoot is a folder: Debian 13's haproxy, its loader and libraries at their paths.
+	ToolHAProxyRoot = "haproxy-root"
 	ToolHelm                  = "helm"
 	ToolKubelet               = "kubelet"
 	ToolContainerd            = "containerd"

@@ -19,6 +19,7 @@ import (
 	"github.com/shardgate/shardgate/pkg/allocation"
 	"github.com/shardgate/shardgate/pkg/clusteraccess"
 	"github.com/shardgate/shardgate/pkg/controller/cistatus"
+	"github.com/shardgate/shardgate/pkg/ingressclass"
 	"github.com/shardgate/shardgate/pkg/names"
 	"github.com/shardgate/shardgate/pkg/render"
 	"github.com/shardgate/shardgate/pkg/routekinds"
@@ -133,7 +134,7 @@ func allocShards(ctx context.Context, rd client.Reader, specs []v1alpha1.ShardSp
 	var out []allocation.Shard
 	for _, s := range specs {
 		as := allocation.Shard{Name: s.Name, Domain: names.ShardDomain(s.Name, clusterDomain), Claim: s.Claim,
-			Flavour: string(s.Flavour)}
+			Flavour: string(s.Flavour), RouteClass: render.ShardRouteClass(s)}
 		var err error
 		if s.NamespaceSelector != nil {
 			if as.NamespaceSelector, err = metav1.LabelSelectorAsSelector(s.NamespaceSelector); err != nil {
@@ -209,6 +210,7 @@ func collectRoutes(ctx context.Context, rd client.Reader, kinds routekinds.Regis
 			r := allocation.Route{Kind: k.Name(), Namespace: o.GetNamespace(), Name: o.GetName(), Labels: o.GetLabels(),
 				NamespaceLabels: nsLabels[o.GetNamespace()], Created: o.GetCreationTimestamp().Time, Hosts: k.Hosts(o),
 				Flavour: flavour}
+			_, r.ClassAnnotated = o.GetAnnotations()[ingressclass.LegacyClassAnnotation]
 			r.Shard, r.HeldHosts = allocation.Held(o)
 			routes = append(routes, r)
 		}

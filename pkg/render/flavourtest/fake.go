@@ -48,6 +48,9 @@ func Use(t testing.TB) {
 // Name implements render.Flavour.
 func (Fake) Name() v1alpha1.Flavour { return Name }
 
+// ShardFilter implements render.Flavour: a label selector, like Traefik's.
+func (Fake) ShardFilter() render.ShardFilter { return render.FilterByLabel }
+
 // IngressClass implements render.Flavour.
 func (Fake) IngressClass() render.IngressClass {
 	return render.IngressClass{Name: Class, Controller: Controller}
