@@ -22,14 +22,14 @@ const (
 	ToolTraefik               = "traefik"
 	ToolHAProxyIngress        = "haproxy-ingress"
 	// ToolHAProxyRoot is a folder: Debian 13's haproxy, its loader and libraries at their paths.
-	ToolHAProxyRoot = "haproxy-root"
-	ToolHelm                  = "helm"
-	ToolKubelet               = "kubelet"
-	ToolContainerd            = "containerd"
-	ToolCtr                   = "ctr"
-	ToolContainerdShim        = "containerd-shim-runc-v2"
-	ToolCertManager           = "cert-manager-controller"
-	ToolPebble                = "pebble"
+	ToolHAProxyRoot    = "haproxy-root"
+	ToolHelm           = "helm"
+	ToolKubelet        = "kubelet"
+	ToolContainerd     = "containerd"
+	ToolCtr            = "ctr"
+	ToolContainerdShim = "containerd-shim-runc-v2"
+	ToolCertManager    = "cert-manager-controller"
+	ToolPebble         = "pebble"
 )
 
 // LocateTools finds the tools directory and checks that it holds every binary named.
