@@ -51,9 +51,10 @@ type Route struct {
 	Pin string
 	// Flavour is the router flavour the route's class asks for (Shard.Flavour). "": any.
 	Flavour string
-	// ClassAnnotated: the route names a class by the legacy kubernetes.io/ingress.class
-	// annotation, which routers that select by class annotation (Shard.RouteClass) would read as
-	// their shard filter beside Shardgate's: such a shard refuses it.
+	// ClassAnnotated: the route has an ingress.class annotation of its own, under any prefix (the
+	// legacy kubernetes.io/ingress.class among them), which routers that select by class
+	// annotation (Shard.RouteClass) would read as their shard filter beside Shardgate's: such a
+	// shard refuses it.
 	ClassAnnotated bool
 }
 
@@ -307,7 +308,8 @@ func (p *planner) allocate(r Route) Allocation {
 	shard := p.byName[a.Shard]
 	if shard.RouteClass != "" && r.ClassAnnotated {
 		return reject("shard %s's %s routers select their routes by an ingress.class annotation, which the route's "+
-			"kubernetes.io/ingress.class would contradict; name its class in spec.ingressClassName instead", shard.Name, shard.Flavour)
+			"own ingress.class annotation would contradict; remove it and name the class in spec.ingressClassName",
+			shard.Name, shard.Flavour)
 	}
 	domain := shard.Domain
 	a.Domain, a.RouteClass = domain, shard.RouteClass

@@ -389,7 +389,7 @@ func TestShardsFilteringByClassAnnotation(t *testing.T) {
 		}
 	}
 	if a := p["ns/c"]; !a.Rejected || a.RouteClass != "" ||
-		!strings.Contains(a.Reason, "kubernetes.io/ingress.class would contradict; name its class in spec.ingressClassName") {
+		!strings.Contains(a.Reason, "own ingress.class annotation would contradict; remove it and name the class in spec.ingressClassName") {
 		t.Errorf("legacy class annotation on a class-annotation shard: %+v", a)
 	}
 	if a := p["ns/d"]; !a.Rejected || a.RouteClass != "" {

@@ -14,9 +14,12 @@ import (
 // the functions that change it change the object given (callers pass a copy).
 
 // CarriesAllocation reports whether the route has Shardgate's shard label or any of its
-// allocation annotations.
+// allocation annotations, or an ingress.class annotation naming a shard's routers.
 func CarriesAllocation(route metav1.Object) bool {
 	if _, ok := route.GetLabels()[v1alpha1.ShardLabel]; ok {
+		return true
+	}
+	if len(foreignShardClasses(route.GetAnnotations())) > 0 {
 		return true
 	}
 	for _, k := range v1alpha1.AllocationAnnotations {
@@ -35,6 +38,40 @@ func Untell(route metav1.Object) {
 	for _, k := range v1alpha1.AllocationAnnotations {
 		delete(ann, k)
 	}
+	for _, k := range foreignShardClasses(ann) {
+		delete(ann, k)
+	}
+}
+
+// IsClassAnnotation reports whether annotation key k is an ingress.class under any prefix or none,
+// as routers that select by class annotation read it (they strip the prefix).
+func IsClassAnnotation(k string) bool {
+	return k == "ingress.class" || strings.HasSuffix(k, "/ingress.class")
+}
+
+// ClassAnnotated reports whether the route has an ingress.class annotation, under any prefix, of
+// its own (not Shardgate's): routers that select by class annotation would read it beside
+// Shardgate's.
+func ClassAnnotated(route metav1.Object) bool {
+	for k := range route.GetAnnotations() {
+		if k != v1alpha1.ShardClassAnnotation && IsClassAnnotation(k) {
+			return true
+		}
+	}
+	return false
+}
+
+// foreignShardClasses are the route's ingress.class annotations under another prefix than
+// Shardgate's whose value names a shard's routers: only Shardgate may write one (the admission
+// policy), so one there was set before the policy refused it, and Shardgate takes it away.
+func foreignShardClasses(ann map[string]string) []string {
+	var out []string
+	for k, v := range ann {
+		if k != v1alpha1.ShardClassAnnotation && IsClassAnnotation(k) && strings.HasPrefix(v, v1alpha1.ShardClassPrefix) {
+			out = append(out, k)
+		}
+	}
+	return out
 }
 
 // TellMeta makes route's labels and annotations say decision a.
@@ -47,6 +84,9 @@ func TellMeta(route metav1.Object, a Allocation) {
 	if ann == nil {
 		ann = map[string]string{}
 		route.SetAnnotations(ann)
+	}
+	for _, k := range foreignShardClasses(ann) {
+		delete(ann, k)
 	}
 	outcome := v1alpha1.AllocationAllocated
 	if a.Rejected {
@@ -78,6 +118,9 @@ func setOrDelete(ann map[string]string, k, v string) {
 // decision a.
 func MetaSays(route metav1.Object, a Allocation) bool {
 	labels, ann := route.GetLabels(), route.GetAnnotations()
+	if len(foreignShardClasses(ann)) > 0 {
+		return false
+	}
 	if a.Rejected {
 		_, labelled := labels[v1alpha1.ShardLabel]
 		return !labelled && ann[v1alpha1.AllocationAnnotation] == v1alpha1.AllocationRejected+": "+a.Reason

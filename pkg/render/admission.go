@@ -24,7 +24,11 @@ const admissionPolicyName = "shardgate-allocation"
 // refused by the API server itself. It covers every route kind's Protected resources, the status
 // subresource too: the API server keeps label and annotation changes sent through it, and
 // routers (and other ingress controllers) may write route status.
-func AdmissionPolicy(shardgateUser string, kinds routekinds.Registry) ([]*unstructured.Unstructured, error) {
+//
+// guards are what the cluster's routers would take from tenants (Flavour.TenantGuards of its
+// shards' flavours): nobody but Shardgate may add or change such annotations on routes or Services,
+// or make a Service ExternalName; the policy then matches Services too.
+func AdmissionPolicy(shardgateUser string, kinds routekinds.Registry, guards TenantGuards) ([]*unstructured.Unstructured, error) {
 	if len(kinds) == 0 {
 		return nil, errors.New("no route kinds: the admission policy would protect nothing")
 	}
@@ -34,6 +38,12 @@ func AdmissionPolicy(shardgateUser string, kinds routekinds.Registry) ([]*unstru
 		rules = append(rules, admissionregistrationv1.NamedRuleWithOperations{RuleWithOperations: admissionregistrationv1.RuleWithOperations{
 			Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
 			Rule:       admissionregistrationv1.Rule{APIGroups: []string{gv.Group}, APIVersions: []string{gv.Version}, Resources: k.Protected()},
+		}})
+	}
+	if guards.any() {
+		rules = append(rules, admissionregistrationv1.NamedRuleWithOperations{RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+			Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
+			Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"services"}},
 		}})
 	}
 	var ann []string
@@ -74,6 +84,7 @@ func AdmissionPolicy(shardgateUser string, kinds routekinds.Registry) ([]*unstru
 			Reason: ptr.To(metav1.StatusReasonForbidden),
 		},
 	}
+	validations = append(validations, tenantGuards(guards)...)
 	for _, k := range kinds {
 		gvk := k.GroupVersionKind()
 		for _, g := range k.Guards() {
@@ -113,4 +124,36 @@ func AdmissionPolicy(shardgateUser string, kinds routekinds.Registry) ([]*unstru
 		Object{admissionregistrationv1.SchemeGroupVersion.WithKind("ValidatingAdmissionPolicy"), policy},
 		Object{admissionregistrationv1.SchemeGroupVersion.WithKind("ValidatingAdmissionPolicyBinding"), binding},
 	)
+}
+
+// tenantGuards are the validations of what the cluster's routers would take from tenants.
+func tenantGuards(g TenantGuards) []admissionregistrationv1.Validation {
+	var out []admissionregistrationv1.Validation
+	if len(g.Annotations) > 0 {
+		quoted := make([]string, len(g.Annotations))
+		for i, n := range g.Annotations {
+			quoted[i] = fmt.Sprintf("%q", n)
+		}
+		out = append(out, admissionregistrationv1.Validation{
+			Expression: fmt.Sprintf("variables.isShardgate || object.metadata.?annotations.orValue({}).all(k, "+
+				"![%s].exists(n, k == n || k.endsWith('/' + n)) || "+
+				"(oldObject != null && oldObject.metadata.?annotations[?k].orValue('') == object.metadata.annotations[k]))",
+				strings.Join(quoted, ", ")),
+			Message: "this cluster's routers read annotations named " + strings.Join(g.Annotations, ", ") +
+				" (under any prefix) as configuration that every tenant's routes share; ask the cluster's operator instead",
+			Reason: ptr.To(metav1.StatusReasonForbidden),
+		})
+	}
+	if g.ExternalNameServices {
+		out = append(out, admissionregistrationv1.Validation{
+			Expression: "variables.isShardgate || request.resource.resource != 'services' || " +
+				"object.spec.?type.orValue('') != 'ExternalName' || " +
+				"(oldObject != null && oldObject.spec.?type.orValue('') == 'ExternalName' && " +
+				"oldObject.spec.?externalName.orValue('') == object.spec.?externalName.orValue(''))",
+			Message: "this cluster's routers would proxy to a Service of type ExternalName, which can name any host " +
+				"(the node's own localhost included); use a Service with a selector or EndpointSlices",
+			Reason: ptr.To(metav1.StatusReasonForbidden),
+		})
+	}
+	return out
 }

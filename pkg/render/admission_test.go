@@ -16,7 +16,7 @@ import (
 // TestAdmissionPolicyCoversStatus: the policy matches the status subresource too (labels and
 // annotations sent through it are kept by the API server).
 func TestAdmissionPolicyCoversStatus(t *testing.T) {
-	objs, err := AdmissionPolicy("system:shardgate", ingressOnly)
+	objs, err := AdmissionPolicy("system:shardgate", ingressOnly, TenantGuards{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,7 +31,7 @@ func TestAdmissionPolicyCoversStatus(t *testing.T) {
 // change the managed-by label on an Ingress (issue 28 item 2: the label made a tenant's Ingress
 // pass for Shardgate's canary, skipped by allocation).
 func TestAdmissionPolicyGuardsManagedBy(t *testing.T) {
-	objs, err := AdmissionPolicy("system:shardgate", ingressOnly)
+	objs, err := AdmissionPolicy("system:shardgate", ingressOnly, TenantGuards{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +52,7 @@ func TestAdmissionPolicyGuardsManagedBy(t *testing.T) {
 // a kind that routes no canary adds none, and no kind at all is refused rather than rendered as
 // a policy that protects nothing.
 func TestAdmissionPolicyCoversEveryRouteKind(t *testing.T) {
-	objs, err := AdmissionPolicy("system:shardgate", routekinds.Registry{routekinds.Ingress{}, routekindstest.Tunnels{}})
+	objs, err := AdmissionPolicy("system:shardgate", routekinds.Registry{routekinds.Ingress{}, routekindstest.Tunnels{}}, TenantGuards{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +67,7 @@ func TestAdmissionPolicyCoversEveryRouteKind(t *testing.T) {
 	if want := "networking.k8s.io:ingresses,ingresses/status test.shardgate.io:tunnels,tunnels/status"; strings.Join(got, " ") != want {
 		t.Errorf("rules %q, want %q", got, want)
 	}
-	if _, err := AdmissionPolicy("system:shardgate", nil); err == nil {
+	if _, err := AdmissionPolicy("system:shardgate", nil, TenantGuards{}); err == nil {
 		t.Error("a policy for no route kind")
 	}
 	shards := v1alpha1.ResolveShards(nil)

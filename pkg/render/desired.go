@@ -141,7 +141,13 @@ func RenderDesired(in DesiredInput) (Desired, error) {
 		d.Cluster = append(d.Cluster, parent...)
 	}
 	if in.AdmissionPolicy {
-		policy, err := AdmissionPolicy(in.ShardgateUser, in.RouteKinds)
+		var guards TenantGuards
+		for _, f := range used {
+			g := f.TenantGuards()
+			guards.Annotations = append(guards.Annotations, g.Annotations...)
+			guards.ExternalNameServices = guards.ExternalNameServices || g.ExternalNameServices
+		}
+		policy, err := AdmissionPolicy(in.ShardgateUser, in.RouteKinds, guards)
 		if err != nil {
 			return Desired{}, err
 		}

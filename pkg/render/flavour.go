@@ -38,6 +38,10 @@ type Flavour interface {
 	Name() v1alpha1.Flavour
 	// ShardFilter is how the routers pick their shard's routes.
 	ShardFilter() ShardFilter
+	// TenantGuards are what the routers would take from a tenant's routes and Services beyond the
+	// route's own reach: in a cluster with a shard of the flavour, the admission policy refuses
+	// them to anyone but Shardgate.
+	TenantGuards() TenantGuards
 	// IngressClass is the class the flavour's routers serve. Each flavour has its own: a class names
 	// one controller and a router serves only its controller's classes, so flavours share a
 	// cluster by having one class each, and an Ingress naming a flavour's class is allocated to that
@@ -88,6 +92,21 @@ const (
 	// label selector: HAProxy's.
 	FilterByClassAnnotation
 )
+
+// TenantGuards are what a flavour's routers read from tenants' objects as the configuration every
+// tenant's routes share (ingress-nginx's snippets lesson), which the admission policy refuses.
+type TenantGuards struct {
+	// Annotations are annotation names (the part after any prefix) the routers read from routes
+	// and from the Services routes name: refused when added or changed, on routes and Services.
+	Annotations []string
+	// ExternalNameServices: the routers proxy to a route's ExternalName Service, which names any
+	// host (the node's own localhost on the host network: CVE-2021-25740). Refused when created or
+	// changed to.
+	ExternalNameServices bool
+}
+
+// any reports whether g guards anything.
+func (g TenantGuards) any() bool { return len(g.Annotations) > 0 || g.ExternalNameServices }
 
 // IngressClass is an IngressClass's name and spec.controller.
 type IngressClass struct {

@@ -60,11 +60,37 @@ var haproxyDirs = []struct{ volume, path string }{
 // haproxyDirLimit bounds each: configuration, maps and certificates of many routes fit.
 var haproxyDirLimit = resource.MustParse("64Mi")
 
+// haproxyRouteAnnotations are the annotations haproxytech's controller v1.11.12 reads from an
+// Ingress or its Services (any prefix: it strips it), gathered from its source. Their values go
+// into HAProxy's configuration: a route ACL is spliced into the shared frontend's use_backend
+// rules, Secret names may be of another namespace, snippets are raw configuration.
+var haproxyRouteAnnotations = []string{
+	"abortonclose", "allow-list", "auth-realm", "auth-secret", "auth-type", "backend-config-snippet", "blacklist",
+	"check", "check-http", "check-interval", "client-ca", "client-crt-optional", "client-strict-sni", "config-snippet",
+	"cookie-persistence", "cors-allow-credentials", "cors-allow-headers", "cors-allow-methods", "cors-allow-origin",
+	"cors-enable", "cors-max-age", "default-backend-service", "deny-list", "forwarded-for", "frontend-config-snippet",
+	"global-config-snippet", "load-balance", "path-rewrite", "pod-maxconn", "rate-limit-period", "rate-limit-requests",
+	"rate-limit-size", "rate-limit-status-code", "request-capture", "request-capture-len", "request-redirect",
+	"request-redirect-code", "request-set-header", "response-set-header", "route-acl", "send-proxy-protocol",
+	"server-ca", "server-crt", "server-proto", "server-ssl", "set-host", "src-ip-header", "ssl-certificate",
+	"ssl-passthrough", "ssl-redirect", "ssl-redirect-code", "ssl-redirect-port", "standalone-backend",
+	"stats-config-snippet", "timeout-check", "timeout-server", "tls-alpn", "whitelist",
+}
+
 // Name implements Flavour.
 func (HAProxy) Name() v1alpha1.Flavour { return v1alpha1.FlavourHAProxy }
 
 // ShardFilter implements Flavour: the controller takes no label selector, only an ingress.class.
 func (HAProxy) ShardFilter() ShardFilter { return FilterByClassAnnotation }
+
+// TenantGuards implements Flavour: every annotation the controller reads from a route or its
+// Services (tenants share the routers' one configuration, so none of them is theirs to set), and
+// ExternalName Services, which the controller proxies to. Its own --disable-service-external-name
+// would do the latter, but it then ignores every ExternalName Service, the one it publishes
+// Ingress status from (address-<shard>) too.
+func (HAProxy) TenantGuards() TenantGuards {
+	return TenantGuards{Annotations: haproxyRouteAnnotations, ExternalNameServices: true}
+}
 
 // IngressClass implements Flavour: the class users name; its controller is HAProxy's, under a
 // class no router of a shard runs (they run names.ShardRouteClass).
@@ -130,6 +156,9 @@ func (h HAProxy) Router(in RouterInput) Router {
 		"--controller-port=0",
 		// HTTP/3 would need UDP 443 and the routers serve TCP only.
 		"--disable-quic",
+		// No raw configuration from annotations or ConfigMaps (TenantGuards refuses them at
+		// admission too).
+		"--disable-config-snippets=all",
 		// Route changes are applied at each sync: a second, where OpenShift's router reloads every
 		// five.
 		"--sync-period=1s",

@@ -3,8 +3,10 @@ package render_test
 import (
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -76,9 +78,21 @@ func TestHAProxyShardBesideTraefik(t *testing.T) {
 		t.Errorf("Traefik's canary annotations %v: want only the applied hash", a)
 	}
 
+	// The admission policy now also refuses the annotations HAProxy reads, on routes and Services.
+	vap := as[admissionregistrationv1.ValidatingAdmissionPolicy](t, objs, "ValidatingAdmissionPolicy", "shardgate-allocation")
+	last := vap.Spec.MatchConstraints.ResourceRules[len(vap.Spec.MatchConstraints.ResourceRules)-1]
+	if !slices.Contains(last.Resources, "services") ||
+		!slices.ContainsFunc(vap.Spec.Validations, func(v admissionregistrationv1.Validation) bool {
+			return strings.Contains(v.Expression, `"route-acl"`) && strings.Contains(v.Expression, `k.endsWith('/' + n)`)
+		}) {
+		t.Errorf("admission policy with an HAProxy shard: %+v", vap.Spec)
+	}
+
+	// The Traefik shard's objects and the cluster-wide ones (but the users' ConfigMap, which lists
+	// every shard, and the policy) are as without it.
 	alone := twoFlavours(t, traefik)
 	for _, want := range alone {
-		if want.GetName() == names.UserInfoName {
+		if want.GetName() == names.UserInfoName || want.GetKind() == "ValidatingAdmissionPolicy" {
 			continue
 		}
 		if got := find(objs, want.GetKind(), want.GetName()); got == nil || !reflect.DeepEqual(got.Object, want.Object) {

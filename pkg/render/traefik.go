@@ -33,6 +33,11 @@ func (Traefik) Name() v1alpha1.Flavour { return v1alpha1.FlavourTraefik }
 // ShardFilter implements Flavour: Traefik's Ingress provider takes a label selector.
 func (Traefik) ShardFilter() ShardFilter { return FilterByLabel }
 
+// TenantGuards implements Flavour: none. Traefik reads its own annotation prefix only, what those
+// annotations name (middlewares, TLS options) comes from providers Shardgate does not turn on, and
+// it refuses ExternalName Services unless told otherwise.
+func (Traefik) TenantGuards() TenantGuards { return TenantGuards{} }
+
 // IngressClass implements Flavour. Traefik serves only classes whose controller is its own.
 func (Traefik) IngressClass() IngressClass {
 	return IngressClass{Name: names.IngressClassName, Controller: "traefik.io/ingress-controller"}

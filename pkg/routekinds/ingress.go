@@ -86,8 +86,18 @@ func trimIngress(obj any) (any, error) {
 	if !ok || ing.Namespace == names.Namespace {
 		return obj, nil
 	}
-	return &networkingv1.Ingress{ObjectMeta: watchcache.TrimMeta(ing.ObjectMeta, ingressAnnotations), Spec: ing.Spec,
-		Status: ing.Status}, nil
+	meta := watchcache.TrimMeta(ing.ObjectMeta, ingressAnnotations)
+	// Every ingress.class under any prefix: routers that select by class annotation read them all
+	// (allocation.ClassAnnotated), and one naming a shard's routers is Shardgate's to take away.
+	for k, v := range ing.Annotations {
+		if allocation.IsClassAnnotation(k) {
+			if meta.Annotations == nil {
+				meta.Annotations = map[string]string{}
+			}
+			meta.Annotations[k] = v
+		}
+	}
+	return &networkingv1.Ingress{ObjectMeta: meta, Spec: ing.Spec, Status: ing.Status}, nil
 }
 
 // trimIngressClass keeps of another controller's IngressClass its identity, labels and the

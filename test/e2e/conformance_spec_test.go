@@ -11,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -128,6 +129,53 @@ func ConformanceSpec(ctx context.Context, t *testing.T, inputGetter func() Confo
 		must(t, u.Client.Get(ctx, types.NamespacedName{Namespace: "default", Name: "other"}, ing))
 		if lb := ing.Status.LoadBalancer.Ingress; len(lb) != 0 {
 			t.Errorf("an Ingress of another class got status %+v", lb)
+		}
+	})
+
+	t.Run("the routers answer the flavour's canary", func(t *testing.T) {
+		c := f.Canary()
+		code, body, err := in.Fabric.GetPath(ctx, fmt.Sprintf("%s:%d", n1, c.Port), appHost, c.Path)
+		if err != nil || code != 200 || strings.TrimSpace(body) != c.Body {
+			t.Fatalf("GET %s on %s:%d: %d %q %v, want 200 %q", c.Path, n1, c.Port, code, body, err, c.Body)
+		}
+	})
+
+	t.Run("only Shardgate names a shard's routers, or sets what they read as configuration", func(t *testing.T) {
+		// Routers that select by class annotation read it under any prefix.
+		picked := route("picks-b", "picks."+domain, "other")
+		picked.Annotations = map[string]string{"example.com/ingress.class": names.ShardRouteClass("b")}
+		if err := u.Client.Create(ctx, picked); !apierrors.IsForbidden(err) {
+			t.Errorf("an Ingress naming shard b's routers by annotation: %v, want Forbidden", err)
+		}
+		// What the flavour's routers read from routes and Services as configuration (any prefix).
+		guards := f.TenantGuards()
+		tried := []string{"x-not-read"}
+		if len(guards.Annotations) > 0 {
+			tried = append(tried, guards.Annotations[0], "route-acl")
+		}
+		for _, name := range tried {
+			ing := route("annotated-"+name, "annotated."+domain, class)
+			ing.Annotations = map[string]string{"example.com/" + name: "1"}
+			svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "annotated-" + name,
+				Annotations: map[string]string{"example.com/" + name: "1"}},
+				Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 80}}}}
+			read := slices.Contains(guards.Annotations, name)
+			for _, o := range []client.Object{ing, svc} {
+				err := u.Client.Create(ctx, o)
+				if read && !apierrors.IsForbidden(err) || !read && err != nil {
+					t.Errorf("%T with annotation example.com/%s (read by the routers: %v): %v", o, name, read, err)
+				}
+				if err == nil {
+					must(t, u.Client.Delete(ctx, o))
+				}
+			}
+		}
+		// A Service of type ExternalName names any host, the node's localhost included.
+		external := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "external"},
+			Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeExternalName, ExternalName: "localhost"}}
+		err := u.Client.Create(ctx, external)
+		if guards.ExternalNameServices && !apierrors.IsForbidden(err) || !guards.ExternalNameServices && err != nil {
+			t.Errorf("an ExternalName Service (guarded: %v): %v", guards.ExternalNameServices, err)
 		}
 	})
 
@@ -258,7 +306,7 @@ func routerProcessesOn(ctx context.Context, t *testing.T, u *framework.ControlPl
 func TestFlavourConformance(t *testing.T) {
 	t.Parallel() // see main_test.go
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
-	defer cancel()
+	t.Cleanup(cancel) // after the flavours' parallel subtests
 	flavours := render.Flavours()
 	nodes := make([][]framework.RealNodeSpec, len(flavours))
 	for i := range flavours {
@@ -276,6 +324,7 @@ func TestFlavourConformance(t *testing.T) {
 	framework.StartController(t, env.Seed, "--dns-zone="+env.DNS.Zone, "--certificate-namespace="+certNS)
 	for i, f := range flavours {
 		t.Run(string(f.Name()), func(t *testing.T) {
+			t.Parallel() // a user cluster each
 			ConformanceSpec(ctx, t, func() ConformanceSpecInput {
 				return ConformanceSpecInput{Flavour: f, Seed: env.Seed, User: env.Users[i], DNS: env.DNS, Roots: roots,
 					Fabric: env.Fabrics[i], Nodes: env.Nodes[i], ClusterID: "conf-" + string(f.Name()), Issuer: "pebble"}

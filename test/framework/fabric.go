@@ -134,7 +134,12 @@ func (f *Fabric) attach(name, addr string) (string, error) {
 // outside the cluster would, and returns the status code and body ("" and an error when it
 // could not connect).
 func (f *Fabric) Get(ctx context.Context, addr, host string) (int, string, error) {
-	code, body, _, err := f.do(ctx, "http", addr, host, nil)
+	return f.GetPath(ctx, addr, host, "/")
+}
+
+// GetPath sends GET http://host<path> from the client namespace to addr, like Get.
+func (f *Fabric) GetPath(ctx context.Context, addr, host, path string) (int, string, error) {
+	code, body, _, err := f.do(ctx, "http", addr, host, path, nil)
 	return code, body, err
 }
 
@@ -142,10 +147,10 @@ func (f *Fabric) Get(ctx context.Context, addr, host string) (int, string, error
 // server's certificate for host against roots, and returns the status, the body and the
 // certificate the server presented.
 func (f *Fabric) GetTLS(ctx context.Context, addr, host string, roots *x509.CertPool) (int, string, *x509.Certificate, error) {
-	return f.do(ctx, "https", addr, host, &tls.Config{RootCAs: roots, ServerName: host, MinVersion: tls.VersionTLS12})
+	return f.do(ctx, "https", addr, host, "/", &tls.Config{RootCAs: roots, ServerName: host, MinVersion: tls.VersionTLS12})
 }
 
-func (f *Fabric) do(ctx context.Context, scheme, addr, host string, tlsConfig *tls.Config) (int, string, *x509.Certificate, error) {
+func (f *Fabric) do(ctx context.Context, scheme, addr, host, path string, tlsConfig *tls.Config) (int, string, *x509.Certificate, error) {
 	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
 		DisableKeepAlives: true,
 		DialContext: func(ctx context.Context, network, a string) (net.Conn, error) {
@@ -156,7 +161,7 @@ func (f *Fabric) do(ctx context.Context, scheme, addr, host string, tlsConfig *t
 		// Redirects are answers to look at, not to follow.
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, scheme+"://"+addr+"/", nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, scheme+"://"+addr+path, nil)
 	if err != nil {
 		return 0, "", nil, err
 	}

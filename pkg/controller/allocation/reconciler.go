@@ -19,7 +19,6 @@ import (
 	"github.com/shardgate/shardgate/pkg/allocation"
 	"github.com/shardgate/shardgate/pkg/clusteraccess"
 	"github.com/shardgate/shardgate/pkg/controller/cistatus"
-	"github.com/shardgate/shardgate/pkg/ingressclass"
 	"github.com/shardgate/shardgate/pkg/names"
 	"github.com/shardgate/shardgate/pkg/render"
 	"github.com/shardgate/shardgate/pkg/routekinds"
@@ -210,7 +209,7 @@ func collectRoutes(ctx context.Context, rd client.Reader, kinds routekinds.Regis
 			r := allocation.Route{Kind: k.Name(), Namespace: o.GetNamespace(), Name: o.GetName(), Labels: o.GetLabels(),
 				NamespaceLabels: nsLabels[o.GetNamespace()], Created: o.GetCreationTimestamp().Time, Hosts: k.Hosts(o),
 				Flavour: flavour}
-			_, r.ClassAnnotated = o.GetAnnotations()[ingressclass.LegacyClassAnnotation]
+			r.ClassAnnotated = allocation.ClassAnnotated(o)
 			r.Shard, r.HeldHosts = allocation.Held(o)
 			routes = append(routes, r)
 		}

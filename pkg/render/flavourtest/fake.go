@@ -51,6 +51,9 @@ func (Fake) Name() v1alpha1.Flavour { return Name }
 // ShardFilter implements render.Flavour: a label selector, like Traefik's.
 func (Fake) ShardFilter() render.ShardFilter { return render.FilterByLabel }
 
+// TenantGuards implements render.Flavour: none.
+func (Fake) TenantGuards() render.TenantGuards { return render.TenantGuards{} }
+
 // IngressClass implements render.Flavour.
 func (Fake) IngressClass() render.IngressClass {
 	return render.IngressClass{Name: Class, Controller: Controller}
