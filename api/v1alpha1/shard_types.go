@@ -104,6 +104,9 @@ type ShardSpec struct {
 // ShardStatus is one shard as observed in the user cluster.
 type ShardStatus struct {
 	Name string `json:"name"`
+	// flavour of router the shard runs (its router type).
+	// +optional
+	Flavour string `json:"flavour,omitempty"`
 	// domain the shard owns; *.<domain> and <domain> point at its targets.
 	Domain string `json:"domain,omitempty"`
 	// readyReplicas of the router Deployment.

@@ -55,7 +55,9 @@ func (s State) OK() bool { return s.Status == string(metav1.ConditionTrue) }
 
 // Shard is one of the cluster's shards: what the profile (or a claim) asks for and what runs.
 type Shard struct {
-	Name       string   `json:"name"`
+	Name string `json:"name"`
+	// Flavour is the kind of router the shard runs (traefik, haproxy).
+	Flavour    string   `json:"flavour"`
 	Publishing string   `json:"publishing"`
 	Claim      string   `json:"claim,omitempty"`
 	Domain     string   `json:"domain,omitempty"`
@@ -115,7 +117,8 @@ func FromClusterIngress(ci *v1alpha1.ClusterIngress) Cluster {
 		}
 	}
 	for _, spec := range ci.Shards() {
-		s := Shard{Name: spec.Name, Publishing: string(spec.Publishing), Claim: spec.Claim, Desired: 1}
+		s := Shard{Name: spec.Name, Flavour: string(spec.Flavour), Publishing: string(spec.Publishing), Claim: spec.Claim,
+			Desired: 1}
 		if spec.Replicas != nil {
 			s.Desired = *spec.Replicas
 		}

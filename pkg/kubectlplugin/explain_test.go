@@ -48,7 +48,7 @@ func TestExplain(t *testing.T) {
 			ingress(map[string]string{"shardgate.io/allocation": "Rejected: host shop.example.org is served by Ingress other/web",
 				"shardgate.io/hosts": "shop.example.org"}, "shardgate"),
 			"Rejected", "host shop.example.org is served by Ingress other/web", 0, "", false},
-		{"another controller's Ingress", ingress(nil, "nginx"), "Pending", "its ingressClassName is nginx, not shardgate: another controller serves it", 0, "", false},
+		{"another controller's Ingress", ingress(nil, "nginx"), "Pending", "its ingressClassName is nginx, not shardgate or shardgate-haproxy: another controller serves it", 0, "", false},
 		{"not decided yet", ingress(nil, ""), "Pending", "Shardgate has not allocated it yet (is the cluster engaged? see `kubectl shardgate status`)", 0, "", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -21,6 +21,9 @@ type ShardStatus struct {
 	Domain string `json:"domain"`
 	// CNAMETarget: what a host of your own must be a CNAME to, to land on this shard.
 	CNAMETarget string `json:"cnameTarget"`
+	// Flavour is the kind of router the shard runs; IngressClass the class that asks for it.
+	Flavour      string `json:"flavour,omitempty"`
+	IngressClass string `json:"ingressClass,omitempty"`
 }
 
 // StatusFrom reads the ConfigMap the shards controller renders (render.UserInfo).
@@ -31,7 +34,9 @@ func StatusFrom(cm *corev1.ConfigMap) Status {
 		if name = strings.TrimSpace(name); name == "" {
 			continue
 		}
-		s.Shards = append(s.Shards, ShardStatus{Name: name, Domain: d["shard."+name+".domain"], CNAMETarget: d["shard."+name+".cnameTarget"]})
+		p := "shard." + name + "."
+		s.Shards = append(s.Shards, ShardStatus{Name: name, Domain: d[p+"domain"], CNAMETarget: d[p+"cnameTarget"],
+			Flavour: d[p+"flavour"], IngressClass: d[p+"ingressClass"]})
 	}
 	sort.Slice(s.Shards, func(i, j int) bool { return s.Shards[i].Name < s.Shards[j].Name })
 	return s

@@ -27,7 +27,10 @@ func UserInfo(clusterDomain string, shards []v1alpha1.ShardSpec, https, gatewayA
 		shardNames = append(shardNames, s.Name)
 		data["shard."+s.Name+".domain"] = d
 		data["shard."+s.Name+".cnameTarget"] = d
-		lines = append(lines, fmt.Sprintf("  %-12s *.%s (custom hosts: CNAME to %s)", s.Name, d, d))
+		data["shard."+s.Name+".flavour"] = string(s.Flavour)
+		data["shard."+s.Name+".ingressClass"] = ShardClass(s)
+		lines = append(lines, fmt.Sprintf("  %-12s *.%s (%s routers, class %s; custom hosts: CNAME to %s)", s.Name, d,
+			s.Flavour, ShardClass(s), d))
 	}
 	data["shards"] = strings.Join(shardNames, ",")
 	data["README"] = fmt.Sprintf(`Ingress in this cluster is served by Shardgate.

@@ -311,9 +311,13 @@ func (r *Reconciler) recordPlan(ci *v1alpha1.ClusterIngress, key types.Namespace
 	ci.Status.ReadyNodes = plan.ReadyNodes
 	ci.Status.ReadyNodeCount = int32(len(plan.ReadyNodes))
 	ci.Status.Shards = nil
+	flavours := map[string]string{}
+	for _, s := range ci.Shards() {
+		flavours[s.Name] = string(s.Flavour)
+	}
 	for _, sp := range plan.Shards {
-		ci.Status.Shards = append(ci.Status.Shards, v1alpha1.ShardStatus{Name: sp.Name, Domain: sp.Domain,
-			ReadyReplicas: replicas[sp.Name], ReadyNodes: sp.ReadyNodes, Targets: sp.Targets})
+		ci.Status.Shards = append(ci.Status.Shards, v1alpha1.ShardStatus{Name: sp.Name, Flavour: flavours[sp.Name],
+			Domain: sp.Domain, ReadyReplicas: replicas[sp.Name], ReadyNodes: sp.ReadyNodes, Targets: sp.Targets})
 	}
 	readyIngressNodes.WithLabelValues(key.String()).Set(float64(len(plan.ReadyNodes)))
 }
