@@ -96,6 +96,14 @@ func RenderDesired(in DesiredInput) (Desired, error) {
 			d.Shards = append(d.Shards, ShardObjects{Name: s.Name, Err: fmt.Errorf("shard %s: unknown flavour %q", s.Name, s.Flavour)})
 			continue
 		}
+		if !in.AdmissionPolicy && f.TenantGuards().any() {
+			// Without the policy nothing would keep tenants' annotations out of the routers' shared
+			// configuration: no routers rather than routers any tenant can reconfigure.
+			d.Shards = append(d.Shards, ShardObjects{Name: s.Name, Err: fmt.Errorf("shard %s: %s routers read tenants' "+
+				"annotations as configuration every tenant shares, which only Shardgate's admission policy keeps from them, "+
+				"and this cluster serves no ValidatingAdmissionPolicy (Kubernetes 1.30 or later)", s.Name, f.Name())})
+			continue
+		}
 		if !slices.ContainsFunc(used, func(g Flavour) bool { return g.Name() == f.Name() }) {
 			shared, err := SharedObjects(f)
 			if err != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/shardgate/shardgate/api/v1alpha1"
 	"github.com/shardgate/shardgate/pkg/names"
 	"github.com/shardgate/shardgate/pkg/render"
+	"github.com/shardgate/shardgate/pkg/routekinds"
 )
 
 // TestHAProxyShardBesideTraefik: an HAProxy shard in a Traefik cluster. Its routers select their
@@ -102,6 +103,7 @@ func TestHAProxyShardBesideTraefik(t *testing.T) {
 
 	// Without TLS the routers name no default certificate and the ConfigMap asks no redirect.
 	objs, err := render.DesiredObjects(render.DesiredInput{ClusterDomain: "c1.z.test", TTL: 60, ShardgateUser: "u",
+		AdmissionPolicy: true, RouteKinds: routekinds.Registry{routekinds.Ingress{}},
 		Shards: v1alpha1.ResolveShards([]v1alpha1.ShardSpec{{Name: "default", Flavour: v1alpha1.FlavourHAProxy}})})
 	if err != nil {
 		t.Fatal(err)
@@ -110,6 +112,29 @@ func TestHAProxyShardBesideTraefik(t *testing.T) {
 	if slices.ContainsFunc(args, func(a string) bool { return a == "--default-ssl-certificate=shardgate-system/shardgate-tls" }) ||
 		len(as[corev1.ConfigMap](t, objs, "ConfigMap", "haproxy-default").Data) != 0 {
 		t.Errorf("without TLS: %v", args)
+	}
+}
+
+// TestHAProxyShardNeedsTheAdmissionPolicy: in a cluster without the ValidatingAdmissionPolicy API
+// nothing would keep tenants' annotations out of HAProxy's shared configuration, so an HAProxy
+// shard is not rendered there and says why; its Traefik neighbour is rendered as before.
+func TestHAProxyShardNeedsTheAdmissionPolicy(t *testing.T) {
+	d, err := render.RenderDesired(render.DesiredInput{ClusterDomain: "c1.z.test", TTL: 60, ShardgateUser: "u",
+		RouteKinds: routekinds.Registry{routekinds.Ingress{}}, Shards: v1alpha1.ResolveShards([]v1alpha1.ShardSpec{
+			{Name: "default"}, {Name: "heavy", Flavour: v1alpha1.FlavourHAProxy}})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range d.Shards {
+		switch {
+		case s.Name == "heavy" && (s.Err == nil || !strings.Contains(s.Err.Error(), "no ValidatingAdmissionPolicy")):
+			t.Errorf("HAProxy shard without the admission policy: %v, %d objects", s.Err, len(s.Objects))
+		case s.Name == "default" && (s.Err != nil || len(s.Objects) == 0):
+			t.Errorf("Traefik shard: %v, %d objects", s.Err, len(s.Objects))
+		}
+	}
+	if find(d.All(), "IngressClass", "shardgate-haproxy") != nil {
+		t.Error("HAProxy's class rendered for a shard that is not")
 	}
 }
 
