@@ -22,6 +22,11 @@ type IngressProfile struct {
 }
 
 // IngressProfileSpec selects clusters and says how to publish their DNS.
+//
+// A shard's flavour is fixed once it exists (like a Gateway's class): changing it in place would
+// drop its routes, whose class asks for the old flavour's routers, while the new ones start.
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.shards) || has(self.shards) || !oldSelf.shards.exists(o, o.name == 'default' && o.?flavour.orValue('traefik') != 'traefik')",message="without shards the profile has the implicit default shard, which runs traefik routers; a shard's flavour cannot change in place: add a shard of the new flavour, move the routes to its class, then remove the old shard"
+// +kubebuilder:validation:XValidation:rule="has(oldSelf.shards) || !has(self.shards) || self.shards.all(s, s.name != 'default' || s.?flavour.orValue('traefik') == 'traefik')",message="the implicit default shard runs traefik routers; its flavour cannot change in place: add a shard of the new flavour, move the routes to its class, then remove the old shard"
 type IngressProfileSpec struct {
 	// clusterSelector selects user clusters by the labels of their Cluster (Cluster API) or
 	// kubeconfig Secret. An empty selector selects every cluster.
@@ -47,6 +52,7 @@ type IngressProfileSpec struct {
 	// +listType=map
 	// +listMapKey=name
 	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:items:XValidation:rule="self.flavour == oldSelf.flavour",message="a shard's flavour cannot change in place (its routes' class asks for the old flavour's routers): add a shard of the new flavour, move the routes to its class, then remove the old shard"
 	Shards []ShardSpec `json:"shards,omitempty"`
 
 	// tls gives every selected cluster HTTPS through one cert-manager certificate per cluster.

@@ -11,6 +11,7 @@ const DefaultShardName = "default"
 
 // Flavour of ingress controller a shard runs.
 // +kubebuilder:validation:Enum=traefik;haproxy
+// +kubebuilder:validation:MaxLength=32
 type Flavour string
 
 // Flavours.
