@@ -29,6 +29,9 @@ type Shard struct {
 	// RouteClass is the ingress.class its routers select their routes by (the flavour's shard
 	// filter), written on every route allocated here; "" when they select by the shard label.
 	RouteClass string
+	// SharesRouteSpecs: its routers put parts of a route's spec into configuration every route
+	// shares; a route with a Refusal is refused here.
+	SharesRouteSpecs bool
 }
 
 // Route is a route of any kind (an Ingress) as the planner sees it.
@@ -51,6 +54,9 @@ type Route struct {
 	Pin string
 	// Flavour is the router flavour the route's class asks for (Shard.Flavour). "": any.
 	Flavour string
+	// Refusal is why the route's own spec cannot be served by routers that share route specs
+	// (Kind.Refusal): it is refused with that reason on such shards (Shard.SharesRouteSpecs).
+	Refusal string
 	// ClassAnnotated: the route has an ingress.class annotation of its own, under any prefix (the
 	// legacy kubernetes.io/ingress.class among them), which routers that select by class
 	// annotation (Shard.RouteClass) would read as their shard filter beside Shardgate's: such a
@@ -82,10 +88,11 @@ type Allocation struct {
 	// CNAMETarget is the name a custom host must CNAME to (the shard's domain apex); empty when
 	// every host is under the cluster domain.
 	CNAMETarget string
-	// RouteClass is the shard's (Shard.RouteClass).
-	RouteClass string
-	Rejected   bool
-	Reason     string
+	// RouteClass and SharesRouteSpecs are the shard's (Shard).
+	RouteClass       string
+	SharesRouteSpecs bool
+	Rejected         bool
+	Reason           string
 	// MovedFrom is set when the Ingress left a shard; MoveReason says why.
 	MovedFrom, MoveReason string
 }
@@ -209,7 +216,7 @@ func (p *planner) allocate(r Route) Allocation {
 	a := Allocation{Kind: r.Kind, Namespace: r.Namespace, Name: r.Name}
 	reject := func(format string, args ...any) Allocation {
 		a.Rejected, a.Reason, a.Shard, a.Domain, a.Hosts, a.MovedFrom, a.MoveReason = true, fmt.Sprintf(format, args...), "", "", nil, "", ""
-		a.RouteClass = ""
+		a.RouteClass, a.SharesRouteSpecs = "", false
 		return a
 	}
 	if len(r.Hosts) == 0 {
@@ -306,13 +313,16 @@ func (p *planner) allocate(r Route) Allocation {
 		}
 	}
 	shard := p.byName[a.Shard]
+	if shard.SharesRouteSpecs && r.Refusal != "" {
+		return reject("shard %s's %s routers share route specs between tenants: %s", shard.Name, shard.Flavour, r.Refusal)
+	}
 	if shard.RouteClass != "" && r.ClassAnnotated {
 		return reject("shard %s's %s routers select their routes by an ingress.class annotation, which the route's "+
 			"own ingress.class annotation would contradict; remove it and name the class in spec.ingressClassName",
 			shard.Name, shard.Flavour)
 	}
 	domain := shard.Domain
-	a.Domain, a.RouteClass = domain, shard.RouteClass
+	a.Domain, a.RouteClass, a.SharesRouteSpecs = domain, shard.RouteClass, shard.SharesRouteSpecs
 	for _, h := range hosts {
 		if h == "" {
 			if !ownLabelOK {

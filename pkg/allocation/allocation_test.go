@@ -369,7 +369,12 @@ func TestRoutesGoToTheirFlavoursShards(t *testing.T) {
 func TestShardsFilteringByClassAnnotation(t *testing.T) {
 	shards := []Shard{
 		{Name: "default", Domain: "c1.z", Capacity: 1, Flavour: "traefik"},
-		{Name: "heavy", Domain: "heavy.c1.z", Capacity: 1, Flavour: "haproxy", RouteClass: "shardgate-shard-heavy"},
+		{Name: "heavy", Domain: "heavy.c1.z", Capacity: 1, Flavour: "haproxy", RouteClass: "shardgate-shard-heavy",
+			SharesRouteSpecs: true},
+	}
+	refused := func(r Route) Route {
+		r.Refusal = "spec.defaultBackend beside rules would receive every request"
+		return r
 	}
 	of := func(r Route, flavour string, legacy bool) Route {
 		r.Flavour, r.ClassAnnotated = flavour, legacy
@@ -381,9 +386,11 @@ func TestShardsFilteringByClassAnnotation(t *testing.T) {
 		of(route("ns", "c", 3, ""), "haproxy", true),
 		of(route("ns", "d", 4, "", "x.heavy.c1.z", "*.bad"), "haproxy", false),
 		of(held(route("ns", "e", 5, ""), "heavy"), "traefik", false),
+		refused(of(route("ns", "f", 6, ""), "haproxy", false)),
+		refused(of(route("ns", "g", 7, ""), "traefik", false)),
 	)
 	for key, want := range map[string][2]string{"ns/a": {"heavy", "shardgate-shard-heavy"}, "ns/b": {"default", ""},
-		"ns/e": {"default", ""}} {
+		"ns/e": {"default", ""}, "ns/g": {"default", ""}} {
 		if a := p[key]; a.Rejected || a.Shard != want[0] || a.RouteClass != want[1] {
 			t.Errorf("%s: %+v, want shard %s with route class %q", key, a, want[0], want[1])
 		}
@@ -391,6 +398,16 @@ func TestShardsFilteringByClassAnnotation(t *testing.T) {
 	if a := p["ns/c"]; !a.Rejected || a.RouteClass != "" ||
 		!strings.Contains(a.Reason, "own ingress.class annotation would contradict; remove it and name the class in spec.ingressClassName") {
 		t.Errorf("legacy class annotation on a class-annotation shard: %+v", a)
+	}
+	if a := p["ns/f"]; !a.Rejected || a.SharesRouteSpecs ||
+		!strings.Contains(a.Reason, "shard heavy's haproxy routers share route specs between tenants: spec.defaultBackend") {
+		t.Errorf("a route whose spec the shard's routers would share: %+v", a)
+	}
+	if a := p["ns/g"]; a.Rejected || a.Shard != "default" {
+		t.Errorf("the same on routers that share no route specs: %+v, want allocated as before", a)
+	}
+	if a := p["ns/a"]; !a.SharesRouteSpecs {
+		t.Errorf("allocated to a shard whose routers share route specs: %+v", a)
 	}
 	if a := p["ns/d"]; !a.Rejected || a.RouteClass != "" {
 		t.Errorf("rejected after the shard was fixed by a host: %+v, want no route class", a)

@@ -139,8 +139,9 @@ func tenantGuards(g TenantGuards) []admissionregistrationv1.Validation {
 				"![%s].exists(n, k == n || k.endsWith('/' + n)) || "+
 				"(oldObject != null && oldObject.metadata.?annotations[?k].orValue('') == object.metadata.annotations[k]))",
 				strings.Join(quoted, ", ")),
-			Message: "this cluster's routers read annotations named " + strings.Join(g.Annotations, ", ") +
-				" (under any prefix) as configuration that every tenant's routes share; ask the cluster's operator instead",
+			Message: fmt.Sprintf("this cluster's routers read annotations named %s and %d more (under any prefix; the "+
+				"operator guide lists them) as configuration every tenant's routes share; remove them, or ask the "+
+				"cluster's operator", strings.Join(g.Annotations[:min(4, len(g.Annotations))], ", "), max(0, len(g.Annotations)-4)),
 			Reason: ptr.To(metav1.StatusReasonForbidden),
 		})
 	}
@@ -152,6 +153,26 @@ func tenantGuards(g TenantGuards) []admissionregistrationv1.Validation {
 				"oldObject.spec.?externalName.orValue('') == object.spec.?externalName.orValue(''))",
 			Message: "this cluster's routers would proxy to a Service of type ExternalName, which can name any host " +
 				"(the node's own localhost included); use a Service with a selector or EndpointSlices",
+			Reason: ptr.To(metav1.StatusReasonForbidden),
+		})
+	}
+	if g.SharesRouteSpecs {
+		allocated := fmt.Sprintf("(object.metadata.?labels[?%q].hasValue() || object.metadata.?annotations[?%q].hasValue())",
+			v1alpha1.ShardLabel, v1alpha1.ShardClassAnnotation)
+		out = append(out, admissionregistrationv1.Validation{
+			Expression: "variables.isShardgate || request.resource.resource != 'ingresses' || " +
+				"object.spec.?rules.orValue([]).all(r, r.?http.?paths.orValue([]).all(p, " +
+				`!p.?path.orValue('').matches('[\\s\\x00-\\x1f\\x7f]')))`,
+			Message: "this cluster's routers write paths into line-based route maps: a path with whitespace or a " +
+				"control character would add routes of its own",
+			Reason: ptr.To(metav1.StatusReasonForbidden),
+		}, admissionregistrationv1.Validation{
+			// A new Ingress with one is refused or made a rule by allocation before a router serves it.
+			Expression: "variables.isShardgate || request.resource.resource != 'ingresses' || " +
+				"!has(object.spec.defaultBackend) || !" + allocated + " || (oldObject != null && " +
+				"has(oldObject.spec.defaultBackend) && oldObject.spec.defaultBackend == object.spec.defaultBackend)",
+			Message: "an allocated Ingress cannot take a spec.defaultBackend: its shard's routers, which every tenant " +
+				"shares, would send every request they route nowhere to it; serve it from a rule",
 			Reason: ptr.To(metav1.StatusReasonForbidden),
 		})
 	}

@@ -154,6 +154,7 @@ func RenderDesired(in DesiredInput) (Desired, error) {
 			g := f.TenantGuards()
 			guards.Annotations = append(guards.Annotations, g.Annotations...)
 			guards.ExternalNameServices = guards.ExternalNameServices || g.ExternalNameServices
+			guards.SharesRouteSpecs = guards.SharesRouteSpecs || g.SharesRouteSpecs
 		}
 		policy, err := AdmissionPolicy(in.ShardgateUser, in.RouteKinds, guards)
 		if err != nil {

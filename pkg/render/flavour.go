@@ -103,10 +103,18 @@ type TenantGuards struct {
 	// host (the node's own localhost on the host network: CVE-2021-25740). Refused when created or
 	// changed to.
 	ExternalNameServices bool
+	// SharesRouteSpecs: the routers put parts of a route's spec into configuration every route
+	// shares: its paths unescaped into line-based route maps (a path with whitespace or a control
+	// character adds rows of its own: another tenant's host), its default backend as the shared
+	// frontends' catch-all. Refused on Ingresses (an allocated one cannot take a default backend),
+	// and allocation refuses such routes on these shards (routekinds.Kind.Refusal).
+	SharesRouteSpecs bool
 }
 
 // any reports whether g guards anything.
-func (g TenantGuards) any() bool { return len(g.Annotations) > 0 || g.ExternalNameServices }
+func (g TenantGuards) any() bool {
+	return len(g.Annotations) > 0 || g.ExternalNameServices || g.SharesRouteSpecs
+}
 
 // IngressClass is an IngressClass's name and spec.controller.
 type IngressClass struct {

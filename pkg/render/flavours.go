@@ -112,3 +112,10 @@ func ShardRouteClass(s v1alpha1.ShardSpec) string {
 	}
 	return ""
 }
+
+// SharesRouteSpecs reports whether a shard's routers share parts of route specs between tenants
+// (TenantGuards.SharesRouteSpecs): allocation refuses routes whose Refusal says why there.
+func SharesRouteSpecs(s v1alpha1.ShardSpec) bool {
+	f, ok := FlavourFor(s.Flavour)
+	return ok && f.TenantGuards().SharesRouteSpecs
+}

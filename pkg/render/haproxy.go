@@ -60,21 +60,29 @@ var haproxyDirs = []struct{ volume, path string }{
 // haproxyDirLimit bounds each: configuration, maps and certificates of many routes fit.
 var haproxyDirLimit = resource.MustParse("64Mi")
 
-// haproxyRouteAnnotations are the annotations haproxytech's controller v1.11.12 reads from an
-// Ingress or its Services (any prefix: it strips it), gathered from its source. Their values go
-// into HAProxy's configuration: a route ACL is spliced into the shared frontend's use_backend
-// rules, Secret names may be of another namespace, snippets are raw configuration.
+// haproxyRouteAnnotations are the annotations haproxytech's controller v1.11.12 reads (any prefix:
+// it strips it), from Ingresses, their Services or its own ConfigMap, gathered from its source
+// (TestHAProxyGuardsEveryAnnotationItReads keeps the list whole; the ConfigMap's own are in it too,
+// which costs tenants nothing). Their values go into HAProxy's configuration: a route ACL is
+// spliced into the shared frontend's use_backend rules, Secret names may be of another
+// namespace, snippets are raw configuration, server slots size every backend.
 var haproxyRouteAnnotations = []string{
 	"abortonclose", "allow-list", "auth-realm", "auth-secret", "auth-type", "backend-config-snippet", "blacklist",
-	"check", "check-http", "check-interval", "client-ca", "client-crt-optional", "client-strict-sni", "config-snippet",
-	"cookie-persistence", "cors-allow-credentials", "cors-allow-headers", "cors-allow-methods", "cors-allow-origin",
-	"cors-enable", "cors-max-age", "default-backend-service", "deny-list", "forwarded-for", "frontend-config-snippet",
-	"global-config-snippet", "load-balance", "path-rewrite", "pod-maxconn", "rate-limit-period", "rate-limit-requests",
-	"rate-limit-size", "rate-limit-status-code", "request-capture", "request-capture-len", "request-redirect",
-	"request-redirect-code", "request-set-header", "response-set-header", "route-acl", "send-proxy-protocol",
-	"server-ca", "server-crt", "server-proto", "server-ssl", "set-host", "src-ip-header", "ssl-certificate",
+	"check", "check-http", "check-interval", "clean-certs", "client-ca", "client-crt-optional", "client-strict-sni",
+	"config-snippet", "cookie-indirect", "cookie-nocache", "cookie-persistence", "cookie-type",
+	"cors-allow-credentials", "cors-allow-headers", "cors-allow-methods", "cors-allow-origin", "cors-enable",
+	"cors-max-age", "cr-backend", "cr-defaults", "cr-global", "default-backend-service", "deny-list",
+	"disable-config-snippets", "dontlognull", "forwarded-for", "frontend-config-snippet", "global-config-snippet",
+	"hard-stop-after", "http-connection-mode", "load-balance", "log-format", "logasap", "maxconn", "nbthread",
+	"path-rewrite", "pod-maxconn", "prometheus-endpoint-auth-secret", "proxy-protocol", "quic-alt-svc-max-age",
+	"rate-limit-period", "rate-limit-requests", "rate-limit-size", "rate-limit-status-code", "request-capture",
+	"request-capture-len", "request-redirect", "request-redirect-code", "request-set-header", "response-set-header",
+	"route-acl", "scale-server-slots", "send-proxy-protocol", "server-ca", "server-crt", "server-proto",
+	"server-slots", "server-ssl", "servers-increment", "set-host", "src-ip-header", "ssl-certificate",
 	"ssl-passthrough", "ssl-redirect", "ssl-redirect-code", "ssl-redirect-port", "standalone-backend",
-	"stats-config-snippet", "timeout-check", "timeout-server", "tls-alpn", "whitelist",
+	"stats-config-snippet", "syslog-server", "timeout-check", "timeout-client", "timeout-client-fin",
+	"timeout-connect", "timeout-http-keep-alive", "timeout-http-request", "timeout-queue", "timeout-server",
+	"timeout-server-fin", "timeout-tunnel", "tls-alpn", "whitelist",
 }
 
 // Name implements Flavour.
@@ -84,12 +92,13 @@ func (HAProxy) Name() v1alpha1.Flavour { return v1alpha1.FlavourHAProxy }
 func (HAProxy) ShardFilter() ShardFilter { return FilterByClassAnnotation }
 
 // TenantGuards implements Flavour: every annotation the controller reads from a route or its
-// Services (tenants share the routers' one configuration, so none of them is theirs to set), and
-// ExternalName Services, which the controller proxies to. Its own --disable-service-external-name
+// Services (tenants share the routers' one configuration, so none of them is theirs to set),
+// ExternalName Services, which the controller proxies to, and route specs it shares: paths (written
+// unescaped into its line-based route maps) and default backends (the shared frontends'). Its own --disable-service-external-name
 // would do the latter, but it then ignores every ExternalName Service, the one it publishes
 // Ingress status from (address-<shard>) too.
 func (HAProxy) TenantGuards() TenantGuards {
-	return TenantGuards{Annotations: haproxyRouteAnnotations, ExternalNameServices: true}
+	return TenantGuards{Annotations: haproxyRouteAnnotations, ExternalNameServices: true, SharesRouteSpecs: true}
 }
 
 // IngressClass implements Flavour: the class users name; its controller is HAProxy's, under a

@@ -105,6 +105,9 @@ func (HTTPRoute) ServedElsewhere(route client.Object, _ Flavours) string {
 // ClaimBinds implements Kind: claims bind Ingresses only, so far.
 func (HTTPRoute) ClaimBinds(v1alpha1.ClaimRecord) []string { return nil }
 
+// Refusal implements Kind: none; a route's rules apply to its own hostnames only.
+func (HTTPRoute) Refusal(client.Object) string { return "" }
+
 // Hosts implements Kind: the route's hostnames, which apply to all its rules. None asks for one
 // default host.
 func (HTTPRoute) Hosts(route client.Object) []string {

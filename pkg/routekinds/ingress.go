@@ -2,9 +2,11 @@ package routekinds
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
+	"unicode"
 
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -153,8 +155,47 @@ func (Ingress) Hosts(route client.Object) []string {
 	return hosts
 }
 
+// Refusal implements Kind, for routers that share route specs (render.TenantGuards). A default
+// backend beside rules is the routers' catch-all: it would receive every request they route
+// nowhere, other tenants' hosts included (HAProxy makes it the shared frontends' default_backend);
+// one Shardgate turned into a rule (defaultBackendRule) is Shardgate's own, and Tell takes it
+// away. A path with whitespace or a control character would be a line of its own in a router's
+// line-based route maps (HAProxy's): a row for another tenant's host.
+func (i Ingress) Refusal(route client.Object) string {
+	ing := route.(*networkingv1.Ingress)
+	if ing.Spec.DefaultBackend != nil && len(ing.Spec.Rules) > 0 && !convertedDefaultBackend(ing) {
+		return "spec.defaultBackend beside rules would receive every request the shard's routers route nowhere, " +
+			"other tenants' hosts included; serve it from a rule"
+	}
+	for _, r := range ing.Spec.Rules {
+		if r.HTTP == nil {
+			continue
+		}
+		for _, p := range r.HTTP.Paths {
+			if strings.ContainsFunc(p.Path, func(c rune) bool { return unicode.IsSpace(c) || unicode.IsControl(c) }) {
+				return fmt.Sprintf("path %q has whitespace or a control character", p.Path)
+			}
+		}
+	}
+	return ""
+}
+
+// convertedDefaultBackend reports whether ing's one rule is the one Shardgate gave an Ingress that
+// had only a default backend (defaultBackendRule under its default host), before Tell also took
+// the default backend away.
+func convertedDefaultBackend(ing *networkingv1.Ingress) bool {
+	if len(ing.Spec.Rules) != 1 || ing.Spec.DefaultBackend == nil {
+		return false
+	}
+	own, _ := names.DefaultHostLabel(ing.Namespace, ing.Name)
+	r := ing.Spec.Rules[0]
+	return strings.HasPrefix(r.Host, own+".") &&
+		equality.Semantic.DeepEqual(r, defaultBackendRule(r.Host, *ing.Spec.DefaultBackend))
+}
+
 // Tell implements Kind: besides the marks, an allocated Ingress gets its default hosts in its
-// hostless rules, and one with only a default backend a rule under its default host.
+// hostless rules, and one with only a default backend a rule under its default host (on routers
+// that share route specs instead of it: a default backend is their catch-all, Refusal).
 func (Ingress) Tell(route client.Object, a allocation.Allocation) (client.Object, bool) {
 	ing := route.(*networkingv1.Ingress)
 	want := ing.DeepCopy()
@@ -169,8 +210,14 @@ func (Ingress) Tell(route client.Object, a allocation.Allocation) (client.Object
 				want.Spec.Rules[i].Host = a.Hosts[i]
 			}
 		}
+		converted := convertedDefaultBackend(want)
 		if len(want.Spec.Rules) == 0 && want.Spec.DefaultBackend != nil && len(a.Hosts) == 1 {
 			want.Spec.Rules = []networkingv1.IngressRule{defaultBackendRule(a.Hosts[0], *want.Spec.DefaultBackend)}
+			converted = true
+		}
+		if a.SharesRouteSpecs && converted {
+			// The rule serves it; kept, it would be the catch-all of routers every tenant shares.
+			want.Spec.DefaultBackend = nil
 		}
 	}
 	changed := !equality.Semantic.DeepEqual(ing.Labels, want.Labels) ||
@@ -198,8 +245,8 @@ func (Ingress) AlreadySays(route client.Object, a allocation.Allocation) bool {
 	if a.Rejected {
 		return len(ing.Status.LoadBalancer.Ingress) == 0
 	}
-	if len(ing.Spec.Rules) == 0 && ing.Spec.DefaultBackend != nil {
-		return false // its default-host rule is still to be added
+	if ing.Spec.DefaultBackend != nil && (len(ing.Spec.Rules) == 0 || a.SharesRouteSpecs) {
+		return false // its default-host rule is still to be added, or its default backend taken away
 	}
 	for _, r := range ing.Spec.Rules {
 		if r.Host == "" {

@@ -354,3 +354,51 @@ func TestRegistryByResource(t *testing.T) {
 		t.Error("CachedFor(IngressClass)")
 	}
 }
+
+// TestIngressRefusal: a default backend beside rules (the shared routers' catch-all) and a path
+// with whitespace or a control character (a row of its own in line-based route maps) are refused;
+// the rule Shardgate made of a default backend is not, and Tell takes that default backend away.
+func TestIngressRefusal(t *testing.T) {
+	backend := networkingv1.IngressBackend{Service: &networkingv1.IngressServiceBackend{Name: "web",
+		Port: networkingv1.ServiceBackendPort{Number: 80}}}
+	own, _ := names.DefaultHostLabel("team", "web")
+	host := own + ".c1.z"
+	rule := func(path string) networkingv1.IngressRule {
+		return networkingv1.IngressRule{Host: "web.c1.z", IngressRuleValue: networkingv1.IngressRuleValue{
+			HTTP: &networkingv1.HTTPIngressRuleValue{Paths: []networkingv1.HTTPIngressPath{{Path: path,
+				PathType: ptr.To(networkingv1.PathTypeImplementationSpecific), Backend: backend}}}}}
+	}
+	for name, tc := range map[string]struct {
+		spec networkingv1.IngressSpec
+		why  string
+	}{
+		"rules":                          {networkingv1.IngressSpec{Rules: []networkingv1.IngressRule{rule("/a")}}, ""},
+		"default backend only":           {networkingv1.IngressSpec{DefaultBackend: &backend}, ""},
+		"converted default backend":      {networkingv1.IngressSpec{DefaultBackend: &backend, Rules: []networkingv1.IngressRule{defaultBackendRule(host, backend)}}, ""},
+		"rules and a default backend":    {networkingv1.IngressSpec{DefaultBackend: &backend, Rules: []networkingv1.IngressRule{rule("/a")}}, "spec.defaultBackend beside rules"},
+		"converted rule of another host": {networkingv1.IngressSpec{DefaultBackend: &backend, Rules: []networkingv1.IngressRule{defaultBackendRule("x.c1.z", backend)}}, "spec.defaultBackend beside rules"},
+		"newline in a path":              {networkingv1.IngressSpec{Rules: []networkingv1.IngressRule{rule("/x\nvictim.c1.z/\t\tteam_web_80")}}, "whitespace or a control character"},
+		"space in a path":                {networkingv1.IngressSpec{Rules: []networkingv1.IngressRule{rule("/a b")}}, "whitespace or a control character"},
+	} {
+		ing := &networkingv1.Ingress{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "web"}, Spec: tc.spec}
+		if got := (Ingress{}).Refusal(ing); tc.why == "" && got != "" || tc.why != "" && !strings.Contains(got, tc.why) {
+			t.Errorf("%s: refusal %q, want %q", name, got, tc.why)
+		}
+	}
+	converted := &networkingv1.Ingress{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "web"},
+		Spec: networkingv1.IngressSpec{DefaultBackend: &backend, Rules: []networkingv1.IngressRule{defaultBackendRule(host, backend)}}}
+	a := allocation.Allocation{Shard: "default", Domain: "c1.z", Hosts: []string{host}}
+	allocation.TellMeta(converted, a)
+	if !(Ingress{}).AlreadySays(converted, a) {
+		t.Error("a converted Ingress on a shard whose routers share no route specs is rewritten (its default backend stays)")
+	}
+	a.SharesRouteSpecs = true
+	allocation.TellMeta(converted, a) // every mark already there: only the default backend differs
+	if (Ingress{}).AlreadySays(converted, a) {
+		t.Error("a converted Ingress that kept its default backend says its allocation")
+	}
+	got, changed := Ingress{}.Tell(converted, a)
+	if ing := got.(*networkingv1.Ingress); !changed || ing.Spec.DefaultBackend != nil || len(ing.Spec.Rules) != 1 {
+		t.Errorf("Tell of a converted Ingress: %+v", ing.Spec)
+	}
+}

@@ -71,6 +71,10 @@ type Kind interface {
 	// Hosts are the hosts the route asks for, one per rule in order, "" for a rule without one
 	// (Shardgate gives it a default host). No hosts at all asks for one default host.
 	Hosts(route client.Object) []string
+	// Refusal is why the route's own spec cannot be served by routers that share route specs
+	// between tenants (render.TenantGuards.SharesRouteSpecs; "" when it can): the planner refuses
+	// it on such shards with that reason.
+	Refusal(route client.Object) string
 
 	// The marks Shardgate writes: the shard label and the allocation annotations (the same on
 	// every kind: allocation.TellMeta), and the hosts it filled in (the kind's spec).

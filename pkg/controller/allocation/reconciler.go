@@ -133,7 +133,7 @@ func allocShards(ctx context.Context, rd client.Reader, specs []v1alpha1.ShardSp
 	var out []allocation.Shard
 	for _, s := range specs {
 		as := allocation.Shard{Name: s.Name, Domain: names.ShardDomain(s.Name, clusterDomain), Claim: s.Claim,
-			Flavour: string(s.Flavour), RouteClass: render.ShardRouteClass(s)}
+			Flavour: string(s.Flavour), RouteClass: render.ShardRouteClass(s), SharesRouteSpecs: render.SharesRouteSpecs(s)}
 		var err error
 		if s.NamespaceSelector != nil {
 			if as.NamespaceSelector, err = metav1.LabelSelectorAsSelector(s.NamespaceSelector); err != nil {
@@ -209,7 +209,7 @@ func collectRoutes(ctx context.Context, rd client.Reader, kinds routekinds.Regis
 			r := allocation.Route{Kind: k.Name(), Namespace: o.GetNamespace(), Name: o.GetName(), Labels: o.GetLabels(),
 				NamespaceLabels: nsLabels[o.GetNamespace()], Created: o.GetCreationTimestamp().Time, Hosts: k.Hosts(o),
 				Flavour: flavour}
-			r.ClassAnnotated = allocation.ClassAnnotated(o)
+			r.ClassAnnotated, r.Refusal = allocation.ClassAnnotated(o), k.Refusal(o)
 			r.Shard, r.HeldHosts = allocation.Held(o)
 			routes = append(routes, r)
 		}

@@ -145,6 +145,9 @@ func (Tunnels) ServedElsewhere(o client.Object, _ routekinds.Flavours) string {
 // ClaimBinds implements routekinds.Kind: claims name Ingresses only.
 func (Tunnels) ClaimBinds(v1alpha1.ClaimRecord) []string { return nil }
 
+// Refusal implements routekinds.Kind: none.
+func (Tunnels) Refusal(client.Object) string { return "" }
+
 // Hosts implements routekinds.Kind.
 func (Tunnels) Hosts(o client.Object) []string { return slices.Clone(o.(*Tunnel).Spec.Hostnames) }
 
