@@ -308,12 +308,18 @@ func TestFlavourConformance(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	t.Cleanup(cancel) // after the flavours' parallel subtests
 	flavours := render.Flavours()
-	nodes := make([][]framework.RealNodeSpec, len(flavours))
+	nodes := make([][]framework.RealNodeSpec, len(flavours)+1)
 	for i := range flavours {
 		nodes[i] = []framework.RealNodeSpec{{Name: "n1", Labels: map[string]string{"role": "a"}},
 			{Name: "n2", Labels: map[string]string{"role": "a"}}, {Name: "n3", Labels: map[string]string{"role": "b"}}}
 	}
-	env := framework.StartEnvironment(t, framework.EnvironmentOptions{UserClusters: len(flavours), DNS: true, RealNodes: nodes})
+	// And one cluster with a shard of each flavour, a node each.
+	mixed := len(flavours)
+	for i, f := range flavours {
+		nodes[mixed] = append(nodes[mixed], framework.RealNodeSpec{Name: fmt.Sprintf("m%d", i+1),
+			Labels: map[string]string{"role": string(f.Name())}})
+	}
+	env := framework.StartEnvironment(t, framework.EnvironmentOptions{UserClusters: len(flavours) + 1, DNS: true, RealNodes: nodes})
 	pebble := framework.StartPebble(t, env.DNS, framework.PebbleOptions{})
 	cm := framework.StartCertManager(t, env.Seed, env.DNS)
 	const certNS = "shardgate"
@@ -322,6 +328,13 @@ func TestFlavourConformance(t *testing.T) {
 	roots, err := pebble.Roots(ctx)
 	must(t, err)
 	framework.StartController(t, env.Seed, "--dns-zone="+env.DNS.Zone, "--certificate-namespace="+certNS)
+	t.Run("every flavour in one cluster", func(t *testing.T) {
+		t.Parallel()
+		FlavoursSideBySideSpec(ctx, t, func() ConformanceSpecInput {
+			return ConformanceSpecInput{Seed: env.Seed, User: env.Users[mixed], DNS: env.DNS, Roots: roots,
+				Fabric: env.Fabrics[mixed], Nodes: env.Nodes[mixed], ClusterID: "conf-mixed", Issuer: "pebble"}
+		})
+	})
 	for i, f := range flavours {
 		t.Run(string(f.Name()), func(t *testing.T) {
 			t.Parallel() // a user cluster each
@@ -330,5 +343,77 @@ func TestFlavourConformance(t *testing.T) {
 					Fabric: env.Fabrics[i], Nodes: env.Nodes[i], ClusterID: "conf-" + string(f.Name()), Issuer: "pebble"}
 			})
 		})
+	}
+}
+
+// FlavoursSideBySideSpec: one cluster with a shard of every flavour, each on a node of its own
+// (role <flavour>), HTTPS with the cluster's certificate: each Ingress is served through its
+// class's flavour's routers only, over HTTPS and HTTP (redirected), and users and operators are
+// told each shard's router type.
+func FlavoursSideBySideSpec(ctx context.Context, t *testing.T, inputGetter func() ConformanceSpecInput) {
+	in := inputGetter()
+	seed, u := in.Seed, in.User
+	domain := in.ClusterID + "." + in.DNS.Zone
+	flavours := render.Flavours()
+	var shards []v1alpha1.ShardSpec
+	hosts := map[v1alpha1.Flavour]string{}
+	for i, f := range flavours {
+		name := string(f.Name())
+		if i == 0 {
+			name = v1alpha1.DefaultShardName
+		}
+		shards = append(shards, v1alpha1.ShardSpec{Name: name, Flavour: f.Name(), Image: flavourImages[f.Name()],
+			ImagePullPolicy: corev1.PullNever, Replicas: ptr.To[int32](1), NodeSelector: map[string]string{"role": string(f.Name())}})
+		hosts[f.Name()] = "app." + names.ShardDomain(name, domain)
+	}
+	sel := map[string]string{"conformance": "mixed"}
+	must(t, seed.Client.Create(ctx, &v1alpha1.IngressProfile{ObjectMeta: metav1.ObjectMeta{Name: "conformance-mixed"},
+		Spec: v1alpha1.IngressProfileSpec{ClusterSelector: metav1.LabelSelector{MatchLabels: sel}, DNS: v1alpha1.DNSSettings{TTL: 5},
+			Shards: shards, TLS: v1alpha1.TLSSettings{RedirectHTTP: true,
+				IssuerRef: &v1alpha1.IssuerReference{Name: in.Issuer, Kind: v1alpha1.KindIssuer}}}}))
+	must(t, framework.DeployBackend(ctx, u, "default", "web", 1))
+	for _, f := range flavours {
+		ing := shardIngress("web-"+string(f.Name()), hosts[f.Name()])
+		ing.Spec.IngressClassName = ptr.To(f.IngressClass().Name)
+		must(t, u.Client.Create(ctx, ing))
+	}
+	registerCAPICluster(ctx, t, seed, "default", in.ClusterID, u, sel, nil)
+
+	for i, f := range flavours {
+		node := in.Nodes[i].IP
+		waitAnswer(ctx, t, in.DNS, hosts[f.Name()], framework.AnswerIs(node))
+		eventually(ctx, t, 4*time.Minute, func() (bool, string) {
+			code, body, _, err := in.Fabric.GetTLS(ctx, node+":443", hosts[f.Name()], in.Roots)
+			return err == nil && code == 200 && strings.Contains(body, "hello from web"),
+				fmt.Sprintf("https://%s via %s's router: %d %q %v", hosts[f.Name()], f.Name(), code, body, err)
+		})
+		if code, body, err := in.Fabric.Get(ctx, node+":80", hosts[f.Name()]); err != nil || code/100 != 3 ||
+			!strings.Contains(body, "Location: https://"+hosts[f.Name()]) {
+			t.Errorf("http://%s via %s's router: %d %q %v, want a redirect to https", hosts[f.Name()], f.Name(), code, body, err)
+		}
+		for _, g := range flavours {
+			if g.Name() == f.Name() {
+				continue
+			}
+			// The other flavour's routes are not this router's (its default answer: 404).
+			if code, body, _, err := in.Fabric.GetTLS(ctx, node+":443", hosts[g.Name()], in.Roots); err != nil || code != 404 {
+				t.Errorf("https://%s (a %s route) via %s's router: %d %q %v, want 404", hosts[g.Name()], g.Name(),
+					f.Name(), code, body, err)
+			}
+		}
+	}
+
+	info := &corev1.ConfigMap{}
+	must(t, u.Client.Get(ctx, client.ObjectKey{Namespace: names.UserInfoNamespace, Name: names.UserInfoName}, info))
+	ci := getCI(ctx, t, seed, key(in.ClusterID))
+	for _, s := range shards {
+		if info.Data["shard."+s.Name+".flavour"] != string(s.Flavour) ||
+			info.Data["shard."+s.Name+".ingressClass"] != render.ShardClass(s) {
+			t.Errorf("users are told of shard %s: %v", s.Name, info.Data)
+		}
+		i := slices.IndexFunc(ci.Status.Shards, func(st v1alpha1.ShardStatus) bool { return st.Name == s.Name })
+		if i < 0 || ci.Status.Shards[i].Flavour != string(s.Flavour) {
+			t.Errorf("status.shards says of shard %s: %+v", s.Name, ci.Status.Shards)
+		}
 	}
 }

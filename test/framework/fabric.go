@@ -137,6 +137,17 @@ func (f *Fabric) Get(ctx context.Context, addr, host string) (int, string, error
 	return f.GetPath(ctx, addr, host, "/")
 }
 
+// HTTPClient is a client in the fabric's client namespace that keeps connections alive (up to
+// conns to one address): a load generator's. tlsConfig nil: plain HTTP only.
+func (f *Fabric) HTTPClient(tlsConfig *tls.Config, conns int) *http.Client {
+	return &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
+		MaxIdleConnsPerHost: conns, MaxConnsPerHost: conns, TLSClientConfig: tlsConfig,
+		DialContext: func(ctx context.Context, network, a string) (net.Conn, error) {
+			return DialInNetns(ctx, netnsPath(f.netns("client")), network, a)
+		},
+	}, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+}
+
 // GetPath sends GET http://host<path> from the client namespace to addr, like Get.
 func (f *Fabric) GetPath(ctx context.Context, addr, host, path string) (int, string, error) {
 	code, body, _, err := f.do(ctx, "http", addr, host, path, nil)

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 )
 
 // ProcessIdentity is what the kernel says a running process may do: the proof that a pod's
@@ -122,6 +123,33 @@ func ContainerProcesses(id string) ([]ProcessIdentity, error) {
 		out = append(out, pi)
 	}
 	return out, nil
+}
+
+// ContainerCPU is the CPU time the container whose runtime ID is id has used, every process it
+// ran included (reloaded HAProxy workers that are gone too): its cgroup's cpuacct.usage.
+func ContainerCPU(id string) (time.Duration, error) {
+	procs, err := ContainerProcesses(id)
+	if err != nil || len(procs) == 0 {
+		return 0, fmt.Errorf("container %s: no process (%v)", id, err)
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", procs[0].PID))
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		// "4:cpu,cpuacct:/path" or "2:cpuacct:/path" (cgroup v1, as the real nodes' kubelets run).
+		f := strings.SplitN(line, ":", 3)
+		if len(f) != 3 || !slices.Contains(strings.Split(f[1], ","), "cpuacct") {
+			continue
+		}
+		u, err := os.ReadFile(filepath.Join(cgroupV1Root, f[1], f[2], "cpuacct.usage"))
+		if err != nil {
+			return 0, err
+		}
+		ns, err := strconv.ParseInt(strings.TrimSpace(string(u)), 10, 64)
+		return time.Duration(ns), err
+	}
+	return 0, fmt.Errorf("container %s: no cpuacct cgroup in %q", id, b)
 }
 
 // RootReadOnly says whether process pid's root file system is mounted read-only, as its own
