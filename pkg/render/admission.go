@@ -28,23 +28,18 @@ const admissionPolicyName = "shardgate-allocation"
 // guards are what the cluster's routers would take from tenants (Flavour.TenantGuards of its
 // shards' flavours): nobody but Shardgate may add or change such annotations on routes or Services,
 // or make a Service ExternalName; the policy then matches Services too.
-func AdmissionPolicy(shardgateUser string, kinds routekinds.Registry, guards TenantGuards) ([]*unstructured.Unstructured, error) {
+func AdmissionPolicy(shardgateUser string, kinds routekinds.Registry, guards TenantGuards,
+) ([]*unstructured.Unstructured, error) {
 	if len(kinds) == 0 {
 		return nil, errors.New("no route kinds: the admission policy would protect nothing")
 	}
 	var rules []admissionregistrationv1.NamedRuleWithOperations
 	for _, k := range kinds {
 		gv := k.GroupVersionKind().GroupVersion()
-		rules = append(rules, admissionregistrationv1.NamedRuleWithOperations{RuleWithOperations: admissionregistrationv1.RuleWithOperations{
-			Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
-			Rule:       admissionregistrationv1.Rule{APIGroups: []string{gv.Group}, APIVersions: []string{gv.Version}, Resources: k.Protected()},
-		}})
+		rules = append(rules, createOrUpdate(gv.Group, gv.Version, k.Protected()))
 	}
 	if guards.any() {
-		rules = append(rules, admissionregistrationv1.NamedRuleWithOperations{RuleWithOperations: admissionregistrationv1.RuleWithOperations{
-			Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
-			Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"services"}},
-		}})
+		rules = append(rules, createOrUpdate("", "v1", []string{"services"}))
 	}
 	var ann []string
 	for _, k := range v1alpha1.AllocationAnnotations {
@@ -124,6 +119,14 @@ func AdmissionPolicy(shardgateUser string, kinds routekinds.Registry, guards Ten
 		Object{admissionregistrationv1.SchemeGroupVersion.WithKind("ValidatingAdmissionPolicy"), policy},
 		Object{admissionregistrationv1.SchemeGroupVersion.WithKind("ValidatingAdmissionPolicyBinding"), binding},
 	)
+}
+
+// createOrUpdate matches creates and updates of resources of group/version.
+func createOrUpdate(group, version string, resources []string) admissionregistrationv1.NamedRuleWithOperations {
+	return admissionregistrationv1.NamedRuleWithOperations{RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+		Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
+		Rule:       admissionregistrationv1.Rule{APIGroups: []string{group}, APIVersions: []string{version}, Resources: resources},
+	}}
 }
 
 // tenantGuards are the validations of what the cluster's routers would take from tenants.

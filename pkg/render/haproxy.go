@@ -93,10 +93,10 @@ func (HAProxy) ShardFilter() ShardFilter { return FilterByClassAnnotation }
 
 // TenantGuards implements Flavour: every annotation the controller reads from a route or its
 // Services (tenants share the routers' one configuration, so none of them is theirs to set),
-// ExternalName Services, which the controller proxies to, and route specs it shares: paths (written
-// unescaped into its line-based route maps) and default backends (the shared frontends'). Its own --disable-service-external-name
-// would do the latter, but it then ignores every ExternalName Service, the one it publishes
-// Ingress status from (address-<shard>) too.
+// ExternalName Services, which the controller proxies to, and route specs it shares: paths
+// (written unescaped into its line-based route maps) and default backends (the shared
+// frontends'). Its own --disable-service-external-name would refuse ExternalName Services too, but
+// it then ignores every one of them, the one it publishes Ingress status from (address-<shard>).
 func (HAProxy) TenantGuards() TenantGuards {
 	return TenantGuards{Annotations: haproxyRouteAnnotations, ExternalNameServices: true, SharesRouteSpecs: true}
 }

@@ -355,16 +355,10 @@ func FlavoursSideBySideSpec(ctx context.Context, t *testing.T, inputGetter func(
 	seed, u := in.Seed, in.User
 	domain := in.ClusterID + "." + in.DNS.Zone
 	flavours := render.Flavours()
-	var shards []v1alpha1.ShardSpec
+	shards := shardPerFlavour()
 	hosts := map[v1alpha1.Flavour]string{}
-	for i, f := range flavours {
-		name := string(f.Name())
-		if i == 0 {
-			name = v1alpha1.DefaultShardName
-		}
-		shards = append(shards, v1alpha1.ShardSpec{Name: name, Flavour: f.Name(), Image: flavourImages[f.Name()],
-			ImagePullPolicy: corev1.PullNever, Replicas: ptr.To[int32](1), NodeSelector: map[string]string{"role": string(f.Name())}})
-		hosts[f.Name()] = "app." + names.ShardDomain(name, domain)
+	for _, s := range shards {
+		hosts[s.Flavour] = "app." + names.ShardDomain(s.Name, domain)
 	}
 	sel := map[string]string{"conformance": "mixed"}
 	must(t, seed.Client.Create(ctx, &v1alpha1.IngressProfile{ObjectMeta: metav1.ObjectMeta{Name: "conformance-mixed"},
@@ -416,4 +410,19 @@ func FlavoursSideBySideSpec(ctx context.Context, t *testing.T, inputGetter func(
 			t.Errorf("status.shards says of shard %s: %+v", s.Name, ci.Status.Shards)
 		}
 	}
+}
+
+// shardPerFlavour is a shard of every registered flavour, one router each on the nodes labelled
+// role=<flavour>; the first flavour's is the default shard.
+func shardPerFlavour() []v1alpha1.ShardSpec {
+	var shards []v1alpha1.ShardSpec
+	for i, f := range render.Flavours() {
+		name := string(f.Name())
+		if i == 0 {
+			name = v1alpha1.DefaultShardName
+		}
+		shards = append(shards, v1alpha1.ShardSpec{Name: name, Flavour: f.Name(), Image: flavourImages[f.Name()],
+			ImagePullPolicy: corev1.PullNever, Replicas: ptr.To[int32](1), NodeSelector: map[string]string{"role": string(f.Name())}})
+	}
+	return shards
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -30,11 +31,12 @@ import (
 // 4 vCPU, plaintext keep-alive: the per-vCPU anchor printed beside the figures here.
 const openShiftReqPerVCPU = 21500.0 / 4
 
-// BenchmarkFlavourDataPath prints, for each router flavour in one user cluster (a shard each, one
+// BenchmarkFlavours prints, for each router flavour in one user cluster (a shard each, one
 // router on a real node of its own, the same backend pod on a third node, the same Go client in
 // the fabric's client namespace, run one flavour after the other):
 //   - the data path: req/s, p50 and p99 over 32 keep-alive connections for 10 s, plaintext and
-//     TLS, and HAProxy's figures as a ratio of Traefik's;
+//     TLS, the better of two rounds that alternate the flavours, and HAProxy's as a ratio of
+//     Traefik's;
 //   - route live: Ingress created → first 200 through the shard, p50 and p99 of 10, at 100 and
 //     at 1,000 existing routes of the shard;
 //   - reload cost: the router container's CPU (its cgroup's, reloaded processes included) per
@@ -42,15 +44,16 @@ const openShiftReqPerVCPU = 21500.0 / 4
 //
 // Everything shares the machine's cores with the client, the backend, kubelets and API servers:
 // read the ratios, not the absolute figures.
-func BenchmarkFlavourDataPath(b *testing.B) {
+func BenchmarkFlavours(b *testing.B) {
 	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Minute)
 	defer cancel()
 	flavours := render.Flavours()
+	// Short node names: the kubelets' socket paths under the run directory must stay within 108 bytes.
 	var nodes []framework.RealNodeSpec
-	for _, f := range flavours {
-		nodes = append(nodes, framework.RealNodeSpec{Name: string(f.Name()), Labels: map[string]string{"role": string(f.Name())}})
+	for i, f := range flavours {
+		nodes = append(nodes, framework.RealNodeSpec{Name: fmt.Sprintf("f%d", i+1), Labels: map[string]string{"role": string(f.Name())}})
 	}
-	nodes = append(nodes, framework.RealNodeSpec{Name: "backend", Labels: map[string]string{"role": "backend"}})
+	nodes = append(nodes, framework.RealNodeSpec{Name: "be", Labels: map[string]string{"role": "backend"}})
 	for range b.N {
 		env := framework.StartEnvironment(b, framework.EnvironmentOptions{UserClusters: 1, DNS: true,
 			RealNodes: [][]framework.RealNodeSpec{nodes}})
@@ -64,15 +67,7 @@ func BenchmarkFlavourDataPath(b *testing.B) {
 		framework.StartController(b, env.Seed, "--dns-zone="+env.DNS.Zone, "--certificate-namespace=shardgate")
 		u, fabric := env.Users[0], env.Fabrics[0]
 		domain := "bench." + env.DNS.Zone
-		var shards []v1alpha1.ShardSpec
-		for i, f := range flavours {
-			name := string(f.Name())
-			if i == 0 {
-				name = v1alpha1.DefaultShardName
-			}
-			shards = append(shards, v1alpha1.ShardSpec{Name: name, Flavour: f.Name(), Image: flavourImages[f.Name()],
-				ImagePullPolicy: corev1.PullNever, Replicas: ptr.To[int32](1), NodeSelector: map[string]string{"role": string(f.Name())}})
-		}
+		shards := shardPerFlavour()
 		sel := map[string]string{"bench": "flavours"}
 		must(b, env.Seed.Client.Create(ctx, &v1alpha1.IngressProfile{ObjectMeta: metav1.ObjectMeta{Name: "flavours"},
 			Spec: v1alpha1.IngressProfileSpec{ClusterSelector: metav1.LabelSelector{MatchLabels: sel},
@@ -85,41 +80,61 @@ func BenchmarkFlavourDataPath(b *testing.B) {
 		eventually(ctx, b, 3*time.Minute, func() (bool, string) {
 			pods := &corev1.PodList{}
 			must(b, u.Client.List(ctx, pods, client.InNamespace("default"), client.MatchingLabels{"app": "web"}))
-			return len(pods.Items) == 1 && pods.Items[0].Spec.NodeName == "backend" && podReady(&pods.Items[0]),
+			return len(pods.Items) == 1 && pods.Items[0].Spec.NodeName == "be" && podReady(&pods.Items[0]),
 				fmt.Sprintf("%d backend pods, want one ready on node backend", len(pods.Items))
 		})
 		registerKubeconfigSecret(ctx, b, env.Seed, "default", "bench", "bench", u, sel)
 
-		rps := map[string]float64{}
+		// The data path first, for every flavour before any route is added, in alternating rounds
+		// (the machine's noise drifts): each figure is the better of its two rounds.
+		type target struct{ node, host string }
+		targets := map[v1alpha1.Flavour]target{}
 		for i, f := range flavours {
-			s := shards[i]
-			node := env.Nodes[0][i].IP
-			shardDomain := names.ShardDomain(s.Name, domain)
-			class := f.IngressClass().Name
-			host := "app." + shardDomain
-			must(b, u.Client.Create(ctx, benchIngress("web-"+s.Name, host, class, "/")))
+			t := target{node: env.Nodes[0][i].IP, host: "app." + names.ShardDomain(shards[i].Name, domain)}
+			targets[f.Name()] = t
+			must(b, u.Client.Create(ctx, benchIngress("web-"+shards[i].Name, t.host, f.IngressClass().Name, "/")))
 			eventually(ctx, b, 5*time.Minute, func() (bool, string) {
-				code, _, _, err := fabric.GetTLS(ctx, node+":443", host, roots)
-				return err == nil && code == 200, fmt.Sprintf("https://%s via %s: %d %v", host, node, code, err)
+				code, _, _, err := fabric.GetTLS(ctx, t.node+":443", t.host, roots)
+				return err == nil && code == 200, fmt.Sprintf("https://%s via %s: %d %v", t.host, t.node, code, err)
 			})
-			for _, mode := range []string{"http", "https"} {
-				r := loadFor(ctx, fabric, mode, node, host, roots, 32, 10*time.Second)
-				key := string(f.Name()) + "-" + mode
-				rps[key] = r.rps
-				b.ReportMetric(r.rps, key+"-req/s")
-				b.ReportMetric(float64(r.p50.Microseconds())/1000, key+"-p50-ms")
-				b.ReportMetric(float64(r.p99.Microseconds())/1000, key+"-p99-ms")
-				b.Logf("%s %s: %.0f req/s (%d requests, %d failed), p50 %s, p99 %s", f.Name(), mode, r.rps, r.n, r.failed,
-					r.p50, r.p99)
+		}
+		best := map[string]load{}
+		for round := range 2 {
+			for _, f := range flavours {
+				for _, mode := range []string{"http", "https"} {
+					progress("%s %s: load, round %d", f.Name(), mode, round+1)
+					t := targets[f.Name()]
+					r := loadFor(ctx, fabric, mode, t.node, t.host, roots, 32, 10*time.Second)
+					key := string(f.Name()) + "-" + mode
+					b.Logf("%s %s round %d: %.0f req/s (%d requests, %d failed), p50 %s, p99 %s", f.Name(), mode, round+1,
+						r.rps, r.n, r.failed, r.p50, r.p99)
+					if r.rps > best[key].rps {
+						best[key] = r
+					}
+				}
 			}
+		}
+		rps := map[string]float64{}
+		for key, r := range best {
+			rps[key] = r.rps
+			b.ReportMetric(r.rps, key+"-req/s")
+			b.ReportMetric(float64(r.p50.Microseconds())/1000, key+"-p50-ms")
+			b.ReportMetric(float64(r.p99.Microseconds())/1000, key+"-p99-ms")
+		}
+		for i, f := range flavours {
+			s, t := shards[i], targets[f.Name()]
+			shardDomain, class := names.ShardDomain(s.Name, domain), f.IngressClass().Name
 			for _, existing := range []int{100, 1000} {
+				progress("%s: filling the shard with %d routes", f.Name(), existing)
 				fillRoutes(ctx, b, u, s.Name, shardDomain, class, existing)
-				p50, p99 := routeLive(ctx, b, u, fabric, node, s.Name, shardDomain, class, roots, existing)
+				progress("%s: measuring route live at %d routes", f.Name(), existing)
+				p50, p99 := routeLive(ctx, b, u, fabric, t.node, s.Name, shardDomain, class, roots, existing)
 				b.ReportMetric(p50.Seconds(), fmt.Sprintf("%s-route-live-at-%d-p50-s", f.Name(), existing))
 				b.ReportMetric(p99.Seconds(), fmt.Sprintf("%s-route-live-at-%d-p99-s", f.Name(), existing))
 				b.Logf("%s route live at %d routes: p50 %s, p99 %s", f.Name(), existing, p50, p99)
 			}
-			cpu := reloadCost(ctx, b, u, fabric, node, s.Name, shardDomain, f, roots, 1000)
+			progress("%s: changing 1,000 routes", f.Name())
+			cpu := reloadCost(ctx, b, u, fabric, t.node, s.Name, shardDomain, f, roots, 1000)
 			b.ReportMetric(cpu.Seconds(), string(f.Name())+"-cpu-s-per-1000-route-changes")
 			b.Logf("%s: %s CPU per 1,000 route changes", f.Name(), cpu)
 		}
@@ -133,6 +148,11 @@ func BenchmarkFlavourDataPath(b *testing.B) {
 			}
 		}
 	}
+}
+
+// progress tells where a long bench is, on stderr as it goes (b.Log prints only at the end).
+func progress(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "%s "+format+"\n", append([]any{time.Now().Format("15:04:05")}, args...)...)
 }
 
 // benchIngress is an Ingress of class for host and path to Service web.
@@ -200,7 +220,7 @@ func loadFor(ctx context.Context, f *framework.Fabric, mode, node, host string, 
 	return r
 }
 
-// fillRoutes makes the shard hold n filler Ingresses (fill-<shard>-<i>, allocated).
+// fillRoutes makes the shard hold n filler Ingresses (fill-<shard>-<i>, allocated and served).
 func fillRoutes(ctx context.Context, b *testing.B, u *framework.ControlPlane, shard, shardDomain, class string, n int) {
 	for i := range n {
 		ing := benchIngress(fmt.Sprintf("fill-%s-%d", shard, i), fmt.Sprintf("fill%d.%s", i, shardDomain), class, "/")
@@ -213,13 +233,19 @@ func fillRoutes(ctx context.Context, b *testing.B, u *framework.ControlPlane, sh
 		if err := u.Client.List(ctx, list, client.InNamespace("default")); err != nil {
 			return false, err.Error()
 		}
-		allocated := 0
+		// Allocated, and picked up by the shard's routers (they publish its address): measure at
+		// rest, not while the routers still work through the filling.
+		allocated, published := 0, 0
 		for _, ing := range list.Items {
 			if strings.HasPrefix(ing.Name, "fill-"+shard+"-") && ing.Labels[v1alpha1.ShardLabel] == shard {
 				allocated++
+				if len(ing.Status.LoadBalancer.Ingress) > 0 {
+					published++
+				}
 			}
 		}
-		return allocated >= n, fmt.Sprintf("%d of %d filler routes of shard %s allocated", allocated, n, shard)
+		return published >= n, fmt.Sprintf("%d of %d filler routes of shard %s allocated, %d published by its routers",
+			allocated, n, shard, published)
 	})
 }
 
@@ -232,10 +258,17 @@ func routeLive(ctx context.Context, b *testing.B, u *framework.ControlPlane, f *
 	for i := range 10 {
 		host := fmt.Sprintf("live%d-%d.%s", existing, i, shardDomain)
 		start := time.Now()
-		must(b, u.Client.Create(ctx, benchIngress(fmt.Sprintf("live-%s-%d-%d", shard, existing, i), host, class, "/")))
+		name := fmt.Sprintf("live-%s-%d-%d", shard, existing, i)
+		must(b, u.Client.Create(ctx, benchIngress(name, host, class, "/")))
 		eventually(ctx, b, 2*time.Minute, func() (bool, string) {
 			code, _, _, err := f.GetTLS(ctx, node+":443", host, roots)
-			return err == nil && code == 200, fmt.Sprintf("https://%s: %d %v", host, code, err)
+			if err == nil && code == 200 {
+				return true, ""
+			}
+			ing := &networkingv1.Ingress{}
+			_ = u.Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: name}, ing)
+			return false, fmt.Sprintf("https://%s: %d %v; allocation %q, address %+v", host, code, err,
+				ing.Annotations[v1alpha1.AllocationAnnotation], ing.Status.LoadBalancer.Ingress)
 		})
 		took = append(took, time.Since(start))
 	}
