@@ -129,8 +129,11 @@ func ContainerProcesses(id string) ([]ProcessIdentity, error) {
 // ran included (reloaded HAProxy workers that are gone too): its cgroup's cpuacct.usage.
 func ContainerCPU(id string) (time.Duration, error) {
 	procs, err := ContainerProcesses(id)
-	if err != nil || len(procs) == 0 {
-		return 0, fmt.Errorf("container %s: no process (%v)", id, err)
+	if err != nil {
+		return 0, err
+	}
+	if len(procs) == 0 {
+		return 0, fmt.Errorf("container %s: no process", id)
 	}
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", procs[0].PID))
 	if err != nil {

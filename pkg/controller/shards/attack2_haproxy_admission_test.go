@@ -45,7 +45,6 @@ func haproxyPolicy(t *testing.T, c client.Client, ns string) {
 		if err := c.Create(ctx, o); err != nil {
 			t.Fatalf("the real API server refuses the rendered %s: %v", o.GetKind(), err)
 		}
-		o := o
 		t.Cleanup(func() { _ = c.Delete(context.Background(), o) })
 	}
 	deadline := time.Now().Add(30 * time.Second)
