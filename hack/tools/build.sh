@@ -133,7 +133,11 @@ tool_haproxy() {
       -o "Dir::State::Lists=$dir/apt/lists" -o "Dir::Cache=$dir/apt/cache" -o Dir::State::Status=/dev/null
       -o Debug::NoLocking=1)
     apt-get -qq "${apt[@]}" update
-    (cd "$dir/debs" && apt-get -qq "${apt[@]}" download "haproxy=$HAPROXY_DEBIAN_VERSION" "${haproxy_libs[@]}")
+    # Debian's archive keeps only a suite's newest build: once a security update replaces the
+    # pinned one, take the newest of the same suite (and say so) rather than fail every fresh build.
+    (cd "$dir/debs" && apt-get -qq "${apt[@]}" download "${haproxy_libs[@]}" &&
+      { apt-get -qq "${apt[@]}" download "haproxy=$HAPROXY_DEBIAN_VERSION" 2>/dev/null ||
+        { log "haproxy $HAPROXY_DEBIAN_VERSION is no longer in trixie; taking its newest build"; apt-get -qq "${apt[@]}" download haproxy; }; })
     local deb
     for deb in "$dir"/debs/*.deb; do dpkg -x "$deb" "$dir/full"; done
     # Only what haproxy loads, each at the path the loader looks for it (the default directories).
@@ -146,7 +150,7 @@ tool_haproxy() {
     done
     rm -rf "$dir/apt" "$dir/debs" "$dir/full"
     "$dir/root/lib64/ld-linux-x86-64.so.2" --library-path "$dir/root/usr/lib/x86_64-linux-gnu" \
-      "$dir/root/usr/local/sbin/haproxy" -v | grep -q "version ${HAPROXY_DEBIAN_VERSION%%-*}"
+      "$dir/root/usr/local/sbin/haproxy" -v | grep -q "version ${HAPROXY_DEBIAN_VERSION%%.*}\."
     touch "$dir/.done"
   fi
   ln -sfn "$dir/root" "$links/haproxy-root"
