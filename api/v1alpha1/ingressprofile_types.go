@@ -24,9 +24,12 @@ type IngressProfile struct {
 // IngressProfileSpec selects clusters and says how to publish their DNS.
 //
 // A shard's flavour is fixed once it exists (like a Gateway's class): changing it in place would
-// drop its routes, whose class asks for the old flavour's routers, while the new ones start.
-// +kubebuilder:validation:XValidation:rule="!has(oldSelf.shards) || has(self.shards) || !oldSelf.shards.exists(o, o.name == 'default' && o.?flavour.orValue('traefik') != 'traefik')",message="without shards the profile has the implicit default shard, which runs traefik routers; a shard's flavour cannot change in place: add a shard of the new flavour, move the routes to its class, then remove the old shard"
-// +kubebuilder:validation:XValidation:rule="has(oldSelf.shards) || !has(self.shards) || self.shards.all(s, s.name != 'default' || s.?flavour.orValue('traefik') == 'traefik')",message="the implicit default shard runs traefik routers; its flavour cannot change in place: add a shard of the new flavour, move the routes to its class, then remove the old shard"
+// drop its routes, whose class asks for the old flavour's routers, while the new ones start. No
+// shards listed (absent or empty) is the implicit default shard, of traefik. The first shard's
+// flavour is fixed too: it is the claimed shards' and the clusters' default class's.
+// +kubebuilder:validation:XValidation:rule="!(has(oldSelf.shards) && size(oldSelf.shards) > 0) || (has(self.shards) && size(self.shards) > 0) || !oldSelf.shards.exists(o, o.name == 'default' && o.flavour != 'traefik')",message="without shards the profile has the implicit default shard, which runs traefik routers; a shard's flavour cannot change in place: add a shard of the new flavour, move the routes to its class, then remove the old shard"
+// +kubebuilder:validation:XValidation:rule="(has(oldSelf.shards) && size(oldSelf.shards) > 0) || !has(self.shards) || self.shards.all(s, s.name != 'default' || s.flavour == 'traefik')",message="the implicit default shard runs traefik routers; its flavour cannot change in place: add a shard of the new flavour, move the routes to its class, then remove the old shard"
+// +kubebuilder:validation:XValidation:rule="(has(oldSelf.shards) && size(oldSelf.shards) > 0 ? oldSelf.shards[0].flavour : 'traefik') == (has(self.shards) && size(self.shards) > 0 ? self.shards[0].flavour : 'traefik')",message="the first shard's flavour is the claimed shards' and the default IngressClass's; it cannot change in place (by an edit, a reorder or removing the first shard): keep a first shard of that flavour"
 type IngressProfileSpec struct {
 	// clusterSelector selects user clusters by the labels of their Cluster (Cluster API) or
 	// kubeconfig Secret. An empty selector selects every cluster.

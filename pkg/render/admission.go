@@ -165,9 +165,10 @@ func tenantGuards(g TenantGuards) []admissionregistrationv1.Validation {
 		out = append(out, admissionregistrationv1.Validation{
 			Expression: "variables.isShardgate || request.resource.resource != 'ingresses' || " +
 				"object.spec.?rules.orValue([]).all(r, r.?http.?paths.orValue([]).all(p, " +
-				`!p.?path.orValue('').matches('[\\s\\x00-\\x1f\\x7f]')))`,
-			Message: "this cluster's routers write paths into line-based route maps: a path with whitespace or a " +
-				"control character would add routes of its own",
+				fmt.Sprintf(`size(p.?path.orValue('')) <= %d && !p.?path.orValue('').matches('[\\x00-\\x20\\x7f]')))`,
+					routekinds.MaxSharedPathLength),
+			Message: fmt.Sprintf("this cluster's routers write paths into line-based route maps: a path with a space or "+
+				"a control character, or longer than %d characters, would add routes of its own", routekinds.MaxSharedPathLength),
 			Reason: ptr.To(metav1.StatusReasonForbidden),
 		}, admissionregistrationv1.Validation{
 			// A new Ingress with one is refused or made a rule by allocation before a router serves it.

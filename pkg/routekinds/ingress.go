@@ -6,7 +6,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
-	"unicode"
+	"unicode/utf8"
 
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -159,7 +159,7 @@ func (Ingress) Hosts(route client.Object) []string {
 // backend beside rules is the routers' catch-all: it would receive every request they route
 // nowhere, other tenants' hosts included (HAProxy makes it the shared frontends' default_backend);
 // one Shardgate turned into a rule (defaultBackendRule) is Shardgate's own, and Tell takes it
-// away. A path with whitespace or a control character would be a line of its own in a router's
+// away. A path with a space or a control character, or too long, would be a line of its own in a router's
 // line-based route maps (HAProxy's): a row for another tenant's host.
 func (i Ingress) Refusal(route client.Object) string {
 	ing := route.(*networkingv1.Ingress)
@@ -172,10 +172,28 @@ func (i Ingress) Refusal(route client.Object) string {
 			continue
 		}
 		for _, p := range r.HTTP.Paths {
-			if strings.ContainsFunc(p.Path, func(c rune) bool { return unicode.IsSpace(c) || unicode.IsControl(c) }) {
-				return fmt.Sprintf("path %q has whitespace or a control character", p.Path)
+			if why := unsharablePath(p.Path); why != "" {
+				return why
 			}
 		}
+	}
+	return ""
+}
+
+// MaxSharedPathLength is the longest path routers that share route specs take, in characters:
+// HAProxy reads a route-map row in a buffer of 16 KiB (tune.bufsize), and a longer row goes on
+// as a line of its own, a row the path's owner wrote. The admission policy has the same bound.
+const MaxSharedPathLength = 1024
+
+// unsharablePath is why path cannot go into a line-based route map ("" when it can): too long, or
+// with an ASCII space or control character (what the admission policy refuses too; HAProxy's maps
+// split on spaces, tabs and line ends, and nothing above ASCII).
+func unsharablePath(path string) string {
+	if utf8.RuneCountInString(path) > MaxSharedPathLength {
+		return fmt.Sprintf("path of %d characters is longer than %d", utf8.RuneCountInString(path), MaxSharedPathLength)
+	}
+	if strings.ContainsFunc(path, func(c rune) bool { return c <= ' ' || c == 0x7f }) {
+		return fmt.Sprintf("path %q has a space or a control character", path)
 	}
 	return ""
 }

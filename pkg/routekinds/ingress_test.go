@@ -377,8 +377,8 @@ func TestIngressRefusal(t *testing.T) {
 		"converted default backend":      {networkingv1.IngressSpec{DefaultBackend: &backend, Rules: []networkingv1.IngressRule{defaultBackendRule(host, backend)}}, ""},
 		"rules and a default backend":    {networkingv1.IngressSpec{DefaultBackend: &backend, Rules: []networkingv1.IngressRule{rule("/a")}}, "spec.defaultBackend beside rules"},
 		"converted rule of another host": {networkingv1.IngressSpec{DefaultBackend: &backend, Rules: []networkingv1.IngressRule{defaultBackendRule("x.c1.z", backend)}}, "spec.defaultBackend beside rules"},
-		"newline in a path":              {networkingv1.IngressSpec{Rules: []networkingv1.IngressRule{rule("/x\nvictim.c1.z/\t\tteam_web_80")}}, "whitespace or a control character"},
-		"space in a path":                {networkingv1.IngressSpec{Rules: []networkingv1.IngressRule{rule("/a b")}}, "whitespace or a control character"},
+		"newline in a path":              {networkingv1.IngressSpec{Rules: []networkingv1.IngressRule{rule("/x\nvictim.c1.z/\t\tteam_web_80")}}, "a space or a control character"},
+		"space in a path":                {networkingv1.IngressSpec{Rules: []networkingv1.IngressRule{rule("/a b")}}, "a space or a control character"},
 	} {
 		ing := &networkingv1.Ingress{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "web"}, Spec: tc.spec}
 		if got := (Ingress{}).Refusal(ing); tc.why == "" && got != "" || tc.why != "" && !strings.Contains(got, tc.why) {
