@@ -35,6 +35,7 @@ import (
 	"github.com/shardgate/shardgate/pkg/replicas/gate"
 	"github.com/shardgate/shardgate/pkg/routekinds"
 	"github.com/shardgate/shardgate/pkg/sources"
+	"github.com/shardgate/shardgate/pkg/clustermetrics"
 	"github.com/shardgate/shardgate/pkg/statuspage"
 
 	acmev1 "github.com/cert-manager/cert-manager/pkg/apis/acme/v1"
@@ -120,6 +121,10 @@ func newManager(cfg *rest.Config, o options) (ctrl.Manager, error) {
 		return nil, err
 	}
 	if err := addControllers(mgr, o, dc, providers); err != nil {
+		return nil, err
+	}
+	if err := registerClusterMetrics(&clustermetrics.Collector{Reader: mgr.GetCache(),
+		Log: ctrl.Log.WithName("cluster-metrics")}); err != nil {
 		return nil, err
 	}
 	if o.statusAddr != "0" && o.statusAddr != "" {
@@ -286,7 +291,7 @@ func addReplicaGate(mgr ctrl.Manager, o options, engager *clusteraccess.Engager,
 		LeaseDuration: o.replicaLease, Renew: o.replicaLease / 5, Log: ctrl.Log.WithName("replicas"),
 		Keys:      keys,
 		Group:     groups.Get,
-		OnRelease: func(key types.NamespacedName) { engager.Disengage(key); board.Forget(key) },
+		OnRelease: func(key types.NamespacedName) { engager.Disengage(key); board.Forget(key); forgetClusterMetrics(key) },
 		// What this replica posted before it lost the fence may be older than what another
 		// replica wrote meanwhile: the next write starts from the API server's status.
 		OnAcquire: board.Forget}

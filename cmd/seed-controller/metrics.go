@@ -2,17 +2,25 @@ package main
 
 import (
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
 
 	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
 	authorizationv1 "k8s.io/api/authorization/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/shardgate/shardgate/pkg/controller/allocation"
+	"github.com/shardgate/shardgate/pkg/controller/canary"
+	"github.com/shardgate/shardgate/pkg/controller/certificates"
+	"github.com/shardgate/shardgate/pkg/controller/dns"
 	"github.com/shardgate/shardgate/pkg/tokenauth"
 )
 
@@ -74,4 +82,26 @@ func validateMetrics(o options) error {
 		}
 	}
 	return nil
+}
+
+// registerClusterMetrics registers the clusters' conditions on controller-runtime's registry,
+// replacing the collector of an earlier manager of this process (tests build several).
+func registerClusterMetrics(c prometheus.Collector) error {
+	err := metrics.Registry.Register(c)
+	if are, ok := errors.AsType[prometheus.AlreadyRegisteredError](err); ok {
+		metrics.Registry.Unregister(are.ExistingCollector)
+		err = metrics.Registry.Register(c)
+	}
+	if err != nil {
+		return fmt.Errorf("cluster metrics: %w", err)
+	}
+	return nil
+}
+
+// forgetClusterMetrics drops the samples this replica set for a cluster it gave to another.
+func forgetClusterMetrics(key types.NamespacedName) {
+	allocation.ForgetCluster(key)
+	canary.ForgetCluster(key)
+	certificates.ForgetCluster(key)
+	dns.ForgetCluster(key)
 }

@@ -48,6 +48,7 @@ check_runs() {
     containerd-shim-runc-v2) arg=-v ;;
     traefik) arg=version ;;
     haproxy-ingress) arg=--version ;;
+    promtool) arg=--version ;;
     pebble) arg=-version ;;
     kubectl) arg="version --client" ;;
   esac
@@ -110,6 +111,15 @@ tool_cert-manager() {
 }
 tool_pebble() { build pebble "$PEBBLE_VERSION" -- go_build_in "$here/pebble" github.com/letsencrypt/pebble/v2/cmd/pebble; }
 tool_helm() { build helm "$HELM_VERSION" -- go_build_in "$here/helm" helm.sh/helm/v3/cmd/helm "-X helm.sh/helm/v3/internal/version.version=$HELM_VERSION"; }
+
+# promtool checks and unit-tests the chart's alerting rules. Built without Prometheus' service
+# discoveries (remove_all_sd): promtool's rule tests need none, and the cloud SDKs they pull in
+# would double the build.
+tool_promtool() {
+  build promtool "$PROMTOOL_VERSION" -- bash -c 'cd "$0" && go build -mod=mod -trimpath -tags remove_all_sd \
+    -ldflags "-s -w -X github.com/prometheus/common/version.Version=$1" -o "$out" github.com/prometheus/prometheus/cmd/promtool' \
+    "$here/promtool" "$PROMTOOL_VERSION"
+}
 
 # HAProxy flavour: the controller (Go, static) and HAProxy itself from Debian 13, which needs
 # trixie's glibc (2.38+): its .debs are fetched with a private apt configuration (the system's
@@ -175,7 +185,7 @@ tool_crds() {
   ln -sfn "$dir" "$links/crds"
 }
 
-all=(crds controller-gen golangci-lint etcd kubernetes containerd kwok external-dns helm traefik haproxy-ingress haproxy cert-manager pebble)
+all=(crds controller-gen golangci-lint etcd kubernetes containerd kwok external-dns helm traefik haproxy-ingress haproxy cert-manager pebble promtool)
 want=("$@")
 [[ ${#want[@]} -gt 0 ]] || want=("${all[@]}")
 total=$SECONDS

@@ -2,6 +2,7 @@ package allocation
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 )
 
@@ -23,3 +24,7 @@ func forgetRoutes(cluster string) {
 	routesGauge.DeleteLabelValues(cluster, "allocated")
 	routesGauge.DeleteLabelValues(cluster, "rejected")
 }
+
+// ForgetCluster drops the cluster's samples: this replica gave the cluster to another, whose
+// samples are the live ones (a stale sample here would fire, or hide, an alert).
+func ForgetCluster(key types.NamespacedName) { forgetRoutes(key.String()) }

@@ -2,6 +2,7 @@ package canary
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 )
 
@@ -17,3 +18,9 @@ var (
 )
 
 func init() { metrics.Registry.MustRegister(checks, serving) }
+
+// ForgetCluster drops the cluster's samples: this replica gave the cluster to another, whose
+// samples are the live ones (a stale sample here would fire, or hide, an alert).
+func ForgetCluster(key types.NamespacedName) {
+	serving.DeletePartialMatch(prometheus.Labels{"cluster": key.String()})
+}

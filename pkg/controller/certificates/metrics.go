@@ -26,3 +26,7 @@ func record(cluster types.NamespacedName, kp *certs.KeyPair) {
 
 // forget drops the cluster's sample (TLS off, or the cluster gone).
 func forget(cluster types.NamespacedName) { expiry.DeleteLabelValues(cluster.String()) }
+
+// ForgetCluster drops the cluster's samples: this replica gave the cluster to another, whose
+// samples are the live ones (a stale sample here would fire, or hide, an alert).
+func ForgetCluster(key types.NamespacedName) { forget(key) }

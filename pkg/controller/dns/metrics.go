@@ -2,6 +2,7 @@ package dns
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 )
 
@@ -27,3 +28,7 @@ var (
 )
 
 func init() { metrics.Registry.MustRegister(readyIngressNodes, dnsWrites, convergence, verification) }
+
+// ForgetCluster drops the cluster's samples: this replica gave the cluster to another, whose
+// samples are the live ones (a stale sample here would fire, or hide, an alert).
+func ForgetCluster(key types.NamespacedName) { readyIngressNodes.DeleteLabelValues(key.String()) }

@@ -195,13 +195,15 @@ func (o *Owner) Live() []string {
 	return slices.Clone(o.live)
 }
 
-// Held counts the clusters this replica holds the fence of.
+// Held counts the user clusters this replica holds the fence of. Cluster-scoped keys (a
+// profile, a routed-IP class) are fenced too but are no cluster: counted, they would hide a
+// cluster no replica holds from the alert that compares the held with shardgate_clusters.
 func (o *Owner) Held() int {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	n := 0
-	for _, f := range o.held {
-		if f.valid {
+	for key, f := range o.held {
+		if f.valid && key.Namespace != "" {
 			n++
 		}
 	}

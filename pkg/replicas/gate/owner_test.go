@@ -370,3 +370,23 @@ func TestUnlistedReplicaKeepsRequests(t *testing.T) {
 		t.Fatal("r2 serves nothing once listed and r1 gave its share back")
 	}
 }
+
+// Held is what the "clusters owned by no replica" alert compares with shardgate_clusters: a
+// fenced profile or routed-IP class (cluster-scoped keys) is no user cluster.
+func TestHeldCountsUserClustersOnly(t *testing.T) {
+	ctx := context.Background()
+	c, clk := leaseStore(t)
+	r := replica(c, clk, "r1")
+	r.tick(ctx)
+	if got := len(serve(ctx, r, 3)); got != 3 {
+		t.Fatalf("served %d of 3", got)
+	}
+	if _, done, v := r.enter(ctx, types.NamespacedName{Name: "a-profile"}); v != mine {
+		t.Fatalf("a cluster-scoped key: %v", v)
+	} else {
+		done()
+	}
+	if got := r.Held(); got != 3 {
+		t.Errorf("Held() = %d, want the 3 clusters", got)
+	}
+}
