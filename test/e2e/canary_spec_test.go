@@ -66,6 +66,7 @@ func TestCanary(t *testing.T) {
 		return c
 	}
 
+	failing := alertCheck{alert: "ShardgateCanaryFailing", cluster: "default/k1"}
 	t.Run("the canary answers through the shard's router", func(t *testing.T) {
 		c := waitServing(t, metav1.ConditionTrue, v1alpha1.ReasonServing, 3*time.Minute)
 		t.Logf("RoutesServing: %s", c.Message)
@@ -88,6 +89,7 @@ func TestCanary(t *testing.T) {
 			t.Errorf("metrics lack the serving gauge")
 		}
 		checkDashboardMetrics(t, m, "shardgate_canary_", "shardgate_shard_routes_serving")
+		failing.scrapes = append(failing.scrapes, m)
 	})
 
 	t.Run("a tenant cannot take the canary's host", func(t *testing.T) {
@@ -124,6 +126,7 @@ func TestCanary(t *testing.T) {
 		if !strings.Contains(m, `shardgate_shard_routes_serving{cluster="default/k1",shard="default"} 0`) {
 			t.Errorf("the serving gauge is not 0")
 		}
+		failing.scrapes = append(failing.scrapes, m)
 		stoppedReason := c.Reason
 		if sc := serving(); sc != nil {
 			stoppedReason = sc.Reason
@@ -132,6 +135,11 @@ func TestCanary(t *testing.T) {
 		start = time.Now()
 		c = waitServing(t, metav1.ConditionTrue, v1alpha1.ReasonServing, time.Minute)
 		t.Logf("router resumed → RoutesServing True in %s: %s", time.Since(start).Round(100*time.Millisecond), c.Message)
+		// The chart's alert reads the same metrics: failing while the router was stopped only.
+		failing.scrape(t, ctl)
+		if len(failing.scrapes) == 3 {
+			failing.expect(t, nil, []sample{{Labels: `{cluster="default/k1",shard="default"}`, Value: 0}}, nil)
+		}
 		// A failed request is kept as the last failure; a shard that merely had no ready router
 		// (the readiness probe was quicker) has none to keep.
 		if stoppedReason == v1alpha1.ReasonNotAnswering && !strings.Contains(c.Message, "last failure") {

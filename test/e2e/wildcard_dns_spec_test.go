@@ -92,15 +92,30 @@ func WildcardDNSSpec(ctx context.Context, t *testing.T, inputGetter func() Wildc
 	})
 
 	t.Run("an unreachable cluster keeps its records and recovers by itself", func(t *testing.T) {
+		// The chart's alerts read the controller's real /metrics: unreachable is true while the
+		// API server is stopped, and false before and after.
+		unreachable := alertCheck{alert: "ShardgateClusterUnreachable", cluster: "default/c2"}
+		stale := alertCheck{alert: "ShardgateClusterRecordsStale", cluster: "default/c2"}
+		for _, a := range []*alertCheck{&unreachable, &stale} {
+			a.scrape(t, in.Controller)
+		}
 		must(t, u2.StopAPIServer())
 		waitCondition(ctx, t, seed, key("c2"), v1alpha1.ConditionClusterReachable, metav1.ConditionFalse, v1alpha1.ReasonUnreachable)
 		waitCondition(ctx, t, seed, key("c2"), v1alpha1.ConditionDNSPublished, metav1.ConditionTrue, v1alpha1.ReasonStaleRecordsKept)
+		for _, a := range []*alertCheck{&unreachable, &stale} {
+			a.scrape(t, in.Controller)
+		}
 		// Others keep converging meanwhile.
 		must(t, u1.SetNodeReady(ctx, "n4", false))
 		answer(t, "c1", "127.0.11.1", "127.0.11.2")
 		answer(t, "c2", "127.0.12.1", "127.0.12.2")
 		must(t, u2.StartAPIServer(ctx))
 		waitCondition(ctx, t, seed, key("c2"), v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonReady)
+		for _, a := range []*alertCheck{&unreachable, &stale} {
+			a.scrape(t, in.Controller)
+		}
+		unreachable.expect(t, nil, []sample{{Labels: `{cluster="default/c2",reason="Unreachable"}`, Value: 1}}, nil)
+		stale.expect(t, nil, []sample{{Labels: `{cluster="default/c2"}`, Value: 1}}, nil)
 		must(t, u2.CordonNode(ctx, "n1", true))
 		answer(t, "c2", "127.0.12.2")
 	})
