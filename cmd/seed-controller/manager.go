@@ -123,10 +123,6 @@ func newManager(cfg *rest.Config, o options) (ctrl.Manager, error) {
 	if err := addControllers(mgr, o, dc, providers); err != nil {
 		return nil, err
 	}
-	if err := registerClusterMetrics(&clustermetrics.Collector{Reader: mgr.GetCache(),
-		Log: ctrl.Log.WithName("cluster-metrics")}); err != nil {
-		return nil, err
-	}
 	if o.statusAddr != "0" && o.statusAddr != "" {
 		clients, err := kubernetes.NewForConfig(cfg)
 		if err != nil {
@@ -173,12 +169,17 @@ func addControllers(mgr ctrl.Manager, o options, dc discovery.DiscoveryInterface
 		ctrl.Log.WithName("setup").Info("no --kubeconfig-secret-namespaces and no namespace of its own: kubeconfig Secrets register no clusters")
 	}
 	var k kit.Config
+	metricsOf := &clustermetrics.Collector{Reader: mgr.GetCache(), Log: ctrl.Log.WithName("cluster-metrics")}
 	if o.shareClusters {
 		owner, err := addReplicaGate(mgr, o, engager, board, lifecycle.ClusterKeys(mgr.GetCache(), providers))
 		if err != nil {
 			return err
 		}
 		k.Replicas = owner
+		metricsOf.Owns = owner.Holds
+	}
+	if err := registerClusterMetrics(metricsOf); err != nil {
+		return err
 	}
 	if err := lifecycle.Add(mgr, lifecycle.Config{Kit: k, DefaultZone: o.dnsZone, Sources: providers,
 		RemovalGrace: o.removalGrace, Concurrency: o.concurrency, Board: board}); err != nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
@@ -22,6 +23,9 @@ var (
 		[]string{"cluster", "condition", "status", "reason"}, nil)
 	clustersDesc = prometheus.NewDesc("shardgate_clusters",
 		"ClusterIngresses in the seed: the user clusters Shardgate works for.", nil, nil)
+	ownedDesc = prometheus.NewDesc("shardgate_sharding_owned_clusters",
+		"ClusterIngresses whose fence this replica holds (with --sharding): summed over the replicas, "+
+			"shardgate_clusters when every cluster has one owner.", nil, nil)
 )
 
 // readTimeout bounds a scrape's wait for the cache: before its first sync, a list waits for it.
@@ -32,12 +36,17 @@ const readTimeout = 5 * time.Second
 type Collector struct {
 	Reader client.Reader
 	Log    logr.Logger
+	// Owns, with several replicas (--sharding), says whether this replica holds a cluster's
+	// fence. Counted over the ClusterIngresses, not over the fences: sources no profile selects
+	// and deleted clusters have fences too, and would hide a cluster nobody owns.
+	Owns func(types.NamespacedName) bool
 }
 
 // Describe implements prometheus.Collector.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- conditionDesc
 	ch <- clustersDesc
+	ch <- ownedDesc
 }
 
 // Collect implements prometheus.Collector. A cache that cannot be read yields no sample, rather
@@ -47,11 +56,21 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), readTimeout)
 	defer cancel()
 	list := &v1alpha1.ClusterIngressList{}
-	if err := c.Reader.List(ctx, list); err != nil {
+	// Read-only: no copy of every ClusterIngress at each scrape.
+	if err := c.Reader.List(ctx, list, client.UnsafeDisableDeepCopy); err != nil {
 		c.Log.Error(err, "listing ClusterIngresses for /metrics")
 		return
 	}
 	ch <- prometheus.MustNewConstMetric(clustersDesc, prometheus.GaugeValue, float64(len(list.Items)))
+	if c.Owns != nil {
+		owned := 0
+		for i := range list.Items {
+			if c.Owns(client.ObjectKeyFromObject(&list.Items[i])) {
+				owned++
+			}
+		}
+		ch <- prometheus.MustNewConstMetric(ownedDesc, prometheus.GaugeValue, float64(owned))
+	}
 	for _, s := range Conditions(list.Items) {
 		ch <- prometheus.MustNewConstMetric(conditionDesc, prometheus.GaugeValue, 1,
 			s.Cluster, s.Condition, s.Status, s.Reason)

@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
@@ -115,5 +116,28 @@ func TestAnUnreadableCacheFailsNoScrape(t *testing.T) {
 	}
 	if len(mfs) != 1 || mfs[0].GetName() != "other" {
 		t.Errorf("gathered %v, want only the other metric", mfs)
+	}
+}
+
+// With replicas, a replica counts the ClusterIngresses whose fence it holds: a fence of a source
+// without a ClusterIngress (a Cluster no profile selects, a deleted cluster) is no owned cluster,
+// or it would hide a cluster no replica owns (review finding).
+func TestOwnedCountsClusterIngressesOnly(t *testing.T) {
+	r := fake.NewClientBuilder().WithScheme(scheme(t)).WithObjects(clusterIngress("a", "one"), clusterIngress("a", "two")).Build()
+	held := map[string]bool{"a/one": true, "s/unselected-capi-cluster": true, "s/deleted": true}
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(&Collector{Reader: r, Owns: func(k types.NamespacedName) bool { return held[k.String()] }})
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(`
+# HELP shardgate_sharding_owned_clusters ClusterIngresses whose fence this replica holds (with --sharding): summed over the replicas, shardgate_clusters when every cluster has one owner.
+# TYPE shardgate_sharding_owned_clusters gauge
+shardgate_sharding_owned_clusters 1
+`), "shardgate_sharding_owned_clusters"); err != nil {
+		t.Error(err)
+	}
+	// Without --sharding there is no owner to count: no sample, rather than a 0 that would page.
+	reg = prometheus.NewPedanticRegistry()
+	reg.MustRegister(&Collector{Reader: r})
+	if n, err := testutil.GatherAndCount(reg, "shardgate_sharding_owned_clusters"); err != nil || n != 0 {
+		t.Errorf("without Owns: %d samples, %v", n, err)
 	}
 }

@@ -36,6 +36,11 @@ Against the seed:
   kubectl shardgate clusters [--problems] [--search S] [--page N]
                                                every user cluster: domain, readiness, DNS,
                                                shards, targets, routes
+  kubectl shardgate doctor [NAMESPACE/NAME | NAME -n NS] [--dns-server S]
+                                               what is wrong with a cluster (or every cluster
+                                               with a problem), causes first, each with the
+                                               next step and its runbook; a named cluster's
+                                               shard names are also looked up in DNS
 
 Flags:
 `
@@ -71,7 +76,7 @@ func Run(ctx context.Context, kinds routekinds.Registry, args []string, stdout, 
 	rest := fs.Args()
 	if len(rest) == 0 {
 		fs.Usage()
-		return errors.New("a command is required: status, explain or clusters")
+		return errors.New("a command is required: status, explain, clusters or doctor")
 	}
 	c, ns, err := connect(kubeconfig, kubeContext, kinds)
 	if err != nil {
@@ -117,8 +122,14 @@ func Run(ctx context.Context, kinds routekinds.Registry, args []string, stdout, 
 		}
 		p := clusterview.Select(all, clusterview.Query{Search: search, Problems: problems, Page: page, Size: clusterview.MaxPageSize})
 		return write(stdout, output, p, func(w io.Writer) { printClusters(w, p) })
+	case "doctor":
+		ds, err := doctor(ctx, c, rest[1:], namespace, resolver(ctx, dnsServer))
+		if err != nil {
+			return err
+		}
+		return write(stdout, output, ds, func(w io.Writer) { printDiagnoses(w, ds) })
 	}
-	return fmt.Errorf("unknown command %q: status, explain or clusters", rest[0])
+	return fmt.Errorf("unknown command %q: status, explain, clusters or doctor", rest[0])
 }
 
 // clusterStatus reads kube-public/shardgate-ingress.

@@ -2,6 +2,7 @@ package vip
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -9,18 +10,16 @@ import (
 	"github.com/shardgate/shardgate/api/v1alpha1"
 )
 
-// Available is VIPsAvailable for a cluster's VIPs (holders filled in) and planning problems: the
-// first problem's reason with every message, else VIPsNotHeld while a VIP has no observed holder,
-// else VIPsHeld naming who holds what.
+// Available is VIPsAvailable for a cluster's VIPs (holders filled in) and planning problems, with
+// every message. Its reason is the gravest: DuplicateHolder (a split brain: connections break at
+// random), then VIPsNotHeld (a VIP in DNS reaching nothing), then the first planning problem;
+// the alerts page on the first two, so a planning problem of another shard (a tenant's claimed
+// shard finding its pool exhausted) must not hide them. Else VIPsHeld naming who holds what.
 func Available(vips []v1alpha1.ShardVIPs, problems []Problem) metav1.Condition {
 	c := metav1.Condition{Type: v1alpha1.ConditionVIPsAvailable}
-	if len(problems) > 0 {
-		msgs := make([]string, len(problems))
-		for i, p := range problems {
-			msgs[i] = p.Message
-		}
-		c.Status, c.Reason, c.Message = metav1.ConditionFalse, problems[0].Reason, strings.Join(msgs, "; ")
-		return c
+	msgs := make([]string, 0, len(problems)+1)
+	for _, p := range problems {
+		msgs = append(msgs, p.Message)
 	}
 	var held, missing []string
 	for _, s := range vips {
@@ -33,10 +32,19 @@ func Available(vips []v1alpha1.ShardVIPs, problems []Problem) metav1.Condition {
 		}
 	}
 	if len(missing) > 0 {
-		c.Status, c.Reason = metav1.ConditionFalse, v1alpha1.ReasonVIPsNotHeld
-		c.Message = "no node holds " + strings.Join(missing, ", ") + ": keepalived is not running there yet, or no router of the shard answers"
-		return c
+		msgs = append(msgs, "no node holds "+strings.Join(missing, ", ")+
+			": keepalived is not running there yet, or no router of the shard answers")
 	}
-	c.Status, c.Reason, c.Message = metav1.ConditionTrue, v1alpha1.ReasonVIPsHeld, strings.Join(held, ", ")
+	c.Status, c.Message = metav1.ConditionFalse, strings.Join(msgs, "; ")
+	switch {
+	case slices.ContainsFunc(problems, func(p Problem) bool { return p.Reason == v1alpha1.ReasonDuplicateHolder }):
+		c.Reason = v1alpha1.ReasonDuplicateHolder
+	case len(missing) > 0:
+		c.Reason = v1alpha1.ReasonVIPsNotHeld
+	case len(problems) > 0:
+		c.Reason = problems[0].Reason
+	default:
+		c.Status, c.Reason, c.Message = metav1.ConditionTrue, v1alpha1.ReasonVIPsHeld, strings.Join(held, ", ")
+	}
 	return c
 }

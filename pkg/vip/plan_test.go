@@ -177,8 +177,16 @@ func TestAvailable(t *testing.T) {
 	if c := Available(held, nil); c.Status != "False" || c.Reason != v1alpha1.ReasonVIPsNotHeld || !strings.Contains(c.Message, "10.0.0.2 (shard edge)") {
 		t.Fatalf("one not held: %+v", c)
 	}
-	c := Available(held, []Problem{{v1alpha1.ReasonPoolExhausted, "shard edge: pool exhausted"}, {v1alpha1.ReasonAddressInUse, "shard edge: VIP 10.0.0.9 given up"}})
-	if c.Status != "False" || c.Reason != v1alpha1.ReasonPoolExhausted || !strings.Contains(c.Message, "10.0.0.9") {
+	problems := []Problem{{v1alpha1.ReasonPoolExhausted, "shard edge: pool exhausted"}, {v1alpha1.ReasonAddressInUse, "shard edge: VIP 10.0.0.9 given up"}}
+	// A VIP in DNS that reaches nothing is graver than a planning problem: it is the reason (the
+	// alert that pages reads it), and every message stays.
+	c := Available(held, problems)
+	if c.Status != "False" || c.Reason != v1alpha1.ReasonVIPsNotHeld || !strings.Contains(c.Message, "10.0.0.9") ||
+		!strings.Contains(c.Message, "10.0.0.2 (shard edge)") {
+		t.Fatalf("problems and one not held: %+v", c)
+	}
+	held[0].Addresses[1].Holder = "n2"
+	if c := Available(held, problems); c.Status != "False" || c.Reason != v1alpha1.ReasonPoolExhausted || !strings.Contains(c.Message, "10.0.0.9") {
 		t.Fatalf("problems: %+v", c)
 	}
 }

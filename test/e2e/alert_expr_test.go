@@ -1,6 +1,8 @@
 package e2e
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -16,6 +18,7 @@ import (
 	"github.com/prometheus/common/model"
 	"sigs.k8s.io/yaml"
 
+	"github.com/shardgate/shardgate/pkg/kubectlplugin"
 	"github.com/shardgate/shardgate/test/framework"
 )
 
@@ -141,4 +144,40 @@ func sampleValue(m *dto.Metric) float64 {
 	default:
 		return m.GetUntyped().GetValue()
 	}
+}
+
+// doctor runs `kubectl shardgate doctor CLUSTER -o json` (the built plugin) against the seed, as
+// an operator would, and returns the cluster's diagnosis.
+func doctor(ctx context.Context, t *testing.T, seed *framework.ControlPlane, cluster string, args ...string) kubectlplugin.Diagnosis {
+	t.Helper()
+	plugin, err := framework.PluginBinary()
+	must(t, err)
+	dir := t.TempDir()
+	kc, err := seed.WriteKubeconfig(filepath.Join(dir, "seed-operator"), "seed-operator")
+	must(t, err)
+	out, err := exec.CommandContext(ctx, plugin, append([]string{"--kubeconfig", kc, "doctor", cluster, "-o", "json"}, args...)...).Output()
+	if err != nil {
+		t.Fatalf("kubectl shardgate doctor %s: %v", cluster, err)
+	}
+	var ds []kubectlplugin.Diagnosis
+	must(t, json.Unmarshal(out, &ds))
+	// What the operator reads, in the test's log.
+	human, err := exec.CommandContext(ctx, plugin, append([]string{"--kubeconfig", kc, "doctor", cluster}, args...)...).Output()
+	if err != nil {
+		t.Fatalf("kubectl shardgate doctor %s: %v", cluster, err)
+	}
+	t.Logf("kubectl shardgate doctor %s:\n%s", cluster, human)
+	if len(ds) != 1 {
+		t.Fatalf("doctor %s: %s", cluster, out)
+	}
+	return ds[0]
+}
+
+// causesOf are the findings' causes and runbooks, in doctor's order.
+func causesOf(d kubectlplugin.Diagnosis) string {
+	var out []string
+	for _, f := range d.Findings {
+		out = append(out, f.Cause+" → "+f.Runbook)
+	}
+	return strings.Join(out, "; ")
 }

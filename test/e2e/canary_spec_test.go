@@ -123,10 +123,23 @@ func TestCanary(t *testing.T) {
 		t.Logf("router stopped → RoutesServing False in %s: %s", time.Since(start).Round(100*time.Millisecond), c.Message)
 		m, err := ctl.Metrics()
 		must(t, err)
-		if !strings.Contains(m, `shardgate_shard_routes_serving{cluster="default/k1",shard="default"} 0`) {
-			t.Errorf("the serving gauge is not 0")
+		// A request that failed is sampled 0; a shard without a ready router was not requested and
+		// has no sample (ShardsAvailable, and its alert, say that).
+		requestFailed := strings.Contains(m, `shardgate_shard_routes_serving{cluster="default/k1",shard="default"} 0`)
+		if !requestFailed && (strings.Contains(m, `shardgate_shard_routes_serving{cluster="default/k1"`) ||
+			c.Reason != v1alpha1.ReasonNoRouterReady) {
+			t.Errorf("the serving gauge is not 0 (RoutesServing %s)", c.Reason)
 		}
 		failing.scrapes = append(failing.scrapes, m)
+		// The doctor names the wedged router: through the canary's failed request, or through the
+		// shard without a ready router once the kubelet's probe saw it too.
+		if d := doctor(ctx, t, seed, "default/k1", "--dns-server", env.DNS.Addr); !strings.Contains(causesOf(d),
+			"shard default: RoutesServing=False/NotAnswering → ShardgateCanaryFailing") &&
+			!strings.Contains(causesOf(d), "ShardsAvailable=False/NoRouterReady → ShardgateShardsUnavailable") {
+			t.Errorf("doctor default/k1: %s", causesOf(d))
+		} else {
+			t.Logf("doctor default/k1: %s", causesOf(d))
+		}
 		stoppedReason := c.Reason
 		if sc := serving(); sc != nil {
 			stoppedReason = sc.Reason
@@ -138,7 +151,11 @@ func TestCanary(t *testing.T) {
 		// The chart's alert reads the same metrics: failing while the router was stopped only.
 		failing.scrape(t, ctl)
 		if len(failing.scrapes) == 3 {
-			failing.expect(t, nil, []sample{{Labels: `{cluster="default/k1",shard="default"}`, Value: 0}}, nil)
+			var whileStopped []sample
+			if requestFailed {
+				whileStopped = []sample{{Labels: `{cluster="default/k1",shard="default"}`, Value: 0}}
+			}
+			failing.expect(t, nil, whileStopped, nil)
 		}
 		// A failed request is kept as the last failure; a shard that merely had no ready router
 		// (the readiness probe was quicker) has none to keep.

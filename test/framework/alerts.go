@@ -42,6 +42,7 @@ func AlertRules(tools Tools, dir string) (string, []RuleGroup, error) {
 	}
 	out, err := exec.Command(tools.Path(ToolHelm), "template", AlertRelease, filepath.Join(root, "charts", "shardgate"),
 		"--namespace", AlertNamespace, "--set", "dns.zone=clusters.example.test", "--set", "prometheusRule.enabled=true",
+		"--set", "metrics.serviceMonitor.enabled=true",
 		"--show-only", "templates/prometheusrule.yaml").CombinedOutput()
 	if err != nil {
 		return "", nil, fmt.Errorf("helm template: %w: %s", err, out)

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/time/rate"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -44,7 +43,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	ci := &v1alpha1.ClusterIngress{}
 	if err := r.Client.Get(ctx, req.NamespacedName, ci); err != nil {
 		if client.IgnoreNotFound(err) == nil {
-			serving.DeletePartialMatch(prometheus.Labels{"cluster": req.String()})
+			forgetServing(req.String())
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -53,7 +52,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		// Nothing is checked: nothing is claimed either way.
 		ci.Status.Canaries = nil
 		meta.RemoveStatusCondition(&ci.Status.Conditions, v1alpha1.ConditionRoutesServing)
-		serving.DeletePartialMatch(prometheus.Labels{"cluster": req.String()})
+		forgetServing(req.String())
 		r.Board.Post(ctx, ci, cistatus.Canary)
 		return ctrl.Result{}, nil
 	}
@@ -70,6 +69,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	var out []v1alpha1.CanaryStatus
 	var failing []string
+	values := map[string]float64{}
 	for _, s := range ci.Shards() {
 		host := names.CanaryHost(names.ShardDomain(s.Name, ci.Status.Domain))
 		st := v1alpha1.CanaryStatus{Shard: s.Name, Host: host, Conditions: prev[s.Name].Conditions}
@@ -79,15 +79,18 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			return ctrl.Result{}, err
 		}
 		meta.SetStatusCondition(&st.Conditions, cond)
-		value := 0.0
-		if cond.Status == metav1.ConditionTrue {
-			value = 1
-		} else {
+		if cond.Status != metav1.ConditionTrue {
 			failing = append(failing, s.Name+": "+cond.Reason)
 		}
-		serving.WithLabelValues(req.String(), s.Name).Set(value)
+		if requested(cond.Reason) {
+			values[s.Name] = 0
+			if cond.Status == metav1.ConditionTrue {
+				values[s.Name] = 1
+			}
+		}
 		out = append(out, st)
 	}
+	recordServing(req.String(), values)
 	ci.Status.Canaries = out
 	all := metav1.Condition{Type: v1alpha1.ConditionRoutesServing, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonServing,
 		Message: fmt.Sprintf("every shard's canary answers (%d)", len(out))}

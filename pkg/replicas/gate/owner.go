@@ -210,6 +210,15 @@ func (o *Owner) Held() int {
 	return n
 }
 
+// Holds says whether this replica holds the key's fence (the cluster metrics count the
+// ClusterIngresses a replica owns with it).
+func (o *Owner) Holds(key types.NamespacedName) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	f := o.held[key]
+	return f != nil && f.valid
+}
+
 // tick renews, then follows the others (tests call it to step time by hand).
 func (o *Owner) tick(ctx context.Context) {
 	lapsed := o.renewTick(ctx)

@@ -1,0 +1,235 @@
+package kubectlplugin
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/shardgate/shardgate/api/v1alpha1"
+)
+
+// Diagnosis is what `kubectl shardgate doctor` says of one cluster: what is wrong, causes first.
+type Diagnosis struct {
+	Cluster  string    `json:"cluster"`
+	Domain   string    `json:"domain,omitempty"`
+	Ready    bool      `json:"ready"`
+	Findings []Finding `json:"findings"`
+}
+
+// Finding is one thing wrong, with the next step and the runbook that says more.
+type Finding struct {
+	Severity string `json:"severity"`
+	// Cause is what Shardgate reports: a condition with its status and reason, or a check of
+	// doctor's own (DNSAnswer).
+	Cause   string `json:"cause"`
+	Message string `json:"message,omitempty"`
+	Next    string `json:"next"`
+	// Runbook is the section of docs/runbooks.md (the alert that fires for it).
+	Runbook string `json:"runbook,omitempty"`
+}
+
+const (
+	severityCritical = "critical"
+	severityWarning  = "warning"
+	// expiryWarning: cert-manager renews a third of the way before expiry, so a certificate this
+	// close to it is one whose renewal has failed (ShardgateCertificateExpiringSoon).
+	expiryWarning = 14 * 24 * time.Hour
+)
+
+// step is the next step for a condition that is not what it should be, from docs/runbooks.md.
+type step struct {
+	severity, next, runbook string
+}
+
+// steps: for each condition, in the order causes come (the source before reachability, reachability
+// before the shards, the shards before DNS, DNS before certificates and the canary), the next
+// step by reason; "" is any other reason. A reason with no step is no problem (provisioning,
+// a move in progress).
+var steps = []struct {
+	condition string
+	byReason  map[string]step
+}{
+	{v1alpha1.ConditionSourceAvailable, map[string]step{
+		"": {severityCritical, "restore the cluster's Cluster or kubeconfig Secret before the grace period ends, " +
+			"or the cluster's records and routers are removed", ""}}},
+	{v1alpha1.ConditionDomainAssigned, map[string]step{
+		"": {severityCritical, "give the cluster a free, valid cluster ID (annotation shardgate.io/cluster-id) " +
+			"or fix the profile's zone; the message names the holder", ""}}},
+	{v1alpha1.ConditionClusterReachable, map[string]step{
+		v1alpha1.ReasonControlPlaneNotReady: {},
+		v1alpha1.ReasonConnecting:           {},
+		v1alpha1.ReasonCredentialsRefused: {severityWarning, "renew the kubeconfig Secret: its token or certificate " +
+			"expired or was revoked", "ShardgateClusterUnreachable"},
+		v1alpha1.ReasonKubeconfigMissing: {severityWarning, "restore the kubeconfig Secret", "ShardgateClusterUnreachable"},
+		v1alpha1.ReasonKubeconfigInvalid: {severityWarning, "fix the kubeconfig Secret's value key", "ShardgateClusterUnreachable"},
+		"": {severityWarning, "check that the cluster's API server is up and reachable from the seed; its DNS " +
+			"records are kept meanwhile", "ShardgateClusterUnreachable"}}},
+	{v1alpha1.ConditionShardsAvailable, map[string]step{
+		v1alpha1.ReasonNoNodeMatchesSelector: {severityCritical, "label or add ingress nodes for the shard",
+			"ShardgateShardsUnavailable"},
+		v1alpha1.ReasonPodsUnschedulable: {severityCritical, "free resources or fix taints on the shard's nodes " +
+			"(kubectl -n shardgate-system describe pods in the user cluster)", "ShardgateShardsUnavailable"},
+		v1alpha1.ReasonNoRouterReady: {severityCritical, "look at the shard's router pods and their logs in the user " +
+			"cluster (kubectl -n shardgate-system get pods -l shardgate.io/shard=SHARD)", "ShardgateShardsUnavailable"},
+		"": {severityCritical, "read the message: fix the profile, the router role or the apply error it names",
+			"ShardgateShardsUnavailable"}}},
+	{v1alpha1.ConditionVIPsAvailable, map[string]step{
+		v1alpha1.ReasonVIPsNotHeld: {severityCritical, "check the shard's routers are ready and VRRP (IP protocol 112) " +
+			"passes between its nodes", "ShardgateVIPNotHeld"},
+		v1alpha1.ReasonDuplicateHolder: {severityCritical, "restore VRRP between the nodes, or stop one VIP agent; " +
+			"check nothing else announces the address", "ShardgateVIPHeldTwice"},
+		"": {severityWarning, "fix or widen the profile's VIP pool, or free the address", "ShardgateVIPsUnavailable"}}},
+	{v1alpha1.ConditionRoutedIPsAssigned, map[string]step{
+		v1alpha1.ReasonRoutedIPMoving: {},
+		v1alpha1.ReasonMoveFailed: {severityCritical, "read the failed updateRoutedIP Job's log; fix the class's cloud " +
+			"credentials or quota (the Job is retried)", "ShardgateRoutedIPMoveFailing"},
+		"": {severityWarning, "make a node eligible, or fix the class or the RoutedIP", "ShardgateRoutedIPsNotAssigned"}}},
+	{v1alpha1.ConditionDNSPublished, map[string]step{
+		v1alpha1.ReasonPublished: {},
+		v1alpha1.ReasonStaleRecordsKept: {severityWarning, "make the cluster reachable (above): its records still name " +
+			"the nodes seen last", "ShardgateClusterRecordsStale"},
+		v1alpha1.ReasonKeptLastTargets: {severityCritical, "no ingress node is ready: the records keep the last ones; " +
+			"see the shards (above) and the user cluster's nodes", "ShardgateShardsUnavailable"},
+		v1alpha1.ReasonPropagating: {severityWarning, "check external-dns (its log, its shares) and the DNS provider",
+			"ShardgateDNSNotAnswered"},
+		v1alpha1.ReasonDNSWriteFailed: {severityCritical, "check the DNSEndpoint CRD and the seed's admission policies",
+			"ShardgateDNSWriteFailing"},
+		"": {severityCritical, "read the message (the domain, the zone or the profile)", ""}}},
+	{v1alpha1.ConditionCertificateReady, map[string]step{
+		v1alpha1.ReasonCertificateIssued:  {},
+		v1alpha1.ReasonCertificateIssuing: {},
+		v1alpha1.ReasonIssuanceQueued: {severityWarning, "wait for the seed's ACME budget (the message says when), or " +
+			"raise tls.newOrdersPerWeek within the ACME server's limits", "ShardgateCertificateIssuanceQueued"},
+		"": {severityWarning, "fix the issuer, or the DNS-01 challenge's record; the routers keep the last certificate",
+			"ShardgateCertificateIssuanceFailing"}}},
+	{v1alpha1.ConditionRoutesProtected, map[string]step{
+		"": {severityWarning, "the admission policy guarding Shardgate's marks is not installed: routes are still " +
+			"served, but tenants may set the marks; upgrade the cluster to Kubernetes 1.30 or later", ""}}},
+}
+
+// canarySteps: the next step for a shard whose canary fails, by reason. A shard without a ready
+// router was not requested (ShardsAvailable says so, first), nor one whose names are not out yet.
+var canarySteps = map[string]step{
+	v1alpha1.ReasonNoRouterReady: {},
+	v1alpha1.ReasonCanaryPending: {},
+	v1alpha1.ReasonAddressRefused: {severityWarning, "the canary refuses the shard's node addresses: list their " +
+		"range in canary.allowCIDRs (private ranges) or out of canary.refuseCIDRs", ""},
+	"": {severityCritical, "check the shard's routers (a wedged one: restart its pod) and the path from " +
+		"the seed to its nodes", "ShardgateCanaryFailing"},
+}
+
+// Diagnose walks a cluster's status, causes first; answers are the DNS answers doctor got for a
+// name under each shard domain (a shard without one was not looked up).
+func Diagnose(ci *v1alpha1.ClusterIngress, now time.Time, answers map[string]DNSAnswer) Diagnosis {
+	d := Diagnosis{Cluster: ci.Namespace + "/" + ci.Name, Domain: ci.Status.Domain,
+		Ready: meta.IsStatusConditionTrue(ci.Status.Conditions, v1alpha1.ConditionReady)}
+	for _, s := range steps {
+		c := meta.FindStatusCondition(ci.Status.Conditions, s.condition)
+		// Unknown is not known to be wrong: the shards of an unreachable cluster, say, whose
+		// cause is reported first.
+		if c == nil || c.Status == metav1.ConditionUnknown ||
+			(c.Status == metav1.ConditionTrue && s.condition != v1alpha1.ConditionDNSPublished) {
+			continue
+		}
+		st, ok := s.byReason[c.Reason]
+		if !ok {
+			st = s.byReason[""]
+		}
+		if st.next == "" {
+			continue
+		}
+		d.Findings = append(d.Findings, Finding{Severity: st.severity, Message: c.Message, Next: st.next,
+			Runbook: st.runbook, Cause: fmt.Sprintf("%s=%s/%s", c.Type, c.Status, c.Reason)})
+		if s.condition == v1alpha1.ConditionDNSPublished {
+			d.Findings = append(d.Findings, dnsFindings(ci, answers)...)
+		}
+	}
+	if published := meta.FindStatusCondition(ci.Status.Conditions, v1alpha1.ConditionDNSPublished); published == nil ||
+		published.Reason == v1alpha1.ReasonPublished {
+		d.Findings = insertAfterCauses(d.Findings, dnsFindings(ci, answers))
+	}
+	if f, ok := expiring(ci, now); ok {
+		d.Findings = append(d.Findings, f)
+	}
+	for _, c := range ci.Status.Canaries {
+		sc := meta.FindStatusCondition(c.Conditions, v1alpha1.ConditionRoutesServing)
+		if sc == nil || sc.Status == metav1.ConditionTrue {
+			continue
+		}
+		st, ok := canarySteps[sc.Reason]
+		if !ok {
+			st = canarySteps[""]
+		}
+		if st.next == "" {
+			continue
+		}
+		d.Findings = append(d.Findings, Finding{Severity: st.severity, Next: st.next, Runbook: st.runbook,
+			Message: sc.Message, Cause: fmt.Sprintf("shard %s: RoutesServing=%s/%s", c.Shard, sc.Status, sc.Reason)})
+	}
+	if len(d.Findings) == 0 && !d.Ready {
+		if r := meta.FindStatusCondition(ci.Status.Conditions, v1alpha1.ConditionReady); r != nil {
+			d.Findings = append(d.Findings, Finding{Severity: severityWarning, Cause: "Ready=" + string(r.Status) + "/" + r.Reason,
+				Message: r.Message, Next: "read the message; the controller's log says more"})
+		}
+	}
+	return d
+}
+
+// insertAfterCauses puts DNS findings where DNSPublished's would be: after the findings of the
+// conditions that cause DNS problems, before certificates and the canary.
+func insertAfterCauses(fs, dns []Finding) []Finding {
+	i := slices.IndexFunc(fs, func(f Finding) bool {
+		return strings.HasPrefix(f.Cause, v1alpha1.ConditionCertificateReady+"=") ||
+			strings.HasPrefix(f.Cause, v1alpha1.ConditionRoutesProtected+"=")
+	})
+	if i < 0 {
+		return append(fs, dns...)
+	}
+	return slices.Insert(fs, i, dns...)
+}
+
+// DNSAnswer is what a name under a shard domain resolved to.
+type DNSAnswer struct {
+	Name      string   `json:"name"`
+	Addresses []string `json:"addresses,omitempty"`
+	Error     string   `json:"error,omitempty"`
+}
+
+// dnsFindings compares each shard's answer with the targets Shardgate published for it.
+func dnsFindings(ci *v1alpha1.ClusterIngress, answers map[string]DNSAnswer) []Finding {
+	var out []Finding
+	for _, sh := range ci.Status.Shards {
+		a, ok := answers[sh.Name]
+		if !ok || len(sh.Targets) == 0 {
+			continue
+		}
+		want := slices.Sorted(slices.Values(sh.Targets))
+		got := slices.Sorted(slices.Values(a.Addresses))
+		switch {
+		case a.Error != "":
+			out = append(out, Finding{Severity: severityCritical, Cause: "DNSAnswer: shard " + sh.Name,
+				Message: fmt.Sprintf("%s does not resolve (%s); published: %s", a.Name, a.Error, strings.Join(want, ", ")),
+				Next:    "check external-dns and the zone's delegation to its servers", Runbook: "ShardgateDNSNotAnswered"})
+		case !slices.Equal(want, got):
+			out = append(out, Finding{Severity: severityWarning, Cause: "DNSAnswer: shard " + sh.Name,
+				Message: fmt.Sprintf("%s answers %s; published: %s", a.Name, strings.Join(got, ", "), strings.Join(want, ", ")),
+				Next:    "wait a TTL; if it stays, check external-dns and the DNS provider", Runbook: "ShardgateDNSNotAnswered"})
+		}
+	}
+	return out
+}
+
+func expiring(ci *v1alpha1.ClusterIngress, now time.Time) (Finding, bool) {
+	c := ci.Status.Certificate
+	if c == nil || c.NotAfter == nil || c.NotAfter.Sub(now) >= expiryWarning {
+		return Finding{}, false
+	}
+	left := c.NotAfter.Sub(now).Round(time.Hour)
+	return Finding{Severity: severityWarning, Cause: "Certificate expiry",
+		Message: fmt.Sprintf("certificate %s expires %s (in %s)", c.SerialNumber, c.NotAfter.UTC().Format(time.RFC3339), left),
+		Next:    "renewal is failing: see the certificate's condition", Runbook: "ShardgateCertificateExpiringSoon"}, true
+}

@@ -1,0 +1,154 @@
+package kubectlplugin
+
+import (
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/shardgate/shardgate/api/v1alpha1"
+)
+
+func doctorCluster(conds ...metav1.Condition) *v1alpha1.ClusterIngress {
+	ci := &v1alpha1.ClusterIngress{ObjectMeta: metav1.ObjectMeta{Namespace: "t", Name: "c"}}
+	ci.Status.Domain = "c.zone.test"
+	ci.Status.Conditions = conds
+	ci.Status.Shards = []v1alpha1.ShardStatus{{Name: "default", Domain: "c.zone.test", Targets: []string{"10.0.0.1", "10.0.0.2"}}}
+	return ci
+}
+
+func c(typ string, s metav1.ConditionStatus, reason string) metav1.Condition {
+	return metav1.Condition{Type: typ, Status: s, Reason: reason, Message: typ + " says " + reason}
+}
+
+var doctorNow = time.Date(2026, 11, 27, 3, 0, 0, 0, time.UTC)
+
+func causes(d Diagnosis) []string {
+	var out []string
+	for _, f := range d.Findings {
+		out = append(out, f.Cause)
+	}
+	return out
+}
+
+func TestDiagnose(t *testing.T) {
+	ready := c(v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonReady)
+	published := c(v1alpha1.ConditionDNSPublished, metav1.ConditionTrue, v1alpha1.ReasonPublished)
+	answered := map[string]DNSAnswer{"default": {Name: "shardgate-doctor.c.zone.test", Addresses: []string{"10.0.0.2", "10.0.0.1"}}}
+	canaryFailing := func(ci *v1alpha1.ClusterIngress) *v1alpha1.ClusterIngress {
+		ci.Status.Canaries = []v1alpha1.CanaryStatus{
+			{Shard: "default", Conditions: []metav1.Condition{c(v1alpha1.ConditionRoutesServing, metav1.ConditionFalse, v1alpha1.ReasonNotAnswering)}},
+			{Shard: "public", Conditions: []metav1.Condition{c(v1alpha1.ConditionRoutesServing, metav1.ConditionTrue, v1alpha1.ReasonServing)}}}
+		return ci
+	}
+	for _, tc := range []struct {
+		name    string
+		ci      *v1alpha1.ClusterIngress
+		answers map[string]DNSAnswer
+		want    []string
+	}{
+		{name: "a healthy cluster", ci: doctorCluster(published, ready), answers: answered},
+		{
+			name: "causes first: unreachable before its stale records, certificate and canary after",
+			ci: canaryFailing(doctorCluster(
+				c(v1alpha1.ConditionCertificateReady, metav1.ConditionFalse, v1alpha1.ReasonChallengeFailed),
+				c(v1alpha1.ConditionDNSPublished, metav1.ConditionTrue, v1alpha1.ReasonStaleRecordsKept),
+				c(v1alpha1.ConditionClusterReachable, metav1.ConditionFalse, v1alpha1.ReasonUnreachable),
+				c(v1alpha1.ConditionReady, metav1.ConditionFalse, "ClusterReachable"))),
+			answers: answered,
+			want: []string{"ClusterReachable=False/Unreachable", "DNSPublished=True/ClusterUnreachableRecordsKept",
+				"CertificateReady=False/DNS01ChallengeFailed", "shard default: RoutesServing=False/NotAnswering"},
+		},
+		{
+			name: "a cluster being provisioned, a certificate being issued, a routed IP moving: nothing wrong",
+			ci: doctorCluster(c(v1alpha1.ConditionClusterReachable, metav1.ConditionFalse, v1alpha1.ReasonControlPlaneNotReady),
+				c(v1alpha1.ConditionCertificateReady, metav1.ConditionFalse, v1alpha1.ReasonCertificateIssuing),
+				c(v1alpha1.ConditionRoutedIPsAssigned, metav1.ConditionFalse, v1alpha1.ReasonRoutedIPMoving), published),
+			want: nil,
+		},
+		{
+			name: "shards without a ready router before the last targets kept",
+			ci: doctorCluster(c(v1alpha1.ConditionDNSPublished, metav1.ConditionTrue, v1alpha1.ReasonKeptLastTargets),
+				c(v1alpha1.ConditionShardsAvailable, metav1.ConditionFalse, v1alpha1.ReasonNoRouterReady)),
+			want: []string{"ShardsAvailable=False/NoRouterReady", "DNSPublished=True/NoReadyNodesKeptLastTargets"},
+		},
+		{
+			name:    "published, but the zone answers something else, before the canary",
+			ci:      canaryFailing(doctorCluster(published, ready)),
+			answers: map[string]DNSAnswer{"default": {Name: "shardgate-doctor.c.zone.test", Addresses: []string{"10.0.0.9"}}},
+			want:    []string{"DNSAnswer: shard default", "shard default: RoutesServing=False/NotAnswering"},
+		},
+		{
+			name: "a name that does not resolve, before the certificate",
+			ci: doctorCluster(published,
+				c(v1alpha1.ConditionCertificateReady, metav1.ConditionFalse, v1alpha1.ReasonIssuanceQueued)),
+			answers: map[string]DNSAnswer{"default": {Name: "shardgate-doctor.c.zone.test", Error: "no such host"}},
+			want:    []string{"DNSAnswer: shard default", "CertificateReady=False/IssuanceQueued"},
+		},
+		{
+			name: "an unreachable cluster's shards are Unknown, its stale canary not requested: the cause alone",
+			ci: func() *v1alpha1.ClusterIngress {
+				ci := doctorCluster(c(v1alpha1.ConditionClusterReachable, metav1.ConditionFalse, v1alpha1.ReasonUnreachable),
+					c(v1alpha1.ConditionShardsAvailable, metav1.ConditionUnknown, v1alpha1.ReasonConnecting))
+				ci.Status.Canaries = []v1alpha1.CanaryStatus{{Shard: "default", Conditions: []metav1.Condition{
+					c(v1alpha1.ConditionRoutesServing, metav1.ConditionFalse, v1alpha1.ReasonNoRouterReady)}}}
+				return ci
+			}(),
+			want: []string{"ClusterReachable=False/Unreachable"},
+		},
+		{
+			name: "not Ready for a reason doctor has no step for: Ready's own message",
+			ci:   doctorCluster(published, c(v1alpha1.ConditionReady, metav1.ConditionFalse, "Whatever")),
+			want: []string{"Ready=False/Whatever"},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := Diagnose(tc.ci, doctorNow, tc.answers)
+			if got := causes(d); strings.Join(got, "|") != strings.Join(tc.want, "|") {
+				t.Errorf("causes %q, want %q", got, tc.want)
+			}
+			for _, f := range d.Findings {
+				if f.Next == "" || (f.Severity != severityCritical && f.Severity != severityWarning) {
+					t.Errorf("finding %+v has no next step or severity", f)
+				}
+			}
+		})
+	}
+}
+
+func TestDiagnoseExpiringCertificate(t *testing.T) {
+	ci := doctorCluster(c(v1alpha1.ConditionCertificateReady, metav1.ConditionTrue, v1alpha1.ReasonCertificateIssued))
+	ci.Status.Certificate = &v1alpha1.CertificateStatus{SerialNumber: "ab", NotAfter: &metav1.Time{Time: doctorNow.Add(13 * 24 * time.Hour)}}
+	d := Diagnose(ci, doctorNow, nil)
+	if got := causes(d); len(got) != 1 || got[0] != "Certificate expiry" || !strings.Contains(d.Findings[0].Message, "312h") {
+		t.Errorf("findings %+v", d.Findings)
+	}
+	ci.Status.Certificate.NotAfter = &metav1.Time{Time: doctorNow.Add(30 * 24 * time.Hour)}
+	if d := Diagnose(ci, doctorNow, nil); len(d.Findings) != 0 {
+		t.Errorf("a certificate 30 days from expiry: %+v", d.Findings)
+	}
+}
+
+// Every runbook doctor points at is a section of docs/runbooks.md.
+func TestDoctorRunbooksExist(t *testing.T) {
+	b, err := os.ReadFile("../../docs/runbooks.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var all []step
+	for _, st := range canarySteps {
+		all = append(all, st)
+	}
+	for _, s := range steps {
+		for _, st := range s.byReason {
+			all = append(all, st)
+		}
+	}
+	for _, st := range append(all, step{runbook: "ShardgateCertificateExpiringSoon"}, step{runbook: "ShardgateDNSNotAnswered"}) {
+		if st.runbook != "" && !strings.Contains(string(b), "\n## "+st.runbook+"\n") {
+			t.Errorf("docs/runbooks.md has no section %s", st.runbook)
+		}
+	}
+}
