@@ -17,6 +17,7 @@ import (
 	canarycheck "github.com/shardgate/shardgate/pkg/canary"
 	"github.com/shardgate/shardgate/pkg/certs"
 	"github.com/shardgate/shardgate/pkg/clusteraccess"
+	"github.com/shardgate/shardgate/pkg/clustermetrics"
 	"github.com/shardgate/shardgate/pkg/controller/allocation"
 	"github.com/shardgate/shardgate/pkg/controller/canary"
 	"github.com/shardgate/shardgate/pkg/controller/certificates"
@@ -35,7 +36,6 @@ import (
 	"github.com/shardgate/shardgate/pkg/replicas/gate"
 	"github.com/shardgate/shardgate/pkg/routekinds"
 	"github.com/shardgate/shardgate/pkg/sources"
-	"github.com/shardgate/shardgate/pkg/clustermetrics"
 	"github.com/shardgate/shardgate/pkg/statuspage"
 
 	acmev1 "github.com/cert-manager/cert-manager/pkg/apis/acme/v1"
