@@ -128,32 +128,19 @@ func Diagnose(ci *v1alpha1.ClusterIngress, now time.Time, answers map[string]DNS
 	d := Diagnosis{Cluster: ci.Namespace + "/" + ci.Name, Domain: ci.Status.Domain,
 		Ready: meta.IsStatusConditionTrue(ci.Status.Conditions, v1alpha1.ConditionReady)}
 	for _, s := range steps {
-		c := meta.FindStatusCondition(ci.Status.Conditions, s.condition)
-		// Unknown is not known to be wrong: the shards of an unreachable cluster, say, whose
-		// cause is reported first.
-		if c == nil || c.Status == metav1.ConditionUnknown ||
-			(c.Status == metav1.ConditionTrue && s.condition != v1alpha1.ConditionDNSPublished) {
-			continue
+		if f, ok := conditionFinding(ci, s.condition, s.byReason); ok {
+			d.Findings = append(d.Findings, f)
 		}
-		st, ok := s.byReason[c.Reason]
-		if !ok {
-			st = s.byReason[""]
-		}
-		if st.next == "" {
-			continue
-		}
-		d.Findings = append(d.Findings, Finding{Severity: st.severity, Message: c.Message, Next: st.next,
-			Runbook: st.runbook, Cause: fmt.Sprintf("%s=%s/%s", c.Type, c.Status, c.Reason)})
-		if s.condition == v1alpha1.ConditionDNSPublished {
+		switch s.condition {
+		case v1alpha1.ConditionShardsAvailable:
+			d.Findings = append(d.Findings, routerFindings(ci)...)
+		case v1alpha1.ConditionDNSPublished:
 			d.Findings = append(d.Findings, dnsFindings(ci, answers)...)
+		case v1alpha1.ConditionCertificateReady:
+			if f, ok := expiring(ci, now); ok {
+				d.Findings = append(d.Findings, f)
+			}
 		}
-	}
-	if published := meta.FindStatusCondition(ci.Status.Conditions, v1alpha1.ConditionDNSPublished); published == nil ||
-		published.Reason == v1alpha1.ReasonPublished {
-		d.Findings = insertAfterCauses(d.Findings, dnsFindings(ci, answers))
-	}
-	if f, ok := expiring(ci, now); ok {
-		d.Findings = append(d.Findings, f)
 	}
 	for _, c := range ci.Status.Canaries {
 		sc := meta.FindStatusCondition(c.Conditions, v1alpha1.ConditionRoutesServing)
@@ -179,17 +166,49 @@ func Diagnose(ci *v1alpha1.ClusterIngress, now time.Time, answers map[string]DNS
 	return d
 }
 
-// insertAfterCauses puts DNS findings where DNSPublished's would be: after the findings of the
-// conditions that cause DNS problems, before certificates and the canary.
-func insertAfterCauses(fs, dns []Finding) []Finding {
-	i := slices.IndexFunc(fs, func(f Finding) bool {
-		return strings.HasPrefix(f.Cause, v1alpha1.ConditionCertificateReady+"=") ||
-			strings.HasPrefix(f.Cause, v1alpha1.ConditionRoutesProtected+"=")
-	})
-	if i < 0 {
-		return append(fs, dns...)
+// conditionFinding is the finding of one condition that is not what it should be, with the next
+// step for its reason; none for a reason with no step (in progress), for Unknown (not known to
+// be wrong: the shards of an unreachable cluster, say, whose cause comes first) and for True
+// (but DNSPublished, whose True reasons include records kept).
+func conditionFinding(ci *v1alpha1.ClusterIngress, typ string, byReason map[string]step) (Finding, bool) {
+	c := meta.FindStatusCondition(ci.Status.Conditions, typ)
+	if c == nil || c.Status == metav1.ConditionUnknown ||
+		(c.Status == metav1.ConditionTrue && typ != v1alpha1.ConditionDNSPublished) {
+		return Finding{}, false
 	}
-	return slices.Insert(fs, i, dns...)
+	st, ok := byReason[c.Reason]
+	if !ok {
+		st = byReason[""]
+	}
+	if st.next == "" {
+		return Finding{}, false
+	}
+	return Finding{Severity: st.severity, Message: c.Message, Next: st.next, Runbook: st.runbook,
+		Cause: fmt.Sprintf("%s=%s/%s", c.Type, c.Status, c.Reason)}, true
+}
+
+// routerFindings: shards with some but not all of their routers ready (none ready is
+// ShardsAvailable's). A router that is not ready has left its shard's DNS answer: a wedged one,
+// or one on a node being drained.
+func routerFindings(ci *v1alpha1.ClusterIngress) []Finding {
+	ready := map[string]v1alpha1.ShardStatus{}
+	for _, sh := range ci.Status.Shards {
+		ready[sh.Name] = sh
+	}
+	var out []Finding
+	for _, sh := range ci.Shards() {
+		st, seen := ready[sh.Name]
+		if !seen || sh.Replicas == nil || st.ReadyReplicas == 0 || st.ReadyReplicas >= *sh.Replicas {
+			continue
+		}
+		out = append(out, Finding{Severity: severityWarning, Cause: "shard " + sh.Name + ": routers not ready",
+			Message: fmt.Sprintf("%d of %d routers ready (on %s); the others have left the shard's DNS answer",
+				st.ReadyReplicas, *sh.Replicas, strings.Join(st.ReadyNodes, ", ")),
+			Next: "look at the shard's router pods that are not ready in the user cluster " +
+				"(kubectl -n shardgate-system get pods -l shardgate.io/shard=" + sh.Name + " -o wide): a wedged " +
+				"router, or its node cordoned or not ready", Runbook: "ShardgateShardsUnavailable"})
+	}
+	return out
 }
 
 // DNSAnswer is what a name under a shard domain resolved to.

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
 )
@@ -97,6 +98,17 @@ func TestDiagnose(t *testing.T) {
 				return ci
 			}(),
 			want: []string{"ClusterReachable=False/Unreachable"},
+		},
+		{
+			name: "a shard with one of two routers ready, before its DNS",
+			ci: func() *v1alpha1.ClusterIngress {
+				ci := doctorCluster(published, ready)
+				ci.Spec.Shards = []v1alpha1.ShardSpec{{Name: "default", Replicas: ptr.To[int32](2)}}
+				ci.Status.Shards[0].ReadyReplicas, ci.Status.Shards[0].ReadyNodes = 1, []string{"node-1"}
+				return ci
+			}(),
+			answers: map[string]DNSAnswer{"default": {Name: "shardgate-doctor.c.zone.test", Addresses: []string{"10.0.0.1"}}},
+			want:    []string{"shard default: routers not ready", "DNSAnswer: shard default"},
 		},
 		{
 			name: "not Ready for a reason doctor has no step for: Ready's own message",

@@ -66,20 +66,35 @@ type unitTests struct {
 	} `json:"tests"`
 }
 
-// TestChartRulesUnitTests runs alerts.test.yaml against the rendered rules, once each expected
-// alert has its rule's static annotations, and fails unless every alert is tested both firing
-// and not firing.
+// TestChartRulesUnitTests runs alerts.test.yaml against the rendered rules and fails unless
+// every alert is tested both firing and not firing.
 func TestChartRulesUnitTests(t *testing.T) {
+	groups, fires, silent := runUnitTests(t, "alerts.test.yaml")
+	for _, g := range groups {
+		for _, r := range g.Rules {
+			if !fires[r.Alert] || !silent[r.Alert] {
+				t.Errorf("alert %s: tested firing %v, tested not firing %v; alerts.test.yaml needs both", r.Alert,
+					fires[r.Alert], silent[r.Alert])
+			}
+		}
+	}
+}
+
+// runUnitTests runs a promtool unit-test file of this folder against the rendered rules, once
+// each expected alert has its rule's static annotations (description, runbook_url), and says
+// which alerts it tested firing and which not firing.
+func runUnitTests(t *testing.T, name string) (groups []framework.RuleGroup, fires, silent map[string]bool) {
+	t.Helper()
 	tools, file, groups := rules(t)
-	b, err := os.ReadFile("alerts.test.yaml")
+	b, err := os.ReadFile(name)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var ut unitTests
 	if err := yaml.UnmarshalStrict(b, &ut); err != nil {
-		t.Fatalf("alerts.test.yaml: %v", err)
+		t.Fatalf("%s: %v", name, err)
 	}
-	fires, silent := map[string]bool{}, map[string]bool{}
+	fires, silent = map[string]bool{}, map[string]bool{}
 	for i := range ut.Tests {
 		for j := range ut.Tests[i].AlertRuleTest {
 			at := &ut.Tests[i].AlertRuleTest[j]
@@ -101,23 +116,16 @@ func TestChartRulesUnitTests(t *testing.T) {
 			}
 		}
 	}
-	for _, g := range groups {
-		for _, r := range g.Rules {
-			if !fires[r.Alert] || !silent[r.Alert] {
-				t.Errorf("alert %s: tested firing %v, tested not firing %v; alerts.test.yaml needs both", r.Alert,
-					fires[r.Alert], silent[r.Alert])
-			}
-		}
-	}
 	out, err := yaml.Marshal(ut)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tests := filepath.Join(filepath.Dir(file), "alerts.test.yaml")
+	tests := filepath.Join(filepath.Dir(file), name)
 	if err := os.WriteFile(tests, out, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	run(t, tools, "test", "rules", tests)
+	return groups, fires, silent
 }
 
 // heading is a runbook's Markdown heading; its GitHub anchor is the alert's name in lower case.

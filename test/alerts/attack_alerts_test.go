@@ -1,13 +1,10 @@
 package alerts
 
 import (
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"sigs.k8s.io/yaml"
 
 	"github.com/shardgate/shardgate/test/framework"
 )
@@ -15,43 +12,7 @@ import (
 // TestAttackAlertsPromtool runs attack_alerts.test.yaml (an independent review's cases: each
 // says what the alert should do and currently does not) against the rendered rules, the way
 // TestChartRulesUnitTests runs alerts.test.yaml.
-func TestAttackAlertsPromtool(t *testing.T) {
-	tools, file, groups := rules(t)
-	b, err := os.ReadFile("attack_alerts.test.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ut unitTests
-	if err := yaml.UnmarshalStrict(b, &ut); err != nil {
-		t.Fatalf("attack_alerts.test.yaml: %v", err)
-	}
-	for i := range ut.Tests {
-		for j := range ut.Tests[i].AlertRuleTest {
-			at := &ut.Tests[i].AlertRuleTest[j]
-			rule, ok := framework.Alert(groups, at.Alertname)
-			if !ok {
-				t.Fatalf("no alert %s", at.Alertname)
-			}
-			for k := range at.ExpAlerts {
-				ea := &at.ExpAlerts[k]
-				for _, static := range []string{"description", "runbook_url"} {
-					if _, set := ea.ExpAnnotations[static]; !set {
-						ea.ExpAnnotations[static] = rule.Annotations[static]
-					}
-				}
-			}
-		}
-	}
-	out, err := yaml.Marshal(ut)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tests := filepath.Join(filepath.Dir(file), "attack_alerts.test.yaml")
-	if err := os.WriteFile(tests, out, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	run(t, tools, "test", "rules", tests)
-}
+func TestAttackAlertsPromtool(t *testing.T) { runUnitTests(t, "attack_alerts.test.yaml") }
 
 // TestAttackAlertsRuleWithoutServiceMonitor: prometheusRule.enabled renders ShardgateControllerDown
 // as absent(up{job="<fullname>-metrics"} == 1), a job only the chart's ServiceMonitor makes; but

@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -33,7 +35,14 @@ type demo struct {
 	out     *screen
 	header  string
 	cluster []string // demo1, demo2, ...
+	// With real nodes: HTTPS through cert-manager and Pebble, as the tests do.
+	pebble *framework.Pebble
+	certs  *framework.CertManager
+	roots  *x509.CertPool
 }
+
+// certNamespace is where Shardgate keeps the clusters' Certificates in the demo's seed.
+const certNamespace = "shardgate"
 
 // start brings everything up, printing progress; nil when a signal came first.
 func start(ctx context.Context, s *framework.Session, o options, out *screen) *demo {
@@ -57,9 +66,17 @@ func start(ctx context.Context, s *framework.Session, o options, out *screen) *d
 		return nil
 	}
 	zone := env.DNS.Zone
-	out.line("[demo] starting seed-controller --dns-zone=%s (DNS verified at BIND, status page on)", zone)
-	ctl := framework.StartController(s, env.Seed, "--dns-zone="+zone, "--dns-verify-servers="+env.DNS.Addr, "--dns-verify-interval=10s")
 	d := &demo{s: s, env: env, out: out}
+	flags := []string{"--dns-zone=" + zone, "--dns-verify-servers=" + env.DNS.Addr, "--dns-verify-interval=10s"}
+	if !o.simulated {
+		out.line("[demo] starting Pebble (an ACME server) and cert-manager: every cluster gets a wildcard certificate")
+		d.pebble = framework.StartPebble(s, env.DNS, framework.PebbleOptions{})
+		d.certs = framework.StartCertManager(s, env.Seed, env.DNS)
+		must(s, env.Seed.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: certNamespace}}))
+		flags = append(flags, "--certificate-namespace="+certNamespace)
+	}
+	out.line("[demo] starting seed-controller --dns-zone=%s (DNS verified at BIND, status page on)", zone)
+	ctl := framework.StartController(s, env.Seed, flags...)
 	must(s, d.setUp(ctx, o))
 	if ctx.Err() != nil {
 		return nil
@@ -80,8 +97,21 @@ func (d *demo) setUp(ctx context.Context, o options) error {
 	if o.simulated {
 		shard = v1alpha1.ShardSpec{Name: v1alpha1.DefaultShardName, Publishing: v1alpha1.PublishNodePort}
 	}
-	if err := seed.Client.Create(ctx, &v1alpha1.IngressProfile{ObjectMeta: metav1.ObjectMeta{Name: "default"},
-		Spec: v1alpha1.IngressProfileSpec{DNS: v1alpha1.DNSSettings{TTL: 10}, Shards: []v1alpha1.ShardSpec{shard}}}); err != nil {
+	spec := v1alpha1.IngressProfileSpec{DNS: v1alpha1.DNSSettings{TTL: 10}, Shards: []v1alpha1.ShardSpec{shard}}
+	if d.pebble != nil {
+		if err := d.certs.CreateACMEIssuer(ctx, seed, d.pebble, d.env.DNS,
+			framework.ACMEIssuer{Name: "pebble", Namespace: certNamespace, SkipSelfCheck: true}); err != nil {
+			return err
+		}
+		roots, err := d.pebble.Roots(ctx)
+		if err != nil {
+			return err
+		}
+		d.roots = roots
+		// HTTP keeps answering (no redirect): its first 200 comes before the certificate.
+		spec.TLS = v1alpha1.TLSSettings{IssuerRef: &v1alpha1.IssuerReference{Name: "pebble", Kind: v1alpha1.KindIssuer}}
+	}
+	if err := seed.Client.Create(ctx, &v1alpha1.IngressProfile{ObjectMeta: metav1.ObjectMeta{Name: "default"}, Spec: spec}); err != nil {
 		return err
 	}
 	for i, u := range d.env.Users {
@@ -180,6 +210,9 @@ func (d *demo) describe(o options, page string) (string, error) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Shardgate demo: %d user cluster(s), zone %s, BIND at %s\n\n", len(d.cluster), d.env.DNS.Zone, d.env.DNS.Addr)
 	fmt.Fprintf(&b, "  status page   %s   (JSON: %sapi/v1/clusters)\n", page, page)
+	if d.pebble != nil {
+		fmt.Fprintf(&b, "  HTTPS         every cluster's names get a wildcard certificate from Pebble (ACME) through cert-manager\n")
+	}
 	fmt.Fprintf(&b, "  seed          %s\n", rel(seedKC))
 	var first string
 	for i, u := range d.env.Users {
@@ -195,6 +228,7 @@ func (d *demo) describe(o options, page string) (string, error) {
 	fmt.Fprintf(&b, "\nTry:\n")
 	fmt.Fprintf(&b, "  %s --kubeconfig %s get clusteringresses -A\n", kubectl, rel(seedKC))
 	fmt.Fprintf(&b, "  bin/kubectl-shardgate --kubeconfig %s clusters\n", rel(seedKC))
+	fmt.Fprintf(&b, "  bin/kubectl-shardgate --kubeconfig %s doctor default/%s --dns-server %s\n", rel(seedKC), d.cluster[0], d.env.DNS.Addr)
 	fmt.Fprintf(&b, "  bin/kubectl-shardgate --kubeconfig %s status\n", first)
 	fmt.Fprintf(&b, "  bin/kubectl-shardgate --kubeconfig %s explain ingress/web --dns-server %s\n", first, d.env.DNS.Addr)
 	fmt.Fprintf(&b, "  dig @127.0.0.1 -p %d +short anything.%s.%s\n", d.env.DNS.Port, d.cluster[0], d.env.DNS.Zone)
@@ -276,6 +310,9 @@ func (d *demo) summary(ctx context.Context, o options, cordoned bool) string {
 			i := clusterIndex(d.cluster, ci.Name)
 			if i >= 0 && d.env.Fabrics[i] != nil {
 				fmt.Fprintf(&b, "          %-7s %s\n", "", d.fetch(ctx, d.env.Fabrics[i], "app."+ci.Status.Domain))
+				if d.roots != nil {
+					fmt.Fprintf(&b, "          %-7s %s\n", "", d.fetchTLS(ctx, d.env.Fabrics[i], "app."+ci.Status.Domain))
+				}
 			}
 		}
 	}
@@ -300,6 +337,38 @@ func (d *demo) fetch(ctx context.Context, f *framework.Fabric, host string) stri
 		body = body[:60]
 	}
 	return fmt.Sprintf("http://%s/ via %s -> %d %s", host, a.Values[0], code, body)
+}
+
+// fetchTLS is fetch over HTTPS, the certificate verified against Pebble's root.
+func (d *demo) fetchTLS(ctx context.Context, f *framework.Fabric, host string) string {
+	a, err := d.env.DNS.Lookup(ctx, host, dns.TypeA)
+	if err != nil || len(a.Values) == 0 {
+		return fmt.Sprintf("https://%s/ -> no address yet", host)
+	}
+	code, _, leaf, err := f.GetTLS(ctx, a.Values[0]+":443", host, d.roots)
+	if err != nil {
+		return fmt.Sprintf("https://%s/ via %s -> not yet: %s", host, a.Values[0], shortTLSError(err))
+	}
+	name := leaf.Subject.CommonName
+	if len(leaf.DNSNames) > 0 {
+		name = leaf.DNSNames[0] // ACME certificates name their hosts here
+	}
+	return fmt.Sprintf("https://%s/ via %s -> %d, certificate %s issued by %s", host, a.Values[0], code,
+		name, leaf.Issuer.CommonName)
+}
+
+// shortTLSError says why HTTPS is not there yet in a few words: before issuance the routers
+// serve a certificate Pebble's root does not vouch for.
+func shortTLSError(err error) string {
+	var unknown x509.UnknownAuthorityError
+	if errors.As(err, &unknown) {
+		return "the certificate is being issued"
+	}
+	s := err.Error()
+	if len(s) > 60 {
+		s = s[:60]
+	}
+	return s
 }
 
 func clusterIndex(ids []string, name string) int {

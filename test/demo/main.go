@@ -18,6 +18,9 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/go-logr/logr"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
 	"github.com/shardgate/shardgate/test/framework"
 )
 
@@ -54,6 +57,9 @@ func main() {
 	if !isolated() {
 		os.Exit(launch())
 	}
+	// The harness installs CRDs through envtest, which logs through controller-runtime: nothing
+	// the demo's screen needs.
+	ctrllog.SetLogger(logr.Discard())
 	os.Exit(run(o))
 }
 

@@ -82,17 +82,18 @@ func TestVIPPoolConditions(t *testing.T) {
 	register("b", env.Users[1], "shared")
 	want("b", "10.77.0.3#3,10.77.0.4#4", v1alpha1.ReasonVIPsNotHeld, "no node holds 10.77.0.3")
 
-	// b's owner writes a's VIP into a node's addresses: a keeps it; b, whose node it is, is told.
+	// b's owner writes a's VIP into a node's addresses: a keeps it; b, whose node it is, is told
+	// (in the message: its own VIPs, held by no node here, are the graver reason).
 	addNodes(ctx, t, env.Users[1], nodeSpec("b1", "10.77.0.1"))
-	want("b", "10.77.0.3#3,10.77.0.4#4", v1alpha1.ReasonNodeAddressConflict, "node b1 of default/b reports 10.77.0.1, a VIP of default/a")
+	want("b", "10.77.0.3#3,10.77.0.4#4", v1alpha1.ReasonVIPsNotHeld, "node b1 of default/b reports 10.77.0.1, a VIP of default/a")
 
 	// c's profile puts it in an L2 domain of its own with router IDs 20-29.
 	addNodes(ctx, t, env.Users[2], nodeSpec("c1", "10.78.0.1"))
 	register("c", env.Users[2], "rack")
-	want("c", "10.78.0.0#20", v1alpha1.ReasonPoolExhausted, "wants 2 VIPs, got 1 (in use: 10.78.0.1 by node c1 of default/c)")
+	want("c", "10.78.0.0#20", v1alpha1.ReasonVIPsNotHeld, "wants 2 VIPs, got 1 (in use: 10.78.0.1 by node c1 of default/c)")
 	// c's own VIP on a node of c (a cloud provider reporting every NIC address) changes nothing.
 	addNodes(ctx, t, env.Users[2], nodeSpec("c2", "10.78.0.0"))
-	want("c", "10.78.0.0#20", v1alpha1.ReasonPoolExhausted, "wants 2 VIPs, got 1 (in use: 10.78.0.1 by node c1 of default/c)")
+	want("c", "10.78.0.0#20", v1alpha1.ReasonVIPsNotHeld, "wants 2 VIPs, got 1 (in use: 10.78.0.1 by node c1 of default/c)")
 
 	// a's source names a domain and pool of its own: not read, and a is told why.
 	s := &corev1.Secret{}
