@@ -19,9 +19,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
 	"github.com/shardgate/shardgate/pkg/names"
@@ -110,6 +113,8 @@ func (d *demo) setUp(ctx context.Context, o options) error {
 		d.roots = roots
 		// HTTP keeps answering (no redirect): its first 200 comes before the certificate.
 		spec.TLS = v1alpha1.TLSSettings{IssuerRef: &v1alpha1.IssuerReference{Name: "pebble", Kind: v1alpha1.KindIssuer}}
+		// Gateway API: the clusters get its CRDs, and an HTTPRoute beside the Ingress (routeSummary).
+		spec.GatewayAPI = v1alpha1.GatewayAPIEnabled
 	}
 	if err := seed.Client.Create(ctx, &v1alpha1.IngressProfile{ObjectMeta: metav1.ObjectMeta{Name: "default"}, Spec: spec}); err != nil {
 		return err
@@ -231,6 +236,9 @@ func (d *demo) describe(o options, page string) (string, error) {
 	fmt.Fprintf(&b, "  bin/kubectl-shardgate --kubeconfig %s doctor default/%s --dns-server %s\n", rel(seedKC), d.cluster[0], d.env.DNS.Addr)
 	fmt.Fprintf(&b, "  bin/kubectl-shardgate --kubeconfig %s status\n", first)
 	fmt.Fprintf(&b, "  bin/kubectl-shardgate --kubeconfig %s explain ingress/web --dns-server %s\n", first, d.env.DNS.Addr)
+	if d.pebble != nil {
+		fmt.Fprintf(&b, "  bin/kubectl-shardgate --kubeconfig %s explain httproute/web-route --dns-server %s\n", first, d.env.DNS.Addr)
+	}
 	fmt.Fprintf(&b, "  dig @127.0.0.1 -p %d +short anything.%s.%s\n", d.env.DNS.Port, d.cluster[0], d.env.DNS.Zone)
 	if o.interval > 0 && o.nodes >= 2 {
 		fmt.Fprintf(&b, "\nEvery %d s node-2 of demo1 is cordoned or uncordoned: watch its DNS answer follow.\n", o.interval)
@@ -309,9 +317,10 @@ func (d *demo) summary(ctx context.Context, o options, cordoned bool) string {
 		if !o.simulated && ci.Status.Domain != "" {
 			i := clusterIndex(d.cluster, ci.Name)
 			if i >= 0 && d.env.Fabrics[i] != nil {
-				fmt.Fprintf(&b, "          %-7s %s\n", "", d.fetch(ctx, d.env.Fabrics[i], "app."+ci.Status.Domain))
+				fmt.Fprintf(&b, "          %-7s Ingress   %s\n", "", d.fetch(ctx, d.env.Fabrics[i], "app."+ci.Status.Domain))
 				if d.roots != nil {
-					fmt.Fprintf(&b, "          %-7s %s\n", "", d.fetchTLS(ctx, d.env.Fabrics[i], "app."+ci.Status.Domain))
+					fmt.Fprintf(&b, "          %-7s Ingress   %s\n", "", d.fetchTLS(ctx, d.env.Fabrics[i], "app."+ci.Status.Domain))
+					fmt.Fprintf(&b, "          %-7s HTTPRoute %s\n", "", d.routeSummary(ctx, i))
 				}
 			}
 		}
@@ -337,6 +346,27 @@ func (d *demo) fetch(ctx context.Context, f *framework.Fabric, host string) stri
 		body = body[:60]
 	}
 	return fmt.Sprintf("http://%s/ via %s -> %d %s", host, a.Values[0], code, body)
+}
+
+// routeSummary creates the cluster's HTTPRoute once Shardgate has installed Gateway API there,
+// and fetches the default host allocation gave it.
+func (d *demo) routeSummary(ctx context.Context, i int) string {
+	u := d.env.Users[i]
+	r := &gatewayv1.HTTPRoute{}
+	err := u.Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: "web-route"}, r)
+	if apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
+		if err := u.Client.Create(ctx, demoHTTPRoute()); err != nil {
+			return "web-route: waiting for Gateway API in the cluster"
+		}
+		return "web-route: created, waiting for its allocation"
+	}
+	if err != nil {
+		return "web-route: " + err.Error()
+	}
+	if len(r.Spec.Hostnames) == 0 {
+		return "web-route: waiting for its allocation (" + r.Annotations[v1alpha1.AllocationAnnotation] + ")"
+	}
+	return d.fetch(ctx, d.env.Fabrics[i], string(r.Spec.Hostnames[0]))
 }
 
 // fetchTLS is fetch over HTTPS, the certificate verified against Pebble's root.
@@ -396,6 +426,18 @@ func must(s *framework.Session, err error) {
 	if err != nil {
 		s.Fatal(err)
 	}
+}
+
+// demoHTTPRoute is a hostless HTTPRoute to the sample app, attached to the one parent Gateway
+// tenants use: Shardgate names it and picks its shard.
+func demoHTTPRoute() *gatewayv1.HTTPRoute {
+	return &gatewayv1.HTTPRoute{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web-route"},
+		Spec: gatewayv1.HTTPRouteSpec{
+			CommonRouteSpec: gatewayv1.CommonRouteSpec{ParentRefs: []gatewayv1.ParentReference{{
+				Namespace: ptr.To(gatewayv1.Namespace(names.Namespace)), Name: names.ParentGatewayName}}},
+			Rules: []gatewayv1.HTTPRouteRule{{BackendRefs: []gatewayv1.HTTPBackendRef{{BackendRef: gatewayv1.BackendRef{
+				BackendObjectReference: gatewayv1.BackendObjectReference{Name: "web", Port: ptr.To(gatewayv1.PortNumber(80))}}}}}},
+		}}
 }
 
 func demoIngress(host string) *networkingv1.Ingress {
