@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -21,22 +20,6 @@ import (
 	"github.com/shardgate/shardgate/pkg/controllertest"
 	"github.com/shardgate/shardgate/pkg/dnsrecords"
 )
-
-// refusingPatch is the seed API server refusing updates of one DNSEndpoint while on is set (a
-// restart of the API server, an admission webhook or quota outage, a DNSEndpoint grown past the
-// request size limit by a cluster owner's nodes).
-type refusingPatch struct {
-	client.Client
-	key types.NamespacedName
-	on  *atomic.Bool
-}
-
-func (c refusingPatch) Patch(ctx context.Context, obj client.Object, p client.Patch, opts ...client.PatchOption) error {
-	if _, ok := obj.(*dnsrecords.DNSEndpoint); ok && c.on.Load() && client.ObjectKeyFromObject(obj) == c.key {
-		return apierrors.NewServiceUnavailable("the seed API server is restarting")
-	}
-	return c.Client.Patch(ctx, obj, p, opts...)
-}
 
 // TestReviewRefusedRecordWriteNeverFreesTheOldDomain (the operator at 3 a.m.: the seed API server
 // restarting, or any refusal of the DNSEndpoint update; S waiting with a cluster that asks for
@@ -63,7 +46,7 @@ func TestReviewRefusedRecordWriteNeverFreesTheOldDomain(t *testing.T) {
 	cached := controllertest.CachedClient(t, seed, identity.AddIndexes)
 	refuse := &atomic.Bool{}
 	mover := types.NamespacedName{Namespace: ns, Name: "mover"}
-	r := withIdentity(&Reconciler{Client: refusingPatch{Client: cached, key: mover, on: refuse}, Access: access,
+	r := withIdentity(&Reconciler{Client: refusingWrites{Client: cached, key: mover, on: refuse}, Access: access,
 		ServedZones: []string{"dns.test"}, Clock: clocktesting.NewFakeClock(time.Now()),
 		Board: cistatus.NewBoard(seed.Client).WriteThrough()})
 

@@ -7,33 +7,16 @@ import (
 	"testing"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
 	"github.com/shardgate/shardgate/pkg/clusteraccess"
 	"github.com/shardgate/shardgate/pkg/controller/cistatus"
 	"github.com/shardgate/shardgate/pkg/controller/identity"
 	"github.com/shardgate/shardgate/pkg/controllertest"
-	"github.com/shardgate/shardgate/pkg/dnsrecords"
 )
-
-// refusingCreate is the seed API server refusing the creation of one DNSEndpoint while on is set.
-type refusingCreate struct {
-	client.Client
-	key types.NamespacedName
-	on  *atomic.Bool
-}
-
-func (c refusingCreate) Create(ctx context.Context, obj client.Object, opts ...client.CreateOption) error {
-	if _, ok := obj.(*dnsrecords.DNSEndpoint); ok && c.on.Load() && client.ObjectKeyFromObject(obj) == c.key {
-		return apierrors.NewServiceUnavailable("the seed API server is restarting")
-	}
-	return c.Client.Create(ctx, obj, opts...)
-}
 
 // TestReviewYieldNeverLeavesTheNamesUnanswered (the operator: two status holders — the case
 // DomainYielded exists for — and a refused DNSEndpoint write on the winner's side).
@@ -57,7 +40,7 @@ func TestReviewYieldNeverLeavesTheNamesUnanswered(t *testing.T) {
 	refuse.Store(true)
 	clock := clocktesting.NewFakeClock(time.Now())
 	older := types.NamespacedName{Namespace: ns, Name: "older"}
-	r := withIdentity(&Reconciler{Client: refusingCreate{Client: cached, key: older, on: refuse}, Access: access,
+	r := withIdentity(&Reconciler{Client: refusingWrites{Client: cached, key: older, on: refuse}, Access: access,
 		ServedZones: []string{"dns.test"}, Clock: clock, Board: cistatus.NewBoard(seed.Client).WriteThrough()})
 
 	older = newCI(t, seed.Client, ns, "older", "c9r")
