@@ -114,7 +114,7 @@ release:
 	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 $(GO) build -trimpath -ldflags "-s -w" -o dist/shardgate-vip-agent-linux-amd64 ./cmd/shardgate-vip-agent
 	CGO_ENABLED=0 GOOS=linux GOARCH=arm64 $(GO) build -trimpath -ldflags "-s -w" -o dist/shardgate-vip-agent-linux-arm64 ./cmd/shardgate-vip-agent
 	@# The kubectl plugin for krew: archives and the manifest with their sha256 (hack/krew).
-	for p in linux/amd64 linux/arm64 darwin/arm64; do \
+	set -e; for p in linux/amd64 linux/arm64 darwin/arm64; do \
 	  CGO_ENABLED=0 GOOS=$${p%/*} GOARCH=$${p#*/} $(GO) build -trimpath -ldflags "-s -w" -o dist/kubectl-shardgate-$${p%/*}-$${p#*/} ./cmd/kubectl-shardgate; \
 	done
 	hack/krew/manifest.sh $(VERSION) dist

@@ -262,7 +262,10 @@ func limitText(l corev1.ResourceList, name corev1.ResourceName) string {
 // shardName is <claim>-<namespace> when that is a valid, free shard name, else claim-<hash>.
 func shardName(c Claim, taken map[string]bool) string {
 	n := c.Name + "-" + c.Namespace
-	if len(n) <= 40 && len(validation.IsDNS1123Label(n)) == 0 && !taken[n] && n != v1alpha1.DefaultShardName {
+	// The canary's label is reserved: a shard named so would make its domain the default shard's
+	// canary host (a claim "shardgate" in namespace "canary").
+	if len(n) <= 40 && len(validation.IsDNS1123Label(n)) == 0 && !taken[n] && n != v1alpha1.DefaultShardName &&
+		n != names.CanaryLabel {
 		return n
 	}
 	for i := 0; ; i++ {

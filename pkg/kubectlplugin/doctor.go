@@ -2,6 +2,7 @@ package kubectlplugin
 
 import (
 	"fmt"
+	"net/netip"
 	"slices"
 	"strings"
 	"time"
@@ -66,6 +67,11 @@ var steps = []struct {
 			"expired or was revoked", "ShardgateClusterUnreachable"},
 		v1alpha1.ReasonKubeconfigMissing: {severityWarning, "restore the kubeconfig Secret", "ShardgateClusterUnreachable"},
 		v1alpha1.ReasonKubeconfigInvalid: {severityWarning, "fix the kubeconfig Secret's value key", "ShardgateClusterUnreachable"},
+		v1alpha1.ReasonObjectBudgetExceeded: {severityWarning, "the cluster holds more objects of a kind than " +
+			"--max-objects-per-kind (the message names it): raise the budget if the cluster is that large; it is " +
+			"read again after a back-off", "ShardgateClusterUnreachable"},
+		v1alpha1.ReasonServerError: {severityWarning, "the API server answers, but refuses Shardgate's requests " +
+			"(the message says how): check the kubeconfig's rights and the server's own health", "ShardgateClusterUnreachable"},
 		"": {severityWarning, "check that the cluster's API server is up and reachable from the seed; its DNS " +
 			"records are kept meanwhile", "ShardgateClusterUnreachable"}}},
 	{v1alpha1.ConditionShardsAvailable, map[string]step{
@@ -98,6 +104,11 @@ var steps = []struct {
 			"ShardgateDNSNotAnswered"},
 		v1alpha1.ReasonDNSWriteFailed: {severityCritical, "check the DNSEndpoint CRD and the seed's admission policies",
 			"ShardgateDNSWriteFailing"},
+		v1alpha1.ReasonNoReadyNodes: {severityCritical, "no ingress node has ever been ready, so the cluster has no " +
+			"records: see the shards (above) and the user cluster's nodes", "ShardgateShardsUnavailable"},
+		v1alpha1.ReasonUnreachable: {severityWarning, "the cluster was never read, so it has no records yet: make it " +
+			"reachable (above)", "ShardgateClusterUnreachable"},
+		v1alpha1.ReasonConnecting: {},
 		"": {severityCritical, "read the message (the domain, the zone or the profile)", ""}}},
 	{v1alpha1.ConditionCertificateReady, map[string]step{
 		v1alpha1.ReasonCertificateIssued:  {},
@@ -157,7 +168,8 @@ func Diagnose(ci *v1alpha1.ClusterIngress, now time.Time, answers map[string]DNS
 		d.Findings = append(d.Findings, Finding{Severity: st.severity, Next: st.next, Runbook: st.runbook,
 			Message: sc.Message, Cause: fmt.Sprintf("shard %s: RoutesServing=%s/%s", c.Shard, sc.Status, sc.Reason)})
 	}
-	if len(d.Findings) == 0 && !d.Ready {
+	if !d.Ready && !slices.ContainsFunc(d.Findings, func(f Finding) bool { return f.Severity == severityCritical ||
+		strings.Contains(readyMessage(ci), strings.SplitN(f.Cause, "=", 2)[0]) }) {
 		if r := meta.FindStatusCondition(ci.Status.Conditions, v1alpha1.ConditionReady); r != nil {
 			d.Findings = append(d.Findings, Finding{Severity: severityWarning, Cause: "Ready=" + string(r.Status) + "/" + r.Reason,
 				Message: r.Message, Next: "read the message; the controller's log says more"})
@@ -166,13 +178,21 @@ func Diagnose(ci *v1alpha1.ClusterIngress, now time.Time, answers map[string]DNS
 	return d
 }
 
+func readyMessage(ci *v1alpha1.ClusterIngress) string {
+	if r := meta.FindStatusCondition(ci.Status.Conditions, v1alpha1.ConditionReady); r != nil {
+		return r.Reason + " " + r.Message
+	}
+	return ""
+}
+
 // conditionFinding is the finding of one condition that is not what it should be, with the next
 // step for its reason; none for a reason with no step (in progress), for Unknown (not known to
-// be wrong: the shards of an unreachable cluster, say, whose cause comes first) and for True
+// be wrong while the cluster cannot be read: that cause comes first) and for True
 // (but DNSPublished, whose True reasons include records kept).
 func conditionFinding(ci *v1alpha1.ClusterIngress, typ string, byReason map[string]step) (Finding, bool) {
 	c := meta.FindStatusCondition(ci.Status.Conditions, typ)
-	if c == nil || c.Status == metav1.ConditionUnknown ||
+	unreachable := !meta.IsStatusConditionTrue(ci.Status.Conditions, v1alpha1.ConditionClusterReachable)
+	if c == nil || (c.Status == metav1.ConditionUnknown && unreachable) ||
 		(c.Status == metav1.ConditionTrue && typ != v1alpha1.ConditionDNSPublished) {
 		return Finding{}, false
 	}
@@ -211,24 +231,32 @@ func routerFindings(ci *v1alpha1.ClusterIngress) []Finding {
 	return out
 }
 
-// DNSAnswer is what a name under a shard domain resolved to.
+// DNSAnswer is what a name under a shard domain resolved to. Unasked: doctor could not get an
+// answer (the server did not answer in time): no verdict on the zone.
 type DNSAnswer struct {
 	Name      string   `json:"name"`
 	Addresses []string `json:"addresses,omitempty"`
 	Error     string   `json:"error,omitempty"`
+	Unasked   bool     `json:"unasked,omitempty"`
 }
 
-// dnsFindings compares each shard's answer with the targets Shardgate published for it.
+// dnsFindings compares each shard's answer with the targets Shardgate published for it. A shard
+// published as a CNAME (a load balancer's hostname) resolves to addresses doctor cannot compare
+// with it: it is left to the DNS controller's own verification.
 func dnsFindings(ci *v1alpha1.ClusterIngress, answers map[string]DNSAnswer) []Finding {
 	var out []Finding
 	for _, sh := range ci.Status.Shards {
 		a, ok := answers[sh.Name]
-		if !ok || len(sh.Targets) == 0 {
+		if !ok || len(sh.Targets) == 0 || slices.ContainsFunc(sh.Targets, isHostname) {
 			continue
 		}
 		want := slices.Sorted(slices.Values(sh.Targets))
 		got := slices.Sorted(slices.Values(a.Addresses))
 		switch {
+		case a.Unasked:
+			out = append(out, Finding{Severity: severityWarning, Cause: "DNSAnswer: shard " + sh.Name + " not asked",
+				Message: fmt.Sprintf("no answer for %s from the DNS server doctor asked (%s)", a.Name, a.Error),
+				Next:    "check --dns-server (one of the zone's authoritative servers) and ask again"})
 		case a.Error != "":
 			out = append(out, Finding{Severity: severityCritical, Cause: "DNSAnswer: shard " + sh.Name,
 				Message: fmt.Sprintf("%s does not resolve (%s); published: %s", a.Name, a.Error, strings.Join(want, ", ")),
@@ -242,13 +270,35 @@ func dnsFindings(ci *v1alpha1.ClusterIngress, answers map[string]DNSAnswer) []Fi
 	return out
 }
 
+func isHostname(target string) bool {
+	_, err := netip.ParseAddr(target)
+	return err != nil
+}
+
+// expiring: an expired certificate, or one late for renewal as ShardgateCertificateExpiringSoon
+// judges it (within 14 days and under a quarter of its lifetime left: a 7-day certificate with
+// 3 days left is on schedule).
 func expiring(ci *v1alpha1.ClusterIngress, now time.Time) (Finding, bool) {
 	c := ci.Status.Certificate
-	if c == nil || c.NotAfter == nil || c.NotAfter.Sub(now) >= expiryWarning {
+	if c == nil || c.NotAfter == nil {
 		return Finding{}, false
 	}
-	left := c.NotAfter.Sub(now).Round(time.Hour)
+	left := c.NotAfter.Sub(now)
+	if left <= 0 {
+		return Finding{Severity: severityCritical, Cause: "Certificate expired",
+			Message: fmt.Sprintf("certificate %s expired %s", c.SerialNumber, c.NotAfter.UTC().Format(time.RFC3339)),
+			Next:    "fix issuance (see the certificate's condition); HTTPS fails until a new one is served",
+			Runbook: "ShardgateCertificateExpired"}, true
+	}
+	late := left < expiryWarning
+	if c.NotBefore != nil {
+		late = late && left < c.NotAfter.Sub(c.NotBefore.Time)/4
+	}
+	if !late {
+		return Finding{}, false
+	}
 	return Finding{Severity: severityWarning, Cause: "Certificate expiry",
-		Message: fmt.Sprintf("certificate %s expires %s (in %s)", c.SerialNumber, c.NotAfter.UTC().Format(time.RFC3339), left),
-		Next:    "renewal is failing: see the certificate's condition", Runbook: "ShardgateCertificateExpiringSoon"}, true
+		Message: fmt.Sprintf("certificate %s expires %s (in %s)", c.SerialNumber, c.NotAfter.UTC().Format(time.RFC3339),
+			left.Round(time.Hour)),
+		Next: "renewal is late: see the certificate's condition", Runbook: "ShardgateCertificateExpiringSoon"}, true
 }

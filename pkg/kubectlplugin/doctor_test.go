@@ -7,6 +7,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/utils/ptr"
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
@@ -162,5 +163,13 @@ func TestDoctorRunbooksExist(t *testing.T) {
 		if st.runbook != "" && !strings.Contains(string(b), "\n## "+st.runbook+"\n") {
 			t.Errorf("docs/runbooks.md has no section %s", st.runbook)
 		}
+	}
+}
+
+// Doctor's probe name can be no shard's own domain: shard names are DNS labels, the probe's
+// label has an underscore (a claim "shardgate" in namespace "doctor" is shard shardgate-doctor).
+func TestDoctorProbeIsNoShardName(t *testing.T) {
+	if len(validation.IsDNS1123Label(doctorProbe)) == 0 {
+		t.Errorf("%s could be a shard's name", doctorProbe)
 	}
 }

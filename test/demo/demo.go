@@ -38,10 +38,18 @@ type demo struct {
 	out     *screen
 	header  string
 	cluster []string // demo1, demo2, ...
-	// With real nodes: HTTPS through cert-manager and Pebble, as the tests do.
-	pebble *framework.Pebble
-	certs  *framework.CertManager
+	// With real nodes: HTTPS through cert-manager and Pebble, as the tests do, started beside
+	// the clusters (tls delivers once); roots is Pebble's root once they are up.
+	tlsOn  bool
+	tls    <-chan tlsParts
+	tlsErr error
 	roots  *x509.CertPool
+}
+
+// tlsParts is what startTLS brought up: Pebble's root to verify the routers' certificates with.
+type tlsParts struct {
+	roots *x509.CertPool
+	err   error
 }
 
 // certNamespace is where Shardgate keeps the clusters' Certificates in the demo's seed.
@@ -72,10 +80,9 @@ func start(ctx context.Context, s *framework.Session, o options, out *screen) *d
 	d := &demo{s: s, env: env, out: out}
 	flags := []string{"--dns-zone=" + zone, "--dns-verify-servers=" + env.DNS.Addr, "--dns-verify-interval=10s"}
 	if !o.simulated {
-		out.line("[demo] starting Pebble (an ACME server) and cert-manager: every cluster gets a wildcard certificate")
-		d.pebble = framework.StartPebble(s, env.DNS, framework.PebbleOptions{})
-		d.certs = framework.StartCertManager(s, env.Seed, env.DNS)
+		out.line("[demo] starting Pebble (an ACME server) and cert-manager beside it: every cluster gets a wildcard certificate")
 		must(s, env.Seed.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: certNamespace}}))
+		d.tlsOn = true
 		flags = append(flags, "--certificate-namespace="+certNamespace)
 	}
 	out.line("[demo] starting seed-controller --dns-zone=%s (DNS verified at BIND, status page on)", zone)
@@ -86,6 +93,10 @@ func start(ctx context.Context, s *framework.Session, o options, out *screen) *d
 	}
 	page, err := d.statusPage(ctx, ctl)
 	must(s, err)
+	if d.tlsOn {
+		// Once the clusters are on their way: started earlier, they only slow the first 200.
+		d.tls = d.startTLS(ctx)
+	}
 	d.header, err = d.describe(o, page)
 	must(s, err)
 	return d
@@ -101,17 +112,9 @@ func (d *demo) setUp(ctx context.Context, o options) error {
 		shard = v1alpha1.ShardSpec{Name: v1alpha1.DefaultShardName, Publishing: v1alpha1.PublishNodePort}
 	}
 	spec := v1alpha1.IngressProfileSpec{DNS: v1alpha1.DNSSettings{TTL: 10}, Shards: []v1alpha1.ShardSpec{shard}}
-	if d.pebble != nil {
-		if err := d.certs.CreateACMEIssuer(ctx, seed, d.pebble, d.env.DNS,
-			framework.ACMEIssuer{Name: "pebble", Namespace: certNamespace, SkipSelfCheck: true}); err != nil {
-			return err
-		}
-		roots, err := d.pebble.Roots(ctx)
-		if err != nil {
-			return err
-		}
-		d.roots = roots
-		// HTTP keeps answering (no redirect): its first 200 comes before the certificate.
+	if d.tlsOn {
+		// The Issuer may not exist yet: cert-manager issues once startTLS made it. HTTP keeps
+		// answering (no redirect): its first 200 comes before the certificate.
 		spec.TLS = v1alpha1.TLSSettings{IssuerRef: &v1alpha1.IssuerReference{Name: "pebble", Kind: v1alpha1.KindIssuer}}
 		// Gateway API: the clusters get its CRDs, and an HTTPRoute beside the Ingress (routeSummary).
 		spec.GatewayAPI = v1alpha1.GatewayAPIEnabled
@@ -215,7 +218,7 @@ func (d *demo) describe(o options, page string) (string, error) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Shardgate demo: %d user cluster(s), zone %s, BIND at %s\n\n", len(d.cluster), d.env.DNS.Zone, d.env.DNS.Addr)
 	fmt.Fprintf(&b, "  status page   %s   (JSON: %sapi/v1/clusters)\n", page, page)
-	if d.pebble != nil {
+	if d.tlsOn {
 		fmt.Fprintf(&b, "  HTTPS         every cluster's names get a wildcard certificate from Pebble (ACME) through cert-manager\n")
 	}
 	fmt.Fprintf(&b, "  seed          %s\n", rel(seedKC))
@@ -236,7 +239,7 @@ func (d *demo) describe(o options, page string) (string, error) {
 	fmt.Fprintf(&b, "  bin/kubectl-shardgate --kubeconfig %s doctor default/%s --dns-server %s\n", rel(seedKC), d.cluster[0], d.env.DNS.Addr)
 	fmt.Fprintf(&b, "  bin/kubectl-shardgate --kubeconfig %s status\n", first)
 	fmt.Fprintf(&b, "  bin/kubectl-shardgate --kubeconfig %s explain ingress/web --dns-server %s\n", first, d.env.DNS.Addr)
-	if d.pebble != nil {
+	if d.tlsOn {
 		fmt.Fprintf(&b, "  bin/kubectl-shardgate --kubeconfig %s explain httproute/web-route --dns-server %s\n", first, d.env.DNS.Addr)
 	}
 	fmt.Fprintf(&b, "  dig @127.0.0.1 -p %d +short anything.%s.%s\n", d.env.DNS.Port, d.cluster[0], d.env.DNS.Zone)
@@ -318,8 +321,8 @@ func (d *demo) summary(ctx context.Context, o options, cordoned bool) string {
 			i := clusterIndex(d.cluster, ci.Name)
 			if i >= 0 && d.env.Fabrics[i] != nil {
 				fmt.Fprintf(&b, "          %-7s Ingress   %s\n", "", d.fetch(ctx, d.env.Fabrics[i], "app."+ci.Status.Domain))
-				if d.roots != nil {
-					fmt.Fprintf(&b, "          %-7s Ingress   %s\n", "", d.fetchTLS(ctx, d.env.Fabrics[i], "app."+ci.Status.Domain))
+				if d.tlsOn {
+					fmt.Fprintf(&b, "          %-7s Ingress   %s\n", "", d.httpsSummary(ctx, d.env.Fabrics[i], "app."+ci.Status.Domain))
 					fmt.Fprintf(&b, "          %-7s HTTPRoute %s\n", "", d.routeSummary(ctx, i))
 				}
 			}
@@ -346,6 +349,46 @@ func (d *demo) fetch(ctx context.Context, f *framework.Fabric, host string) stri
 		body = body[:60]
 	}
 	return fmt.Sprintf("http://%s/ via %s -> %d %s", host, a.Values[0], code, body)
+}
+
+// startTLS brings up Pebble, cert-manager and the Issuer while the clusters come up, so the first
+// HTTP 200 does not wait for them. A harness failure (a SessionFatal panic) is delivered
+// as the error.
+func (d *demo) startTLS(ctx context.Context) <-chan tlsParts {
+	ch := make(chan tlsParts, 1)
+	go func() {
+		var p tlsParts
+		defer func() {
+			if r := recover(); r != nil {
+				p.err = fmt.Errorf("%v", r)
+			}
+			ch <- p
+		}()
+		pebble := framework.StartPebble(d.s, d.env.DNS, framework.PebbleOptions{})
+		certs := framework.StartCertManager(d.s, d.env.Seed, d.env.DNS)
+		if p.err = certs.CreateACMEIssuer(ctx, d.env.Seed, pebble, d.env.DNS,
+			framework.ACMEIssuer{Name: "pebble", Namespace: certNamespace, SkipSelfCheck: true}); p.err != nil {
+			return
+		}
+		p.roots, p.err = pebble.Roots(ctx)
+	}()
+	return ch
+}
+
+// httpsSummary is fetchTLS once Pebble and cert-manager are up.
+func (d *demo) httpsSummary(ctx context.Context, f *framework.Fabric, host string) string {
+	select {
+	case p := <-d.tls:
+		d.roots, d.tlsErr = p.roots, p.err
+	default:
+	}
+	switch {
+	case d.tlsErr != nil:
+		return "https: cert-manager and Pebble did not start: " + d.tlsErr.Error()
+	case d.roots == nil:
+		return fmt.Sprintf("https://%s/ -> waiting for cert-manager and Pebble", host)
+	}
+	return d.fetchTLS(ctx, f, host)
 }
 
 // routeSummary creates the cluster's HTTPRoute once Shardgate has installed Gateway API there,

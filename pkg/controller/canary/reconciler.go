@@ -57,7 +57,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, nil
 	}
 	if ci.Status.Domain == "" {
-		return ctrl.Result{RequeueAfter: r.Interval}, nil // no names yet
+		// No names yet, or no more (the domain was yielded): nothing to request, and a sample or
+		// verdict of names the cluster no longer has would page for them.
+		forgetServing(req.String())
+		if len(ci.Status.Canaries) > 0 || meta.FindStatusCondition(ci.Status.Conditions, v1alpha1.ConditionRoutesServing) != nil {
+			ci.Status.Canaries = nil
+			meta.RemoveStatusCondition(&ci.Status.Conditions, v1alpha1.ConditionRoutesServing)
+			r.Board.Post(ctx, ci, cistatus.Canary)
+		}
+		return ctrl.Result{RequeueAfter: r.Interval}, nil
 	}
 	prev := map[string]v1alpha1.CanaryStatus{}
 	for _, c := range ci.Status.Canaries {
