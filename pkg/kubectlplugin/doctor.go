@@ -109,7 +109,7 @@ var steps = []struct {
 		v1alpha1.ReasonUnreachable: {severityWarning, "the cluster was never read, so it has no records yet: make it " +
 			"reachable (above)", "ShardgateClusterUnreachable"},
 		v1alpha1.ReasonConnecting: {},
-		"": {severityCritical, "read the message (the domain, the zone or the profile)", ""}}},
+		"":                        {severityCritical, "read the message (the domain, the zone or the profile)", ""}}},
 	{v1alpha1.ConditionCertificateReady, map[string]step{
 		v1alpha1.ReasonCertificateIssued:  {},
 		v1alpha1.ReasonCertificateIssuing: {},
@@ -168,8 +168,10 @@ func Diagnose(ci *v1alpha1.ClusterIngress, now time.Time, answers map[string]DNS
 		d.Findings = append(d.Findings, Finding{Severity: st.severity, Next: st.next, Runbook: st.runbook,
 			Message: sc.Message, Cause: fmt.Sprintf("shard %s: RoutesServing=%s/%s", c.Shard, sc.Status, sc.Reason)})
 	}
-	if !d.Ready && !slices.ContainsFunc(d.Findings, func(f Finding) bool { return f.Severity == severityCritical ||
-		strings.Contains(readyMessage(ci), strings.SplitN(f.Cause, "=", 2)[0]) }) {
+	if !d.Ready && !slices.ContainsFunc(d.Findings, func(f Finding) bool {
+		return f.Severity == severityCritical ||
+			strings.Contains(readyMessage(ci), strings.SplitN(f.Cause, "=", 2)[0])
+	}) {
 		if r := meta.FindStatusCondition(ci.Status.Conditions, v1alpha1.ConditionReady); r != nil {
 			d.Findings = append(d.Findings, Finding{Severity: severityWarning, Cause: "Ready=" + string(r.Status) + "/" + r.Reason,
 				Message: r.Message, Next: "read the message; the controller's log says more"})
