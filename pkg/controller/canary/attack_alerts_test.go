@@ -5,41 +5,16 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/prometheus/common/expfmt"
-	"golang.org/x/time/rate"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
 	canarycheck "github.com/shardgate/shardgate/pkg/canary"
-	"github.com/shardgate/shardgate/pkg/clusteraccess"
-	"github.com/shardgate/shardgate/pkg/controller/cistatus"
 	"github.com/shardgate/shardgate/pkg/controllertest"
 )
-
-func attackSetup(t *testing.T, ci *v1alpha1.ClusterIngress, refused canarycheck.Refused, addr string) (*Reconciler, client.Client) {
-	t.Helper()
-	s := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1alpha1.AddToScheme} {
-		if err := add(s); err != nil {
-			t.Fatal(err)
-		}
-	}
-	seed := fake.NewClientBuilder().WithScheme(s).WithStatusSubresource(ci).WithObjects(ci).Build()
-	access := clusteraccess.NewFake()
-	controllertest.UserCluster(access, client.ObjectKeyFromObject(ci))
-	r := &Reconciler{Client: seed, Access: access, Board: cistatus.NewBoard(seed), Interval: time.Minute,
-		Limiter: rate.NewLimiter(rate.Inf, 1), Refused: refused,
-		Resolve: func(context.Context, string) ([]string, error) { return []string{addr}, nil },
-		Get:     func(context.Context, string, string) (int, string, error) { return 200, "OK", nil }}
-	return r, seed
-}
 
 // TestAttackAlertsCanaryGaugeOfARemovedShardStays: shardgate_shard_routes_serving is set per
 // shard of ci.Shards() and deleted only when the whole cluster goes or its canary is disabled.
@@ -52,7 +27,7 @@ func TestAttackAlertsCanaryGaugeOfARemovedShardStays(t *testing.T) {
 		Spec: v1alpha1.ClusterIngressSpec{Shards: v1alpha1.ResolveShards([]v1alpha1.ShardSpec{{Name: "default"}, {Name: "extra"}})},
 		Status: v1alpha1.ClusterIngressStatus{Domain: "c1.z.test",
 			Shards: []v1alpha1.ShardStatus{{Name: "default", ReadyReplicas: 1}, {Name: "extra", ReadyReplicas: 1}}}}
-	r, seed := attackSetup(t, ci, canarycheck.Refused{}, "198.51.100.7")
+	r, seed := reconcilerFor(t, ci, canarycheck.Refused{}, "198.51.100.7")
 	// The extra shard's routers answer 503: its canary fails (a requested check, sampled 0).
 	r.Get = func(_ context.Context, a, b string) (int, string, error) {
 		if strings.Contains(a+b, "extra") {
@@ -103,7 +78,7 @@ func TestAttackAlertsCanaryZeroForShardsNotChecked(t *testing.T) {
 				Spec: v1alpha1.ClusterIngressSpec{Shards: v1alpha1.ResolveShards([]v1alpha1.ShardSpec{{Name: "default"}})},
 				Status: v1alpha1.ClusterIngressStatus{Domain: "c1.z.test",
 					Shards: []v1alpha1.ShardStatus{{Name: "default", ReadyReplicas: tc.ready}}}}
-			r, _ := attackSetup(t, ci, tc.refused, tc.addr)
+			r, _ := reconcilerFor(t, ci, tc.refused, tc.addr)
 			key := client.ObjectKeyFromObject(ci)
 			defer serving.DeletePartialMatch(map[string]string{"cluster": key.String()})
 			controllertest.Reconcile(t, r, key, 1)

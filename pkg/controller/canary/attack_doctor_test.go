@@ -21,7 +21,7 @@ func TestAttackDoctorCanaryGaugeKeptWhenDomainLost(t *testing.T) {
 		Spec: v1alpha1.ClusterIngressSpec{Shards: v1alpha1.ResolveShards([]v1alpha1.ShardSpec{{Name: "default"}})},
 		Status: v1alpha1.ClusterIngressStatus{Domain: "c1.z.test",
 			Shards: []v1alpha1.ShardStatus{{Name: "default", ReadyReplicas: 1}}}}
-	r, seed := attackSetup(t, ci, canarycheck.Refused{}, "198.51.100.7")
+	r, seed := reconcilerFor(t, ci, canarycheck.Refused{}, "198.51.100.7")
 	r.Get = func(context.Context, string, string) (int, string, error) { return 503, "", nil }
 	key := client.ObjectKeyFromObject(ci)
 	defer forgetServing(key.String())

@@ -5,19 +5,12 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
-	"golang.org/x/time/rate"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
 	canarycheck "github.com/shardgate/shardgate/pkg/canary"
-	"github.com/shardgate/shardgate/pkg/clusteraccess"
-	"github.com/shardgate/shardgate/pkg/controller/cistatus"
 	"github.com/shardgate/shardgate/pkg/controllertest"
 	"github.com/shardgate/shardgate/pkg/render/flavourtest"
 )
@@ -27,21 +20,13 @@ import (
 // flavour registered only here /canary and "fake-ok". Answered the other's way, a shard fails.
 func TestCanaryOfAFlavourItWasNotWrittenFor(t *testing.T) {
 	flavourtest.Use(t)
-	s := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1alpha1.AddToScheme} {
-		if err := add(s); err != nil {
-			t.Fatal(err)
-		}
-	}
 	ci := &v1alpha1.ClusterIngress{ObjectMeta: metav1.ObjectMeta{Namespace: "seed", Name: "c1"},
 		Spec: v1alpha1.ClusterIngressSpec{Shards: v1alpha1.ResolveShards([]v1alpha1.ShardSpec{{Name: "default"},
 			{Name: "fast", Flavour: flavourtest.Name}})},
 		Status: v1alpha1.ClusterIngressStatus{Domain: "c1.z.test",
 			Shards: []v1alpha1.ShardStatus{{Name: "default", ReadyReplicas: 1}, {Name: "fast", ReadyReplicas: 1}}}}
-	seed := fake.NewClientBuilder().WithScheme(s).WithStatusSubresource(ci).WithObjects(ci).Build()
+	r, _ := reconcilerFor(t, ci, canarycheck.Refused{}, "198.51.100.7")
 	key := client.ObjectKeyFromObject(ci)
-	access := clusteraccess.NewFake()
-	controllertest.UserCluster(access, key)
 
 	// Each shard's routers answer their flavour's canary route, and nothing else.
 	var mu sync.Mutex
@@ -50,20 +35,16 @@ func TestCanaryOfAFlavourItWasNotWrittenFor(t *testing.T) {
 		"shardgate-canary.c1.z.test":      {"/ping": "OK"},
 		"shardgate-canary.fast.c1.z.test": {"/canary": "fake-ok"},
 	}
-	r := &Reconciler{Client: seed, Access: access, Board: cistatus.NewBoard(seed), Interval: time.Minute,
-		Limiter: rate.NewLimiter(rate.Inf, 1),
-		Refused: canarycheck.Refused{},
-		Resolve: func(context.Context, string) ([]string, error) { return []string{"198.51.100.7"}, nil },
-		Get: func(_ context.Context, url, host string) (int, string, error) {
-			mu.Lock()
-			defer mu.Unlock()
-			path := url[strings.LastIndex(url, "/"):]
-			asked[host] = path
-			if body, ok := serves[host][path]; ok {
-				return 200, body, nil
-			}
-			return 404, "404 page not found", nil
-		}}
+	r.Get = func(_ context.Context, url, host string) (int, string, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		path := url[strings.LastIndex(url, "/"):]
+		asked[host] = path
+		if body, ok := serves[host][path]; ok {
+			return 200, body, nil
+		}
+		return 404, "404 page not found", nil
+	}
 	controllertest.Reconcile(t, r, key, 1)
 
 	if asked["shardgate-canary.c1.z.test"] != "/ping" || asked["shardgate-canary.fast.c1.z.test"] != "/canary" {
