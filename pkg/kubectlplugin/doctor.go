@@ -158,10 +158,7 @@ func Diagnose(ci *v1alpha1.ClusterIngress, now time.Time, answers map[string]DNS
 		if sc == nil || sc.Status == metav1.ConditionTrue {
 			continue
 		}
-		st, ok := canarySteps[sc.Reason]
-		if !ok {
-			st = canarySteps[""]
-		}
+		st := stepFor(canarySteps, sc.Reason)
 		if st.next == "" {
 			continue
 		}
@@ -178,6 +175,14 @@ func Diagnose(ci *v1alpha1.ClusterIngress, now time.Time, answers map[string]DNS
 		}
 	}
 	return d
+}
+
+// stepFor is the step for reason, else the steps' catch-all ("").
+func stepFor(byReason map[string]step, reason string) step {
+	if st, ok := byReason[reason]; ok {
+		return st
+	}
+	return byReason[""]
 }
 
 func readyMessage(ci *v1alpha1.ClusterIngress) string {
@@ -198,10 +203,7 @@ func conditionFinding(ci *v1alpha1.ClusterIngress, typ string, byReason map[stri
 		(c.Status == metav1.ConditionTrue && typ != v1alpha1.ConditionDNSPublished) {
 		return Finding{}, false
 	}
-	st, ok := byReason[c.Reason]
-	if !ok {
-		st = byReason[""]
-	}
+	st := stepFor(byReason, c.Reason)
 	if st.next == "" {
 		return Finding{}, false
 	}
