@@ -248,7 +248,8 @@ func ClaimedShard(c ClaimRecord, s ClaimSettings, flavour Flavour) ShardSpec {
 // (status.claims, written by the claims controller).
 func (ci *ClusterIngress) Shards() []ShardSpec {
 	out := ci.Spec.ShardsOrDefault()
-	if len(ci.Status.Claims) == 0 {
+	reportLoad := ci.Spec.Allocation.Strategy == StrategyLeastUtilized
+	if len(ci.Status.Claims) == 0 && !reportLoad {
 		return out
 	}
 	flavour := out[0].Flavour
@@ -258,6 +259,11 @@ func (ci *ClusterIngress) Shards() []ShardSpec {
 	out = append([]ShardSpec(nil), out...)
 	for _, c := range ci.ActiveClaims() {
 		out = append(out, ClaimedShard(c, ci.Spec.Claims, flavour))
+	}
+	for i := range out {
+		if reportLoad && out[i].Load == nil {
+			out[i].Load = &ShardLoadSpec{} // LeastUtilized allocates by every shard's load
+		}
 	}
 	return out
 }

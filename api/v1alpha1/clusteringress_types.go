@@ -146,6 +146,11 @@ type ClusterIngressStatus struct {
 	// +listType=map
 	// +listMapKey=shard
 	Canaries []CanaryStatus `json:"canaries,omitempty"`
+	// shardLoad: each load-reporting shard's load (the load controller's record).
+	// +optional
+	// +listType=map
+	// +listMapKey=shard
+	ShardLoad []ShardLoadStatus `json:"shardLoad,omitempty"`
 	// observedGeneration is the generation last reconciled successfully.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`

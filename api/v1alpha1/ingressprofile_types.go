@@ -159,7 +159,7 @@ type DNSSettings struct {
 }
 
 // AllocationStrategy picks a shard for an Ingress whose hosts do not fix one.
-// +kubebuilder:validation:Enum=RoundRobin;LeastRoutes;LeastLoaded
+// +kubebuilder:validation:Enum=RoundRobin;LeastRoutes;LeastLoaded;LeastUtilized
 type AllocationStrategy string
 
 // Allocation strategies.
@@ -167,6 +167,9 @@ const (
 	StrategyRoundRobin  AllocationStrategy = "RoundRobin"
 	StrategyLeastRoutes AllocationStrategy = "LeastRoutes"
 	StrategyLeastLoaded AllocationStrategy = "LeastLoaded"
+	// StrategyLeastUtilized picks the shard whose routers report the most headroom (ShardLoadSpec),
+	// and LeastLoaded while a candidate's load is unknown.
+	StrategyLeastUtilized AllocationStrategy = "LeastUtilized"
 )
 
 // NamespaceOwnership says whether several namespaces may serve one host.
@@ -194,7 +197,8 @@ const (
 // AllocationSettings configure route allocation.
 type AllocationSettings struct {
 	// strategy for Ingresses whose hosts do not fix the shard: RoundRobin, LeastRoutes (fewest
-	// bound Ingresses), LeastLoaded (fewest Ingresses per ready router).
+	// bound Ingresses), LeastLoaded (fewest Ingresses per ready router), LeastUtilized (the most
+	// headroom by the load the shards' routers report).
 	// +optional
 	// +kubebuilder:default=LeastRoutes
 	Strategy AllocationStrategy `json:"strategy,omitempty"`

@@ -97,6 +97,10 @@ type ShardSpec struct {
 	// resources of the router container.
 	// +optional
 	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
+	// load: the routers report their load (ShardLoadSpec); set implicitly, with its defaults,
+	// on every shard of a cluster whose allocation strategy is LeastUtilized.
+	// +optional
+	Load *ShardLoadSpec `json:"load,omitempty"`
 	// Claim is the IngressClaim (namespace/name) a claimed shard serves; never part of a
 	// profile (ClaimedShard sets it in memory).
 	Claim string `json:"-"`

@@ -28,6 +28,7 @@ import (
 	"github.com/shardgate/shardgate/pkg/controller/identity"
 	"github.com/shardgate/shardgate/pkg/controller/kit"
 	"github.com/shardgate/shardgate/pkg/controller/lifecycle"
+	"github.com/shardgate/shardgate/pkg/controller/load"
 	"github.com/shardgate/shardgate/pkg/controller/profile"
 	"github.com/shardgate/shardgate/pkg/controller/routedips"
 	"github.com/shardgate/shardgate/pkg/controller/shards"
@@ -225,6 +226,9 @@ func addControllers(mgr ctrl.Manager, o options, dc discovery.DiscoveryInterface
 	}
 	if err := allocation.Add(mgr, allocation.Config{Kit: k, Access: engager, Board: board,
 		Concurrency: o.concurrency}); err != nil {
+		return err
+	}
+	if err := load.Add(mgr, load.Config{Kit: k, Access: engager, Board: board, Concurrency: o.concurrency}); err != nil {
 		return err
 	}
 	certManager := certs.NewCertManagerAPI(dc, ctrl.Log.WithName("cert-manager"))

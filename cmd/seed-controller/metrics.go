@@ -21,6 +21,7 @@ import (
 	"github.com/shardgate/shardgate/pkg/controller/canary"
 	"github.com/shardgate/shardgate/pkg/controller/certificates"
 	"github.com/shardgate/shardgate/pkg/controller/dns"
+	"github.com/shardgate/shardgate/pkg/controller/load"
 	"github.com/shardgate/shardgate/pkg/tokenauth"
 )
 
@@ -104,4 +105,5 @@ func forgetClusterMetrics(key types.NamespacedName) {
 	canary.ForgetCluster(key)
 	certificates.ForgetCluster(key)
 	dns.ForgetCluster(key)
+	load.ForgetCluster(key)
 }

@@ -2,7 +2,8 @@
 // `shardgate-vip-agent [flags]` is the agent (the pod's vip-agent container: the API token, no
 // capability); `shardgate-vip-agent keepalived [flags]` runs keepalived as the agent says (the
 // keepalived container: NET_ADMIN and NET_RAW, no token). Each writes a directory of its own, which
-// the other reads.
+// the other reads. `shardgate-vip-agent load [flags]` is a router pod's load reporter (see
+// pkg/routerload), on any shard that reports load.
 package main
 
 import (
@@ -10,15 +11,18 @@ import (
 	"flag"
 	"log"
 	"net"
+	"net/http"
 	"net/netip"
 	"os"
 	"os/signal"
 	"syscall"
 	"time"
 
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/shardgate/shardgate/pkg/routerload"
 	"github.com/shardgate/shardgate/pkg/vip/agent"
 )
 
@@ -28,6 +32,10 @@ func main() {
 	defer stop()
 	if len(os.Args) > 1 && os.Args[1] == "keepalived" {
 		superviseKeepalived(ctx, os.Args[2:])
+		return
+	}
+	if len(os.Args) > 1 && os.Args[1] == "load" {
+		reportLoad(ctx, os.Args[2:])
 		return
 	}
 	runAgent(ctx)
@@ -101,6 +109,36 @@ func runAgent(ctx context.Context) {
 	if err := agent.Run(ctx, o); err != nil {
 		log.Fatal(err)
 	}
+}
+
+// reportLoad runs a router pod's load reporter.
+func reportLoad(ctx context.Context, args []string) {
+	fl := flag.NewFlagSet("load", flag.ExitOnError)
+	r := routerload.Reporter{HTTP: &http.Client{}}
+	var format, uid string
+	fl.StringVar(&r.Shard, "shard", "", "the shard (names the report Lease)")
+	fl.StringVar(&r.Namespace, "namespace", "shardgate-system", "namespace of the report Lease")
+	fl.StringVar(&r.Pod, "pod-name", "", "this router pod's name (the Lease's holder and owner)")
+	fl.StringVar(&uid, "pod-uid", "", "this router pod's UID (the Lease's owner)")
+	fl.StringVar(&r.MetricsURL, "metrics-url", "", "the router's metrics on the pod's loopback (required)")
+	fl.StringVar(&format, "format", string(routerload.FormatTraefik), "the metrics' format")
+	fl.StringVar(&r.AdminEntryPoint, "admin-entrypoint", "traefik", "the router's admin entry point, left out of the figures")
+	fl.DurationVar(&r.Interval, "interval", 5*time.Second, "how often the metrics are read")
+	fl.DurationVar(&r.Window, "window", 30*time.Second, "the window the rates are averaged over")
+	fl.DurationVar(&r.Renew, "renew", 10*time.Second, "how often the Lease is renewed")
+	leaseSeconds := fl.Int("lease-seconds", 30, "how long a report stays fresh")
+	_ = fl.Parse(args)
+	if r.Shard == "" || r.Pod == "" || uid == "" || r.MetricsURL == "" {
+		log.Fatalf("--shard, --pod-name, --pod-uid and --metrics-url are required")
+	}
+	r.Format, r.PodUID, r.LeaseSeconds = routerload.Format(format), types.UID(uid), int32(*leaseSeconds)
+	r.HTTP.Timeout = r.Interval
+	cfg, err := rest.InClusterConfig()
+	if err != nil {
+		log.Fatalf("in-cluster config: %v", err)
+	}
+	r.NewClient = newClient(cfg, 5*time.Second)
+	r.Run(ctx)
 }
 
 // newClient builds API clients with a transport of their own each time, so a new client is a new

@@ -20,6 +20,10 @@ type Shard struct {
 	NamespaceSelector, RouteSelector labels.Selector
 	// Capacity is the shard's ready routers, for LeastLoaded.
 	Capacity int
+	// Utilization is the load its routers report against its capacity, in percent, for
+	// LeastUtilized; meaningful only with LoadKnown.
+	Utilization int32
+	LoadKnown   bool
 	// Claim is the IngressClaim (namespace/name) a claimed shard serves: it takes only the
 	// Ingresses pinned to it, never one the planner would choose.
 	Claim string
@@ -413,7 +417,8 @@ func (p *planner) candidates(r Route, forced string) []ShardLoad {
 		if !serves(&s, r) {
 			continue
 		}
-		cands = append(cands, ShardLoad{Name: s.Name, Routes: p.load[s.Name], Capacity: s.Capacity, Seq: p.allocated})
+		cands = append(cands, ShardLoad{Name: s.Name, Routes: p.load[s.Name], Capacity: s.Capacity, Seq: p.allocated,
+			Utilization: s.Utilization, LoadKnown: s.LoadKnown})
 	}
 	return cands
 }

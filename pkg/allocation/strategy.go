@@ -24,10 +24,14 @@ type ShardLoad struct {
 	// Seq is how many routes the whole cluster had allocated before this pick (RoundRobin's
 	// cursor, recomputed from state rather than kept in memory).
 	Seq int
+	// Utilization is the shard's reported load against its capacity, in percent (LeastUtilized),
+	// when LoadKnown.
+	Utilization int32
+	LoadKnown   bool
 }
 
-// StrategyFor returns the named strategy: RoundRobin, LeastRoutes or LeastLoaded (default
-// LeastRoutes).
+// StrategyFor returns the named strategy: RoundRobin, LeastRoutes, LeastLoaded or LeastUtilized
+// (default LeastRoutes).
 func StrategyFor(name v1alpha1.AllocationStrategy) (Strategy, error) {
 	switch name {
 	case "", v1alpha1.StrategyLeastRoutes:
@@ -36,8 +40,10 @@ func StrategyFor(name v1alpha1.AllocationStrategy) (Strategy, error) {
 		return roundRobin{}, nil
 	case v1alpha1.StrategyLeastLoaded:
 		return leastLoaded{}, nil
+	case v1alpha1.StrategyLeastUtilized:
+		return leastUtilized{}, nil
 	}
-	return nil, fmt.Errorf("unknown allocation strategy %q (RoundRobin, LeastRoutes, LeastLoaded)", name)
+	return nil, fmt.Errorf("unknown allocation strategy %q (RoundRobin, LeastRoutes, LeastLoaded, LeastUtilized)", name)
 }
 
 // roundRobin cycles through the candidates in name order.
@@ -59,6 +65,28 @@ type leastLoaded struct{}
 func (leastLoaded) Pick(c []ShardLoad) string {
 	return slices.MinFunc(c, func(a, b ShardLoad) int {
 		// Compare a.Routes/a.Capacity with b.Routes/b.Capacity without division.
+		return a.Routes*max(b.Capacity, 1) - b.Routes*max(a.Capacity, 1)
+	}).Name
+}
+
+// utilizationStep is how close two shards' utilizations must be (percentage points) to count as
+// equal: within it, routes per router decide, so reporting noise does not flip every pick and a
+// burst of new routes spreads over shards of like load.
+const utilizationStep = 5
+
+// leastUtilized picks the shard with the most headroom (the lowest reported utilization, in steps
+// of utilizationStep), then the fewest routes per ready router, then the first by name. While any
+// candidate's load is unknown it picks as LeastLoaded: an unknown load is never taken as zero.
+type leastUtilized struct{}
+
+func (leastUtilized) Pick(c []ShardLoad) string {
+	if slices.ContainsFunc(c, func(s ShardLoad) bool { return !s.LoadKnown }) {
+		return leastLoaded{}.Pick(c)
+	}
+	return slices.MinFunc(c, func(a, b ShardLoad) int {
+		if d := a.Utilization/utilizationStep - b.Utilization/utilizationStep; d != 0 {
+			return int(d)
+		}
 		return a.Routes*max(b.Capacity, 1) - b.Routes*max(a.Capacity, 1)
 	}).Name
 }

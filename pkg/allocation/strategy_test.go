@@ -27,6 +27,19 @@ func TestStrategies(t *testing.T) {
 		{"LeastLoaded", load(0, ShardLoad{Name: "a", Routes: 4, Capacity: 4}, ShardLoad{Name: "b", Routes: 2, Capacity: 1}), "a"},
 		{"LeastLoaded", load(0, ShardLoad{Name: "a", Routes: 2, Capacity: 2}, ShardLoad{Name: "b", Routes: 1, Capacity: 1}), "a"}, // tie
 		{"LeastLoaded", load(0, ShardLoad{Name: "a", Routes: 1, Capacity: 0}, ShardLoad{Name: "b", Routes: 2, Capacity: 0}), "a"}, // no ready router counts as one
+		// LeastUtilized: the most headroom wins, whatever the routes.
+		{"LeastUtilized", load(0, ShardLoad{Name: "a", Routes: 1, Capacity: 1, Utilization: 90, LoadKnown: true},
+			ShardLoad{Name: "b", Routes: 50, Capacity: 1, Utilization: 20, LoadKnown: true}), "b"},
+		// Within one step, routes per router decide; then the name.
+		{"LeastUtilized", load(0, ShardLoad{Name: "a", Routes: 9, Capacity: 1, Utilization: 21, LoadKnown: true},
+			ShardLoad{Name: "b", Routes: 3, Capacity: 1, Utilization: 24, LoadKnown: true}), "b"},
+		{"LeastUtilized", load(0, ShardLoad{Name: "a", Routes: 3, Capacity: 1, Utilization: 24, LoadKnown: true},
+			ShardLoad{Name: "b", Routes: 3, Capacity: 1, Utilization: 20, LoadKnown: true}), "a"},
+		// An unknown load is not zero: LeastLoaded decides while any candidate's load is unknown.
+		{"LeastUtilized", load(0, ShardLoad{Name: "a", Routes: 1, Capacity: 1, Utilization: 95, LoadKnown: true},
+			ShardLoad{Name: "b", Routes: 5, Capacity: 1}), "a"},
+		{"LeastUtilized", load(0, ShardLoad{Name: "a", Routes: 5, Capacity: 1},
+			ShardLoad{Name: "b", Routes: 1, Capacity: 1}), "b"},
 	}
 	for _, tt := range tests {
 		s, err := StrategyFor(tt.strategy)

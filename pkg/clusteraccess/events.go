@@ -2,6 +2,7 @@ package clusteraccess
 
 import (
 	"maps"
+	"strings"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -13,12 +14,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
+	"github.com/shardgate/shardgate/pkg/names"
 	"github.com/shardgate/shardgate/pkg/routekinds"
 )
 
 // Change says what changed in a user cluster, so that each controller is woken only by what it
 // decides from: a burst of Ingress writes must not re-run the DNS and shard controllers.
-type Change uint8
+type Change uint16
 
 const (
 	// ChangeNodes is a node added, removed, or changed in what DNS reads from it.
@@ -38,6 +40,9 @@ const (
 	ChangeRoutedIPs
 	// ChangeClaims is an IngressClaim changed.
 	ChangeClaims
+	// ChangeRouterLoad is a load reporter's Lease written (renewed every few seconds, so only the
+	// load controller listens).
+	ChangeRouterLoad
 	// changePhase is an engagement, sync, reachability or block change: every subscriber hears it.
 	changePhase
 )
@@ -98,6 +103,9 @@ func changeOf(obj client.Object, routes routekinds.Registry) Change {
 	case *corev1.Namespace:
 		return ChangeRoutes
 	case *coordinationv1.Lease:
+		if strings.HasPrefix(obj.GetName(), names.RouterLoadLeasePrefix) {
+			return ChangeRouterLoad
+		}
 		return ChangeVIPReports
 	case *v1alpha1.RoutedIP, *discoveryv1.EndpointSlice:
 		return ChangeRoutedIPs

@@ -96,17 +96,30 @@ func RouterSelector(shard string) map[string]string {
 	return map[string]string{v1alpha1.ShardLabel: shard, v1alpha1.ManagedByLabel: v1alpha1.ManagedByValue}
 }
 
+// RouterLoadLeaseName is the Lease in which a router pod's load reporter reports its load. Pod
+// names are DNS subdomains of at most 253 characters (a Deployment's are far shorter); a longer
+// name ends in a hash of the pod's name.
+func RouterLoadLeaseName(shard, pod string) string {
+	return leaseName(RouterLoadLeasePrefix+shard+"-pod-", pod)
+}
+
+// RouterLoadLeasePrefix starts every router load Lease's name (and no VIP report's).
+const RouterLoadLeasePrefix = "load-"
+
 // VIPNodeLeaseName is the Lease in which a VIP shard's agent on node reports the configuration
 // keepalived runs there and the VIPs the node holds. Node names are DNS subdomains, so the name
 // is one too while it fits 253 characters; a longer one ends in a hash of the node's name.
-func VIPNodeLeaseName(shard, node string) string {
-	name := "vip-" + shard + "-node-" + node
-	if len(name) <= 253 {
-		return name
+func VIPNodeLeaseName(shard, node string) string { return leaseName("vip-"+shard+"-node-", node) }
+
+// leaseName is prefix+name, hashed at the end where it would pass 253 characters.
+func leaseName(prefix, name string) string {
+	full := prefix + name
+	if len(full) <= 253 {
+		return full
 	}
-	sum := sha256.Sum256([]byte(node))
+	sum := sha256.Sum256([]byte(name))
 	h := hostHash.EncodeToString(sum[:])[:16]
-	return strings.TrimRight(name[:253-17], ".-") + "-" + h
+	return strings.TrimRight(full[:253-17], ".-") + "-" + h
 }
 
 // RoutedIPName is the RoutedIP Shardgate creates in Namespace for one address of a RoutedIP shard.

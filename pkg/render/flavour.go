@@ -64,6 +64,9 @@ type Flavour interface {
 	Readiness() HTTPGet
 	// Canary is what the shard's canary route sends to the routers and what they answer.
 	Canary() Canary
+	// LoadMetrics is where the routers expose their own metrics for the load reporter (load.go);
+	// a zero Format when they expose none it reads: the shard's load is then unknown.
+	LoadMetrics() LoadMetrics
 	// ClusterRole is the role every router of the flavour is bound to: its name and rules, the
 	// least the router needs (RenderShard labels it; config/user-cluster/rbac.yaml ships it).
 	ClusterRole() *rbacv1.ClusterRole

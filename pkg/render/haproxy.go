@@ -125,6 +125,11 @@ func (HAProxy) Health() HTTPGet { return HTTPGet{Path: "/healthz", Port: haproxy
 // have synced and its first configuration is written, so HAProxy answers only then.
 func (HAProxy) Readiness() HTTPGet { return HTTPGet{Path: "/healthz", Port: haproxyHealthz} }
 
+// LoadMetrics implements Flavour: none yet. The controller's and HAProxy's own metrics are not
+// read by the load reporter, so an HAProxy shard's load is unknown (LeastUtilized falls back to
+// routes per router for it, and ShardsSaturated says so).
+func (HAProxy) LoadMetrics() LoadMetrics { return LoadMetrics{} }
+
 // Canary implements Flavour: the monitor-uri's page, through the shard's entry point and host
 // routing like any user's route.
 func (HAProxy) Canary() Canary {

@@ -34,6 +34,9 @@ func RenderShard(f Flavour, in RenderInput) ([]*unstructured.Unstructured, error
 	role := routerRole(f)
 	router := f.Router(RouterInput{Shard: s, Domain: in.Domain, HTTP: ports.HTTP, HTTPS: ports.HTTPS,
 		RouteSelector: ShardSelector(s.Name), RouteClass: ShardRouteClass(s), TLS: in.TLS, GatewayAPI: in.GatewayAPI})
+	if ReportsLoad(f, s) {
+		router.Container.Args = append(router.Container.Args, f.LoadMetrics().Args...)
+	}
 	objs := []Object{
 		{corev1.SchemeGroupVersion.WithKind("ServiceAccount"),
 			&corev1.ServiceAccount{ObjectMeta: objectMeta(name, names.Namespace, labels)}},
@@ -67,6 +70,9 @@ func RenderShard(f Flavour, in RenderInput) ([]*unstructured.Unstructured, error
 			return nil, err
 		}
 		objs = append(objs, canary...)
+	}
+	if ReportsLoad(f, s) {
+		objs = append(objs, loadObjects(name, labels)...)
 	}
 	if s.Publishing == v1alpha1.PublishVIP {
 		v, err := vipObjects(s, in.VIP, labels)
@@ -157,9 +163,12 @@ func deployment(f Flavour, in RenderInput, router Router, name string, labels ma
 		pod.Containers = append(pod.Containers, vipContainers(s, routerURL(f))...)
 		pod.Volumes = append(pod.Volumes, keepalivedVolumes()...)
 	}
+	if ReportsLoad(f, s) {
+		pod.Containers = append(pod.Containers, loadReporter(f, s))
+	}
 	// The router watches its routes, Services, EndpointSlices and Secrets; the VIP agent reads its
-	// ConfigMap and writes Leases. keepalived calls no API.
-	withAPIToken(&pod, container.Name, vipAgentName)
+	// ConfigMap and writes Leases, the load reporter writes its Lease. keepalived calls no API.
+	withAPIToken(&pod, container.Name, vipAgentName, loadReporterName)
 	strategy := appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType,
 		// Surge first so capacity never drops; host ports cannot surge onto the same node, so
 		// HostNetwork routers replace one at a time instead.

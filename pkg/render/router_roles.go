@@ -3,7 +3,7 @@ package render
 import rbacv1 "k8s.io/api/rbac/v1"
 
 // RouterClusterRoles are the ClusterRoles the routers are bound to, exactly as Shardgate renders
-// them: every registered flavour's and the VIP agent's. config/user-cluster/rbac.yaml ships the
+// them: every registered flavour's, the VIP agent's and the load reporter's. config/user-cluster/rbac.yaml ships the
 // same roles for the cluster admin to create, so that Shardgate needs only `bind` on them
 // (TestUserClusterRoleShipsTheRouterRoles keeps the two equal).
 func RouterClusterRoles() []*rbacv1.ClusterRole {
@@ -14,5 +14,5 @@ func RouterClusterRoles() []*rbacv1.ClusterRole {
 			out = append(out, labelledRole(g))
 		}
 	}
-	return append(out, vipRole())
+	return append(out, vipRole(), loadRole())
 }

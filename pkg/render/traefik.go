@@ -9,6 +9,7 @@ import (
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
 	"github.com/shardgate/shardgate/pkg/names"
+	"github.com/shardgate/shardgate/pkg/routerload"
 )
 
 // Traefik renders Traefik v3 routers. Its class is "shardgate", the class every Shardgate cluster
@@ -63,6 +64,15 @@ func (Traefik) Readiness() HTTPGet { return HTTPGet{Path: "/ping", Port: traefik
 // Canary implements Flavour: the routers' own ping ("OK"), reached through the same entry point,
 // host routing and Service endpoints as any user's route.
 func (Traefik) Canary() Canary { return Canary{Path: "/ping", Port: traefikAdminPort, Body: "OK"} }
+
+// LoadMetrics implements Flavour: Traefik's Prometheus metrics on its admin entry point, whose own
+// requests (probes, scrapes) the reporter leaves out. The capacity is a conservative figure for
+// one router on about a core (OpenShift publishes ~5k requests/s per vCPU for HAProxy).
+func (Traefik) LoadMetrics() LoadMetrics {
+	return LoadMetrics{Path: "/metrics", Port: traefikAdminPort, Format: routerload.FormatTraefik,
+		AdminEntryPoint: "traefik", Capacity: 2000,
+		Args: []string{"--metrics.prometheus=true", "--metrics.prometheus.entryPoint=traefik"}}
+}
 
 // ClusterRole implements Flavour.
 func (Traefik) ClusterRole() *rbacv1.ClusterRole {

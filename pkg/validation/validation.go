@@ -31,7 +31,8 @@ func Profile(p *v1alpha1.IngressProfile, defaultZone string) field.ErrorList {
 	}
 	errs = append(errs, Shards(v1alpha1.ResolveShards(p.Spec.Shards), spec.Child("shards"))...)
 	a := spec.Child("allocation")
-	errs = append(errs, enum(a.Child("strategy"), p.Spec.Allocation.Strategy, "", v1alpha1.StrategyRoundRobin, v1alpha1.StrategyLeastRoutes, v1alpha1.StrategyLeastLoaded)...)
+	errs = append(errs, enum(a.Child("strategy"), p.Spec.Allocation.Strategy, "", v1alpha1.StrategyRoundRobin, v1alpha1.StrategyLeastRoutes, v1alpha1.StrategyLeastLoaded,
+		v1alpha1.StrategyLeastUtilized)...)
 	errs = append(errs, enum(a.Child("namespaceOwnership"), p.Spec.Allocation.NamespaceOwnership, "", v1alpha1.OwnershipStrict, v1alpha1.OwnershipInterNamespaceAllowed)...)
 	errs = append(errs, enum(a.Child("wildcardPolicy"), p.Spec.Allocation.WildcardPolicy, "", v1alpha1.WildcardsAllowed, v1alpha1.WildcardsDenied)...)
 	errs = append(errs, enum(spec.Child("ingressClass", "default"), p.Spec.IngressClass.Default, "", v1alpha1.DefaultClassIfNoDefault, v1alpha1.DefaultClassNever)...)

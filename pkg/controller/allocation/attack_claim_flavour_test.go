@@ -3,6 +3,7 @@ package allocation
 import (
 	"context"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -50,7 +51,7 @@ func TestAttackClaimedShardIgnoresTheProfilesFlavour(t *testing.T) {
 	for i := range routes {
 		routes[i].Pin = pins[routeKey(routes[i].Kind, routes[i].Namespace, routes[i].Name)]
 	}
-	shards, err := allocShards(ctx, user.Client, specs, ci.Status.Domain)
+	shards, err := allocShards(ctx, user.Client, specs, ci.Status.Domain, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}

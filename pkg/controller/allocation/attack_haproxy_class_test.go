@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -90,7 +91,7 @@ func TestAttackHAProxyForeignPrefixClassOutlivesShardgate(t *testing.T) {
 	}
 
 	shards, err := allocShards(context.Background(), controllertest.UserCluster(clusteraccess.NewFake(),
-		types.NamespacedName{Namespace: "seed", Name: "c2"}).Client, specs, "c1.z.test")
+		types.NamespacedName{Namespace: "seed", Name: "c2"}).Client, specs, "c1.z.test", time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}

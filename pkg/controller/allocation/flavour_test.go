@@ -3,6 +3,7 @@ package allocation
 import (
 	"context"
 	"testing"
+	"time"
 
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -46,7 +47,7 @@ func TestRoutesCarryTheirFlavour(t *testing.T) {
 			t.Errorf("%s: flavour %q, want %q", name, got[name], flavour)
 		}
 	}
-	shards, err := allocShards(context.Background(), user.Client, specs, "c1.z.test")
+	shards, err := allocShards(context.Background(), user.Client, specs, "c1.z.test", time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,8 +3,10 @@ package allocation
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -22,6 +24,7 @@ import (
 	"github.com/shardgate/shardgate/pkg/names"
 	"github.com/shardgate/shardgate/pkg/render"
 	"github.com/shardgate/shardgate/pkg/routekinds"
+	"github.com/shardgate/shardgate/pkg/routerload"
 	"github.com/shardgate/shardgate/pkg/validation"
 )
 
@@ -72,7 +75,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, nil // nothing is decided from an invalid spec; ShardsAvailable says why
 	}
 	rd := cluster.Reader()
-	shards, err := allocShards(ctx, rd, specs, ci.Status.Domain)
+	shards, err := allocShards(ctx, rd, specs, ci.Status.Domain, time.Now())
 	if err != nil {
 		return ctrl.Result{}, clusteraccess.DescribeError("read the user cluster's cache", err)
 	}
@@ -128,8 +131,17 @@ func claimPins(ci *v1alpha1.ClusterIngress, kinds routekinds.Registry) map[strin
 	return pins
 }
 
-// allocShards turns validated shard specs into planner shards with their ready routers.
-func allocShards(ctx context.Context, rd client.Reader, specs []v1alpha1.ShardSpec, clusterDomain string) ([]allocation.Shard, error) {
+// allocShards turns validated shard specs into planner shards with their ready routers and, for
+// shards that report load, the load their routers report now.
+func allocShards(ctx context.Context, rd client.Reader, specs []v1alpha1.ShardSpec, clusterDomain string, now time.Time,
+) ([]allocation.Shard, error) {
+	var reports map[string][]routerload.Report
+	if slices.ContainsFunc(specs, func(s v1alpha1.ShardSpec) bool { return s.Load != nil }) {
+		var err error
+		if reports, err = routerload.Reports(ctx, rd, now); err != nil {
+			return nil, err
+		}
+	}
 	var out []allocation.Shard
 	for _, s := range specs {
 		as := allocation.Shard{Name: s.Name, Domain: names.ShardDomain(s.Name, clusterDomain), Claim: s.Claim,
@@ -150,6 +162,10 @@ func allocShards(ctx context.Context, rd client.Reader, specs []v1alpha1.ShardSp
 			as.Capacity = int(d.Status.ReadyReplicas)
 		} else if !apierrors.IsNotFound(err) {
 			return nil, err
+		}
+		if s.Load != nil {
+			l := routerload.Observe(render.LoadShard(s, int32(as.Capacity), reports[s.Name], ""), now)
+			as.Utilization, as.LoadKnown = l.UtilizationPercent, l.State != v1alpha1.LoadUnknown
 		}
 		out = append(out, as)
 	}

@@ -25,6 +25,7 @@ const (
 	RoutedIPs    Owner = "routedips"
 	Claims       Owner = "claims"
 	Canary       Owner = "canary"
+	Load         Owner = "load"
 )
 
 // ownership is what an owner's part holds: its conditions and its fields.
@@ -83,6 +84,8 @@ var owned = map[Owner]ownership{
 	Claims: {fields: func(dst, src *v1alpha1.ClusterIngressStatus) { dst.Claims = src.Claims }},
 	Canary: {conditions: []string{v1alpha1.ConditionRoutesServing},
 		fields: func(dst, src *v1alpha1.ClusterIngressStatus) { dst.Canaries = src.Canaries }},
+	Load: {conditions: []string{v1alpha1.ConditionShardsSaturated},
+		fields: func(dst, src *v1alpha1.ClusterIngressStatus) { dst.ShardLoad = src.ShardLoad }},
 }
 
 // trimmedNames is how many names or addresses a trimmed list keeps (sorted lists: the first).
@@ -91,7 +94,7 @@ const trimmedNames = 3
 func cut(names []string) []string { return names[:min(len(names), trimmedNames)] }
 
 // order is the owners in composition order (and the order of their conditions in status).
-var order = []Owner{Lifecycle, Identity, DNS, Shards, Allocation, Certificates, VIPs, RoutedIPs, Claims, Canary}
+var order = []Owner{Lifecycle, Identity, DNS, Shards, Allocation, Certificates, VIPs, RoutedIPs, Claims, Canary, Load}
 
 // conditionOwner maps each condition type to its owner.
 var conditionOwner = func() map[string]Owner {

@@ -79,6 +79,9 @@ func (Fake) Canary() render.Canary {
 	return render.Canary{Path: "/canary", Port: Admin, Body: "fake-ok"}
 }
 
+// LoadMetrics implements render.Flavour: none (the shard's load is unknown).
+func (Fake) LoadMetrics() render.LoadMetrics { return render.LoadMetrics{} }
+
 // GatewayClusterRole implements render.Flavour: its routers serve no Gateway.
 func (Fake) GatewayClusterRole() *rbacv1.ClusterRole { return nil }
 

@@ -1,0 +1,132 @@
+package load
+
+import (
+	"context"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/shardgate/shardgate/api/v1alpha1"
+	"github.com/shardgate/shardgate/pkg/clusteraccess"
+	"github.com/shardgate/shardgate/pkg/controller/cistatus"
+	"github.com/shardgate/shardgate/pkg/names"
+	"github.com/shardgate/shardgate/pkg/render"
+	"github.com/shardgate/shardgate/pkg/routerload"
+	"github.com/shardgate/shardgate/pkg/validation"
+)
+
+// recheck is how often a cluster whose shards report load is looked at again with no event: a
+// reporter that stops renewing its Lease sends none, and its report must still go stale.
+const recheck = 10 * time.Second
+
+// Reconciler records the load of a cluster's load-reporting shards.
+type Reconciler struct {
+	Client   client.Client
+	Access   clusteraccess.Access
+	Board    *cistatus.Board
+	Recorder events.EventRecorder
+	// Now is the clock (time.Now when nil).
+	Now func() time.Time
+}
+
+// Reconcile gathers the reports and ready routers, decides (routerload.Observe, Saturation,
+// Publish) and posts the part; an Event tells each shard that becomes Saturated.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	ci := &v1alpha1.ClusterIngress{}
+	if err := r.Client.Get(ctx, req.NamespacedName, ci); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	r.Board.Overlay(ci)
+	if ci.DeletionTimestamp != nil {
+		forgetCluster(req.String())
+		return ctrl.Result{}, nil
+	}
+	specs := ci.Shards()
+	if errs := validation.Shards(specs, field.NewPath("spec", "shards")); len(errs) > 0 {
+		return ctrl.Result{}, nil // ShardsAvailable says why; the last figures stay
+	}
+	var reporting []v1alpha1.ShardSpec
+	for _, s := range specs {
+		if s.Load != nil {
+			reporting = append(reporting, s)
+		}
+	}
+	if len(reporting) == 0 {
+		ci.Status.ShardLoad = nil
+		meta.RemoveStatusCondition(&ci.Status.Conditions, v1alpha1.ConditionShardsSaturated)
+		forgetCluster(req.String())
+		r.Board.Post(ctx, ci, cistatus.Load)
+		return ctrl.Result{}, nil
+	}
+	cluster, ok := r.Access.Get(req.NamespacedName)
+	if !ok || !cluster.Observable() {
+		return ctrl.Result{}, nil // the last figures stay; ClusterReachable says why
+	}
+	now := r.now()
+	loads, err := observe(ctx, cluster.Reader(), reporting, ci.Status.ShardLoad, now)
+	if err != nil {
+		return ctrl.Result{}, clusteraccess.DescribeError("read the user cluster's cache", err)
+	}
+	forgetCluster(req.String())
+	for _, l := range loads {
+		if l.State == v1alpha1.LoadSaturated && previousState(ci.Status.ShardLoad, l.Shard) != v1alpha1.LoadSaturated {
+			r.Recorder.Eventf(ci, nil, "Warning", v1alpha1.ReasonSaturated, "Observe",
+				"shard %s is saturated: %d%% of %d requests/s per router (%d requests/s over %d router(s)); add routers or shards",
+				l.Shard, l.UtilizationPercent, l.CapacityRequestsPerSecond, l.RequestsPerSecond, l.ReportingRouters)
+		}
+		recordShard(req.String(), l)
+	}
+	ci.Status.ShardLoad = routerload.Publish(ci.Status.ShardLoad, loads)
+	status, reason, msg := routerload.Saturation(ci.Status.ShardLoad)
+	meta.SetStatusCondition(&ci.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionShardsSaturated,
+		Status: metav1.ConditionStatus(status), Reason: reason, Message: msg, ObservedGeneration: ci.Generation})
+	r.Board.Post(ctx, ci, cistatus.Load)
+	return ctrl.Result{RequeueAfter: recheck}, nil
+}
+
+// observe gathers each reporting shard's reports and ready routers and decides its load.
+func observe(ctx context.Context, rd client.Reader, shards []v1alpha1.ShardSpec, previous []v1alpha1.ShardLoadStatus,
+	now time.Time,
+) ([]v1alpha1.ShardLoadStatus, error) {
+	reports, err := routerload.Reports(ctx, rd, now)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]v1alpha1.ShardLoadStatus, 0, len(shards))
+	for _, s := range shards {
+		var ready int32
+		d := &appsv1.Deployment{}
+		switch err := rd.Get(ctx, client.ObjectKey{Namespace: names.Namespace, Name: names.RouterName(s.Name)}, d); {
+		case err == nil:
+			ready = d.Status.ReadyReplicas
+		case !apierrors.IsNotFound(err):
+			return nil, err
+		}
+		in := render.LoadShard(s, ready, reports[s.Name], previousState(previous, s.Name))
+		out = append(out, routerload.Observe(in, now))
+	}
+	return out, nil
+}
+
+func previousState(loads []v1alpha1.ShardLoadStatus, shard string) v1alpha1.ShardLoadState {
+	for _, l := range loads {
+		if l.Shard == shard {
+			return l.State
+		}
+	}
+	return ""
+}
+
+func (r *Reconciler) now() time.Time {
+	if r.Now != nil {
+		return r.Now()
+	}
+	return time.Now()
+}
