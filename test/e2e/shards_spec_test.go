@@ -283,11 +283,15 @@ func ShardsSpec(ctx context.Context, t *testing.T, inputGetter func() ShardsSpec
 		waitCondition(ctx, t, seed, key("s1"), v1alpha1.ConditionShardsAvailable, metav1.ConditionTrue, v1alpha1.ReasonShardsAvailable)
 		answer(t, "s1."+zone, nodeIP(0, 3), nodeIP(0, 4))
 	})
+
+	t.Run("routes go to the shard with headroom, and a saturated shard is told", func(t *testing.T) {
+		loadSpec(ctx, t, in, "sharded", shards[:2])
+	})
 }
 
 func TestShards(t *testing.T) {
 	t.Parallel() // see main_test.go
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 16*time.Minute)
 	defer cancel()
 	env := framework.StartEnvironment(t, framework.EnvironmentOptions{UserClusters: 2, SimulatedNodes: true, DNS: true,
 		RealNodes: [][]framework.RealNodeSpec{{

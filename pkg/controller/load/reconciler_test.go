@@ -1,0 +1,145 @@
+package load
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/shardgate/shardgate/api/v1alpha1"
+	"github.com/shardgate/shardgate/pkg/clusteraccess"
+	"github.com/shardgate/shardgate/pkg/controller/cistatus"
+	"github.com/shardgate/shardgate/pkg/controllertest"
+	"github.com/shardgate/shardgate/pkg/names"
+	"github.com/shardgate/shardgate/pkg/routerload"
+)
+
+func loadLease(shard, pod, value string, renewed time.Time) *coordinationv1.Lease {
+	return &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: names.Namespace,
+		Name: names.RouterLoadLeaseName(shard, pod), Labels: names.RouterSelector(shard),
+		Annotations: map[string]string{routerload.ReportAnnotation: value}},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To(pod), LeaseDurationSeconds: ptr.To[int32](30),
+			RenewTime: ptr.To(metav1.NewMicroTime(renewed))}}
+}
+
+// TestSaturationAndHysteresis: the cluster says ShardsSaturated while a shard's routers report
+// load at or above its threshold, with an Event the first time; it stays so until the load is
+// 10 points below; a shard whose routers report nothing (HAProxy) is Unknown, never zero.
+func TestSaturationAndHysteresis(t *testing.T) {
+	now := time.Unix(100000, 0)
+	ci := &v1alpha1.ClusterIngress{ObjectMeta: metav1.ObjectMeta{Namespace: "seed", Name: "c1"},
+		Spec: v1alpha1.ClusterIngressSpec{Allocation: v1alpha1.AllocationSettings{Strategy: v1alpha1.StrategyLeastUtilized},
+			Shards: v1alpha1.ResolveShards([]v1alpha1.ShardSpec{
+				{Name: "default", Load: &v1alpha1.ShardLoadSpec{RequestsPerSecond: ptr.To[int32](10)}},
+				{Name: "heavy", Flavour: v1alpha1.FlavourHAProxy}})},
+		Status: v1alpha1.ClusterIngressStatus{Domain: "c1.z.test"}}
+	s := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1alpha1.AddToScheme} {
+		if err := add(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	seed := fake.NewClientBuilder().WithScheme(s).WithStatusSubresource(ci).WithObjects(ci).Build()
+	access := clusteraccess.NewFake()
+	router := func(shard string) *appsv1.Deployment {
+		return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: names.Namespace, Name: names.RouterName(shard)},
+			Status: appsv1.DeploymentStatus{ReadyReplicas: 1}}
+	}
+	user := controllertest.UserCluster(access, client.ObjectKeyFromObject(ci), router("default"), router("heavy"),
+		loadLease("default", "r1", "rps=50", now))
+	recorder := events.NewFakeRecorder(10)
+	r := &Reconciler{Client: seed, Access: access, Board: cistatus.NewBoard(seed).WriteThrough(), Recorder: recorder,
+		Now: func() time.Time { return now }}
+	key := client.ObjectKeyFromObject(ci)
+	state := func() (*metav1.Condition, map[string]v1alpha1.ShardLoadStatus) {
+		t.Helper()
+		got := &v1alpha1.ClusterIngress{}
+		if err := seed.Get(context.Background(), key, got); err != nil {
+			t.Fatal(err)
+		}
+		loads := map[string]v1alpha1.ShardLoadStatus{}
+		for _, l := range got.Status.ShardLoad {
+			loads[l.Shard] = l
+		}
+		return meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionShardsSaturated), loads
+	}
+	report := func(value string) {
+		t.Helper()
+		l := loadLease("default", "r1", value, now)
+		cur := &coordinationv1.Lease{}
+		if err := user.Client.Get(context.Background(), client.ObjectKeyFromObject(l), cur); err != nil {
+			t.Fatal(err)
+		}
+		cur.Annotations, cur.Spec = l.Annotations, l.Spec
+		if err := user.Client.Update(context.Background(), cur); err != nil {
+			t.Fatal(err)
+		}
+		controllertest.Reconcile(t, r, key, 1)
+	}
+
+	if res := controllertest.Reconcile(t, r, key, 1); res.RequeueAfter == 0 {
+		t.Error("no recheck: a reporter that stops renewing would never go stale")
+	}
+	c, loads := state()
+	if c == nil || c.Status != metav1.ConditionTrue || c.Reason != v1alpha1.ReasonSaturated || !strings.Contains(c.Message, "default at 500%") ||
+		!strings.Contains(c.Message, "load unknown for heavy") {
+		t.Fatalf("ShardsSaturated: %+v", c)
+	}
+	if loads["default"].State != v1alpha1.LoadSaturated || loads["heavy"].State != v1alpha1.LoadUnknown ||
+		loads["heavy"].RequestsPerSecond != 0 || loads["heavy"].UtilizationPercent != 0 {
+		t.Fatalf("status.shardLoad: %+v", loads)
+	}
+	select {
+	case e := <-recorder.Events:
+		if !strings.Contains(e, "shard default is saturated") {
+			t.Errorf("event %q", e)
+		}
+	default:
+		t.Error("no Event for the saturated shard")
+	}
+	// Hysteresis: 75% is below the threshold (80) but not 10 points below: still Saturated, and
+	// no second Event.
+	report("rps=7.5")
+	if c, loads := state(); c.Status != metav1.ConditionTrue || loads["default"].UtilizationPercent != 75 {
+		t.Fatalf("at 75%%: %+v %+v", c, loads)
+	}
+	if len(recorder.Events) > 0 {
+		t.Errorf("a second Event while still saturated: %q", <-recorder.Events)
+	}
+	report("rps=7")
+	if c, loads := state(); c.Status != metav1.ConditionFalse || c.Reason != v1alpha1.ReasonWithinCapacity ||
+		loads["default"].State != v1alpha1.LoadNormal {
+		t.Fatalf("at 70%%: %+v %+v", c, loads)
+	}
+	// A report that is no longer renewed is unknown, not zero.
+	now = now.Add(2 * time.Minute)
+	controllertest.Reconcile(t, r, key, 1)
+	if c, loads := state(); c.Status != metav1.ConditionUnknown || loads["default"].State != v1alpha1.LoadUnknown {
+		t.Fatalf("stale: %+v %+v", c, loads)
+	}
+	// No shard reports load any more: the condition and the figures go.
+	cur := &v1alpha1.ClusterIngress{}
+	if err := seed.Get(context.Background(), key, cur); err != nil {
+		t.Fatal(err)
+	}
+	cur.Spec.Allocation.Strategy = v1alpha1.StrategyLeastRoutes
+	cur.Spec.Shards = v1alpha1.ResolveShards(nil)
+	if err := seed.Update(context.Background(), cur); err != nil {
+		t.Fatal(err)
+	}
+	controllertest.Reconcile(t, r, key, 1)
+	if c, loads := state(); c != nil || len(loads) != 0 {
+		t.Fatalf("without load reporting: %+v %+v", c, loads)
+	}
+}
