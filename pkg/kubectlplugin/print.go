@@ -48,9 +48,10 @@ func printStatus(w io.Writer, s Status) {
 		https = "yes: every name under the shard domains is served with the cluster's certificate"
 	}
 	fmt.Fprintf(w, "HTTPS:\t%s\n\n", https)
-	fmt.Fprintln(w, "SHARD\tROUTER\tINGRESS CLASS\tNAMES\tCNAME TARGET FOR YOUR OWN HOSTS")
+	fmt.Fprintln(w, "SHARD\tROUTER\tINGRESS CLASS\tLOAD\tNAMES\tCNAME TARGET FOR YOUR OWN HOSTS")
 	for _, sh := range s.Shards {
-		fmt.Fprintf(w, "%s\t%s\t%s\t*.%s\t%s\n", sh.Name, orDash(sh.Flavour), orDash(sh.IngressClass), sh.Domain, sh.CNAMETarget)
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t*.%s\t%s\n", sh.Name, orDash(sh.Flavour), orDash(sh.IngressClass), orDash(sh.Load),
+			sh.Domain, sh.CNAMETarget)
 	}
 }
 

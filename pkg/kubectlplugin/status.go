@@ -24,6 +24,8 @@ type ShardStatus struct {
 	// Flavour is the kind of router the shard runs; IngressClass the class that asks for it.
 	Flavour      string `json:"flavour,omitempty"`
 	IngressClass string `json:"ingressClass,omitempty"`
+	// Load is the shard's load state where its routers report load: Normal, Saturated or Unknown.
+	Load string `json:"load,omitempty"`
 }
 
 // StatusFrom reads the ConfigMap the shards controller renders (render.UserInfo).
@@ -36,7 +38,7 @@ func StatusFrom(cm *corev1.ConfigMap) Status {
 		}
 		p := "shard." + name + "."
 		s.Shards = append(s.Shards, ShardStatus{Name: name, Domain: d[p+"domain"], CNAMETarget: d[p+"cnameTarget"],
-			Flavour: d[p+"flavour"], IngressClass: d[p+"ingressClass"]})
+			Flavour: d[p+"flavour"], IngressClass: d[p+"ingressClass"], Load: d[p+"load"]})
 	}
 	sort.Slice(s.Shards, func(i, j int) bool { return s.Shards[i].Name < s.Shards[j].Name })
 	return s

@@ -94,6 +94,25 @@ func VIPKey(ci *v1alpha1.ClusterIngress) string {
 	return b.String()
 }
 
+// LoadStatesChanged passes ClusterIngress updates that change a shard's load state (what the
+// users' ConfigMap tells; the figures are not).
+var LoadStatesChanged = predicate.Funcs{
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		o, ok1 := e.ObjectOld.(*v1alpha1.ClusterIngress)
+		n, ok2 := e.ObjectNew.(*v1alpha1.ClusterIngress)
+		return !ok1 || !ok2 || !maps.Equal(LoadStates(o), LoadStates(n))
+	},
+}
+
+// LoadStates are the shards' load states (status.shardLoad) by shard.
+func LoadStates(ci *v1alpha1.ClusterIngress) map[string]v1alpha1.ShardLoadState {
+	out := map[string]v1alpha1.ShardLoadState{}
+	for _, l := range ci.Status.ShardLoad {
+		out[l.Shard] = l.State
+	}
+	return out
+}
+
 // ClaimsChanged passes ClusterIngress updates that change the claimed shards or what they bind
 // (status.claims: shard, admitted replicas and resources, bound Ingresses, phase).
 var ClaimsChanged = predicate.Funcs{

@@ -41,6 +41,8 @@ type DesiredInput struct {
 	// GatewayAPI: the cluster serves Gateway API (and it is not turned off): the parent Gateway
 	// and every shard's Gateway are rendered.
 	GatewayAPI bool
+	// LoadStates are the load-reporting shards' states (status.shardLoad), told to users.
+	LoadStates map[string]v1alpha1.ShardLoadState
 }
 
 // Desired is what the shard controller applies: the cluster-wide objects (shared by every shard,
@@ -136,7 +138,7 @@ func RenderDesired(in DesiredInput) (Desired, error) {
 		}
 		d.Cluster = append(d.Cluster, tls...)
 	}
-	info, err := UserInfo(in.ClusterDomain, in.Shards, in.TLS != nil, in.GatewayAPI)
+	info, err := UserInfo(in.ClusterDomain, in.Shards, in.TLS != nil, in.GatewayAPI, in.LoadStates)
 	if err != nil {
 		return Desired{}, err
 	}

@@ -16,7 +16,9 @@ import (
 // says the cluster domain, each shard's domain, the CNAME target for custom hosts, and whether
 // the cluster's names are served over HTTPS, and, where the cluster serves Gateway API, which
 // Gateway HTTPRoutes attach to.
-func UserInfo(clusterDomain string, shards []v1alpha1.ShardSpec, https, gatewayAPI bool) (*unstructured.Unstructured, error) {
+func UserInfo(clusterDomain string, shards []v1alpha1.ShardSpec, https, gatewayAPI bool,
+	load map[string]v1alpha1.ShardLoadState,
+) (*unstructured.Unstructured, error) {
 	data := map[string]string{"clusterDomain": clusterDomain, "https": fmt.Sprint(https)}
 	if gatewayAPI {
 		data["gateway"] = names.Namespace + "/" + names.ParentGatewayName
@@ -29,8 +31,13 @@ func UserInfo(clusterDomain string, shards []v1alpha1.ShardSpec, https, gatewayA
 		data["shard."+s.Name+".cnameTarget"] = d
 		data["shard."+s.Name+".flavour"] = string(s.Flavour)
 		data["shard."+s.Name+".ingressClass"] = ShardClass(s)
-		lines = append(lines, fmt.Sprintf("  %-12s *.%s (%s routers, class %s; custom hosts: CNAME to %s)", s.Name, d,
-			s.Flavour, ShardClass(s), d))
+		loadNote := ""
+		if state, ok := load[s.Name]; ok {
+			data["shard."+s.Name+".load"] = string(state)
+			loadNote = "; load " + string(state)
+		}
+		lines = append(lines, fmt.Sprintf("  %-12s *.%s (%s routers, class %s%s; custom hosts: CNAME to %s)", s.Name, d,
+			s.Flavour, ShardClass(s), loadNote, d))
 	}
 	data["shards"] = strings.Join(shardNames, ",")
 	data["README"] = fmt.Sprintf(`Ingress in this cluster is served by Shardgate.

@@ -22,6 +22,7 @@ import (
 	"github.com/shardgate/shardgate/pkg/clusteraccess"
 	"github.com/shardgate/shardgate/pkg/controller/cistatus"
 	"github.com/shardgate/shardgate/pkg/ingressclass"
+	"github.com/shardgate/shardgate/pkg/predicates"
 	"github.com/shardgate/shardgate/pkg/render"
 	"github.com/shardgate/shardgate/pkg/validation"
 )
@@ -110,7 +111,7 @@ func (r *Reconciler) reconcileShards(ctx context.Context, ci *v1alpha1.ClusterIn
 	}
 	desired, err := render.RenderDesired(render.DesiredInput{ClusterDomain: domain, TTL: ci.Spec.DNS.TTL, Shards: shards,
 		ShardgateUser: user, AdmissionPolicy: caps.AdmissionPolicy, TLS: tls, VIP: vips, Canary: r.Canary && !ci.Spec.Canary.Disabled,
-		RouteKinds: cluster.RouteKinds(), GatewayAPI: caps.GatewayAPI.RoutersServe()})
+		RouteKinds: cluster.RouteKinds(), GatewayAPI: caps.GatewayAPI.RoutersServe(), LoadStates: predicates.LoadStates(ci)})
 	if err != nil {
 		return available(metav1.ConditionFalse, v1alpha1.ReasonShardsInvalid, err.Error()), nil
 	}
