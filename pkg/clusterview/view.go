@@ -66,6 +66,8 @@ type Shard struct {
 	Targets    []string `json:"targets,omitempty"`
 	// Serving is the shard's canary verdict (RoutesServing), when the canary runs.
 	Serving *State `json:"routesServing,omitempty"`
+	// Load is what its routers report, when the shard reports load.
+	Load *v1alpha1.ShardLoadStatus `json:"load,omitempty"`
 }
 
 // unknown is what a condition not yet written shows.
@@ -126,6 +128,11 @@ func FromClusterIngress(ci *v1alpha1.ClusterIngress) Cluster {
 			s.Domain, s.Ready, s.Targets = st.Domain, st.ReadyReplicas, st.Targets
 		}
 		s.Serving = canaries[spec.Name]
+		for i := range ci.Status.ShardLoad {
+			if ci.Status.ShardLoad[i].Shard == spec.Name {
+				s.Load = ci.Status.ShardLoad[i].DeepCopy()
+			}
+		}
 		c.Shards = append(c.Shards, s)
 	}
 	for _, cond := range ci.Status.Conditions {

@@ -165,6 +165,7 @@ func Diagnose(ci *v1alpha1.ClusterIngress, now time.Time, answers map[string]DNS
 		d.Findings = append(d.Findings, Finding{Severity: st.severity, Next: st.next, Runbook: st.runbook,
 			Message: sc.Message, Cause: fmt.Sprintf("shard %s: RoutesServing=%s/%s", c.Shard, sc.Status, sc.Reason)})
 	}
+	d.Findings = append(d.Findings, loadFindings(ci)...)
 	if !d.Ready && !slices.ContainsFunc(d.Findings, func(f Finding) bool {
 		return f.Severity == severityCritical ||
 			strings.Contains(readyMessage(ci), strings.SplitN(f.Cause, "=", 2)[0])
@@ -231,6 +232,28 @@ func routerFindings(ci *v1alpha1.ClusterIngress) []Finding {
 			Next: "look at the shard's router pods that are not ready in the user cluster " +
 				"(kubectl -n shardgate-system get pods -l shardgate.io/shard=" + sh.Name + " -o wide): a wedged " +
 				"router, or its node cordoned or not ready", Runbook: "ShardgateShardsUnavailable"})
+	}
+	return out
+}
+
+// loadFindings: a saturated shard (ShardsSaturated True: the routers still serve, with less
+// headroom), and reports whose figures were clamped (someone writes Leases in the user cluster's
+// shardgate-system besides the reporters).
+func loadFindings(ci *v1alpha1.ClusterIngress) []Finding {
+	var out []Finding
+	if c := meta.FindStatusCondition(ci.Status.Conditions, v1alpha1.ConditionShardsSaturated); c != nil &&
+		c.Status == metav1.ConditionTrue {
+		out = append(out, Finding{Severity: severityWarning, Cause: "ShardsSaturated=True/" + c.Reason, Message: c.Message,
+			Next: "add routers (the shard's replicas, with nodes for them) or a shard for new routes to go to; with " +
+				"LeastUtilized new routes already avoid it", Runbook: "ShardgateShardSaturated"})
+	}
+	for _, l := range ci.Status.ShardLoad {
+		if l.Clamped != "" {
+			out = append(out, Finding{Severity: severityWarning, Cause: "shard " + l.Shard + ": load reports clamped",
+				Message: l.Clamped, Next: "find who writes the shard's load Leases in the user cluster besides its routers' " +
+					"reporters (kubectl -n shardgate-system get leases -l shardgate.io/shard=" + l.Shard + ")",
+				Runbook: "ShardgateShardSaturated"})
+		}
 	}
 	return out
 }

@@ -173,3 +173,22 @@ func TestDoctorProbeIsNoShardName(t *testing.T) {
 		t.Errorf("%s could be a shard's name", doctorProbe)
 	}
 }
+
+// TestDiagnoseLoad: a saturated shard and clamped reports are findings with the next step; a
+// cluster whose shards are within capacity has none.
+func TestDiagnoseLoad(t *testing.T) {
+	ready := c(v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonReady)
+	published := c(v1alpha1.ConditionDNSPublished, metav1.ConditionTrue, v1alpha1.ReasonPublished)
+	calm := doctorCluster(published, ready, c(v1alpha1.ConditionShardsSaturated, metav1.ConditionFalse, v1alpha1.ReasonWithinCapacity))
+	if d := Diagnose(calm, doctorNow, nil); len(d.Findings) != 0 {
+		t.Errorf("within capacity: %v", causes(d))
+	}
+	hot := doctorCluster(published, ready, c(v1alpha1.ConditionShardsSaturated, metav1.ConditionTrue, v1alpha1.ReasonSaturated))
+	hot.Status.ShardLoad = []v1alpha1.ShardLoadStatus{{Shard: "default", State: v1alpha1.LoadSaturated, Clamped: "x: rps"}}
+	d := Diagnose(hot, doctorNow, nil)
+	got := causes(d)
+	if len(got) != 2 || got[0] != "ShardsSaturated=True/Saturated" || got[1] != "shard default: load reports clamped" ||
+		d.Findings[0].Runbook != "ShardgateShardSaturated" || !strings.Contains(d.Findings[0].Next, "add routers") {
+		t.Errorf("saturated: %+v", d.Findings)
+	}
+}

@@ -125,3 +125,23 @@ func TestClusterPage(t *testing.T) {
 		t.Fatalf("missing cluster: %d", code)
 	}
 }
+
+// TestClusterPageShowsLoad: a shard's reported load, its state and what was clamped are on the
+// page and in the JSON; a shard that reports none shows a dash.
+func TestClusterPageShowsLoad(t *testing.T) {
+	ci := cluster("team-a", "alpha", true, "Ready")
+	ci.Spec.Shards = v1alpha1.ResolveShards([]v1alpha1.ShardSpec{{Name: "default"}, {Name: "quiet"}})
+	ci.Status.ShardLoad = []v1alpha1.ShardLoadStatus{{Shard: "default", State: v1alpha1.LoadSaturated, UtilizationPercent: 240,
+		RequestsPerSecond: 48, ReportingRouters: 2, Clamped: "figures out of bounds, clamped (p: rps)"}}
+	srv := server(t, ci)
+	_, body, _ := get(t, srv.URL+"/clusters/team-a/alpha")
+	if !strings.Contains(body, `<span class="bad">Saturated</span> 240% · 48 req/s · 2 reporting · figures out of bounds`) {
+		t.Errorf("page lacks the load:\n%s", body)
+	}
+	_, js, _ := get(t, srv.URL+"/api/v1/clusters/team-a/alpha")
+	var c clusterview.Cluster
+	if err := json.Unmarshal([]byte(js), &c); err != nil || c.Shards[0].Load == nil || c.Shards[0].Load.UtilizationPercent != 240 ||
+		c.Shards[1].Load != nil {
+		t.Fatalf("%v %+v", err, c.Shards)
+	}
+}
