@@ -212,6 +212,31 @@ type AllocationSettings struct {
 	// +optional
 	// +kubebuilder:default=Deny
 	WildcardPolicy WildcardPolicy `json:"wildcardPolicy,omitempty"`
+	// score: a CEL expression of shard and route that scores each candidate shard for a new route;
+	// the lowest score wins (ties: fewest routes per ready router, then name), and strategy decides
+	// when the expression fails. See docs/operator-guide.md for the variables.
+	// +optional
+	// +kubebuilder:validation:MaxLength=4096
+	Score string `json:"score,omitempty"`
+	// extender is an HTTP service that picks the shard of each new route; strategy (or score)
+	// decides when it does not answer in time or names no candidate.
+	// +optional
+	Extender *AllocationExtender `json:"extender,omitempty"`
+}
+
+// AllocationExtender is an allocation extender (the kube-scheduler extender convention): for each
+// new route Shardgate POSTs the route and its candidate shards as JSON and uses the answer's shard.
+type AllocationExtender struct {
+	// url of the extender: https, answering POST.
+	// +kubebuilder:validation:Pattern=`^https://`
+	// +kubebuilder:validation:MaxLength=2048
+	URL string `json:"url"`
+	// caBundle: PEM certificates the extender's serving certificate must chain to.
+	// +kubebuilder:validation:MinLength=1
+	CABundle string `json:"caBundle"`
+	// timeout of one request; default 2s, at most 10s.
+	// +optional
+	Timeout *metav1.Duration `json:"timeout,omitempty"`
 }
 
 // DefaultClassPolicy says whether the shardgate IngressClass becomes the user cluster's

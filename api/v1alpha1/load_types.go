@@ -74,3 +74,13 @@ const (
 	ReasonWithinCapacity     = "WithinCapacity"
 	ReasonLoadUnknown        = "LoadUnknown"
 )
+
+// CustomStrategyApplied and its reasons, present while a profile sets an allocation score or
+// extender: True while they decided every new route of the last allocation pass that had any,
+// False (FellBack) when the built-in strategy decided some instead, with the first reason.
+const (
+	ConditionCustomStrategyApplied = "CustomStrategyApplied"
+	ReasonApplied                  = "Applied"
+	ReasonFellBack                 = "FellBack"
+	ReasonNoNewRoutes              = "NoNewRoutes"
+)

@@ -97,6 +97,10 @@ type ShardSpec struct {
 	// resources of the router container.
 	// +optional
 	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
+	// labels of the shard, for allocation scores and extenders to choose by (for example
+	// tier: gold); they label nothing in the user cluster.
+	// +optional
+	Labels map[string]string `json:"labels,omitempty"`
 	// load: the routers report their load (ShardLoadSpec); set implicitly, with its defaults,
 	// on every shard of a cluster whose allocation strategy is LeastUtilized.
 	// +optional

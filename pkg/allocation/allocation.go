@@ -24,6 +24,11 @@ type Shard struct {
 	// LeastUtilized; meaningful only with LoadKnown.
 	Utilization int32
 	LoadKnown   bool
+	// RequestsPerSecond its routers report, CapacityRPS one router's capacity (with LoadKnown).
+	RequestsPerSecond int64
+	CapacityRPS       int32
+	// Labels are the shard's (ShardSpec.Labels).
+	Labels map[string]string
 	// Claim is the IngressClaim (namespace/name) a claimed shard serves: it takes only the
 	// Ingresses pinned to it, never one the planner would choose.
 	Claim string
@@ -313,7 +318,7 @@ func (p *planner) allocate(r Route) Allocation {
 		}
 		a.Shard = p.customHostsShard(hosts, cands)
 		if a.Shard == "" {
-			a.Shard = cfg.Strategy.Pick(cands)
+			a.Shard = cfg.Strategy.Pick(r, cands)
 		}
 	}
 	shard := p.byName[a.Shard]
@@ -417,8 +422,9 @@ func (p *planner) candidates(r Route, forced string) []ShardLoad {
 		if !serves(&s, r) {
 			continue
 		}
-		cands = append(cands, ShardLoad{Name: s.Name, Routes: p.load[s.Name], Capacity: s.Capacity, Seq: p.allocated,
-			Utilization: s.Utilization, LoadKnown: s.LoadKnown})
+		cands = append(cands, ShardLoad{Name: s.Name, Labels: s.Labels, Routes: p.load[s.Name], Capacity: s.Capacity,
+			Seq: p.allocated, Utilization: s.Utilization, LoadKnown: s.LoadKnown, RequestsPerSecond: s.RequestsPerSecond,
+			CapacityRPS: s.CapacityRPS})
 	}
 	return cands
 }

@@ -11,12 +11,14 @@ import (
 // name). Strategies are deterministic: the same state gives the same choice, so a restarted
 // controller decides as the old one would have.
 type Strategy interface {
-	Pick(candidates []ShardLoad) string
+	Pick(r Route, candidates []ShardLoad) string
 }
 
 // ShardLoad is what a strategy knows of a shard.
 type ShardLoad struct {
 	Name string
+	// Labels are the shard's (ShardSpec.Labels), for scores and extenders.
+	Labels map[string]string
 	// Routes bound to the shard so far (existing allocations plus this plan's).
 	Routes int
 	// Capacity is the shard's ready routers (at least 1), the LeastLoaded denominator.
@@ -28,6 +30,10 @@ type ShardLoad struct {
 	// when LoadKnown.
 	Utilization int32
 	LoadKnown   bool
+	// RequestsPerSecond its routers report in all, and the capacity of one router (when
+	// LoadKnown), for scores and extenders.
+	RequestsPerSecond int64
+	CapacityRPS       int32
 }
 
 // StrategyFor returns the named strategy: RoundRobin, LeastRoutes, LeastLoaded or LeastUtilized
@@ -49,12 +55,12 @@ func StrategyFor(name v1alpha1.AllocationStrategy) (Strategy, error) {
 // roundRobin cycles through the candidates in name order.
 type roundRobin struct{}
 
-func (roundRobin) Pick(c []ShardLoad) string { return c[c[0].Seq%len(c)].Name }
+func (roundRobin) Pick(_ Route, c []ShardLoad) string { return c[c[0].Seq%len(c)].Name }
 
 // leastRoutes picks the shard with the fewest bound routes; ties go to the first by name.
 type leastRoutes struct{}
 
-func (leastRoutes) Pick(c []ShardLoad) string {
+func (leastRoutes) Pick(_ Route, c []ShardLoad) string {
 	return slices.MinFunc(c, func(a, b ShardLoad) int { return a.Routes - b.Routes }).Name
 }
 
@@ -62,11 +68,12 @@ func (leastRoutes) Pick(c []ShardLoad) string {
 // replicas takes proportionally more routes; ties go to the first by name.
 type leastLoaded struct{}
 
-func (leastLoaded) Pick(c []ShardLoad) string {
-	return slices.MinFunc(c, func(a, b ShardLoad) int {
-		// Compare a.Routes/a.Capacity with b.Routes/b.Capacity without division.
-		return a.Routes*max(b.Capacity, 1) - b.Routes*max(a.Capacity, 1)
-	}).Name
+func (leastLoaded) Pick(_ Route, c []ShardLoad) string { return slices.MinFunc(c, perRouter).Name }
+
+// perRouter compares a.Routes/a.Capacity with b.Routes/b.Capacity without division (no ready
+// router counts as one).
+func perRouter(a, b ShardLoad) int {
+	return a.Routes*max(b.Capacity, 1) - b.Routes*max(a.Capacity, 1)
 }
 
 // utilizationStep is how close two shards' utilizations must be (percentage points) to count as
@@ -79,14 +86,14 @@ const utilizationStep = 5
 // candidate's load is unknown it picks as LeastLoaded: an unknown load is never taken as zero.
 type leastUtilized struct{}
 
-func (leastUtilized) Pick(c []ShardLoad) string {
+func (leastUtilized) Pick(r Route, c []ShardLoad) string {
 	if slices.ContainsFunc(c, func(s ShardLoad) bool { return !s.LoadKnown }) {
-		return leastLoaded{}.Pick(c)
+		return leastLoaded{}.Pick(r, c)
 	}
 	return slices.MinFunc(c, func(a, b ShardLoad) int {
 		if d := a.Utilization/utilizationStep - b.Utilization/utilizationStep; d != 0 {
 			return int(d)
 		}
-		return a.Routes*max(b.Capacity, 1) - b.Routes*max(a.Capacity, 1)
+		return perRouter(a, b)
 	}).Name
 }

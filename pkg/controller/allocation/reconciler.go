@@ -11,6 +11,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -45,6 +46,8 @@ type Reconciler struct {
 	// from a stale copy.
 	unseenMu sync.Mutex
 	unseen   map[types.NamespacedName]map[types.UID]string
+	// extenders are the profiles' allocation extenders' clients.
+	extenders extenders
 }
 
 // Reconcile plans all of a cluster's routes at once, of every kind, and writes what changed.
@@ -66,7 +69,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	// The zone of the domain the cluster holds (its spec may ask for another one not held yet).
 	_, zone, _ := strings.Cut(ci.Status.Domain, ".")
-	strategy, err := allocation.StrategyFor(ci.Spec.Allocation.Strategy)
+	strategy, fallbacks, err := r.strategy(ctx, req.String(), ci.Spec.Allocation)
 	if err != nil {
 		return ctrl.Result{}, nil //nolint:nilerr // the CRD's enum keeps this out; nothing to retry
 	}
@@ -110,6 +113,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	r.putUnseen(req.NamespacedName, stillUnseen)
 	recordRoutes(req.String(), allocated, rejected)
 	ci.Status.Routes, ci.Status.RejectedRoutes = allocated, rejected
+	if c := customStrategyCondition(ci.Spec.Allocation, fallbacks, ci.Status.Conditions); c != nil {
+		c.ObservedGeneration = ci.Generation
+		meta.SetStatusCondition(&ci.Status.Conditions, *c)
+	} else {
+		meta.RemoveStatusCondition(&ci.Status.Conditions, v1alpha1.ConditionCustomStrategyApplied)
+	}
 	r.Board.Post(ctx, ci, cistatus.Allocation)
 	return ctrl.Result{}, errors.Join(errs...)
 }
@@ -144,7 +153,7 @@ func allocShards(ctx context.Context, rd client.Reader, specs []v1alpha1.ShardSp
 	}
 	var out []allocation.Shard
 	for _, s := range specs {
-		as := allocation.Shard{Name: s.Name, Domain: names.ShardDomain(s.Name, clusterDomain), Claim: s.Claim,
+		as := allocation.Shard{Name: s.Name, Labels: s.Labels, Domain: names.ShardDomain(s.Name, clusterDomain), Claim: s.Claim,
 			Flavour: string(s.Flavour), RouteClass: render.ShardRouteClass(s), SharesRouteSpecs: render.SharesRouteSpecs(s)}
 		var err error
 		if s.NamespaceSelector != nil {
@@ -166,6 +175,7 @@ func allocShards(ctx context.Context, rd client.Reader, specs []v1alpha1.ShardSp
 		if s.Load != nil {
 			l := routerload.Observe(render.LoadShard(s, int32(as.Capacity), reports[s.Name], ""), now)
 			as.Utilization, as.LoadKnown = l.UtilizationPercent, l.State != v1alpha1.LoadUnknown
+			as.RequestsPerSecond, as.CapacityRPS = l.RequestsPerSecond, l.CapacityRequestsPerSecond
 		}
 		out = append(out, as)
 	}

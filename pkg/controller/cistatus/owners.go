@@ -72,7 +72,7 @@ var owned = map[Owner]ownership{
 		}},
 	Shards: {conditions: []string{v1alpha1.ConditionShardsAvailable, v1alpha1.ConditionRoutesProtected,
 		v1alpha1.ConditionGatewayAPIAvailable}},
-	Allocation: {fields: func(dst, src *v1alpha1.ClusterIngressStatus) {
+	Allocation: {conditions: []string{v1alpha1.ConditionCustomStrategyApplied}, fields: func(dst, src *v1alpha1.ClusterIngressStatus) {
 		dst.Routes, dst.RejectedRoutes = src.Routes, src.RejectedRoutes
 	}},
 	Certificates: {conditions: []string{v1alpha1.ConditionCertificateReady},

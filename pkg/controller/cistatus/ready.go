@@ -33,6 +33,8 @@ var readyFrom = []struct {
 	//   failed move is told on its own condition and alert, not as the cluster being down.
 	// - RoutesServing: the canary is an outside probe that can fail for reasons outside the
 	//   cluster (a proxy, a firewall in front); it is reported, not folded into Ready.
+	// - CustomStrategyApplied: when a score or extender cannot decide, the built-in strategy does;
+	//   every route is still allocated and served.
 	// - ShardsSaturated: a saturated shard still serves (slower); it is the admin's cue to add
 	//   routers, and True is the bad state, unlike every condition above.
 }
