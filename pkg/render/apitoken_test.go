@@ -20,7 +20,8 @@ func TestAPITokenOnlyWhereNeeded(t *testing.T) {
 	// Traefik watches Ingresses, Services and Secrets; the VIP agent reads its ConfigMap and
 	// writes Leases. keepalived, which parses VRRP packets from the whole L2 domain, calls no API
 	// and holds no token (on 9e302f1 it ran in the agent's container with the token: item 23).
-	needs := map[string]bool{"traefik": true, "vip-agent": true, "keepalived": false}
+	// The load reporter renews its pod's Lease.
+	needs := map[string]bool{"traefik": true, "vip-agent": true, "keepalived": false, "load-reporter": true}
 	for _, tc := range []struct {
 		shard v1alpha1.ShardSpec
 		tls   bool
@@ -33,6 +34,7 @@ func TestAPITokenOnlyWhereNeeded(t *testing.T) {
 		{v1alpha1.ShardSpec{Name: "rip", Publishing: v1alpha1.PublishRoutedIP}, false, []string{"traefik"}},
 		{vipShard, false, []string{"traefik", "vip-agent", "keepalived"}},
 		{vipShard, true, []string{"traefik", "vip-agent", "keepalived"}},
+		{v1alpha1.ShardSpec{Name: "busy", Load: &v1alpha1.ShardLoadSpec{}}, true, []string{"traefik", "load-reporter"}},
 	} {
 		t.Run(fmt.Sprintf("%s/tls=%v", tc.shard.Name, tc.tls), func(t *testing.T) {
 			pod := routerPod(t, tc.shard, tc.tls)
