@@ -245,11 +245,12 @@ func ClaimedShard(c ClaimRecord, s ClaimSettings, flavour Flavour) ShardSpec {
 }
 
 // Shards are the shards in force for the cluster: the profile's, then one per admitted claim
-// (status.claims, written by the claims controller).
+// (status.claims, written by the claims controller); with LeastUtilized every one reports load,
+// and a shard whose routers follow load has the replicas the load controller decided.
 func (ci *ClusterIngress) Shards() []ShardSpec {
 	out := ci.Spec.ShardsOrDefault()
 	reportLoad := ci.Spec.Allocation.Strategy == StrategyLeastUtilized
-	if len(ci.Status.Claims) == 0 && !reportLoad {
+	if len(ci.Status.Claims) == 0 && !reportLoad && len(ci.Status.ShardLoad) == 0 {
 		return out
 	}
 	flavour := out[0].Flavour
@@ -264,8 +265,24 @@ func (ci *ClusterIngress) Shards() []ShardSpec {
 		if reportLoad && out[i].Load == nil {
 			out[i].Load = &ShardLoadSpec{} // LeastUtilized allocates by every shard's load
 		}
+		out[i].Replicas = followedReplicas(out[i], ci.Status.ShardLoad)
 	}
 	return out
+}
+
+// followedReplicas is a shard's replicas: while its routers follow load, the load controller's
+// (status.shardLoad), kept between the shard's replicas and maxReplicas.
+func followedReplicas(s ShardSpec, loads []ShardLoadStatus) *int32 {
+	if s.Load == nil || s.Load.MaxReplicas == nil || s.Replicas == nil {
+		return s.Replicas
+	}
+	for _, l := range loads {
+		if l.Shard == s.Name && l.Replicas > 0 {
+			r := min(max(l.Replicas, *s.Replicas), max(*s.Load.MaxReplicas, *s.Replicas))
+			return &r
+		}
+	}
+	return s.Replicas
 }
 
 // ActiveClaims are the claim records that hold a shard. A record whose shard a profile shard

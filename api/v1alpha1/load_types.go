@@ -1,5 +1,7 @@
 package v1alpha1
 
+import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 // ShardLoadSpec: the shard's routers report their load (a load reporter beside each router reads
 // the router's own metrics on the pod's loopback and renews a Lease in the user cluster), which
 // the LeastUtilized strategy allocates by and which tells the admin when the shard is saturated.
@@ -21,6 +23,21 @@ type ShardLoadSpec struct {
 	// agent's default image.
 	// +optional
 	ReporterImage string `json:"reporterImage,omitempty"`
+	// maxReplicas makes the shard's routers follow load (opt-in): between the shard's replicas
+	// (the least) and maxReplicas, and on the host network no more than its eligible nodes. Up at
+	// once when the load asks for more; down one router at a time once the load has asked for
+	// fewer for scaleDownDelay (the router leaves DNS, drains, then goes). Never on unknown load.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	MaxReplicas *int32 `json:"maxReplicas,omitempty"`
+	// targetPercent is the utilization routers that follow load are scaled to keep. Default 60.
+	// +optional
+	// +kubebuilder:validation:Minimum=10
+	// +kubebuilder:validation:Maximum=100
+	TargetPercent *int32 `json:"targetPercent,omitempty"`
+	// scaleDownDelay is how long the load must ask for fewer routers before one goes. Default 5m.
+	// +optional
+	ScaleDownDelay *metav1.Duration `json:"scaleDownDelay,omitempty"`
 }
 
 // ShardLoadStatus is one shard's load as its routers last reported it.
@@ -52,7 +69,13 @@ type ShardLoadStatus struct {
 	// clamped says which reported figures were absurd and were clamped (the user cluster's
 	// reports are its owner's to write).
 	// +optional
-	Clamped string `json:"clamped,omitempty"`
+	Clamped string `json:"clamped,omitempty"`	// replicas the shard's routers run while they follow load (ShardLoadSpec.MaxReplicas).
+	// +optional
+	Replicas int32 `json:"replicas,omitempty"`
+	// belowTargetSince is when the load began to ask for fewer routers than run (scale-down waits
+	// scaleDownDelay from it).
+	// +optional
+	BelowTargetSince *metav1.Time `json:"belowTargetSince,omitempty"`
 }
 
 // ShardLoadState is a shard's load state.

@@ -94,14 +94,22 @@ func VIPKey(ci *v1alpha1.ClusterIngress) string {
 	return b.String()
 }
 
-// LoadStatesChanged passes ClusterIngress updates that change a shard's load state (what the
-// users' ConfigMap tells; the figures are not).
-var LoadStatesChanged = predicate.Funcs{
+// LoadChanged passes ClusterIngress updates that change a shard's load state (what the users'
+// ConfigMap tells; the figures are not) or the replicas of routers that follow load.
+var LoadChanged = predicate.Funcs{
 	UpdateFunc: func(e event.UpdateEvent) bool {
 		o, ok1 := e.ObjectOld.(*v1alpha1.ClusterIngress)
 		n, ok2 := e.ObjectNew.(*v1alpha1.ClusterIngress)
-		return !ok1 || !ok2 || !maps.Equal(LoadStates(o), LoadStates(n))
+		return !ok1 || !ok2 || !maps.Equal(LoadStates(o), LoadStates(n)) || !maps.Equal(followed(o), followed(n))
 	},
+}
+
+func followed(ci *v1alpha1.ClusterIngress) map[string]int32 {
+	out := map[string]int32{}
+	for _, l := range ci.Status.ShardLoad {
+		out[l.Shard] = l.Replicas
+	}
+	return out
 }
 
 // LoadStates are the shards' load states (status.shardLoad) by shard.

@@ -120,3 +120,24 @@ func LoadShard(s v1alpha1.ShardSpec, ready int32, reports []routerload.Report, p
 	return routerload.Shard{Name: s.Name, Capacity: LoadCapacity(f, s), SaturationPercent: SaturationPercent(s),
 		ReadyRouters: ready, Reports: reports, Previous: previous}
 }
+
+// FollowedScale is what routerload.Replicas decides a shard's replicas from, but the load: the
+// shard's least (its replicas in the profile, min) and most, target and delay, the nodes its
+// routers may take one each on the host network (eligible; 0: unbounded), and the last decision.
+func FollowedScale(s v1alpha1.ShardSpec, min int32, eligible int32, last *v1alpha1.ShardLoadStatus) routerload.Scale {
+	sc := routerload.Scale{Min: min, Max: *s.Load.MaxReplicas, Target: routerload.DefaultTargetPercent,
+		Delay: routerload.DefaultScaleDownDelay}
+	if onHostNetwork(s) {
+		sc.Eligible = eligible
+	}
+	if s.Load.TargetPercent != nil {
+		sc.Target = *s.Load.TargetPercent
+	}
+	if s.Load.ScaleDownDelay != nil {
+		sc.Delay = s.Load.ScaleDownDelay.Duration
+	}
+	if last != nil {
+		sc.Current, sc.BelowSince = last.Replicas, last.BelowTargetSince
+	}
+	return sc
+}

@@ -178,7 +178,7 @@ func deployment(f Flavour, in RenderInput, router Router, name string, labels ma
 		strategy.RollingUpdate = &appsv1.RollingUpdateDeployment{MaxSurge: ptr.To(intstr.FromInt32(0)),
 			MaxUnavailable: ptr.To(intstr.FromInt32(1))}
 	}
-	if replicas >= 2 {
+	if spreads(s) {
 		sel := &metav1.LabelSelector{MatchLabels: names.RouterSelector(s.Name)}
 		pod.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
 			RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{
@@ -296,7 +296,7 @@ func service(s v1alpha1.ShardSpec, name string, labels map[string]string, http, 
 // replica (a budget there would block node drains forever).
 func disruptionBudget(s v1alpha1.ShardSpec, name string, labels map[string]string) *policyv1.PodDisruptionBudget {
 	r := *s.Replicas
-	if r < 2 {
+	if !spreads(s) {
 		return nil
 	}
 	maxUnavailable := intstr.FromInt32(1)
@@ -314,4 +314,11 @@ func disruptionBudget(s v1alpha1.ShardSpec, name string, labels map[string]strin
 
 func objectMeta(name, ns string, labels map[string]string) metav1.ObjectMeta {
 	return metav1.ObjectMeta{Name: name, Namespace: ns, Labels: labels}
+}
+
+// spreads says whether a shard's routers spread one per node behind a disruption budget: with 2
+// or more replicas, or when they follow load up to 2 or more, so that following load changes the
+// replica count only, never the pod template (which would replace every router).
+func spreads(s v1alpha1.ShardSpec) bool {
+	return *s.Replicas >= 2 || (s.Load != nil && s.Load.MaxReplicas != nil && *s.Load.MaxReplicas >= 2)
 }

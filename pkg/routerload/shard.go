@@ -128,6 +128,7 @@ func Publish(recorded, next []v1alpha1.ShardLoadStatus) []v1alpha1.ShardLoadStat
 		if r.State == n.State && r.ReportingRouters == n.ReportingRouters && r.Clamped == n.Clamped &&
 			r.CapacityRequestsPerSecond == n.CapacityRequestsPerSecond && d < publishStep && -d < publishStep {
 			out[i] = r
+			out[i].Replicas, out[i].BelowTargetSince = n.Replicas, n.BelowTargetSince // decisions, not figures
 		}
 	}
 	return out

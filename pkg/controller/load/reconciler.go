@@ -74,6 +74,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, clusteraccess.DescribeError("read the user cluster's cache", err)
 	}
+	if err := r.follow(ctx, cluster.Reader(), ci, reporting, loads, now); err != nil {
+		return ctrl.Result{}, clusteraccess.DescribeError("read the user cluster's cache", err)
+	}
 	forgetCluster(req.String())
 	for _, l := range loads {
 		if l.State == v1alpha1.LoadSaturated && previousState(ci.Status.ShardLoad, l.Shard) != v1alpha1.LoadSaturated {

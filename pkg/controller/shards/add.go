@@ -45,7 +45,7 @@ func Add(mgr ctrl.Manager, cfg Config) error {
 		// Spec, deletion and the domain matter; the other controllers' status writes do not.
 		// A renewed certificate (status.certificate) is handed to the routers.
 		For(&v1alpha1.ClusterIngress{}, builder.WithPredicates(predicate.Or(predicates.MetadataOrSpecChanged, predicates.DomainChanged, predicates.CertificateChanged, predicates.VIPsChanged, predicates.ClaimsChanged,
-			predicates.LoadStatesChanged))).
+			predicates.LoadChanged))).
 		// Drift of managed objects, and nodes' labels (which shards' nodeSelectors match); not
 		// readiness, which the routers' pods report.
 		WatchesRawSource(source.Channel(cfg.Access.Subscribe(clusteraccess.ChangeManaged|clusteraccess.ChangeNodeLabels),

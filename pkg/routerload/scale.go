@@ -1,0 +1,67 @@
+package routerload
+
+import (
+	"math"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/shardgate/shardgate/api/v1alpha1"
+)
+
+// Defaults of following load.
+const (
+	DefaultTargetPercent  = 60
+	DefaultScaleDownDelay = 5 * time.Minute
+)
+
+// Scale is what following load decides a shard's routers from.
+type Scale struct {
+	// Min and Max are the shard's replicas and maxReplicas.
+	Min, Max int32
+	// Eligible bounds Max where routers take a node each (the host network): the nodes they may
+	// run on; 0 when unbounded.
+	Eligible int32
+	// Target is the utilization to keep (percent); Delay how long the load must ask for fewer
+	// routers before one goes.
+	Target int32
+	Delay  time.Duration
+	// Current is the replicas decided last (0: none yet, Min); BelowSince when the load began to
+	// ask for fewer (nil: it does not).
+	Current    int32
+	BelowSince *metav1.Time
+}
+
+// Replicas decides how many routers a shard following load runs, given its load now: up at once to
+// what keeps the utilization at Target, down one router at a time once the load has asked for
+// fewer for Delay, never on unknown load, always within Min and Max (and Eligible). It returns the
+// replicas and when the load began to ask for fewer (nil when it does not).
+func Replicas(s Scale, l v1alpha1.ShardLoadStatus, now time.Time) (int32, *metav1.Time) {
+	hi := s.Max
+	if s.Eligible > 0 {
+		hi = min(hi, max(s.Eligible, s.Min))
+	}
+	hi = max(hi, s.Min)
+	cur := min(max(s.Current, s.Min), hi)
+	if l.State == v1alpha1.LoadUnknown || l.ReportingRouters == 0 || s.Target <= 0 {
+		return cur, nil
+	}
+	// The load is UtilizationPercent on each router serving (the reporting ones' mean; a router
+	// not reporting yet serves its share too, so never fewer than run): the routers that carry it
+	// at Target each.
+	serving := float64(max(l.ReportingRouters, cur))
+	want := int32(min(math.Ceil(float64(l.UtilizationPercent)*serving/float64(s.Target)), float64(hi)))
+	want = max(want, s.Min)
+	switch {
+	case want > cur:
+		return want, nil
+	case want == cur:
+		return cur, nil
+	case s.BelowSince == nil:
+		t := metav1.NewTime(now)
+		return cur, &t
+	case now.Sub(s.BelowSince.Time) >= s.Delay:
+		return cur - 1, nil // one at a time; the next waits Delay again
+	}
+	return cur, s.BelowSince
+}
