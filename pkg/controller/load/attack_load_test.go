@@ -1,0 +1,75 @@
+package load
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/shardgate/shardgate/api/v1alpha1"
+	"github.com/shardgate/shardgate/pkg/clusteraccess"
+	"github.com/shardgate/shardgate/pkg/controller/cistatus"
+	"github.com/shardgate/shardgate/pkg/controllertest"
+	"github.com/shardgate/shardgate/pkg/names"
+)
+
+// TestAttackLoadUnreachableClusterStaysSaturatedForever: once a cluster cannot be observed, the
+// load controller returns before deciding anything, so status.shardLoad keeps "Saturated" with
+// its last figures and shardgate_shard_saturated stays 1 (utilization too, though its help says
+// it is absent while the load is unknown): hours after the last report, ShardgateShardSaturated
+// still pages "add routers" for a shard nobody has seen (stale load is meant to be Unknown).
+func TestAttackLoadUnreachableClusterStaysSaturatedForever(t *testing.T) {
+	now := time.Unix(200000, 0)
+	ci := &v1alpha1.ClusterIngress{ObjectMeta: metav1.ObjectMeta{Namespace: "seed", Name: "attack-unreachable"},
+		Spec: v1alpha1.ClusterIngressSpec{Allocation: v1alpha1.AllocationSettings{Strategy: v1alpha1.StrategyLeastUtilized},
+			Shards: v1alpha1.ResolveShards([]v1alpha1.ShardSpec{
+				{Name: "default", Load: &v1alpha1.ShardLoadSpec{RequestsPerSecond: ptr.To[int32](10)}}})},
+		Status: v1alpha1.ClusterIngressStatus{Domain: "c1.z.test"}}
+	s := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1alpha1.AddToScheme} {
+		if err := add(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	seed := fake.NewClientBuilder().WithScheme(s).WithStatusSubresource(ci).WithObjects(ci).Build()
+	access := clusteraccess.NewFake()
+	key := client.ObjectKeyFromObject(ci)
+	user := controllertest.UserCluster(access, key,
+		&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: names.Namespace, Name: names.RouterName("default")},
+			Status: appsv1.DeploymentStatus{ReadyReplicas: 1}},
+		loadLease("default", "r1", "rps=50", now))
+	clock := now
+	r := &Reconciler{Client: seed, Access: access, Board: cistatus.NewBoard(seed).WriteThrough(),
+		Recorder: events.NewFakeRecorder(10), Now: func() time.Time { return clock }}
+	controllertest.Reconcile(t, r, key, 1)
+	if v := testutil.ToFloat64(saturatedGauge.WithLabelValues(key.String(), "default")); v != 1 {
+		t.Fatalf("setup: saturated gauge %v", v)
+	}
+
+	user.St = clusteraccess.State{Phase: clusteraccess.PhaseUnreachable, Since: now}
+	clock = now.Add(6 * time.Hour)
+	controllertest.Reconcile(t, r, key, 1)
+
+	got := &v1alpha1.ClusterIngress{}
+	if err := seed.Get(context.Background(), key, got); err != nil {
+		t.Fatal(err)
+	}
+	if v := testutil.ToFloat64(saturatedGauge.WithLabelValues(key.String(), "default")); v == 1 {
+		t.Errorf("6 h without a report (cluster unreachable), shardgate_shard_saturated is still 1: the alert keeps paging")
+	}
+	for _, l := range got.Status.ShardLoad {
+		if l.State != v1alpha1.LoadUnknown {
+			t.Errorf("6 h without a report, status.shardLoad says %s at %d%%", l.State, l.UtilizationPercent)
+		}
+	}
+}
