@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/shardgate/shardgate/api/v1alpha1"
 	"github.com/shardgate/shardgate/pkg/allocation"
 )
 
@@ -58,5 +60,30 @@ func TestAttackLoadExtenderPassBudgetIsOverrun(t *testing.T) {
 	_, _ = ask(allocation.Route{Kind: "Ingress", Namespace: "ns", Name: "r"}, []allocation.ShardLoad{{Name: "a"}})
 	if spent := time.Since(start); spent > budget+200*time.Millisecond {
 		t.Errorf("a pass with %s of extender budget spent %s asking", budget, spent.Round(time.Millisecond))
+	}
+}
+
+// TestAttackLoadFallbackCountsAndNamesAreWrong: with both a score and an extender, a route the
+// extender cannot decide is counted twice (once as fallen back by the extender, once as picked by
+// the score it falls back to), and the condition says the profile's built-in strategy decided it
+// although the score did: one new route reads "1 of 2 new routes decided by LeastRoutes instead".
+func TestAttackLoadFallbackCountsAndNamesAreWrong(t *testing.T) {
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		http.Error(w, "down", http.StatusServiceUnavailable)
+	}))
+	defer srv.Close()
+	r := &Reconciler{}
+	a := v1alpha1.AllocationSettings{Score: `shard.name == "b" ? 0 : 1`, Extender: extenderSpec(srv, time.Second)}
+	s, f, err := r.strategy(context.Background(), "seed/c1", a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := s.Pick(allocation.Route{Kind: "Ingress", Namespace: "ns", Name: "web"}, []allocation.ShardLoad{{Name: "a"}, {Name: "b"}})
+	c := customStrategyCondition(a, f, nil)
+	if got != "b" {
+		t.Fatalf("setup: the score should have decided (b), got %s", got)
+	}
+	if !strings.Contains(c.Message, "1 of 1 ") || strings.Contains(c.Message, "decided by LeastRoutes") {
+		t.Errorf("one new route, decided by the score after the extender failed; the condition says: %s", c.Message)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -21,6 +22,7 @@ import (
 	"github.com/shardgate/shardgate/pkg/controller/cistatus"
 	"github.com/shardgate/shardgate/pkg/controllertest"
 	"github.com/shardgate/shardgate/pkg/names"
+	"github.com/shardgate/shardgate/pkg/routerload"
 )
 
 // TestAttackLoadUnreachableClusterStaysSaturatedForever: once a cluster cannot be observed, the
@@ -71,5 +73,66 @@ func TestAttackLoadUnreachableClusterStaysSaturatedForever(t *testing.T) {
 		if l.State != v1alpha1.LoadUnknown {
 			t.Errorf("6 h without a report, status.shardLoad says %s at %d%%", l.State, l.UtilizationPercent)
 		}
+	}
+}
+
+// TestAttackLoadOwnerDrivesSeedStatusWrites: every write of a load Lease in the user cluster wakes
+// the load controller (ChangeRouterLoad, unthrottled) and nothing bounds how often a shard's state
+// may change, so O alternating one Lease between rps=0 and a high rate gets a seed status write
+// (and a Warning Event in the seed namespace every second time) per Lease write: the seed's API
+// server writes at the pace O chooses, for as many clusters as O owns.
+func TestAttackLoadOwnerDrivesSeedStatusWrites(t *testing.T) {
+	now := time.Unix(300000, 0)
+	ci := &v1alpha1.ClusterIngress{ObjectMeta: metav1.ObjectMeta{Namespace: "seed", Name: "attack-storm"},
+		Spec: v1alpha1.ClusterIngressSpec{Shards: v1alpha1.ResolveShards([]v1alpha1.ShardSpec{
+			{Name: "default", Load: &v1alpha1.ShardLoadSpec{RequestsPerSecond: ptr.To[int32](10)}}})},
+		Status: v1alpha1.ClusterIngressStatus{Domain: "c1.z.test"}}
+	s := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1alpha1.AddToScheme} {
+		if err := add(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	seed := fake.NewClientBuilder().WithScheme(s).WithStatusSubresource(ci).WithObjects(ci).Build()
+	access := clusteraccess.NewFake()
+	key := client.ObjectKeyFromObject(ci)
+	user := controllertest.UserCluster(access, key,
+		&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: names.Namespace, Name: names.RouterName("default")},
+			Status: appsv1.DeploymentStatus{ReadyReplicas: 1}},
+		loadLease("default", "r1", "rps=0", now))
+	recorder := events.NewFakeRecorder(100)
+	r := &Reconciler{Client: seed, Access: access, Board: cistatus.NewBoard(seed).WriteThrough(), Recorder: recorder,
+		Now: func() time.Time { return now }}
+	rv := func() string {
+		got := &v1alpha1.ClusterIngress{}
+		if err := seed.Get(context.Background(), key, got); err != nil {
+			t.Fatal(err)
+		}
+		return got.ResourceVersion
+	}
+	controllertest.Reconcile(t, r, key, 1)
+	writes, last := 0, rv()
+	const flips = 20
+	for i := range flips {
+		value := "rps=0"
+		if i%2 == 0 {
+			value = "rps=10000"
+		}
+		l := &coordinationv1.Lease{}
+		if err := user.Client.Get(context.Background(), client.ObjectKeyFromObject(loadLease("default", "r1", "", now)), l); err != nil {
+			t.Fatal(err)
+		}
+		l.Annotations = map[string]string{routerload.ReportAnnotation: value}
+		if err := user.Client.Update(context.Background(), l); err != nil {
+			t.Fatal(err)
+		}
+		controllertest.Reconcile(t, r, key, 1) // the Lease write's ChangeRouterLoad wakes it
+		if v := rv(); v != last {
+			writes, last = writes+1, v
+		}
+	}
+	if writes > flips/4 {
+		t.Errorf("%d Lease writes in the user cluster, all within the same second: %d seed status writes and %d Events",
+			flips, writes, len(recorder.Events))
 	}
 }
