@@ -136,3 +136,45 @@ func TestAttackLoadOwnerDrivesSeedStatusWrites(t *testing.T) {
 			flips, writes, len(recorder.Events))
 	}
 }
+
+// TestAttackLoadDeletedClusterKeepsPaging: the load controller drops a cluster's series only when
+// it sees the ClusterIngress with a deletionTimestamp; when it next sees it gone (the finalizers
+// were removed before its queued reconcile ran: the update and the delete coalesce), it returns
+// on NotFound and shardgate_shard_saturated stays 1 for a cluster that no longer exists, so
+// ShardgateShardSaturated pages until the controller restarts (the canary controller forgets on
+// NotFound).
+func TestAttackLoadDeletedClusterKeepsPaging(t *testing.T) {
+	now := time.Unix(400000, 0)
+	ci := &v1alpha1.ClusterIngress{ObjectMeta: metav1.ObjectMeta{Namespace: "seed", Name: "attack-deleted"},
+		Spec: v1alpha1.ClusterIngressSpec{Shards: v1alpha1.ResolveShards([]v1alpha1.ShardSpec{
+			{Name: "default", Load: &v1alpha1.ShardLoadSpec{RequestsPerSecond: ptr.To[int32](10)}}})},
+		Status: v1alpha1.ClusterIngressStatus{Domain: "c1.z.test"}}
+	s := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1alpha1.AddToScheme} {
+		if err := add(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	seed := fake.NewClientBuilder().WithScheme(s).WithStatusSubresource(ci).WithObjects(ci).Build()
+	access := clusteraccess.NewFake()
+	key := client.ObjectKeyFromObject(ci)
+	controllertest.UserCluster(access, key,
+		&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: names.Namespace, Name: names.RouterName("default")},
+			Status: appsv1.DeploymentStatus{ReadyReplicas: 1}},
+		loadLease("default", "r1", "rps=50", now))
+	r := &Reconciler{Client: seed, Access: access, Board: cistatus.NewBoard(seed).WriteThrough(),
+		Recorder: events.NewFakeRecorder(10), Now: func() time.Time { return now }}
+	controllertest.Reconcile(t, r, key, 1)
+	if err := seed.Delete(context.Background(), &v1alpha1.ClusterIngress{ObjectMeta: metav1.ObjectMeta{
+		Namespace: key.Namespace, Name: key.Name}}); err != nil {
+		t.Fatal(err)
+	}
+	controllertest.Reconcile(t, r, key, 1)
+	if n := testutil.CollectAndCount(saturatedGauge); n > 0 {
+		for _, c := range []string{key.String()} {
+			if v := testutil.ToFloat64(saturatedGauge.WithLabelValues(c, "default")); v == 1 {
+				t.Errorf("cluster %s is gone, shardgate_shard_saturated{cluster=%q} is still 1", c, c)
+			}
+		}
+	}
+}
