@@ -11,7 +11,7 @@ import (
 func TestAttackLoadScoreIsNotDeterministic(t *testing.T) {
 	s, err := CompileScore(`shard.name == "b" ? 1 : (shard.labels.map(k, k)[0] == "a" ? 0 : 2)`)
 	if err != nil {
-		t.Fatal(err)
+		return // fixed: comprehension macros are refused, so no score iterates a map
 	}
 	labels := map[string]string{}
 	for _, k := range []string{"a", "b", "c", "d", "e", "f", "g", "h"} {

@@ -10,23 +10,38 @@ import (
 	"github.com/google/cel-go/cel"
 )
 
-// Fallbacks counts, over one allocation pass, the picks a score or an extender could not make
-// (the built-in strategy made them instead) and keeps the first reason: CustomStrategyApplied.
-// A pass plans on one goroutine.
+// Fallbacks counts, over one allocation pass, the new routes a score or an extender decided and
+// those one of them could not (the next in line decided instead), with the first reason:
+// CustomStrategyApplied. A route is counted once, however many strategies it went through. A pass
+// plans on one goroutine.
 type Fallbacks struct {
 	Picks, Fell  int
 	FirstProblem string
+	seen, fell   map[string]bool
 }
 
-// Record counts one pick: made by the score or extender (problem ""), or by the fallback because
-// of problem.
-func (f *Fallbacks) Record(problem string) {
-	f.Picks++
-	if problem != "" {
+// Decided counts r as picked (by a score or an extender, or by what they fall back to).
+func (f *Fallbacks) Decided(r Route) {
+	if f.seen == nil {
+		f.seen, f.fell = map[string]bool{}, map[string]bool{}
+	}
+	k := r.Kind + "/" + r.Namespace + "/" + r.Name
+	if !f.seen[k] {
+		f.seen[k] = true
+		f.Picks++
+	}
+}
+
+// FellBack counts r as one a score or an extender could not decide, because of problem.
+func (f *Fallbacks) FellBack(r Route, problem string) {
+	f.Decided(r)
+	k := r.Kind + "/" + r.Namespace + "/" + r.Name
+	if !f.fell[k] {
+		f.fell[k] = true
 		f.Fell++
-		if f.FirstProblem == "" {
-			f.FirstProblem = problem
-		}
+	}
+	if f.FirstProblem == "" {
+		f.FirstProblem = problem
 	}
 }
 
@@ -36,7 +51,10 @@ const maxScoreCost = 10000
 
 var scoreEnv = sync.OnceValues(func() (*cel.Env, error) {
 	// Optional types: labels a shard or route may lack read as shard.labels.?tier.orValue("").
-	return cel.NewEnv(cel.OptionalTypes(), cel.Variable("shard", cel.MapType(cel.StringType, cel.DynType)),
+	// No comprehension macros (all, exists, map, filter): over labels they would iterate a map in
+	// Go's random order, and a score must pick the same shard for the same inputs. has() stays.
+	return cel.NewEnv(cel.ClearMacros(), cel.Macros(cel.HasMacro), cel.OptionalTypes(),
+		cel.Variable("shard", cel.MapType(cel.StringType, cel.DynType)),
 		cel.Variable("route", cel.MapType(cel.StringType, cel.DynType)))
 })
 
@@ -129,12 +147,13 @@ func (s scored) Pick(r Route, c []ShardLoad) string {
 	for i := range c {
 		v, err := s.score.Eval(r, c[i])
 		if err != nil {
-			s.fallbacks.Record(fmt.Sprintf("score failed for %s %s/%s on shard %s: %v", r.Kind, r.Namespace, r.Name, c[i].Name, err))
+			s.fallbacks.FellBack(r, fmt.Sprintf("score failed for %s %s/%s on shard %s: %v", r.Kind, r.Namespace, r.Name,
+				c[i].Name, err))
 			return s.fallback.Pick(r, c)
 		}
 		values[i] = v
 	}
-	s.fallbacks.Record("")
+	s.fallbacks.Decided(r)
 	best := 0
 	for i := 1; i < len(c); i++ {
 		if values[i] < values[best] || (values[i] == values[best] && perRouter(c[i], c[best]) < 0) {
@@ -165,10 +184,10 @@ func (e extended) Pick(r Route, c []ShardLoad) string {
 		err = fmt.Errorf("it answered shard %q, which is not a candidate (%s)", name, strings.Join(candidateNames(c), ", "))
 	}
 	if err != nil {
-		e.fallbacks.Record(fmt.Sprintf("extender for %s %s/%s: %v", r.Kind, r.Namespace, r.Name, err))
+		e.fallbacks.FellBack(r, fmt.Sprintf("extender for %s %s/%s: %v", r.Kind, r.Namespace, r.Name, err))
 		return e.fallback.Pick(r, c)
 	}
-	e.fallbacks.Record("")
+	e.fallbacks.Decided(r)
 	return name
 }
 

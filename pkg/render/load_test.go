@@ -51,6 +51,14 @@ func TestLoadReporter(t *testing.T) {
 		if rb := as[rbacv1.RoleBinding](t, b); rb.RoleRef.Name != loadClusterRole {
 			t.Errorf("binding %+v", rb)
 		}
+		// Known (the attacker's review of #32): a Lease name cannot be known before the pod
+		// exists, so the role names none; it grants get, create and update on Leases, in
+		// shardgate-system only, and nothing else (a compromised router already reads every
+		// Secret its flavour reads).
+		if r := loadRole().Rules; len(r) != 1 || !slices.Equal(r[0].Resources, []string{"leases"}) ||
+			!slices.Equal(r[0].Verbs, []string{"get", "create", "update"}) {
+			t.Errorf("load role: %+v", r)
+		}
 	}
 	plain := v1alpha1.ResolveShards([]v1alpha1.ShardSpec{{Name: "edge"}})[0]
 	objs, err := RenderShard(Traefik{}, RenderInput{Domain: "edge.c1.example.test", Shard: plain, DNSTTL: 60})

@@ -1,6 +1,7 @@
 package routerload
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 // ReportAnnotation holds a router's figures on its Lease (names.RouterLoadLeaseName), as
@@ -63,13 +65,19 @@ func (r Report) Annotation() string {
 	return b.String()
 }
 
-// ParseLease reads a router's report from its Lease at now: false for a Lease without a holder,
-// renewal or figures. Figures are clamped to their bounds (Clamped says which), unknown keys are
-// ignored, and the freshness is capped at MaxFreshness from the earlier of the renewal and now.
+// maxSkew is how far ahead of the seed's clock a renewal may be dated and still count: a node's
+// clock a little ahead. Beyond it, a renewal that would never go stale is no report.
+const maxSkew = 30 * time.Second
+
+// ParseLease reads a router's report from its Lease at now: false for a Lease without a holder
+// that is a pod name, a renewal (or one dated past maxSkew ahead), or a requests figure (a report
+// without one is unknown load, not zero). Figures are clamped to their bounds (Clamped says which),
+// unknown keys are ignored, and the freshness is capped at MaxFreshness.
 func ParseLease(l *coordinationv1.Lease, now time.Time) (Report, bool) {
 	s := l.Spec
 	value, ok := l.Annotations[ReportAnnotation]
-	if !ok || s.HolderIdentity == nil || *s.HolderIdentity == "" || s.RenewTime == nil || s.LeaseDurationSeconds == nil {
+	if !ok || s.HolderIdentity == nil || len(validation.IsDNS1123Subdomain(*s.HolderIdentity)) > 0 || s.RenewTime == nil ||
+		s.LeaseDurationSeconds == nil || s.RenewTime.After(now.Add(maxSkew)) {
 		return Report{}, false
 	}
 	renewed := s.RenewTime.Time
@@ -89,16 +97,19 @@ func ParseLease(l *coordinationv1.Lease, now time.Time) (Report, bool) {
 		seen[k] = true
 		x, err := strconv.ParseFloat(v, 64)
 		switch f := figures[i]; {
-		case err != nil || math.IsNaN(x) || x < 0:
-			clamped = append(clamped, k)
-		case x > f.bound:
+		case (err == nil || errors.Is(err, strconv.ErrRange)) && x > f.bound: // 1e999 overflows to +Inf
 			*f.field(&r) = f.bound
 			clamped = append(clamped, k)
+		case err != nil || math.IsNaN(x) || x < 0:
+			clamped = append(clamped, k)
+			if k == "rps" {
+				return Report{}, false // no requests figure: unknown load, never zero
+			}
 		default:
 			*f.field(&r) = x
 		}
 	}
-	if len(seen) == 0 {
+	if !seen["rps"] {
 		return Report{}, false
 	}
 	r.Clamped = strings.Join(clamped, ",")

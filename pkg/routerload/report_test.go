@@ -42,9 +42,13 @@ func TestParseLeaseIsHostile(t *testing.T) {
 		clamped string
 		expires time.Time
 	}{
-		{"huge", lease("p", "rps=1e300 conns=-5 mem=NaN cpu=abc in=1", now, 30), true, 1e7, "rps,conns,mem,cpu",
+		{"huge", lease("p", "rps=1e300 conns=-5 mem=NaN cpu=abc in=1e999", now, 30), true, 1e7, "rps,conns,mem,cpu,in",
 			now.Add(30 * time.Second)},
-		{"renewed in the future", lease("p", "rps=1", now.Add(24*time.Hour), 30), true, 1, "", now.Add(30 * time.Second)},
+		{"renewed a little ahead (a node's clock)", lease("p", "rps=1", now.Add(10*time.Second), 30), true, 1, "",
+			now.Add(30 * time.Second)},
+		{"renewed a day ahead: never stale, no report", lease("p", "rps=1", now.Add(24*time.Hour), 30), false, 0, "", time.Time{}},
+		{"holder not a pod name", lease("a b\x1b", "rps=1", now, 30), false, 0, "", time.Time{}},
+		{"no requests figure", lease("p", "mem=1", now, 30), false, 0, "", time.Time{}},
 		{"fresh for a year", lease("p", "rps=1", now, 365*24*3600), true, 1, "", now.Add(MaxFreshness)},
 		{"negative duration", lease("p", "rps=1", now, -10), true, 1, "", now},
 		{"repeated key counts once", lease("p", "rps=1 rps=1e9", now, 30), true, 1, "", now.Add(30 * time.Second)},

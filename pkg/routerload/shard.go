@@ -133,3 +133,18 @@ func Publish(recorded, next []v1alpha1.ShardLoadStatus) []v1alpha1.ShardLoadStat
 	}
 	return out
 }
+
+// Unobserved is the shards' load while no report can be read (the cluster cannot be observed):
+// Unknown, without figures; the replicas of routers that follow load stay as decided.
+func Unobserved(shards []v1alpha1.ShardSpec, recorded []v1alpha1.ShardLoadStatus) []v1alpha1.ShardLoadStatus {
+	out := make([]v1alpha1.ShardLoadStatus, len(shards))
+	for i, s := range shards {
+		out[i] = v1alpha1.ShardLoadStatus{Shard: s.Name, State: v1alpha1.LoadUnknown}
+		for _, r := range recorded {
+			if r.Shard == s.Name {
+				out[i].CapacityRequestsPerSecond, out[i].Replicas = r.CapacityRequestsPerSecond, r.Replicas
+			}
+		}
+	}
+	return out
+}

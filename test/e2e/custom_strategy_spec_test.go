@@ -37,6 +37,14 @@ func customStrategySpec(ctx context.Context, t *testing.T, in ShardsSpecInput, p
 	updateProfile(ctx, t, seed, profile, func(p *v1alpha1.IngressProfile) {
 		p.Spec.Shards, p.Spec.Allocation.Score = shards, goldFirst
 	})
+	// Routes are allocated once, sticky: create them only once the cluster carries the settings.
+	carries := func(what string, ok func(v1alpha1.AllocationSettings) bool) {
+		t.Helper()
+		eventually(ctx, t, 30*time.Second, func() (bool, string) {
+			return ok(getCI(ctx, t, seed, key("s1")).Spec.Allocation), "ClusterIngress s1 without the profile's " + what
+		})
+	}
+	carries("score", func(a v1alpha1.AllocationSettings) bool { return a.Score == goldFirst })
 	must(t, u1.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "gold",
 		Labels: map[string]string{"tier": "gold"}}}))
 	create := func(ns, name string) {
@@ -107,6 +115,7 @@ func customStrategySpec(ctx context.Context, t *testing.T, in ShardsSpecInput, p
 		p.Spec.Allocation.Extender = &v1alpha1.AllocationExtender{URL: srv.URL, CABundle: ca,
 			Timeout: &metav1.Duration{Duration: time.Second}}
 	})
+	carries("extender", func(a v1alpha1.AllocationSettings) bool { return a.Extender != nil })
 	// The score would put a default-namespace route on default: the extender's edge wins.
 	create("default", "ext-edge")
 	waitShard("default", "ext-edge", "edge")

@@ -91,7 +91,7 @@ func loadSpec(ctx context.Context, t *testing.T, in ShardsSpecInput, profile str
 		Name: names.RouterLoadLeaseName("edge", "forged"), Labels: names.RouterSelector("edge"),
 		Annotations: map[string]string{routerload.ReportAnnotation: "rps=1e300 conns=-1"}},
 		Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("forged"), LeaseDurationSeconds: ptr.To[int32](3600),
-			RenewTime: ptr.To(metav1.NewMicroTime(time.Now().Add(time.Hour)))}}
+			RenewTime: ptr.To(metav1.NewMicroTime(time.Now()))}}
 	must(t, u1.Client.Create(ctx, forged))
 	eventually(ctx, t, 45*time.Second, func() (bool, string) {
 		l := loads("s1")["edge"]

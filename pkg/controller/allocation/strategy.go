@@ -68,7 +68,7 @@ type failing struct {
 }
 
 func (s failing) Pick(r allocation.Route, c []allocation.ShardLoad) string {
-	s.f.Record(s.problem)
+	s.f.FellBack(r, s.problem)
 	return s.fallback.Pick(r, c)
 }
 
@@ -83,7 +83,8 @@ func customStrategyCondition(a v1alpha1.AllocationSettings, f *allocation.Fallba
 	switch {
 	case f.Fell > 0:
 		c.Status, c.Reason = metav1.ConditionFalse, v1alpha1.ReasonFellBack
-		c.Message = fmt.Sprintf("%d of %d new routes decided by %s instead: %s", f.Fell, f.Picks, strategyName(a), f.FirstProblem)
+		c.Message = fmt.Sprintf("%d of %d new routes not decided as configured (%s decided instead): %s", f.Fell, f.Picks,
+			nextInLine(a), f.FirstProblem)
 	case f.Picks > 0:
 		c.Status, c.Reason = metav1.ConditionTrue, v1alpha1.ReasonApplied
 		c.Message = fmt.Sprintf("%d new route(s) decided by the profile's score or extender", f.Picks)
@@ -96,19 +97,34 @@ func customStrategyCondition(a v1alpha1.AllocationSettings, f *allocation.Fallba
 	return c
 }
 
-func strategyName(a v1alpha1.AllocationSettings) string {
-	if a.Strategy == "" {
-		return string(v1alpha1.StrategyLeastRoutes)
+// nextInLine names what decides when the extender or score cannot: the score under an
+// extender, then the built-in strategy.
+func nextInLine(a v1alpha1.AllocationSettings) string {
+	s := string(a.Strategy)
+	if s == "" {
+		s = string(v1alpha1.StrategyLeastRoutes)
 	}
-	return string(a.Strategy)
+	if a.Extender != nil && a.Score != "" {
+		return "the score, or " + s + " where it fails"
+	}
+	return s
 }
 
 // extenders keeps one HTTP client per extender (URL, CA bundle, timeout), so that passes reuse
-// connections.
+// connections; a profile's edits leave at most maxExtenderClients behind.
 type extenders struct {
 	mu      sync.Mutex
-	clients map[v1alpha1.AllocationExtender]*http.Client
+	clients map[extenderKey]*http.Client
 }
+
+type extenderKey struct {
+	url, caBundle string
+	timeout       time.Duration
+}
+
+// maxExtenderClients bounds the clients kept: past it they are all dropped (their idle
+// connections closed) and built again as passes need them.
+const maxExtenderClients = 32
 
 // ExtenderRequest is what an extender is sent for one new route.
 type ExtenderRequest struct {
@@ -146,13 +162,11 @@ type ExtenderAnswer struct {
 }
 
 func (e *extenders) client(spec *v1alpha1.AllocationExtender) (*http.Client, error) {
-	key := *spec
-	key.Timeout = nil
 	timeout := defaultExtenderTimeout
 	if spec.Timeout != nil && spec.Timeout.Duration > 0 {
 		timeout = min(spec.Timeout.Duration, 10*time.Second)
 	}
-	key.Timeout = &metav1.Duration{Duration: timeout}
+	key := extenderKey{url: spec.URL, caBundle: spec.CABundle, timeout: timeout}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if c, ok := e.clients[key]; ok {
@@ -167,8 +181,14 @@ func (e *extenders) client(spec *v1alpha1.AllocationExtender) (*http.Client, err
 		Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}, Proxy: nil,
 			MaxIdleConnsPerHost: 2, IdleConnTimeout: time.Minute},
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	if len(e.clients) >= maxExtenderClients {
+		for _, old := range e.clients {
+			old.CloseIdleConnections()
+		}
+		e.clients = nil
+	}
 	if e.clients == nil {
-		e.clients = map[v1alpha1.AllocationExtender]*http.Client{}
+		e.clients = map[extenderKey]*http.Client{}
 	}
 	e.clients[key] = c
 	return c, nil
@@ -201,7 +221,10 @@ func (e *extenders) ask(ctx context.Context, cluster string, spec *v1alpha1.Allo
 		if err != nil {
 			return "", err
 		}
-		hr, err := http.NewRequestWithContext(ctx, http.MethodPost, spec.URL, bytes.NewReader(body))
+		// The pass' budget bounds this request too, not only whether it starts.
+		rctx, cancel := context.WithDeadline(ctx, deadline)
+		defer cancel()
+		hr, err := http.NewRequestWithContext(rctx, http.MethodPost, spec.URL, bytes.NewReader(body))
 		if err != nil {
 			return "", err
 		}

@@ -2,6 +2,7 @@ package load
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -14,11 +15,12 @@ import (
 )
 
 // follow decides, for each shard whose routers follow load, how many run (routerload.Replicas),
-// into loads; the shard controller renders them (ClusterIngress.Shards). An Event tells each
-// change.
-func (r *Reconciler) follow(ctx context.Context, rd client.Reader, ci *v1alpha1.ClusterIngress, shards []v1alpha1.ShardSpec,
+// into loads; the shard controller renders them (ClusterIngress.Shards). It returns what changed,
+// for Events.
+func follow(ctx context.Context, rd client.Reader, ci *v1alpha1.ClusterIngress, shards []v1alpha1.ShardSpec,
 	loads []v1alpha1.ShardLoadStatus, now time.Time,
-) error {
+) ([]string, error) {
+	var scaled []string
 	least := map[string]int32{}
 	for _, s := range ci.Spec.ShardsOrDefault() {
 		if s.Replicas != nil {
@@ -34,7 +36,7 @@ func (r *Reconciler) follow(ctx context.Context, rd client.Reader, ci *v1alpha1.
 		if nodes == nil {
 			nodes = &corev1.NodeList{}
 			if err := rd.List(ctx, nodes, client.UnsafeDisableDeepCopy); err != nil {
-				return err
+				return nil, err
 			}
 		}
 		last := previous(ci.Status.ShardLoad, s.Name)
@@ -42,12 +44,11 @@ func (r *Reconciler) follow(ctx context.Context, rd client.Reader, ci *v1alpha1.
 		replicas, below := routerload.Replicas(sc, loads[i], now)
 		loads[i].Replicas, loads[i].BelowTargetSince = replicas, below
 		if last != nil && last.Replicas > 0 && last.Replicas != replicas {
-			r.Recorder.Eventf(ci, nil, "Normal", "RoutersFollowLoad", "Scale",
-				"shard %s: %d → %d routers (%d%% per router against a target of %d%%)", s.Name, last.Replicas, replicas,
-				loads[i].UtilizationPercent, sc.Target)
+			scaled = append(scaled, fmt.Sprintf("shard %s: %d → %d routers (%d%% per router against a target of %d%%)",
+				s.Name, last.Replicas, replicas, loads[i].UtilizationPercent, sc.Target))
 		}
 	}
-	return nil
+	return scaled, nil
 }
 
 // eligible counts the nodes a shard's routers may take (its nodeSelector, schedulable).

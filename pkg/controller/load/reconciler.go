@@ -2,12 +2,15 @@ package load
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -34,18 +37,26 @@ type Reconciler struct {
 	Recorder events.EventRecorder
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
+
+	mu sync.Mutex
+	// posted is when each cluster's part last changed (wait).
+	posted map[types.NamespacedName]time.Time
 }
 
-// Reconcile gathers the reports and ready routers, decides (routerload.Observe, Saturation,
-// Publish) and posts the part; an Event tells each shard that becomes Saturated.
+// Reconcile gathers the reports and ready routers, decides (routerload.Observe, Replicas,
+// Saturation, Publish) and posts the part, at most once per postInterval; an Event tells each
+// shard that becomes Saturated, and each change of the routers that follow load.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	ci := &v1alpha1.ClusterIngress{}
 	if err := r.Client.Get(ctx, req.NamespacedName, ci); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.forget(req.NamespacedName) // gone before its deletion was seen: no series outlives it
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	r.Board.Overlay(ci)
 	if ci.DeletionTimestamp != nil {
-		forgetCluster(req.String())
+		r.forget(req.NamespacedName)
 		return ctrl.Result{}, nil
 	}
 	specs := ci.Shards()
@@ -61,37 +72,101 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if len(reporting) == 0 {
 		ci.Status.ShardLoad = nil
 		meta.RemoveStatusCondition(&ci.Status.Conditions, v1alpha1.ConditionShardsSaturated)
-		forgetCluster(req.String())
+		r.forget(req.NamespacedName)
 		r.Board.Post(ctx, ci, cistatus.Load)
 		return ctrl.Result{}, nil
 	}
-	cluster, ok := r.Access.Get(req.NamespacedName)
-	if !ok || !cluster.Observable() {
-		return ctrl.Result{}, nil // the last figures stay; ClusterReachable says why
-	}
 	now := r.now()
-	loads, err := observe(ctx, cluster.Reader(), reporting, ci.Status.ShardLoad, now)
-	if err != nil {
-		return ctrl.Result{}, clusteraccess.DescribeError("read the user cluster's cache", err)
+	var loads []v1alpha1.ShardLoadStatus
+	var scaled []string
+	cluster, ok := r.Access.Get(req.NamespacedName)
+	if ok && cluster.Observable() {
+		var err error
+		if loads, err = observe(ctx, cluster.Reader(), reporting, ci.Status.ShardLoad, now); err != nil {
+			return ctrl.Result{}, clusteraccess.DescribeError("read the user cluster's cache", err)
+		}
+		if scaled, err = follow(ctx, cluster.Reader(), ci, reporting, loads, now); err != nil {
+			return ctrl.Result{}, clusteraccess.DescribeError("read the user cluster's cache", err)
+		}
+	} else {
+		// No report can be read: once the last ones would have gone stale, the load is unknown
+		// (never kept Saturated, paging, for a cluster nobody sees). The replicas stay.
+		since := now
+		if ok && !cluster.State().Since.IsZero() {
+			since = cluster.State().Since
+		}
+		if wait := routerload.MaxFreshness - now.Sub(since); wait > 0 {
+			return ctrl.Result{RequeueAfter: wait}, nil
+		}
+		loads = routerload.Unobserved(reporting, ci.Status.ShardLoad)
 	}
-	if err := r.follow(ctx, cluster.Reader(), ci, reporting, loads, now); err != nil {
-		return ctrl.Result{}, clusteraccess.DescribeError("read the user cluster's cache", err)
+	published := routerload.Publish(ci.Status.ShardLoad, loads)
+	status, reason, msg := routerload.Saturation(published)
+	cond := metav1.Condition{Type: v1alpha1.ConditionShardsSaturated, Status: metav1.ConditionStatus(status), Reason: reason,
+		Message: msg, ObservedGeneration: ci.Generation}
+	if changed(ci, published, cond) {
+		if wait := r.wait(req.NamespacedName, now); wait > 0 {
+			return ctrl.Result{RequeueAfter: wait}, nil // a cluster's owner does not set the pace of seed writes
+		}
+		r.tell(ci, published, scaled)
 	}
 	forgetCluster(req.String())
+	for _, l := range published {
+		recordShard(req.String(), l)
+	}
+	ci.Status.ShardLoad = published
+	meta.SetStatusCondition(&ci.Status.Conditions, cond)
+	r.Board.Post(ctx, ci, cistatus.Load)
+	return ctrl.Result{RequeueAfter: recheck}, nil
+}
+
+// postInterval is the least time between two changes of a cluster's load part: the reporters'
+// renewal. Lease writes in the user cluster, however fast, change the seed's status no faster.
+const postInterval = 10 * time.Second
+
+// wait is how long the cluster's part must wait before it may change again (0: now, which it
+// records).
+func (r *Reconciler) wait(key types.NamespacedName, now time.Time) time.Duration {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if w := postInterval - now.Sub(r.posted[key]); w > 0 && !r.posted[key].IsZero() {
+		return w
+	}
+	if r.posted == nil {
+		r.posted = map[types.NamespacedName]time.Time{}
+	}
+	r.posted[key] = now
+	return 0
+}
+
+func (r *Reconciler) forget(key types.NamespacedName) {
+	forgetCluster(key.String())
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.posted, key)
+}
+
+// changed says whether the part differs from the status: the figures and decisions, or the
+// condition's status, reason or message.
+func changed(ci *v1alpha1.ClusterIngress, loads []v1alpha1.ShardLoadStatus, cond metav1.Condition) bool {
+	c := meta.FindStatusCondition(ci.Status.Conditions, cond.Type)
+	return c == nil || c.Status != cond.Status || c.Reason != cond.Reason || c.Message != cond.Message ||
+		!equality.Semantic.DeepEqual(ci.Status.ShardLoad, loads)
+}
+
+// tell records an Event for each shard that becomes Saturated and each change of the routers that
+// follow load.
+func (r *Reconciler) tell(ci *v1alpha1.ClusterIngress, loads []v1alpha1.ShardLoadStatus, scaled []string) {
 	for _, l := range loads {
 		if l.State == v1alpha1.LoadSaturated && previousState(ci.Status.ShardLoad, l.Shard) != v1alpha1.LoadSaturated {
 			r.Recorder.Eventf(ci, nil, "Warning", v1alpha1.ReasonSaturated, "Observe",
 				"shard %s is saturated: %d%% of %d requests/s per router (%d requests/s over %d router(s)); add routers or shards",
 				l.Shard, l.UtilizationPercent, l.CapacityRequestsPerSecond, l.RequestsPerSecond, l.ReportingRouters)
 		}
-		recordShard(req.String(), l)
 	}
-	ci.Status.ShardLoad = routerload.Publish(ci.Status.ShardLoad, loads)
-	status, reason, msg := routerload.Saturation(ci.Status.ShardLoad)
-	meta.SetStatusCondition(&ci.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionShardsSaturated,
-		Status: metav1.ConditionStatus(status), Reason: reason, Message: msg, ObservedGeneration: ci.Generation})
-	r.Board.Post(ctx, ci, cistatus.Load)
-	return ctrl.Result{RequeueAfter: recheck}, nil
+	for _, msg := range scaled {
+		r.Recorder.Eventf(ci, nil, "Normal", "RoutersFollowLoad", "Scale", "%s", msg)
+	}
 }
 
 // observe gathers each reporting shard's reports and ready routers and decides its load.

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -76,6 +77,7 @@ func TestSaturationAndHysteresis(t *testing.T) {
 	}
 	report := func(value string) {
 		t.Helper()
+		now = now.Add(11 * time.Second) // the reporters' pace: the part changes at most every 10 s
 		l := loadLease("default", "r1", value, now)
 		cur := &coordinationv1.Lease{}
 		if err := user.Client.Get(context.Background(), client.ObjectKeyFromObject(l), cur); err != nil {
@@ -141,5 +143,91 @@ func TestSaturationAndHysteresis(t *testing.T) {
 	controllertest.Reconcile(t, r, key, 1)
 	if c, loads := state(); c != nil || len(loads) != 0 {
 		t.Fatalf("without load reporting: %+v %+v", c, loads)
+	}
+}
+
+// TestRoutersFollowLoad: a shard that follows load gets more routers at once when its load asks,
+// never more than its eligible nodes on the host network, and one fewer only after the load has
+// asked for fewer for scaleDownDelay; each change is an Event; ClusterIngress.Shards renders them.
+func TestRoutersFollowLoad(t *testing.T) {
+	now := time.Unix(500000, 0)
+	ci := &v1alpha1.ClusterIngress{ObjectMeta: metav1.ObjectMeta{Namespace: "seed", Name: "follow"},
+		Spec: v1alpha1.ClusterIngressSpec{Shards: v1alpha1.ResolveShards([]v1alpha1.ShardSpec{{Name: "default",
+			NodeSelector: map[string]string{"role": "edge"},
+			Load: &v1alpha1.ShardLoadSpec{RequestsPerSecond: ptr.To[int32](10), MaxReplicas: ptr.To[int32](5),
+				TargetPercent: ptr.To[int32](50), ScaleDownDelay: &metav1.Duration{Duration: time.Minute}}}})},
+		Status: v1alpha1.ClusterIngressStatus{Domain: "c1.z.test"}}
+	s := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1alpha1.AddToScheme} {
+		if err := add(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	seed := fake.NewClientBuilder().WithScheme(s).WithStatusSubresource(ci).WithObjects(ci).Build()
+	access := clusteraccess.NewFake()
+	node := func(name string, unschedulable bool) *corev1.Node {
+		return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"role": "edge"}},
+			Spec: corev1.NodeSpec{Unschedulable: unschedulable}}
+	}
+	user := controllertest.UserCluster(access, client.ObjectKeyFromObject(ci), node("n1", false), node("n2", false),
+		node("n3", false), node("n4", true),
+		&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: names.Namespace, Name: names.RouterName("default")},
+			Status: appsv1.DeploymentStatus{ReadyReplicas: 1}},
+		loadLease("default", "r1", "rps=40", now))
+	recorder := events.NewFakeRecorder(10)
+	r := &Reconciler{Client: seed, Access: access, Board: cistatus.NewBoard(seed).WriteThrough(), Recorder: recorder,
+		Now: func() time.Time { return now }}
+	key := client.ObjectKeyFromObject(ci)
+	replicas := func() int32 {
+		t.Helper()
+		got := &v1alpha1.ClusterIngress{}
+		if err := seed.Get(context.Background(), key, got); err != nil {
+			t.Fatal(err)
+		}
+		return *got.Shards()[0].Replicas
+	}
+	step := func(value string, after time.Duration) int32 {
+		t.Helper()
+		now = now.Add(after)
+		cur := &coordinationv1.Lease{}
+		l := loadLease("default", "r1", value, now)
+		if err := user.Client.Get(context.Background(), client.ObjectKeyFromObject(l), cur); err != nil {
+			t.Fatal(err)
+		}
+		cur.Annotations, cur.Spec = l.Annotations, l.Spec
+		if err := user.Client.Update(context.Background(), cur); err != nil {
+			t.Fatal(err)
+		}
+		controllertest.Reconcile(t, r, key, 1)
+		return replicas()
+	}
+	// 400% on one router against a target of 50%: 8 wanted, 3 schedulable edge nodes.
+	controllertest.Reconcile(t, r, key, 1)
+	if got := replicas(); got != 3 {
+		t.Fatalf("under load: %d routers, want 3 (the schedulable nodes)", got)
+	}
+	if e := <-recorder.Events; !strings.Contains(e, "Saturated") {
+		t.Errorf("event %q", e)
+	}
+	// The load drops to 10% per router: the wait starts, nothing goes before a minute.
+	if got := step("rps=1", 15*time.Second); got != 3 {
+		t.Errorf("at once after the drop: %d routers", got)
+	}
+	if got := step("rps=1", 50*time.Second); got != 3 {
+		t.Errorf("50 s after the drop: %d routers", got)
+	}
+	if got := step("rps=1", 15*time.Second); got != 2 {
+		t.Errorf("65 s after the drop: %d routers, want one fewer", got)
+	}
+	found := false
+	for len(recorder.Events) > 0 {
+		found = found || strings.Contains(<-recorder.Events, "3 → 2 routers")
+	}
+	if !found {
+		t.Error("no Event for the scale-down")
+	}
+	// Unknown load changes nothing, however long.
+	if got := step("mem=1", 10*time.Minute); got != 2 {
+		t.Errorf("unknown load: %d routers", got)
 	}
 }
