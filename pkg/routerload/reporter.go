@@ -31,9 +31,12 @@ type Reporter struct {
 	Window           time.Duration
 	LeaseSeconds     int32
 	HTTP             *http.Client
-	client           kubernetes.Interface
-	window           Window
-	lastRenew        time.Time
+
+	client    kubernetes.Interface
+	window    Window
+	lastRenew time.Time
+	// lease is the Lease as the last write returned it (nil: read it first).
+	lease *coordinationv1.Lease
 }
 
 // Run reports until ctx ends.
@@ -89,6 +92,9 @@ func (r *Reporter) scrape(ctx context.Context, now time.Time) (Counters, error) 
 	return Parse(r.Format, resp.Body, r.AdminEntryPoint, now)
 }
 
+// renew writes the report: one update per renewal at steady state (the Lease the last write
+// returned is updated; it is read again only after a failed write), so a router costs its API
+// server one request per Renew.
 func (r *Reporter) renew(ctx context.Context, rep Report, now time.Time) error {
 	if r.client == nil {
 		c, err := r.NewClient()
@@ -101,21 +107,29 @@ func (r *Reporter) renew(ctx context.Context, rep Report, now time.Time) error {
 	name := names.RouterLoadLeaseName(r.Shard, r.Pod)
 	at := metav1.NewMicroTime(now)
 	annotations := map[string]string{ReportAnnotation: rep.Annotation()}
-	l, err := leases.Get(ctx, name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		l = &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: r.Namespace,
-			Labels: names.RouterSelector(r.Shard), Annotations: annotations,
-			OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: r.Pod, UID: r.PodUID}}},
-			Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To(r.Pod), LeaseDurationSeconds: ptr.To(r.LeaseSeconds),
-				AcquireTime: &at, RenewTime: &at}}
-		_, err = leases.Create(ctx, l, metav1.CreateOptions{})
-		return err
-	}
-	if err != nil {
-		return err
+	l := r.lease
+	r.lease = nil
+	if l == nil {
+		var err error
+		l, err = leases.Get(ctx, name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			l = &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: r.Namespace,
+				Labels: names.RouterSelector(r.Shard), Annotations: annotations,
+				OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: r.Pod, UID: r.PodUID}}},
+				Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To(r.Pod), LeaseDurationSeconds: ptr.To(r.LeaseSeconds),
+					AcquireTime: &at, RenewTime: &at}}
+			r.lease, err = leases.Create(ctx, l, metav1.CreateOptions{})
+			return err
+		}
+		if err != nil {
+			return err
+		}
 	}
 	l.Labels, l.Annotations = names.RouterSelector(r.Shard), annotations
 	l.Spec.HolderIdentity, l.Spec.RenewTime, l.Spec.LeaseDurationSeconds = ptr.To(r.Pod), &at, ptr.To(r.LeaseSeconds)
-	_, err = leases.Update(ctx, l, metav1.UpdateOptions{})
+	updated, err := leases.Update(ctx, l, metav1.UpdateOptions{})
+	if err == nil {
+		r.lease = updated
+	}
 	return err
 }

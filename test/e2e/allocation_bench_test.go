@@ -42,8 +42,12 @@ func BenchmarkAllocation(b *testing.B) {
 	defer cancel()
 	for range b.N {
 		env := framework.StartEnvironment(b, framework.EnvironmentOptions{UserClusters: 2})
+		// LeastUtilized: every pass reads the shards' load reports (none here, no router runs: the
+		// load is unknown and LeastLoaded decides, as it says); BenchmarkStrategies10k compares
+		// the strategies' own cost with every load known.
 		p := &v1alpha1.IngressProfile{ObjectMeta: metav1.ObjectMeta{Name: "bench"}, Spec: v1alpha1.IngressProfileSpec{
 			Shards: []v1alpha1.ShardSpec{{Name: "default", Publishing: v1alpha1.PublishNodePort}, {Name: "a", Publishing: v1alpha1.PublishNodePort}, {Name: "b", Publishing: v1alpha1.PublishNodePort}},
+			Allocation: v1alpha1.AllocationSettings{Strategy: v1alpha1.StrategyLeastUtilized},
 		}}
 		if err := env.Seed.Client.Create(ctx, p); err != nil {
 			b.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -22,15 +23,28 @@ import (
 
 // loadSpec proves allocation by real router load (ShardsSpec's cluster s1: shard default on n3
 // and n4, shard edge on n1 and n2, real Traefik routers): with LeastUtilized, each router's load
-// reporter renews its Lease; a bounded client drives the default shard past its capacity; it
-// becomes Saturated and the cluster says ShardsSaturated; a new route lands on edge (which routes
-// per router alone would not pick: the two shards tie and default comes first by name); no
-// existing route moves; a forged report is clamped and said, and changes nothing in cluster s2;
-// after the load stops the condition clears.
+// reporter renews its Lease; a bounded client, resolving through BIND before every request, drives
+// the default shard past its capacity; it becomes Saturated and the cluster says ShardsSaturated;
+// its routers, following load from one, become two; a new route lands on edge (which routes per
+// router alone would not pick: the two shards tie and default comes first by name); no existing
+// route moves; a forged report is clamped and said, and changes nothing in cluster s2; once the
+// load falls the condition clears and the routers go back to one; the client sees no failed
+// request throughout.
 func loadSpec(ctx context.Context, t *testing.T, in ShardsSpecInput, profile string, shards []v1alpha1.ShardSpec) {
 	seed, u1, zone := in.Seed, in.Users[0], in.DNS.Zone
 	for i := range shards {
 		shards[i].Load = &v1alpha1.ShardLoadSpec{RequestsPerSecond: ptr.To[int32](5), ReporterImage: framework.KeepalivedImage}
+	}
+	// The default shard's routers follow load, from one to its two nodes.
+	shards[0].Replicas = ptr.To[int32](1)
+	shards[0].Load.MaxReplicas, shards[0].Load.TargetPercent = ptr.To[int32](2), ptr.To[int32](50)
+	shards[0].Load.ScaleDownDelay = &metav1.Duration{Duration: 20 * time.Second}
+	routers := func() (int32, int32) {
+		d := &appsv1.Deployment{}
+		if err := u1.Client.Get(ctx, client.ObjectKey{Namespace: names.Namespace, Name: names.RouterName("default")}, d); err != nil {
+			return -1, -1
+		}
+		return *d.Spec.Replicas, d.Status.ReadyReplicas
 	}
 	updateProfile(ctx, t, seed, profile, func(p *v1alpha1.IngressProfile) {
 		p.Spec.Shards, p.Spec.Allocation.Strategy = shards, v1alpha1.StrategyLeastUtilized
@@ -45,22 +59,27 @@ func loadSpec(ctx context.Context, t *testing.T, in ShardsSpecInput, profile str
 	// Every router reports once it rolled out with its reporter.
 	eventually(ctx, t, 4*time.Minute, func() (bool, string) {
 		l := loads("s1")
-		return l["default"].ReportingRouters == 2 && l["edge"].ReportingRouters == 2 && l["default"].State == v1alpha1.LoadNormal &&
-			l["edge"].State == v1alpha1.LoadNormal, fmt.Sprintf("status.shardLoad %+v", l)
+		want, ready := routers()
+		return want == 1 && ready == 1 && l["default"].ReportingRouters >= 1 && l["edge"].ReportingRouters == 2 &&
+			l["default"].State == v1alpha1.LoadNormal && l["edge"].State == v1alpha1.LoadNormal,
+			fmt.Sprintf("default routers %d (%d ready), status.shardLoad %+v", want, ready, l)
 	})
 	waitCondition(ctx, t, seed, key("s1"), v1alpha1.ConditionShardsSaturated, metav1.ConditionFalse, v1alpha1.ReasonWithinCapacity)
 
-	// Some 30 requests/s through the default shard's routers: about 15 per router against 5.
+	// Some 20 requests/s through the default shard's routers, against 5 per router.
 	host := "app.s1." + zone
-	stop := loop(ctx, 10*time.Millisecond, func(ctx context.Context, i int) (bool, bool) {
-		code, _ := fabricGet(ctx, in.Fabric, in.Nodes[2+i%2].IP, host)
-		return true, code != 200
-	})
+	stop := loopClientEvery(ctx, 20*time.Millisecond, in.DNS, in.Fabric, host)
 	waitCondition(ctx, t, seed, key("s1"), v1alpha1.ConditionShardsSaturated, metav1.ConditionTrue, v1alpha1.ReasonSaturated)
 	if l := loads("s1"); l["default"].State != v1alpha1.LoadSaturated || l["default"].UtilizationPercent < 80 ||
 		l["edge"].State != v1alpha1.LoadNormal {
 		t.Fatalf("status.shardLoad under load: %+v", l)
 	}
+	// Its routers follow: a second one on the other node, in DNS once ready.
+	eventually(ctx, t, 2*time.Minute, func() (bool, string) {
+		want, ready := routers()
+		return want == 2 && ready == 2, fmt.Sprintf("default routers %d (%d ready), want 2 under load", want, ready)
+	})
+	waitAnswer(ctx, t, in.DNS, host, framework.AnswerIs(in.Nodes[2].IP, in.Nodes[3].IP))
 	must(t, u1.Client.Create(ctx, hostlessIngress("under-load")))
 	shardOf := func(name string) string {
 		ing := &networkingv1.Ingress{}
@@ -78,12 +97,13 @@ func loadSpec(ctx context.Context, t *testing.T, in ShardsSpecInput, profile str
 	}
 	events := &corev1.EventList{}
 	must(t, seed.Client.List(ctx, events, client.InNamespace("default")))
-	saturated := false
+	saturated, scaled := false, false
 	for _, e := range events.Items {
 		saturated = saturated || (e.Reason == v1alpha1.ReasonSaturated && e.InvolvedObject.Name == "s1")
+		scaled = scaled || (e.Reason == "RoutersFollowLoad" && e.InvolvedObject.Name == "s1")
 	}
-	if !saturated {
-		t.Error("no Saturated Event on ClusterIngress s1")
+	if !saturated || !scaled {
+		t.Errorf("Events on ClusterIngress s1: Saturated %v, RoutersFollowLoad %v", saturated, scaled)
 	}
 
 	// A forged report (the cluster owner writes any Lease): clamped and said, in s1 only.
@@ -107,7 +127,21 @@ func loadSpec(ctx context.Context, t *testing.T, in ShardsSpecInput, profile str
 	n, failed := stop()
 	t.Logf("load: %d requests through the default shard, %d failed", n, failed)
 	if failed > 0 {
-		t.Errorf("%d of %d requests failed under load", failed, n)
+		t.Errorf("%d of %d requests failed under load, while its routers went from one to two", failed, n)
+	}
+	// A light client (about 2 requests/s) while the routers go back to one: the router that goes
+	// leaves DNS, drains, then stops.
+	stop = loopClientEvery(ctx, 500*time.Millisecond, in.DNS, in.Fabric, host)
+	eventually(ctx, t, 3*time.Minute, func() (bool, string) {
+		want, ready := routers()
+		return want == 1 && ready == 1, fmt.Sprintf("default routers %d (%d ready), want 1 after the load", want, ready)
+	})
+	waitAnswer(ctx, t, in.DNS, host, func(a framework.Answer) bool { return len(a.Values) == 1 })
+	time.Sleep(25 * time.Second) // the router that goes serves out its preStop, then stops
+	n, failed = stop()
+	t.Logf("after the load: %d requests while the routers went back to one, %d failed", n, failed)
+	if n < 20 || failed > 0 {
+		t.Errorf("%d of %d requests failed while the routers went back to one", failed, n)
 	}
 	eventually(ctx, t, 2*time.Minute, func() (bool, string) {
 		ci := getCI(ctx, t, seed, key("s1"))

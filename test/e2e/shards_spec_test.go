@@ -312,7 +312,13 @@ func TestShards(t *testing.T) {
 // whose cache has expired would) and using the first answer, every 100 ms until the returned stop
 // is called, which reports how many requests were sent and how many failed.
 func loopClient(ctx context.Context, dnsSrv *framework.DNSServer, f *framework.Fabric, host string) func() (int, int) {
-	return loop(ctx, 100*time.Millisecond, func(ctx context.Context, i int) (bool, bool) {
+	return loopClientEvery(ctx, 100*time.Millisecond, dnsSrv, f, host)
+}
+
+// loopClientEvery is loopClient with its own pause between requests.
+func loopClientEvery(ctx context.Context, every time.Duration, dnsSrv *framework.DNSServer, f *framework.Fabric, host string,
+) func() (int, int) {
+	return loop(ctx, every, func(ctx context.Context, i int) (bool, bool) {
 		a, err := dnsSrv.Lookup(ctx, host, dns.TypeA)
 		if err != nil || len(a.Values) == 0 {
 			return false, false
