@@ -5,23 +5,16 @@ import (
 	"testing"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
 	"github.com/shardgate/shardgate/pkg/clusteraccess"
-	"github.com/shardgate/shardgate/pkg/controller/cistatus"
 	"github.com/shardgate/shardgate/pkg/controllertest"
-	"github.com/shardgate/shardgate/pkg/names"
 	"github.com/shardgate/shardgate/pkg/routerload"
 )
 
@@ -37,22 +30,10 @@ func TestAttackLoadUnreachableClusterStaysSaturatedForever(t *testing.T) {
 			Shards: v1alpha1.ResolveShards([]v1alpha1.ShardSpec{
 				{Name: "default", Load: &v1alpha1.ShardLoadSpec{RequestsPerSecond: ptr.To[int32](10)}}})},
 		Status: v1alpha1.ClusterIngressStatus{Domain: "c1.z.test"}}
-	s := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1alpha1.AddToScheme} {
-		if err := add(s); err != nil {
-			t.Fatal(err)
-		}
-	}
-	seed := fake.NewClientBuilder().WithScheme(s).WithStatusSubresource(ci).WithObjects(ci).Build()
-	access := clusteraccess.NewFake()
-	key := client.ObjectKeyFromObject(ci)
-	user := controllertest.UserCluster(access, key,
-		&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: names.Namespace, Name: names.RouterName("default")},
-			Status: appsv1.DeploymentStatus{ReadyReplicas: 1}},
-		loadLease("default", "r1", "rps=50", now))
 	clock := now
-	r := &Reconciler{Client: seed, Access: access, Board: cistatus.NewBoard(seed).WriteThrough(),
-		Recorder: events.NewFakeRecorder(10), Now: func() time.Time { return clock }}
+	r, seed, user, _ := reconcilerFor(t, ci, &clock, readyRouters("default", 1),
+		loadLease("default", "r1", "rps=50", now))
+	key := client.ObjectKeyFromObject(ci)
 	controllertest.Reconcile(t, r, key, 1)
 	if v := testutil.ToFloat64(saturatedGauge.WithLabelValues(key.String(), "default")); v != 1 {
 		t.Fatalf("setup: saturated gauge %v", v)
@@ -87,22 +68,9 @@ func TestAttackLoadOwnerDrivesSeedStatusWrites(t *testing.T) {
 		Spec: v1alpha1.ClusterIngressSpec{Shards: v1alpha1.ResolveShards([]v1alpha1.ShardSpec{
 			{Name: "default", Load: &v1alpha1.ShardLoadSpec{RequestsPerSecond: ptr.To[int32](10)}}})},
 		Status: v1alpha1.ClusterIngressStatus{Domain: "c1.z.test"}}
-	s := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1alpha1.AddToScheme} {
-		if err := add(s); err != nil {
-			t.Fatal(err)
-		}
-	}
-	seed := fake.NewClientBuilder().WithScheme(s).WithStatusSubresource(ci).WithObjects(ci).Build()
-	access := clusteraccess.NewFake()
-	key := client.ObjectKeyFromObject(ci)
-	user := controllertest.UserCluster(access, key,
-		&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: names.Namespace, Name: names.RouterName("default")},
-			Status: appsv1.DeploymentStatus{ReadyReplicas: 1}},
+	r, seed, user, recorder := reconcilerFor(t, ci, &now, readyRouters("default", 1),
 		loadLease("default", "r1", "rps=0", now))
-	recorder := events.NewFakeRecorder(100)
-	r := &Reconciler{Client: seed, Access: access, Board: cistatus.NewBoard(seed).WriteThrough(), Recorder: recorder,
-		Now: func() time.Time { return now }}
+	key := client.ObjectKeyFromObject(ci)
 	rv := func() string {
 		got := &v1alpha1.ClusterIngress{}
 		if err := seed.Get(context.Background(), key, got); err != nil {
@@ -149,21 +117,9 @@ func TestAttackLoadDeletedClusterKeepsPaging(t *testing.T) {
 		Spec: v1alpha1.ClusterIngressSpec{Shards: v1alpha1.ResolveShards([]v1alpha1.ShardSpec{
 			{Name: "default", Load: &v1alpha1.ShardLoadSpec{RequestsPerSecond: ptr.To[int32](10)}}})},
 		Status: v1alpha1.ClusterIngressStatus{Domain: "c1.z.test"}}
-	s := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1alpha1.AddToScheme} {
-		if err := add(s); err != nil {
-			t.Fatal(err)
-		}
-	}
-	seed := fake.NewClientBuilder().WithScheme(s).WithStatusSubresource(ci).WithObjects(ci).Build()
-	access := clusteraccess.NewFake()
-	key := client.ObjectKeyFromObject(ci)
-	controllertest.UserCluster(access, key,
-		&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: names.Namespace, Name: names.RouterName("default")},
-			Status: appsv1.DeploymentStatus{ReadyReplicas: 1}},
+	r, seed, _, _ := reconcilerFor(t, ci, &now, readyRouters("default", 1),
 		loadLease("default", "r1", "rps=50", now))
-	r := &Reconciler{Client: seed, Access: access, Board: cistatus.NewBoard(seed).WriteThrough(),
-		Recorder: events.NewFakeRecorder(10), Now: func() time.Time { return now }}
+	key := client.ObjectKeyFromObject(ci)
 	controllertest.Reconcile(t, r, key, 1)
 	if err := seed.Delete(context.Background(), &v1alpha1.ClusterIngress{ObjectMeta: metav1.ObjectMeta{
 		Namespace: key.Namespace, Name: key.Name}}); err != nil {

@@ -6,21 +6,14 @@ import (
 	"testing"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
-	"github.com/shardgate/shardgate/pkg/clusteraccess"
-	"github.com/shardgate/shardgate/pkg/controller/cistatus"
 	"github.com/shardgate/shardgate/pkg/controllertest"
 	"github.com/shardgate/shardgate/pkg/names"
 	"github.com/shardgate/shardgate/pkg/routerload"
@@ -45,23 +38,8 @@ func TestSaturationAndHysteresis(t *testing.T) {
 				{Name: "default", Load: &v1alpha1.ShardLoadSpec{RequestsPerSecond: ptr.To[int32](10)}},
 				{Name: "heavy", Flavour: v1alpha1.FlavourHAProxy}})},
 		Status: v1alpha1.ClusterIngressStatus{Domain: "c1.z.test"}}
-	s := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1alpha1.AddToScheme} {
-		if err := add(s); err != nil {
-			t.Fatal(err)
-		}
-	}
-	seed := fake.NewClientBuilder().WithScheme(s).WithStatusSubresource(ci).WithObjects(ci).Build()
-	access := clusteraccess.NewFake()
-	router := func(shard string) *appsv1.Deployment {
-		return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: names.Namespace, Name: names.RouterName(shard)},
-			Status: appsv1.DeploymentStatus{ReadyReplicas: 1}}
-	}
-	user := controllertest.UserCluster(access, client.ObjectKeyFromObject(ci), router("default"), router("heavy"),
+	r, seed, user, recorder := reconcilerFor(t, ci, &now, readyRouters("default", 1), readyRouters("heavy", 1),
 		loadLease("default", "r1", "rps=50", now))
-	recorder := events.NewFakeRecorder(10)
-	r := &Reconciler{Client: seed, Access: access, Board: cistatus.NewBoard(seed).WriteThrough(), Recorder: recorder,
-		Now: func() time.Time { return now }}
 	key := client.ObjectKeyFromObject(ci)
 	state := func() (*metav1.Condition, map[string]v1alpha1.ShardLoadStatus) {
 		t.Helper()
@@ -157,26 +135,14 @@ func TestRoutersFollowLoad(t *testing.T) {
 			Load: &v1alpha1.ShardLoadSpec{RequestsPerSecond: ptr.To[int32](10), MaxReplicas: ptr.To[int32](5),
 				TargetPercent: ptr.To[int32](50), ScaleDownDelay: &metav1.Duration{Duration: time.Minute}}}})},
 		Status: v1alpha1.ClusterIngressStatus{Domain: "c1.z.test"}}
-	s := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1alpha1.AddToScheme} {
-		if err := add(s); err != nil {
-			t.Fatal(err)
-		}
-	}
-	seed := fake.NewClientBuilder().WithScheme(s).WithStatusSubresource(ci).WithObjects(ci).Build()
-	access := clusteraccess.NewFake()
 	node := func(name string, unschedulable bool) *corev1.Node {
 		return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"role": "edge"}},
 			Spec: corev1.NodeSpec{Unschedulable: unschedulable}}
 	}
-	user := controllertest.UserCluster(access, client.ObjectKeyFromObject(ci), node("n1", false), node("n2", false),
+	r, seed, user, recorder := reconcilerFor(t, ci, &now, node("n1", false), node("n2", false),
 		node("n3", false), node("n4", true),
-		&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: names.Namespace, Name: names.RouterName("default")},
-			Status: appsv1.DeploymentStatus{ReadyReplicas: 1}},
+		readyRouters("default", 1),
 		loadLease("default", "r1", "rps=40", now))
-	recorder := events.NewFakeRecorder(10)
-	r := &Reconciler{Client: seed, Access: access, Board: cistatus.NewBoard(seed).WriteThrough(), Recorder: recorder,
-		Now: func() time.Time { return now }}
 	key := client.ObjectKeyFromObject(ci)
 	replicas := func() int32 {
 		t.Helper()
