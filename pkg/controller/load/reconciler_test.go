@@ -56,15 +56,7 @@ func TestSaturationAndHysteresis(t *testing.T) {
 	report := func(value string) {
 		t.Helper()
 		now = now.Add(11 * time.Second) // the reporters' pace: the part changes at most every 10 s
-		l := loadLease("default", "r1", value, now)
-		cur := &coordinationv1.Lease{}
-		if err := user.Client.Get(context.Background(), client.ObjectKeyFromObject(l), cur); err != nil {
-			t.Fatal(err)
-		}
-		cur.Annotations, cur.Spec = l.Annotations, l.Spec
-		if err := user.Client.Update(context.Background(), cur); err != nil {
-			t.Fatal(err)
-		}
+		renew(t, user, loadLease("default", "r1", value, now))
 		controllertest.Reconcile(t, r, key, 1)
 	}
 
@@ -155,15 +147,7 @@ func TestRoutersFollowLoad(t *testing.T) {
 	step := func(value string, after time.Duration) int32 {
 		t.Helper()
 		now = now.Add(after)
-		cur := &coordinationv1.Lease{}
-		l := loadLease("default", "r1", value, now)
-		if err := user.Client.Get(context.Background(), client.ObjectKeyFromObject(l), cur); err != nil {
-			t.Fatal(err)
-		}
-		cur.Annotations, cur.Spec = l.Annotations, l.Spec
-		if err := user.Client.Update(context.Background(), cur); err != nil {
-			t.Fatal(err)
-		}
+		renew(t, user, loadLease("default", "r1", value, now))
 		controllertest.Reconcile(t, r, key, 1)
 		return replicas()
 	}

@@ -1,10 +1,12 @@
 package load
 
 import (
+	"context"
 	"testing"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -43,4 +45,17 @@ func reconcilerFor(t *testing.T, ci *v1alpha1.ClusterIngress, now *time.Time, ob
 func readyRouters(shard string, ready int32) *appsv1.Deployment {
 	return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: names.Namespace, Name: names.RouterName(shard)},
 		Status: appsv1.DeploymentStatus{ReadyReplicas: ready}}
+}
+
+// renew writes l over the user cluster's Lease of the same name, as a reporter renews it.
+func renew(t *testing.T, user *clusteraccess.FakeCluster, l *coordinationv1.Lease) {
+	t.Helper()
+	cur := &coordinationv1.Lease{}
+	if err := user.Client.Get(context.Background(), client.ObjectKeyFromObject(l), cur); err != nil {
+		t.Fatal(err)
+	}
+	cur.Annotations, cur.Spec = l.Annotations, l.Spec
+	if err := user.Client.Update(context.Background(), cur); err != nil {
+		t.Fatal(err)
+	}
 }
