@@ -21,7 +21,7 @@ func TestAttack2LoadFollowedScaleIgnoresSpreadOffHostNetwork(t *testing.T) {
 		if !spreads(s) {
 			t.Fatalf("%s: setup: the shard does not spread", p)
 		}
-		if sc := FollowedScale(s, 2, 3, nil); sc.Eligible != 3 {
+		if sc := FollowedScale(s, 2, 0, 3, nil); sc.Eligible != 3 {
 			t.Errorf("%s shard, one router per node (required anti-affinity), 3 eligible nodes: bound %d (0: unbounded), max %d",
 				p, sc.Eligible, sc.Max)
 		}

@@ -2,10 +2,13 @@ package render
 
 import (
 	"fmt"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
@@ -122,14 +125,12 @@ func LoadShard(s v1alpha1.ShardSpec, ready int32, reports []routerload.Report, p
 }
 
 // FollowedScale is what routerload.Replicas decides a shard's replicas from, but the load: the
-// shard's least (its replicas in the profile, min) and most, target and delay, the nodes its
-// routers may take one each on the host network (eligible; 0: unbounded), and the last decision.
-func FollowedScale(s v1alpha1.ShardSpec, min int32, eligible int32, last *v1alpha1.ShardLoadStatus) routerload.Scale {
+// shard's least (its replicas in the profile, min) and most, target and delay, its ready routers,
+// the nodes its routers may take (eligible: a bound wherever they spread one per node), and the
+// last decision.
+func FollowedScale(s v1alpha1.ShardSpec, min, ready, eligible int32, last *v1alpha1.ShardLoadStatus) routerload.Scale {
 	sc := routerload.Scale{Min: min, Max: *s.Load.MaxReplicas, Target: routerload.DefaultTargetPercent,
-		Delay: routerload.DefaultScaleDownDelay}
-	if onHostNetwork(s) {
-		sc.Eligible = eligible
-	}
+		Delay: routerload.DefaultScaleDownDelay, Ready: ready, Eligible: eligible, Bounded: spreads(s)}
 	if s.Load.TargetPercent != nil {
 		sc.Target = *s.Load.TargetPercent
 	}
@@ -140,4 +141,30 @@ func FollowedScale(s v1alpha1.ShardSpec, min int32, eligible int32, last *v1alph
 		sc.Current, sc.BelowSince = last.Replicas, last.BelowTargetSince
 	}
 	return sc
+}
+
+// RouterMayRun says whether a shard's router may run on a node: its nodeSelector matches, the node
+// is schedulable and Ready, and the router tolerates its NoSchedule and NoExecute taints.
+func RouterMayRun(s v1alpha1.ShardSpec, n *corev1.Node) bool {
+	if n.Spec.Unschedulable || !labels.SelectorFromSet(s.NodeSelector).Matches(labels.Set(n.Labels)) {
+		return false
+	}
+	ready := false
+	for _, c := range n.Status.Conditions {
+		ready = ready || (c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue)
+	}
+	if !ready {
+		return false
+	}
+	tolerations := tolerations(s)
+	for i := range n.Spec.Taints {
+		t := &n.Spec.Taints[i]
+		if t.Effect == corev1.TaintEffectPreferNoSchedule {
+			continue
+		}
+		if !slices.ContainsFunc(tolerations, func(tol corev1.Toleration) bool { return tol.ToleratesTaint(klog.Background(), t, false) }) {
+			return false
+		}
+	}
+	return true
 }

@@ -118,7 +118,10 @@ func (r *Reporter) renew(ctx context.Context, rep Report, now time.Time) error {
 				OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: r.Pod, UID: r.PodUID}}},
 				Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To(r.Pod), LeaseDurationSeconds: ptr.To(r.LeaseSeconds),
 					AcquireTime: &at, RenewTime: &at}}
-			r.lease, err = leases.Create(ctx, l, metav1.CreateOptions{})
+			created, err := leases.Create(ctx, l, metav1.CreateOptions{})
+			if err == nil {
+				r.lease = created // client-go returns an empty object with an error
+			}
 			return err
 		}
 		if err != nil {

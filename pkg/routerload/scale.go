@@ -19,13 +19,16 @@ const (
 type Scale struct {
 	// Min and Max are the shard's replicas and maxReplicas.
 	Min, Max int32
-	// Eligible bounds Max where routers take a node each (the host network): the nodes they may
-	// run on; 0 when unbounded.
+	// Eligible, where Bounded (routers take a node each: a required anti-affinity), is the nodes
+	// they may run on: a scale-up goes no further (a router with no node would stay Pending).
 	Eligible int32
+	Bounded  bool
 	// Target is the utilization to keep (percent); Delay how long the load must ask for fewer
 	// routers before one goes.
 	Target int32
 	Delay  time.Duration
+	// Ready are the shard's ready routers.
+	Ready int32
 	// Current is the replicas decided last (0: none yet, Min); BelowSince when the load began to
 	// ask for fewer (nil: it does not).
 	Current    int32
@@ -33,28 +36,28 @@ type Scale struct {
 }
 
 // Replicas decides how many routers a shard following load runs, given its load now: up at once to
-// what keeps the utilization at Target, down one router at a time once the load has asked for
-// fewer for Delay, never on unknown load, always within Min and Max (and Eligible). It returns the
-// replicas and when the load began to ask for fewer (nil when it does not).
+// what keeps the utilization at Target (no further than the eligible nodes), down one router at a
+// time once the load has asked for fewer for Delay, never on unknown load, always within Min and
+// Max. It returns the replicas and when the load began to ask for fewer (nil when it does not).
 func Replicas(s Scale, l v1alpha1.ShardLoadStatus, now time.Time) (int32, *metav1.Time) {
-	hi := s.Max
-	if s.Eligible > 0 {
-		hi = min(hi, max(s.Eligible, s.Min))
-	}
-	hi = max(hi, s.Min)
+	hi := max(s.Max, s.Min)
 	cur := min(max(s.Current, s.Min), hi)
 	if l.State == v1alpha1.LoadUnknown || l.ReportingRouters == 0 || s.Target <= 0 {
 		return cur, nil
 	}
-	// The load is UtilizationPercent on each router serving (the reporting ones' mean; a router
-	// not reporting yet serves its share too, so never fewer than run): the routers that carry it
-	// at Target each.
-	serving := float64(max(l.ReportingRouters, cur))
+	// The load is UtilizationPercent (the reporting routers' mean) on each router that serves:
+	// the ready ones, or the reporting ones where more report, never more than were decided (a
+	// router starting, Pending, or gone with a report still fresh carries nothing yet, or any
+	// more). The routers that would carry it at Target each:
+	serving := float64(min(max(l.ReportingRouters, s.Ready), cur))
 	want := int32(min(math.Ceil(float64(l.UtilizationPercent)*serving/float64(s.Target)), float64(hi)))
 	want = max(want, s.Min)
 	switch {
 	case want > cur:
-		return want, nil
+		if s.Bounded {
+			want = min(want, max(s.Eligible, cur))
+		}
+		return want, nil // may be cur: no node for another router
 	case want == cur:
 		return cur, nil
 	case s.BelowSince == nil:

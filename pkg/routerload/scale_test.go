@@ -27,7 +27,10 @@ func TestReplicas(t *testing.T) {
 		{"first decision is the least", base, load(10, 1), 1, false},
 		{"up at once", with(func(s *Scale) { s.Current = 1 }), load(150, 1), 3, false},
 		{"up to max", with(func(s *Scale) { s.Current = 1 }), load(900, 1), 4, false},
-		{"up to the eligible nodes", with(func(s *Scale) { s.Current = 1; s.Eligible = 2 }), load(900, 1), 2, false},
+		{"up to the eligible nodes", with(func(s *Scale) { s.Current = 1; s.Eligible = 2; s.Bounded = true }), load(900, 1), 2, false},
+		{"no eligible node left: no scale-up, no scale-down either", with(func(s *Scale) {
+			s.Current = 3; s.Eligible = 1; s.Bounded = true
+		}), load(900, 3), 3, false},
 		{"steady", with(func(s *Scale) { s.Current = 2 }), load(50, 2), 2, false},
 		{"low starts the wait", with(func(s *Scale) { s.Current = 3 }), load(10, 3), 3, true},
 		{"low, still waiting", with(func(s *Scale) { s.Current = 3; s.BelowSince = since(30 * time.Second) }), load(10, 3), 3, true},
@@ -38,6 +41,8 @@ func TestReplicas(t *testing.T) {
 			v1alpha1.ShardLoadStatus{State: v1alpha1.LoadUnknown}, 3, false},
 		{"never below the least", with(func(s *Scale) { s.Current = 1; s.BelowSince = since(time.Hour) }), load(0, 1), 1, false},
 		{"a lowered max applies at once", with(func(s *Scale) { s.Current = 4; s.Max = 2 }), load(400, 4), 2, false},
+		// One ready router at 60% while two more start: the load is 0.6 of a router, not 1.8.
+		{"routers not ready yet carry nothing", with(func(s *Scale) { s.Current = 3; s.Ready = 1 }), load(60, 1), 3, true},
 		{"a raised least applies at once", with(func(s *Scale) { s.Current = 1; s.Min = 3; s.Max = 2 }), load(0, 1), 3, false},
 	}
 	for _, tt := range tests {

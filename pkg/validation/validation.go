@@ -110,6 +110,7 @@ func Shards(shards []v1alpha1.ShardSpec, path *field.Path) field.ErrorList {
 		errs = append(errs, enum(p.Child("publishing"), s.Publishing, "", v1alpha1.PublishHostNetwork, v1alpha1.PublishNodePort, v1alpha1.PublishLoadBalancer, v1alpha1.PublishVIP, v1alpha1.PublishRoutedIP)...)
 		errs = append(errs, VIP(s, p)...)
 		errs = append(errs, RoutedIP(s, p)...)
+		errs = append(errs, Load(s, p)...)
 		errs = append(errs, enum(p.Child("imagePullPolicy"), s.ImagePullPolicy, "", corev1.PullAlways, corev1.PullIfNotPresent, corev1.PullNever)...)
 		if s.NamespaceSelector != nil {
 			errs = append(errs, Selector(s.NamespaceSelector, p.Child("namespaceSelector"))...)

@@ -112,7 +112,7 @@ func TestAttack2LoadEligibleCountsNodesNoRouterCanTake(t *testing.T) {
 			Spec:   corev1.NodeSpec{Taints: []corev1.Taint{{Key: "node.kubernetes.io/not-ready", Effect: corev1.TaintEffectNoSchedule}}},
 			Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionFalse}}}},
 	}
-	if got := eligible(nodes, nil); got != 1 {
+	if got := eligible(nodes, v1alpha1.ShardSpec{}); got != 1 {
 		t.Errorf("one node a router can take (a tainted control-plane node, a NotReady node besides): %d eligible", got)
 	}
 }

@@ -31,7 +31,7 @@ func TestAttackLoadUnreachableClusterStaysSaturatedForever(t *testing.T) {
 				{Name: "default", Load: &v1alpha1.ShardLoadSpec{RequestsPerSecond: ptr.To[int32](10)}}})},
 		Status: v1alpha1.ClusterIngressStatus{Domain: "c1.z.test"}}
 	clock := now
-	r, seed, user, _ := reconcilerFor(t, ci, &clock, readyRouters("default", 1),
+	r, seed, user, _ := reconcilerFor(t, ci, &clock, routerDeployment("default", 1),
 		loadLease("default", "r1", "rps=50", now))
 	key := client.ObjectKeyFromObject(ci)
 	controllertest.Reconcile(t, r, key, 1)
@@ -68,7 +68,7 @@ func TestAttackLoadOwnerDrivesSeedStatusWrites(t *testing.T) {
 		Spec: v1alpha1.ClusterIngressSpec{Shards: v1alpha1.ResolveShards([]v1alpha1.ShardSpec{
 			{Name: "default", Load: &v1alpha1.ShardLoadSpec{RequestsPerSecond: ptr.To[int32](10)}}})},
 		Status: v1alpha1.ClusterIngressStatus{Domain: "c1.z.test"}}
-	r, seed, user, recorder := reconcilerFor(t, ci, &now, readyRouters("default", 1),
+	r, seed, user, recorder := reconcilerFor(t, ci, &now, routerDeployment("default", 1),
 		loadLease("default", "r1", "rps=0", now))
 	key := client.ObjectKeyFromObject(ci)
 	rv := func() string {
@@ -117,7 +117,7 @@ func TestAttackLoadDeletedClusterKeepsPaging(t *testing.T) {
 		Spec: v1alpha1.ClusterIngressSpec{Shards: v1alpha1.ResolveShards([]v1alpha1.ShardSpec{
 			{Name: "default", Load: &v1alpha1.ShardLoadSpec{RequestsPerSecond: ptr.To[int32](10)}}})},
 		Status: v1alpha1.ClusterIngressStatus{Domain: "c1.z.test"}}
-	r, seed, _, _ := reconcilerFor(t, ci, &now, readyRouters("default", 1),
+	r, seed, _, _ := reconcilerFor(t, ci, &now, routerDeployment("default", 1),
 		loadLease("default", "r1", "rps=50", now))
 	key := client.ObjectKeyFromObject(ci)
 	controllertest.Reconcile(t, r, key, 1)

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
@@ -15,8 +14,8 @@ import (
 )
 
 // follow decides, for each shard whose routers follow load, how many run (routerload.Replicas),
-// into loads; the shard controller renders them (ClusterIngress.Shards). It returns what changed,
-// for Events.
+// into loads (the published figures, so that a load wobbling within a step decides nothing new);
+// the shard controller renders them (ClusterIngress.Shards). It returns what changed, for Events.
 func follow(ctx context.Context, rd client.Reader, ci *v1alpha1.ClusterIngress, shards []v1alpha1.ShardSpec,
 	loads []v1alpha1.ShardLoadStatus, now time.Time,
 ) ([]string, error) {
@@ -39,8 +38,12 @@ func follow(ctx context.Context, rd client.Reader, ci *v1alpha1.ClusterIngress, 
 				return nil, err
 			}
 		}
+		ready, err := readyRouters(ctx, rd, s.Name)
+		if err != nil {
+			return nil, err
+		}
 		last := previous(ci.Status.ShardLoad, s.Name)
-		sc := render.FollowedScale(s, min, eligible(nodes.Items, s.NodeSelector), last)
+		sc := render.FollowedScale(s, min, ready, eligible(nodes.Items, s), last)
 		replicas, below := routerload.Replicas(sc, loads[i], now)
 		loads[i].Replicas, loads[i].BelowTargetSince = replicas, below
 		if last != nil && last.Replicas > 0 && last.Replicas != replicas {
@@ -51,12 +54,11 @@ func follow(ctx context.Context, rd client.Reader, ci *v1alpha1.ClusterIngress, 
 	return scaled, nil
 }
 
-// eligible counts the nodes a shard's routers may take (its nodeSelector, schedulable).
-func eligible(nodes []corev1.Node, selector map[string]string) int32 {
-	sel := labels.SelectorFromSet(selector)
+// eligible counts the nodes a shard's routers may take (render.RouterMayRun).
+func eligible(nodes []corev1.Node, s v1alpha1.ShardSpec) int32 {
 	var n int32
 	for i := range nodes {
-		if !nodes[i].Spec.Unschedulable && sel.Matches(labels.Set(nodes[i].Labels)) {
+		if render.RouterMayRun(s, &nodes[i]) {
 			n++
 		}
 	}

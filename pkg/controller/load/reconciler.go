@@ -85,6 +85,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if loads, err = observe(ctx, cluster.Reader(), reporting, ci.Status.ShardLoad, now); err != nil {
 			return ctrl.Result{}, clusteraccess.DescribeError("read the user cluster's cache", err)
 		}
+		loads = routerload.Publish(ci.Status.ShardLoad, loads)
 		if scaled, err = follow(ctx, cluster.Reader(), ci, reporting, loads, now); err != nil {
 			return ctrl.Result{}, clusteraccess.DescribeError("read the user cluster's cache", err)
 		}
@@ -98,9 +99,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if wait := routerload.MaxFreshness - now.Sub(since); wait > 0 {
 			return ctrl.Result{RequeueAfter: wait}, nil
 		}
-		loads = routerload.Unobserved(reporting, ci.Status.ShardLoad)
+		loads = routerload.Publish(ci.Status.ShardLoad, routerload.Unobserved(reporting, ci.Status.ShardLoad))
 	}
-	published := routerload.Publish(ci.Status.ShardLoad, loads)
+	published := loads
 	status, reason, msg := routerload.Saturation(published)
 	cond := metav1.Condition{Type: v1alpha1.ConditionShardsSaturated, Status: metav1.ConditionStatus(status), Reason: reason,
 		Message: msg, ObservedGeneration: ci.Generation}
@@ -179,12 +180,8 @@ func observe(ctx context.Context, rd client.Reader, shards []v1alpha1.ShardSpec,
 	}
 	out := make([]v1alpha1.ShardLoadStatus, 0, len(shards))
 	for _, s := range shards {
-		var ready int32
-		d := &appsv1.Deployment{}
-		switch err := rd.Get(ctx, client.ObjectKey{Namespace: names.Namespace, Name: names.RouterName(s.Name)}, d); {
-		case err == nil:
-			ready = d.Status.ReadyReplicas
-		case !apierrors.IsNotFound(err):
+		ready, err := readyRouters(ctx, rd, s.Name)
+		if err != nil {
 			return nil, err
 		}
 		in := render.LoadShard(s, ready, reports[s.Name], previousState(previous, s.Name))
@@ -207,4 +204,17 @@ func (r *Reconciler) now() time.Time {
 		return r.Now()
 	}
 	return time.Now()
+}
+
+// readyRouters are a shard's ready routers (its Deployment's; none without one).
+func readyRouters(ctx context.Context, rd client.Reader, shard string) (int32, error) {
+	d := &appsv1.Deployment{}
+	switch err := rd.Get(ctx, client.ObjectKey{Namespace: names.Namespace, Name: names.RouterName(shard)}, d); {
+	case err == nil:
+		return d.Status.ReadyReplicas, nil
+	case apierrors.IsNotFound(err):
+		return 0, nil
+	default:
+		return 0, err
+	}
 }

@@ -38,7 +38,7 @@ func TestSaturationAndHysteresis(t *testing.T) {
 				{Name: "default", Load: &v1alpha1.ShardLoadSpec{RequestsPerSecond: ptr.To[int32](10)}},
 				{Name: "heavy", Flavour: v1alpha1.FlavourHAProxy}})},
 		Status: v1alpha1.ClusterIngressStatus{Domain: "c1.z.test"}}
-	r, seed, user, recorder := reconcilerFor(t, ci, &now, readyRouters("default", 1), readyRouters("heavy", 1),
+	r, seed, user, recorder := reconcilerFor(t, ci, &now, routerDeployment("default", 1), routerDeployment("heavy", 1),
 		loadLease("default", "r1", "rps=50", now))
 	key := client.ObjectKeyFromObject(ci)
 	state := func() (*metav1.Condition, map[string]v1alpha1.ShardLoadStatus) {
@@ -129,11 +129,12 @@ func TestRoutersFollowLoad(t *testing.T) {
 		Status: v1alpha1.ClusterIngressStatus{Domain: "c1.z.test"}}
 	node := func(name string, unschedulable bool) *corev1.Node {
 		return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"role": "edge"}},
-			Spec: corev1.NodeSpec{Unschedulable: unschedulable}}
+			Spec:   corev1.NodeSpec{Unschedulable: unschedulable},
+			Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}}}
 	}
 	r, seed, user, recorder := reconcilerFor(t, ci, &now, node("n1", false), node("n2", false),
 		node("n3", false), node("n4", true),
-		readyRouters("default", 1),
+		routerDeployment("default", 1),
 		loadLease("default", "r1", "rps=40", now))
 	key := client.ObjectKeyFromObject(ci)
 	replicas := func() int32 {

@@ -41,8 +41,8 @@ func reconcilerFor(t *testing.T, ci *v1alpha1.ClusterIngress, now *time.Time, ob
 	return r, seed, user, recorder
 }
 
-// readyRouters is a shard's router Deployment with ready routers.
-func readyRouters(shard string, ready int32) *appsv1.Deployment {
+// routerDeployment is a shard's router Deployment with ready routers.
+func routerDeployment(shard string, ready int32) *appsv1.Deployment {
 	return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: names.Namespace, Name: names.RouterName(shard)},
 		Status: appsv1.DeploymentStatus{ReadyReplicas: ready}}
 }
