@@ -69,7 +69,7 @@ type ShardLoadStatus struct {
 	// clamped says which reported figures were absurd and were clamped (the user cluster's
 	// reports are its owner's to write).
 	// +optional
-	Clamped string `json:"clamped,omitempty"`	// replicas the shard's routers run while they follow load (ShardLoadSpec.MaxReplicas).
+	Clamped string `json:"clamped,omitempty"` // replicas the shard's routers run while they follow load (ShardLoadSpec.MaxReplicas).
 	// +optional
 	Replicas int32 `json:"replicas,omitempty"`
 	// belowTargetSince is when the load began to ask for fewer routers than run (scale-down waits

@@ -29,7 +29,9 @@ func TestReplicas(t *testing.T) {
 		{"up to max", with(func(s *Scale) { s.Current = 1 }), load(900, 1), 4, false},
 		{"up to the eligible nodes", with(func(s *Scale) { s.Current = 1; s.Eligible = 2; s.Bounded = true }), load(900, 1), 2, false},
 		{"no eligible node left: no scale-up, no scale-down either", with(func(s *Scale) {
-			s.Current = 3; s.Eligible = 1; s.Bounded = true
+			s.Current = 3
+			s.Eligible = 1
+			s.Bounded = true
 		}), load(900, 3), 3, false},
 		{"steady", with(func(s *Scale) { s.Current = 2 }), load(50, 2), 2, false},
 		{"low starts the wait", with(func(s *Scale) { s.Current = 3 }), load(10, 3), 3, true},

@@ -46,7 +46,7 @@ func BenchmarkAllocation(b *testing.B) {
 		// load is unknown and LeastLoaded decides, as it says); BenchmarkStrategies10k compares
 		// the strategies' own cost with every load known.
 		p := &v1alpha1.IngressProfile{ObjectMeta: metav1.ObjectMeta{Name: "bench"}, Spec: v1alpha1.IngressProfileSpec{
-			Shards: []v1alpha1.ShardSpec{{Name: "default", Publishing: v1alpha1.PublishNodePort}, {Name: "a", Publishing: v1alpha1.PublishNodePort}, {Name: "b", Publishing: v1alpha1.PublishNodePort}},
+			Shards:     []v1alpha1.ShardSpec{{Name: "default", Publishing: v1alpha1.PublishNodePort}, {Name: "a", Publishing: v1alpha1.PublishNodePort}, {Name: "b", Publishing: v1alpha1.PublishNodePort}},
 			Allocation: v1alpha1.AllocationSettings{Strategy: v1alpha1.StrategyLeastUtilized},
 		}}
 		if err := env.Seed.Client.Create(ctx, p); err != nil {

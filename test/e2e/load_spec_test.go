@@ -61,7 +61,7 @@ func loadSpec(ctx context.Context, t *testing.T, in ShardsSpecInput, profile str
 		l := loads("s1")
 		want, ready := routers()
 		return want == 1 && ready == 1 && l["default"].ReportingRouters >= 1 && l["edge"].ReportingRouters == 2 &&
-			l["default"].State == v1alpha1.LoadNormal && l["edge"].State == v1alpha1.LoadNormal,
+				l["default"].State == v1alpha1.LoadNormal && l["edge"].State == v1alpha1.LoadNormal,
 			fmt.Sprintf("default routers %d (%d ready), status.shardLoad %+v", want, ready, l)
 	})
 	waitCondition(ctx, t, seed, key("s1"), v1alpha1.ConditionShardsSaturated, metav1.ConditionFalse, v1alpha1.ReasonWithinCapacity)
