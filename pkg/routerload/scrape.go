@@ -72,7 +72,7 @@ func sampleLine(line string) (name, labels string, value float64, ok bool) {
 	if line == "" || line[0] == '#' {
 		return "", "", 0, false
 	}
-	rest := line
+	var rest string
 	if i := strings.IndexByte(line, '{'); i >= 0 {
 		j := strings.LastIndexByte(line, '}')
 		if j < i {
