@@ -75,6 +75,13 @@ func loadSpec(ctx context.Context, t *testing.T, in ShardsSpecInput, profile str
 		l["edge"].State != v1alpha1.LoadNormal {
 		t.Fatalf("status.shardLoad under load: %+v", l)
 	}
+	// What the alert and the dashboard read, from the real controller's /metrics.
+	m, err := in.Controller.Metrics()
+	must(t, err)
+	if !strings.Contains(m, `shardgate_shard_saturated{cluster="default/s1",shard="default"} 1`) {
+		t.Errorf("metrics lack the saturated gauge of s1's default shard")
+	}
+	checkDashboardMetrics(t, m, "shardgate_shard_utilization", "shardgate_shard_saturated")
 	// Its routers follow: a second one on the other node, in DNS once ready.
 	eventually(ctx, t, 2*time.Minute, func() (bool, string) {
 		want, ready := routers()
