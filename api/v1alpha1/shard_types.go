@@ -126,4 +126,35 @@ type ShardStatus struct {
 	// targets published for the shard.
 	// +optional
 	Targets []string `json:"targets,omitempty"`
+	// nodesLeftOut are nodes that run (HostNetwork) or could carry (NodePort) the shard's routers
+	// but are left out of its DNS answer, each with why: the operator's cue that a cordon, a
+	// taint or a sick node took addresses out. At most MaxNodesLeftOut, by name.
+	// +optional
+	// +kubebuilder:validation:MaxItems=16
+	NodesLeftOut []NodeLeftOut `json:"nodesLeftOut,omitempty"`
 }
+
+// MaxNodesLeftOut bounds status.shards[].nodesLeftOut: a NodePort shard may span every node.
+const MaxNodesLeftOut = 16
+
+// NodeLeftOut is a node left out of a shard's DNS answer, and why.
+type NodeLeftOut struct {
+	Name string `json:"name"`
+	// reason: Cordoned, NotReady, Deleting, NoExecuteTaint, NotSelected (the profile's
+	// dns.ingressNodes) or NoAddress (none of the profile's address types).
+	Reason NodeLeftOutReason `json:"reason"`
+}
+
+// NodeLeftOutReason says why a node is out of a shard's DNS answer.
+// +kubebuilder:validation:Enum=Cordoned;NotReady;Deleting;NoExecuteTaint;NotSelected;NoAddress
+type NodeLeftOutReason string
+
+// Why a node is left out of DNS, checked in this order.
+const (
+	NodeDeleting       NodeLeftOutReason = "Deleting"
+	NodeCordoned       NodeLeftOutReason = "Cordoned"
+	NodeNotSelected    NodeLeftOutReason = "NotSelected"
+	NodeNoExecuteTaint NodeLeftOutReason = "NoExecuteTaint"
+	NodeNotReady       NodeLeftOutReason = "NotReady"
+	NodeNoAddress      NodeLeftOutReason = "NoAddress"
+)

@@ -3,6 +3,7 @@ package dnsrecords
 import (
 	"net/netip"
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -50,6 +51,8 @@ type ShardPlan struct {
 	ReadyNodes   []string
 	Targets      []string
 	KeptLast     bool
+	// LeftOut: the shard's nodes its answer leaves out, and why (at most MaxNodesLeftOut).
+	LeftOut []v1alpha1.NodeLeftOut
 }
 
 // Plan is the desired state of a cluster's DNSEndpoint and what status reports about it.
@@ -101,11 +104,13 @@ func desiredShard(sh ShardInput, s Settings, current []Endpoint) ([]Endpoint, Sh
 	} else {
 		for i := range sh.Nodes {
 			n := &sh.Nodes[i]
-			if !Eligible(n, s.IngressNodes) {
-				continue
-			}
+			why := LeftOut(n, s.IngressNodes)
 			a4, a6 := nodeAddresses(n, s)
-			if len(a4)+len(a6) == 0 {
+			if why == "" && len(a4)+len(a6) == 0 {
+				why = v1alpha1.NodeNoAddress
+			}
+			if why != "" {
+				sp.LeftOut = append(sp.LeftOut, v1alpha1.NodeLeftOut{Name: n.Name, Reason: why})
 				continue
 			}
 			sp.ReadyNodes = append(sp.ReadyNodes, n.Name)
@@ -114,6 +119,10 @@ func desiredShard(sh ShardInput, s Settings, current []Endpoint) ([]Endpoint, Sh
 		}
 	}
 	slices.Sort(sp.ReadyNodes)
+	slices.SortFunc(sp.LeftOut, func(a, b v1alpha1.NodeLeftOut) int { return strings.Compare(a.Name, b.Name) })
+	if len(sp.LeftOut) > v1alpha1.MaxNodesLeftOut {
+		sp.LeftOut = sp.LeftOut[:v1alpha1.MaxNodesLeftOut]
+	}
 	v4, v6 = sortedUnique(v4), sortedUnique(v6)
 	names := []string{dnsname.WildcardName(sh.Domain), sh.Domain}
 
@@ -144,26 +153,29 @@ func desiredShard(sh ShardInput, s Settings, current []Endpoint) ([]Endpoint, Sh
 	return eps, sp
 }
 
-// Eligible reports whether a node may carry ingress traffic: Ready, schedulable, not being
-// deleted, not tainted NoExecute, and selected by sel (nil selects all).
-func Eligible(n *corev1.Node, sel labels.Selector) bool {
-	if n.DeletionTimestamp != nil || n.Spec.Unschedulable {
-		return false
-	}
-	if sel != nil && !sel.Matches(labels.Set(n.Labels)) {
-		return false
+// LeftOut says why a node may not carry ingress traffic ("" when it may): it must be Ready,
+// schedulable (a cordon takes it out of DNS before a drain), not being deleted, not tainted
+// NoExecute, and selected by sel (nil selects all).
+func LeftOut(n *corev1.Node, sel labels.Selector) v1alpha1.NodeLeftOutReason {
+	switch {
+	case n.DeletionTimestamp != nil:
+		return v1alpha1.NodeDeleting
+	case n.Spec.Unschedulable:
+		return v1alpha1.NodeCordoned
+	case sel != nil && !sel.Matches(labels.Set(n.Labels)):
+		return v1alpha1.NodeNotSelected
 	}
 	for _, t := range n.Spec.Taints {
 		if t.Effect == corev1.TaintEffectNoExecute {
-			return false
+			return v1alpha1.NodeNoExecuteTaint
 		}
 	}
 	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			return c.Status == corev1.ConditionTrue
+		if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
+			return ""
 		}
 	}
-	return false
+	return v1alpha1.NodeNotReady
 }
 
 // nodeAddresses returns the node's addresses of its most preferred address type that has any

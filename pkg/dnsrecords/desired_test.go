@@ -1,6 +1,7 @@
 package dnsrecords
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 
@@ -227,5 +228,40 @@ func TestDesiredShards(t *testing.T) {
 	}
 	if !slices.Equal(p.ReadyNodes, []string{"n1", "n2"}) {
 		t.Fatalf("ready nodes %v", p.ReadyNodes)
+	}
+}
+
+// The nodes a shard's answer leaves out are named with why, by name and at most
+// MaxNodesLeftOut: the operator's cue (doctor) that a cordon or a sick node took addresses out.
+func TestDesiredSaysWhyNodesAreLeftOut(t *testing.T) {
+	ingressOnly := defaults()
+	ingressOnly.IngressNodes = labels.SelectorFromSet(labels.Set{"ingress": "true"})
+	in := func(n ...corev1.Node) []corev1.Node { return n }
+	sel := label("ingress", "true")
+	p := Desired(Input{Settings: ingressOnly, Shards: []ShardInput{{Name: "default", Domain: "c1.z", Nodes: in(
+		node("ok", internal("10.0.0.1"), sel),
+		node("c-cordoned", internal("10.0.0.3"), sel, cordoned),
+		node("b-notready", internal("10.0.0.2"), sel, notReady),
+		node("d-deleting", internal("10.0.0.4"), sel, deleting, cordoned),
+		node("e-noexecute", internal("10.0.0.5"), sel, taint(corev1.TaintEffectNoExecute)),
+		node("f-unselected", internal("10.0.0.6")),
+		node("g-noaddress", addr(corev1.NodeHostName, "g"), sel),
+		node("h-nocondition", internal("10.0.0.8"), sel, noCondition),
+	)}}})
+	want := []v1alpha1.NodeLeftOut{{Name: "b-notready", Reason: v1alpha1.NodeNotReady},
+		{Name: "c-cordoned", Reason: v1alpha1.NodeCordoned}, {Name: "d-deleting", Reason: v1alpha1.NodeDeleting},
+		{Name: "e-noexecute", Reason: v1alpha1.NodeNoExecuteTaint}, {Name: "f-unselected", Reason: v1alpha1.NodeNotSelected},
+		{Name: "g-noaddress", Reason: v1alpha1.NodeNoAddress}, {Name: "h-nocondition", Reason: v1alpha1.NodeNotReady}}
+	if got := p.Shards[0].LeftOut; !slices.Equal(got, want) || !slices.Equal(p.Shards[0].ReadyNodes, []string{"ok"}) {
+		t.Fatalf("left out %+v, ready %v; want %+v and [ok]", got, p.Shards[0].ReadyNodes, want)
+	}
+
+	var many []corev1.Node
+	for i := range v1alpha1.MaxNodesLeftOut + 5 {
+		many = append(many, node(fmt.Sprintf("n%02d", i), internal("10.0.1.1"), cordoned))
+	}
+	p = Desired(Input{Settings: defaults(), Shards: []ShardInput{{Name: "np", Domain: "np.c1.z", Nodes: many}}})
+	if got := p.Shards[0].LeftOut; len(got) != v1alpha1.MaxNodesLeftOut || got[0].Name != "n00" {
+		t.Fatalf("%d nodes cordoned: left out %+v, want the first %d by name", len(many), got, v1alpha1.MaxNodesLeftOut)
 	}
 }

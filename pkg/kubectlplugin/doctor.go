@@ -145,6 +145,7 @@ func Diagnose(ci *v1alpha1.ClusterIngress, now time.Time, answers map[string]DNS
 		switch s.condition {
 		case v1alpha1.ConditionShardsAvailable:
 			d.Findings = append(d.Findings, routerFindings(ci)...)
+			d.Findings = append(d.Findings, leftOutFindings(ci)...)
 		case v1alpha1.ConditionDNSPublished:
 			d.Findings = append(d.Findings, dnsFindings(ci, answers)...)
 		case v1alpha1.ConditionCertificateReady:
@@ -232,6 +233,52 @@ func routerFindings(ci *v1alpha1.ClusterIngress) []Finding {
 			Next: "look at the shard's router pods that are not ready in the user cluster " +
 				"(kubectl -n shardgate-system get pods -l shardgate.io/shard=" + sh.Name + " -o wide): a wedged " +
 				"router, or its node cordoned or not ready", Runbook: "ShardgateShardsUnavailable"})
+	}
+	return out
+}
+
+// leftOutSteps: what a node left out of a shard's DNS answer means, and the next step.
+var leftOutSteps = map[v1alpha1.NodeLeftOutReason]struct{ what, next string }{
+	v1alpha1.NodeCordoned: {"cordoned", "when the node's maintenance is over, uncordon it in the user cluster " +
+		"(kubectl uncordon NODE); to retire it, drain it (kubectl drain NODE --ignore-daemonsets) and its routers move"},
+	v1alpha1.NodeNotReady: {"not ready", "check the node's kubelet and network in the user cluster " +
+		"(kubectl describe node NODE); routers move off it when it is evicted"},
+	v1alpha1.NodeDeleting: {"being deleted", "nothing, if it is meant to go: its routers move; else see what deletes it"},
+	v1alpha1.NodeNoExecuteTaint: {"tainted NoExecute", "remove the taint when its cause is gone " +
+		"(kubectl describe node NODE shows it)"},
+	v1alpha1.NodeNotSelected: {"not an ingress node", "label it to match the profile's dns.ingressNodes, or keep the " +
+		"shard's routers off it (the shard's nodeSelector)"},
+	v1alpha1.NodeNoAddress: {"without an address of the profile's types", "give the node an address of a type " +
+		"in the profile's dns.addressTypes"},
+}
+
+// leftOutFindings: nodes that run or could carry a shard's routers but are out of its DNS answer
+// (a cordon, a taint, a sick node), one finding per shard and reason, with the nodes named.
+func leftOutFindings(ci *v1alpha1.ClusterIngress) []Finding {
+	var out []Finding
+	for _, sh := range ci.Status.Shards {
+		by := map[v1alpha1.NodeLeftOutReason][]string{}
+		var order []v1alpha1.NodeLeftOutReason
+		for _, n := range sh.NodesLeftOut {
+			if _, seen := by[n.Reason]; !seen {
+				order = append(order, n.Reason)
+			}
+			by[n.Reason] = append(by[n.Reason], n.Name)
+		}
+		for _, why := range order {
+			st, ok := leftOutSteps[why]
+			if !ok {
+				st.what, st.next = string(why), "read the node's status in the user cluster"
+			}
+			nodes := strings.Join(by[why], ", ")
+			answer := "nothing: the shard's records keep their last targets"
+			if len(sh.ReadyNodes) > 0 {
+				answer = strings.Join(sh.ReadyNodes, ", ")
+			}
+			out = append(out, Finding{Severity: severityWarning, Cause: fmt.Sprintf("shard %s: node %s %s", sh.Name, nodes, st.what),
+				Message: fmt.Sprintf("%s left the shard's DNS answer (%s); it answers %s", nodes, why, answer),
+				Next:    strings.ReplaceAll(st.next, "NODE", by[why][0]), Runbook: "ShardgateShardsUnavailable"})
+		}
 	}
 	return out
 }

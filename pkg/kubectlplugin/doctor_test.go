@@ -112,6 +112,20 @@ func TestDiagnose(t *testing.T) {
 			want:    []string{"shard default: routers not ready", "DNSAnswer: shard default"},
 		},
 		{
+			name: "a router not ready, then a cordoned node and a sick one, each named, before the DNS answer",
+			ci: func() *v1alpha1.ClusterIngress {
+				ci := doctorCluster(published, ready)
+				ci.Spec.Shards = []v1alpha1.ShardSpec{{Name: "default", Replicas: ptr.To[int32](4)}}
+				ci.Status.Shards[0].ReadyReplicas, ci.Status.Shards[0].ReadyNodes = 3, []string{"node-1"}
+				ci.Status.Shards[0].NodesLeftOut = []v1alpha1.NodeLeftOut{{Name: "node-2", Reason: v1alpha1.NodeCordoned},
+					{Name: "node-3", Reason: v1alpha1.NodeNotReady}, {Name: "node-4", Reason: v1alpha1.NodeCordoned}}
+				return ci
+			}(),
+			answers: map[string]DNSAnswer{"default": {Name: "shardgate-doctor.c.zone.test", Addresses: []string{"10.0.0.1"}}},
+			want: []string{"shard default: routers not ready", "shard default: node node-2, node-4 cordoned",
+				"shard default: node node-3 not ready", "DNSAnswer: shard default"},
+		},
+		{
 			name: "not Ready for a reason doctor has no step for: Ready's own message",
 			ci:   doctorCluster(published, c(v1alpha1.ConditionReady, metav1.ConditionFalse, "Whatever")),
 			want: []string{"Ready=False/Whatever"},
@@ -123,6 +137,9 @@ func TestDiagnose(t *testing.T) {
 				t.Errorf("causes %q, want %q", got, tc.want)
 			}
 			for _, f := range d.Findings {
+				if strings.Contains(f.Cause, "cordoned") && !strings.Contains(f.Next, "kubectl uncordon node-2") {
+					t.Errorf("a cordon's next step names no uncordon: %+v", f)
+				}
 				if f.Next == "" || (f.Severity != severityCritical && f.Severity != severityWarning) {
 					t.Errorf("finding %+v has no next step or severity", f)
 				}

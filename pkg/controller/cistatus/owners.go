@@ -66,6 +66,7 @@ var owned = map[Owner]ownership{
 			shards := make([]v1alpha1.ShardStatus, len(st.Shards))
 			for i, s := range st.Shards {
 				s.ReadyNodes, s.Targets = cut(s.ReadyNodes), cut(s.Targets)
+				s.NodesLeftOut = nil // the operator's cue, not a record: the first thing to go
 				shards[i] = s
 			}
 			st.Shards = shards

@@ -67,12 +67,20 @@ func observeRouters(ctx context.Context, rd client.Reader, shards []v1alpha1.Sha
 	return out, nil
 }
 
-// Availability is ShardsAvailable: True when every shard has a ready router, else why not
-// (the last shard's specific reason wins; messages name every shard that lacks one).
+// Availability is ShardsAvailable: True when every shard of the profile has a ready router, else
+// why not (the last shard's specific reason wins; messages name every shard that lacks one).
+// A claimed shard is its tenant's: its IngressClaim says it has no ready router (Provisioning),
+// and it never makes the cluster unavailable nor pages the operator (as OpenShift's ingress
+// operator judges its default controller, not the ones users add).
 func Availability(shards []v1alpha1.ShardSpec, obs map[string]RouterObservation) metav1.Condition {
 	var missing []string
 	reason := v1alpha1.ReasonNoRouterReady
+	judged := 0
 	for _, s := range shards {
+		if s.Claim != "" {
+			continue
+		}
+		judged++
 		o := obs[s.Name]
 		switch {
 		case !o.Deployed:
@@ -93,5 +101,5 @@ func Availability(shards []v1alpha1.ShardSpec, obs map[string]RouterObservation)
 		return condition(v1alpha1.ConditionShardsAvailable, metav1.ConditionFalse, reason, strings.Join(missing, "; "))
 	}
 	return condition(v1alpha1.ConditionShardsAvailable, metav1.ConditionTrue, v1alpha1.ReasonShardsAvailable,
-		fmt.Sprintf("%d shard(s) have ready routers", len(shards)))
+		fmt.Sprintf("%d shard(s) have ready routers", judged))
 }

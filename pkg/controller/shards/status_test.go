@@ -29,8 +29,11 @@ func TestAvailability(t *testing.T) {
 			metav1.ConditionFalse, v1alpha1.ReasonPodsUnschedulable, "default: router pods are unschedulable"},
 		{"starting", map[string]RouterObservation{"default": {Deployed: true}, "edge": {Deployed: true, ReadyReplicas: 1}},
 			metav1.ConditionFalse, v1alpha1.ReasonNoRouterReady, "no router pod is ready yet"},
+		{"a tenant's claimed shard without a router is its claim's to tell", map[string]RouterObservation{
+			"default": {Deployed: true, ReadyReplicas: 1}, "edge": {Deployed: true, ReadyReplicas: 1},
+			"team-a": {Deployed: true, Unschedulable: true}}, metav1.ConditionTrue, v1alpha1.ReasonShardsAvailable, "2 shard(s)"},
 	} {
-		c := Availability(shards, tt.obs)
+		c := Availability(append(shards, v1alpha1.ShardSpec{Name: "team-a", Claim: "team/a"}), tt.obs)
 		if c.Status != tt.status || c.Reason != tt.reason || !strings.Contains(c.Message, tt.says) {
 			t.Errorf("%s: %s/%s %q", tt.name, c.Status, c.Reason, c.Message)
 		}
