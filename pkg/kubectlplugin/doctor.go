@@ -9,6 +9,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
 )
@@ -209,8 +210,18 @@ func conditionFinding(ci *v1alpha1.ClusterIngress, typ string, byReason map[stri
 	if st.next == "" {
 		return Finding{}, false
 	}
-	return Finding{Severity: st.severity, Message: c.Message, Next: st.next, Runbook: st.runbook,
+	return Finding{Severity: st.severity, Message: c.Message, Next: withShard(st.next, c.Message), Runbook: st.runbook,
 		Cause: fmt.Sprintf("%s=%s/%s", c.Type, c.Status, c.Reason)}, true
+}
+
+// withShard puts the first shard a ShardsAvailable message names ("<shard>: why; ...") in place
+// of SHARD in a next step, so the command can be pasted; a message naming none leaves SHARD.
+func withShard(next, message string) string {
+	name, _, found := strings.Cut(message, ":")
+	if !strings.Contains(next, "SHARD") || !found || len(validation.IsDNS1123Label(name)) > 0 {
+		return next
+	}
+	return strings.ReplaceAll(next, "SHARD", name)
 }
 
 // routerFindings: shards with some but not all of their routers ready (none ready is

@@ -161,6 +161,23 @@ func TestDiagnoseExpiringCertificate(t *testing.T) {
 	}
 }
 
+// A shard's next step names the shard the message names, ready to paste; a message that names
+// none (or not as a shard name can be) leaves the placeholder.
+func TestDiagnoseNamesTheShardInItsNextStep(t *testing.T) {
+	for msg, want := range map[string]string{
+		"haproxy: no router pod is ready yet; edge: router not created yet": "shardgate.io/shard=haproxy)",
+		"router role missing": "shardgate.io/shard=SHARD)",
+		"a b: no router":      "shardgate.io/shard=SHARD)",
+	} {
+		cond := c(v1alpha1.ConditionShardsAvailable, metav1.ConditionFalse, v1alpha1.ReasonNoRouterReady)
+		cond.Message = msg
+		d := Diagnose(doctorCluster(cond), doctorNow, nil)
+		if len(d.Findings) == 0 || !strings.Contains(d.Findings[0].Next, want) {
+			t.Errorf("%q: %+v, want a next step with %s", msg, d.Findings, want)
+		}
+	}
+}
+
 // Every runbook doctor points at is a section of docs/runbooks.md.
 func TestDoctorRunbooksExist(t *testing.T) {
 	b, err := os.ReadFile("../../docs/runbooks.md")

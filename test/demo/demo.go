@@ -28,6 +28,7 @@ import (
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
 	"github.com/shardgate/shardgate/pkg/names"
+	"github.com/shardgate/shardgate/pkg/render"
 	"github.com/shardgate/shardgate/test/framework"
 )
 
@@ -55,11 +56,21 @@ type tlsParts struct {
 // certNamespace is where Shardgate keeps the clusters' Certificates in the demo's seed.
 const certNamespace = "shardgate"
 
+// The HAProxy shard runs on a node of its own; routerLabel says which flavour's routers a node takes.
+const (
+	routerLabel  = "demo.shardgate.io/router"
+	haproxyNode  = "node-haproxy"
+	haproxyShard = "haproxy"
+)
+
 // start brings everything up, printing progress; nil when a signal came first.
 func start(ctx context.Context, s *framework.Session, o options, out *screen) *demo {
 	kind := "real nodes (kubelet + containerd in network namespaces; Traefik routers run as pods)"
 	if o.simulated {
 		kind = "simulated nodes (kwok)"
+	}
+	if o.haproxy {
+		kind += ", and a node for an HAProxy shard"
 	}
 	out.line("[demo] starting a seed and %d user cluster(s) with %d %s, BIND and external-dns", o.clusters, o.nodes, kind)
 	opts := framework.EnvironmentOptions{UserClusters: o.clusters, DNS: true, SimulatedNodes: o.simulated}
@@ -67,7 +78,13 @@ func start(ctx context.Context, s *framework.Session, o options, out *screen) *d
 		for range o.clusters {
 			var nodes []framework.RealNodeSpec
 			for j := 1; j <= o.nodes; j++ {
-				nodes = append(nodes, framework.RealNodeSpec{Name: fmt.Sprintf("node-%d", j)})
+				nodes = append(nodes, framework.RealNodeSpec{Name: fmt.Sprintf("node-%d", j),
+					Labels: map[string]string{routerLabel: string(v1alpha1.FlavourTraefik)}})
+			}
+			if o.haproxy {
+				// Host-network routers of two flavours cannot share a node's ports 80 and 443.
+				nodes = append(nodes, framework.RealNodeSpec{Name: haproxyNode,
+					Labels: map[string]string{routerLabel: string(v1alpha1.FlavourHAProxy)}})
 			}
 			opts.RealNodes = append(opts.RealNodes, nodes)
 		}
@@ -106,12 +123,16 @@ func start(ctx context.Context, s *framework.Session, o options, out *screen) *d
 // Ingress.
 func (d *demo) setUp(ctx context.Context, o options) error {
 	seed := d.env.Seed
-	shard := v1alpha1.ShardSpec{Name: v1alpha1.DefaultShardName, Replicas: ptr.To(int32(o.nodes)), Image: framework.TraefikImage,
-		ImagePullPolicy: corev1.PullNever}
-	if o.simulated {
-		shard = v1alpha1.ShardSpec{Name: v1alpha1.DefaultShardName, Publishing: v1alpha1.PublishNodePort}
+	shards := []v1alpha1.ShardSpec{{Name: v1alpha1.DefaultShardName, Replicas: ptr.To(int32(o.nodes)),
+		Image: framework.TraefikImage, ImagePullPolicy: corev1.PullNever,
+		NodeSelector: map[string]string{routerLabel: string(v1alpha1.FlavourTraefik)}}}
+	if o.haproxy {
+		shards = append(shards, haproxyShardSpec())
 	}
-	spec := v1alpha1.IngressProfileSpec{DNS: v1alpha1.DNSSettings{TTL: 10}, Shards: []v1alpha1.ShardSpec{shard}}
+	if o.simulated {
+		shards = []v1alpha1.ShardSpec{{Name: v1alpha1.DefaultShardName, Publishing: v1alpha1.PublishNodePort}}
+	}
+	spec := v1alpha1.IngressProfileSpec{DNS: v1alpha1.DNSSettings{TTL: 10}, Shards: shards}
 	if d.tlsOn {
 		// The Issuer may not exist yet: cert-manager issues once startTLS made it. HTTP keeps
 		// answering (no redirect): its first 200 comes before the certificate.
@@ -144,11 +165,29 @@ func (d *demo) setUp(ctx context.Context, o options) error {
 		} else if err := framework.DeployBackend(ctx, u, "default", "web", 2); err != nil {
 			return err
 		}
-		if err := u.Client.Create(ctx, demoIngress("app."+id+"."+d.env.DNS.Zone)); err != nil {
+		if err := u.Client.Create(ctx, demoIngress("web", "app."+id+"."+d.env.DNS.Zone, names.IngressClassName)); err != nil {
 			return err
+		}
+		if o.haproxy {
+			host := haproxyHost(id + "." + d.env.DNS.Zone)
+			if err := u.Client.Create(ctx, demoIngress("web-haproxy", host, render.ShardClass(haproxyShardSpec()))); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
+}
+
+// haproxyShardSpec is the demo's HAProxy shard: one router on node-haproxy, its routes under
+// haproxy.<cluster domain>, chosen by its flavour's IngressClass.
+func haproxyShardSpec() v1alpha1.ShardSpec {
+	return v1alpha1.ShardSpec{Name: haproxyShard, Flavour: v1alpha1.FlavourHAProxy, Replicas: ptr.To[int32](1),
+		Image: framework.HAProxyImage, ImagePullPolicy: corev1.PullNever,
+		NodeSelector: map[string]string{routerLabel: string(v1alpha1.FlavourHAProxy)}}
+}
+
+func haproxyHost(clusterDomain string) string {
+	return "app." + names.ShardDomain(haproxyShard, clusterDomain)
 }
 
 // statusPage gives the demo's operator a ServiceAccount that may read ClusterIngresses and puts
@@ -221,6 +260,10 @@ func (d *demo) describe(o options, page string) (string, error) {
 	if d.tlsOn {
 		fmt.Fprintf(&b, "  HTTPS         every cluster's names get a wildcard certificate from Pebble (ACME) through cert-manager\n")
 	}
+	if o.haproxy {
+		fmt.Fprintf(&b, "  routers       Traefik (shard default) on node-1..%d; HAProxy (shard %s) on %s, its names under %s.<cluster>\n",
+			o.nodes, haproxyShard, haproxyNode, haproxyShard)
+	}
 	fmt.Fprintf(&b, "  seed          %s\n", rel(seedKC))
 	var first string
 	for i, u := range d.env.Users {
@@ -241,6 +284,9 @@ func (d *demo) describe(o options, page string) (string, error) {
 	fmt.Fprintf(&b, "  bin/kubectl-shardgate --kubeconfig %s explain ingress/web --dns-server %s\n", first, d.env.DNS.Addr)
 	if d.tlsOn {
 		fmt.Fprintf(&b, "  bin/kubectl-shardgate --kubeconfig %s explain httproute/web-route --dns-server %s\n", first, d.env.DNS.Addr)
+	}
+	if o.haproxy {
+		fmt.Fprintf(&b, "  bin/kubectl-shardgate --kubeconfig %s explain ingress/web-haproxy --dns-server %s\n", first, d.env.DNS.Addr)
 	}
 	fmt.Fprintf(&b, "  dig @127.0.0.1 -p %d +short anything.%s.%s\n", d.env.DNS.Port, d.cluster[0], d.env.DNS.Zone)
 	if o.interval > 0 && o.nodes >= 2 {
@@ -324,6 +370,13 @@ func (d *demo) summary(ctx context.Context, o options, cordoned bool) string {
 				if d.tlsOn {
 					fmt.Fprintf(&b, "          %-7s Ingress   %s\n", "", d.httpsSummary(ctx, d.env.Fabrics[i], "app."+ci.Status.Domain))
 					fmt.Fprintf(&b, "          %-7s HTTPRoute %s\n", "", d.routeSummary(ctx, i))
+				}
+				if o.haproxy {
+					host := haproxyHost(ci.Status.Domain)
+					fmt.Fprintf(&b, "          %-7s HAProxy   %s\n", "", d.fetch(ctx, d.env.Fabrics[i], host))
+					if d.tlsOn {
+						fmt.Fprintf(&b, "          %-7s HAProxy   %s\n", "", d.httpsSummary(ctx, d.env.Fabrics[i], host))
+					}
 				}
 			}
 		}
@@ -483,11 +536,11 @@ func demoHTTPRoute() *gatewayv1.HTTPRoute {
 		}}
 }
 
-func demoIngress(host string) *networkingv1.Ingress {
+func demoIngress(name, host, class string) *networkingv1.Ingress {
 	pt := networkingv1.PathTypePrefix
 	return &networkingv1.Ingress{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web"},
-		Spec: networkingv1.IngressSpec{IngressClassName: ptr.To(names.IngressClassName), Rules: []networkingv1.IngressRule{{Host: host, IngressRuleValue: networkingv1.IngressRuleValue{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name},
+		Spec: networkingv1.IngressSpec{IngressClassName: ptr.To(class), Rules: []networkingv1.IngressRule{{Host: host, IngressRuleValue: networkingv1.IngressRuleValue{
 			HTTP: &networkingv1.HTTPIngressRuleValue{Paths: []networkingv1.HTTPIngressPath{{Path: "/", PathType: &pt,
 				Backend: networkingv1.IngressBackend{Service: &networkingv1.IngressServiceBackend{Name: "web", Port: networkingv1.ServiceBackendPort{Number: 80}}}}}}}}}},
 	}

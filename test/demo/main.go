@@ -33,6 +33,8 @@ type options struct {
 	nodes     int
 	simulated bool
 	interval  int
+	// haproxy: an HAProxy shard beside Traefik's, on a node of its own in every cluster.
+	haproxy bool
 }
 
 func main() {
@@ -41,8 +43,10 @@ func main() {
 	flag.IntVar(&o.nodes, "nodes", 2, "nodes per user cluster (1-5)")
 	flag.BoolVar(&o.simulated, "simulated", false, "simulated nodes (kwok) instead of real ones (kubelet + containerd): starts in seconds, but no router really runs")
 	sweep := flag.Bool("sweep", false, "only remove what SIGKILLed demos left in the kernel (network namespaces, cgroups, runtime directories), then exit; every launch does this first")
+	flag.BoolVar(&o.haproxy, "haproxy", true, "an HAProxy shard beside Traefik's, on a node of its own (node-haproxy) in every cluster (real nodes only)")
 	flag.IntVar(&o.interval, "flip", 30, "seconds between cordoning and uncordoning node-2 of demo1, to show DNS following the nodes (0: never)")
 	flag.Parse()
+	o.haproxy = o.haproxy && !o.simulated
 	if o.clusters < 1 || o.clusters > 5 || o.nodes < 1 || o.nodes > 5 {
 		fmt.Fprintln(os.Stderr, "demo: --clusters and --nodes must be between 1 and 5")
 		os.Exit(2)

@@ -19,7 +19,8 @@ import (
 // first three end with one line and exit status 0; after every one of them, no process the demo
 // started is left (SIGKILL: within five seconds). The first three run with simulated nodes (each
 // start takes seconds; the stopping is the same code with real nodes); SIGKILL runs with a real
-// node serving HTTP, whose containerd shims and router are nobody's children but the kernel's.
+// node serving HTTP through Traefik and another through HAProxy (the demo's two router types),
+// whose containerd shims and routers are nobody's children but the kernel's.
 func TestDemoStops(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts the demo four times (about a minute)")
@@ -82,7 +83,8 @@ func TestDemoStops(t *testing.T) {
 			// two cores (alone, its first 200 comes after about 80 s); what is tested here is the stop.
 			waitFor(t, 5*time.Minute, "the demo to be ready", func() bool {
 				out, _ := run("capture-pane", "-p", "-t", session)
-				return strings.Contains(out, "Ctrl-C stops everything.") && strings.Contains(out, "Published") && (tc.clean || strings.Contains(out, "-> 200"))
+				return strings.Contains(out, "Ctrl-C stops everything.") && strings.Contains(out, "Published") &&
+					(tc.clean || (serves(out, "Ingress   http://") && serves(out, "HAProxy   http://")))
 			})
 			t.Logf("ready after %s with %d processes", time.Since(start).Round(time.Second), len(processesUnder(runDir)))
 			if n := len(processesUnder(runDir)); n < 5 {
@@ -138,6 +140,16 @@ func TestDemoStops(t *testing.T) {
 			}
 		})
 	}
+}
+
+// serves: the summary has a row starting with what (after the cluster column) that got a 200.
+func serves(summary, what string) bool {
+	for _, l := range strings.Split(summary, "\n") {
+		if strings.HasPrefix(strings.TrimSpace(l), what) && strings.Contains(l, "-> 200") {
+			return true
+		}
+	}
+	return false
 }
 
 // processesUnder lists the processes whose command line names dir (every component the demo
