@@ -70,14 +70,25 @@ func TestLoadReporter(t *testing.T) {
 		slices.Contains(pod.Containers[0].Args, "--metrics.prometheus=true") {
 		t.Errorf("a shard without load reporting renders it: %+v", pod.Containers)
 	}
-	// HAProxy routers expose nothing the reporter reads: no reporter, the load stays unknown.
+	// HAProxy routers report from HAProxy's own exporter on the stats frontend, which (with the
+	// healthz one) is left out of the figures.
 	h := v1alpha1.ResolveShards([]v1alpha1.ShardSpec{{Name: "heavy", Flavour: v1alpha1.FlavourHAProxy,
 		Load: &v1alpha1.ShardLoadSpec{}}})[0]
-	if ReportsLoad(HAProxy{}, h) || !ReportsLoad(Traefik{}, h) {
-		t.Error("ReportsLoad: HAProxy reports, or Traefik does not")
+	if !ReportsLoad(HAProxy{}, h) || !ReportsLoad(Traefik{}, h) {
+		t.Error("ReportsLoad: a flavour does not report")
 	}
-	if LoadCapacity(Traefik{}, h) != 2000 || SaturationPercent(h) != 80 {
-		t.Errorf("defaults: %d %d", LoadCapacity(Traefik{}, h), SaturationPercent(h))
+	if LoadCapacity(Traefik{}, h) != 2000 || LoadCapacity(HAProxy{}, h) != 3500 || SaturationPercent(h) != 80 {
+		t.Errorf("defaults: %d %d %d", LoadCapacity(Traefik{}, h), LoadCapacity(HAProxy{}, h), SaturationPercent(h))
+	}
+	hobjs, err := RenderShard(HAProxy{}, RenderInput{Domain: "heavy.c1.example.test", Shard: h, DNSTTL: 60})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hpod := as[appsv1.Deployment](t, findObject(hobjs, "Deployment", names.RouterName("heavy"))).Spec.Template.Spec
+	if len(hpod.Containers) != 2 || !slices.Contains(hpod.Containers[1].Args, "--format=haproxy") ||
+		!slices.Contains(hpod.Containers[1].Args, "--metrics-url=http://127.0.0.1:1024/metrics") ||
+		!slices.Contains(hpod.Containers[1].Args, "--admin-entrypoint=stats,healthz") {
+		t.Errorf("HAProxy's load reporter: %+v", hpod.Containers)
 	}
 	h.Load.RequestsPerSecond, h.Load.SaturationPercent = ptr.To[int32](10), ptr.To[int32](50)
 	if LoadCapacity(Traefik{}, h) != 10 || SaturationPercent(h) != 50 {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -25,42 +26,64 @@ const maxScrape = 16 << 20
 // Format is how a flavour's router exposes its metrics (render.LoadMetrics.Format).
 type Format string
 
-// FormatTraefik is Traefik's Prometheus endpoint (--metrics.prometheus).
-const FormatTraefik Format = "traefik"
+const (
+	// FormatTraefik is Traefik's Prometheus endpoint (--metrics.prometheus): entry points.
+	FormatTraefik Format = "traefik"
+	// FormatHAProxy is HAProxy's own Prometheus exporter (its prometheus-exporter service):
+	// frontends. It exports no CPU time; memory is what its pools hold.
+	FormatHAProxy Format = "haproxy"
+)
 
-// Parse reads one scrape in format f. adminEntryPoint is left out of the request figures: it
-// answers probes and the reporter's own scrapes, not routes.
-func Parse(f Format, r io.Reader, adminEntryPoint string, at time.Time) (Counters, error) {
-	if f != FormatTraefik {
+// metricNames are the samples a format's figures come from, and the label naming the listener
+// (an entry point or a frontend) that admin listeners are left out by.
+type metricNames struct {
+	requests, bytesIn, bytesOut, connections, cpuSeconds, memoryBytes, listener string
+}
+
+var formats = map[Format]metricNames{
+	FormatTraefik: {requests: "traefik_entrypoint_requests_total", bytesIn: "traefik_entrypoint_requests_bytes_total",
+		bytesOut: "traefik_entrypoint_responses_bytes_total", connections: "traefik_open_connections",
+		cpuSeconds: "process_cpu_seconds_total", memoryBytes: "process_resident_memory_bytes", listener: "entrypoint"},
+	FormatHAProxy: {requests: "haproxy_frontend_http_requests_total", bytesIn: "haproxy_frontend_bytes_in_total",
+		bytesOut: "haproxy_frontend_bytes_out_total", connections: "haproxy_frontend_current_sessions",
+		memoryBytes: "haproxy_process_pool_allocated_bytes", listener: "proxy"},
+}
+
+// Parse reads one scrape in format f. The admin listeners (comma-separated entry points or
+// frontends) are left out of the request figures: they answer probes and the reporter's own
+// scrapes, not routes.
+func Parse(f Format, r io.Reader, admin string, at time.Time) (Counters, error) {
+	m, ok := formats[f]
+	if !ok {
 		return Counters{}, fmt.Errorf("unknown metrics format %q", f)
 	}
+	adminListeners := strings.Split(admin, ",")
 	c := Counters{At: at}
 	sc := bufio.NewScanner(io.LimitReader(r, maxScrape))
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
 		name, labels, value, ok := sampleLine(sc.Text())
-		if !ok {
+		if !ok || name == "" {
 			continue
 		}
 		switch name {
-		case "traefik_entrypoint_requests_total", "traefik_entrypoint_requests_bytes_total",
-			"traefik_entrypoint_responses_bytes_total", "traefik_open_connections":
-			if labelValue(labels, "entrypoint") == adminEntryPoint {
+		case m.requests, m.bytesIn, m.bytesOut, m.connections:
+			if slices.Contains(adminListeners, labelValue(labels, m.listener)) {
 				continue
 			}
 		}
 		switch name {
-		case "traefik_entrypoint_requests_total":
+		case m.requests:
 			c.Requests += value
-		case "traefik_entrypoint_requests_bytes_total":
+		case m.bytesIn:
 			c.BytesIn += value
-		case "traefik_entrypoint_responses_bytes_total":
+		case m.bytesOut:
 			c.BytesOut += value
-		case "traefik_open_connections":
+		case m.connections:
 			c.OpenConnections += value
-		case "process_cpu_seconds_total":
+		case m.cpuSeconds:
 			c.CPUSeconds = value
-		case "process_resident_memory_bytes":
+		case m.memoryBytes:
 			c.MemoryBytes = value
 		}
 	}

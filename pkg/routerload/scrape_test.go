@@ -39,6 +39,42 @@ func TestParseTraefik(t *testing.T) {
 	}
 }
 
+// An HAProxy 3.0 scrape of its prometheus-exporter (the lines' shape as Debian's haproxy writes
+// them): the stats and healthz frontends are left out, http and https summed; no CPU time.
+const haproxyScrape = `haproxy_process_pool_allocated_bytes 253872
+haproxy_process_requests_total 9999
+haproxy_frontend_current_sessions{proxy="stats"} 1
+haproxy_frontend_current_sessions{proxy="http"} 2
+haproxy_frontend_current_sessions{proxy="https"} 5
+haproxy_frontend_bytes_in_total{proxy="stats"} 700
+haproxy_frontend_bytes_in_total{proxy="http"} 246
+haproxy_frontend_bytes_out_total{proxy="http"} 219
+haproxy_frontend_bytes_out_total{proxy="healthz"} 5000
+# HELP haproxy_frontend_http_requests_total Total number of HTTP requests processed by this object
+# TYPE haproxy_frontend_http_requests_total counter
+haproxy_frontend_http_requests_total{proxy="stats"} 1
+haproxy_frontend_http_requests_total{proxy="healthz"} 400
+haproxy_frontend_http_requests_total{proxy="http"} 3
+haproxy_frontend_http_requests_total{proxy="https"} 30
+haproxy_frontend_http_requests_total{proxy="https"} NaN
+`
+
+func TestParseHAProxy(t *testing.T) {
+	at := time.Unix(100, 0)
+	c, err := Parse(FormatHAProxy, strings.NewReader(haproxyScrape), "stats,healthz", at)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Counters{At: at, Requests: 33, BytesIn: 246, BytesOut: 219, OpenConnections: 7, MemoryBytes: 253872}
+	if c != want {
+		t.Errorf("got %+v want %+v", c, want)
+	}
+	// The other format's samples are not this one's.
+	if c, _ := Parse(FormatHAProxy, strings.NewReader(traefikScrape), "traefik", at); c.Requests != 0 || c.CPUSeconds != 0 {
+		t.Errorf("a Traefik scrape read as HAProxy's: %+v", c)
+	}
+}
+
 func TestWindowRates(t *testing.T) {
 	w := Window{Span: 30 * time.Second}
 	t0 := time.Unix(1000, 0)

@@ -30,12 +30,16 @@ func TestAttack2LoadFollowFieldsUnvalidated(t *testing.T) {
 		{"negative scaleDownDelay", base(func(l *v1alpha1.ShardLoadSpec) {
 			l.ScaleDownDelay = &metav1.Duration{Duration: -time.Hour}
 		}, "")},
-		{"maxReplicas on a flavour that reports no load", base(func(*v1alpha1.ShardLoadSpec) {}, v1alpha1.FlavourHAProxy)},
 		{"targetPercent 0", base(func(l *v1alpha1.ShardLoadSpec) { l.TargetPercent = ptr.To[int32](0) }, "")},
 	}
 	for _, tt := range tests {
 		if errs := Shards([]v1alpha1.ShardSpec{tt.shard}, field.NewPath("spec", "shards")); len(errs) == 0 {
 			t.Errorf("%s: accepted", tt.name)
 		}
+	}
+	// Every flavour reports load now: HAProxy's routers may follow it too.
+	h := base(func(*v1alpha1.ShardLoadSpec) {}, v1alpha1.FlavourHAProxy)
+	if errs := Shards([]v1alpha1.ShardSpec{h}, field.NewPath("spec", "shards")); len(errs) != 0 {
+		t.Errorf("maxReplicas on an HAProxy shard: %v", errs)
 	}
 }

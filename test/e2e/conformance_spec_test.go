@@ -62,6 +62,9 @@ func ConformanceSpec(ctx context.Context, t *testing.T, inputGetter func() Confo
 			Replicas: ptr.To(replicas), NodeSelector: map[string]string{"role": role}}
 	}
 	shards := []v1alpha1.ShardSpec{shard(v1alpha1.DefaultShardName, "a", 2), shard("b", "b", 1)}
+	// Shard b's routers report their load; 2 requests/s per router is its capacity, so a client's
+	// 10 requests/s saturate it.
+	shards[1].Load = &v1alpha1.ShardLoadSpec{RequestsPerSecond: ptr.To[int32](2)}
 	sel := map[string]string{"conformance": string(f.Name())}
 	profile := "conformance-" + string(f.Name())
 	p := &v1alpha1.IngressProfile{ObjectMeta: metav1.ObjectMeta{Name: profile}, Spec: v1alpha1.IngressProfileSpec{
@@ -138,6 +141,21 @@ func ConformanceSpec(ctx context.Context, t *testing.T, inputGetter func() Confo
 		if err != nil || code != 200 || strings.TrimSpace(body) != c.Body {
 			t.Fatalf("GET %s on %s:%d: %d %q %v, want 200 %q", c.Path, n1, c.Port, code, body, err, c.Body)
 		}
+	})
+
+	t.Run("the routers report their load from their own metrics", func(t *testing.T) {
+		stop := loopClientEvery(ctx, 100*time.Millisecond, in.DNS, in.Fabric, bHost)
+		defer stop()
+		eventually(ctx, t, 2*time.Minute, func() (bool, string) {
+			ci := getCI(ctx, t, seed, key(in.ClusterID))
+			i := slices.IndexFunc(ci.Status.ShardLoad, func(l v1alpha1.ShardLoadStatus) bool { return l.Shard == "b" })
+			if i < 0 {
+				return false, fmt.Sprintf("status.shardLoad %+v has no shard b", ci.Status.ShardLoad)
+			}
+			l := ci.Status.ShardLoad[i]
+			return l.State == v1alpha1.LoadSaturated && l.ReportingRouters == 1 && l.RequestsPerSecond >= 5 &&
+				l.BytesInPerSecond > 0 && l.Clamped == "", fmt.Sprintf("shard b's load %+v, want Saturated at ~10 requests/s", l)
+		})
 	})
 
 	t.Run("only Shardgate names a shard's routers, or sets what they read as configuration", func(t *testing.T) {

@@ -29,7 +29,7 @@ func loadLease(shard, pod, value string, renewed time.Time) *coordinationv1.Leas
 
 // TestSaturationAndHysteresis: the cluster says ShardsSaturated while a shard's routers report
 // load at or above its threshold, with an Event the first time; it stays so until the load is
-// 10 points below; a shard whose routers report nothing (HAProxy) is Unknown, never zero.
+// 10 points below; a shard whose routers report nothing (no Lease yet) is Unknown, never zero.
 func TestSaturationAndHysteresis(t *testing.T) {
 	now := time.Unix(100000, 0)
 	ci := &v1alpha1.ClusterIngress{ObjectMeta: metav1.ObjectMeta{Namespace: "seed", Name: "c1"},
