@@ -117,3 +117,23 @@ func TestAttack33KeptClaimedShardPointsAtShardsThatSayNothing(t *testing.T) {
 		}
 	}
 }
+
+// A NodePort shard spans every node its nodeSelector matches (all by default), and the profile's
+// dns.ingressNodeSelector picking the edge nodes is the intended way to publish a subset. Every
+// other node is then "NotSelected" in nodesLeftOut, so a healthy, Ready cluster gets a permanent
+// warning ("not an ingress node ... label it") naming up to 16 workers: doctor never says
+// "nothing wrong found" for it again, and the operator learns to skip these findings.
+func TestAttack33HealthyNodePortClusterIsNeverClean(t *testing.T) {
+	ci := doctorCluster(c(v1alpha1.ConditionDNSPublished, metav1.ConditionTrue, v1alpha1.ReasonPublished),
+		c(v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonReady),
+		c(v1alpha1.ConditionShardsAvailable, metav1.ConditionTrue, v1alpha1.ReasonShardsAvailable))
+	ci.Spec.Shards = []v1alpha1.ShardSpec{{Name: "default", Publishing: v1alpha1.PublishNodePort}}
+	ci.Spec.DNS.IngressNodeSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"node-role.kubernetes.io/ingress": ""}}
+	ci.Status.Shards[0].ReadyNodes = []string{"edge-1", "edge-2"}
+	ci.Status.Shards[0].NodesLeftOut = []v1alpha1.NodeLeftOut{{Name: "worker-1", Reason: v1alpha1.NodeNotSelected},
+		{Name: "worker-2", Reason: v1alpha1.NodeNotSelected}}
+	answers := map[string]DNSAnswer{"default": {Name: "shardgate-doctor.c.zone.test", Addresses: []string{"10.0.0.1", "10.0.0.2"}}}
+	if d := Diagnose(ci, doctorNow, answers); len(d.Findings) != 0 {
+		t.Errorf("a healthy NodePort cluster publishing its ingress nodes, as configured, gets findings: %q", causes(d))
+	}
+}
