@@ -184,3 +184,19 @@ func TestAttack33HostNetworkSickNodeIsNamedNowhere(t *testing.T) {
 			p.Shards[0].ReadyNodes, p.Shards[0].LeftOut)
 	}
 }
+
+// A node the profile never publishes (not matched by dns.ingressNodeSelector) that is also
+// cordoned or being deleted reads Cordoned / Deleting, because those are checked first: doctor
+// then says it "left the shard's DNS answer" and to "kubectl uncordon" it, though uncordoning
+// puts nothing in DNS. Its lasting reason (NotSelected) should win over a transient one.
+func TestAttack33UnselectedNodeIsNotReportedAsCordoned(t *testing.T) {
+	sel := labels.SelectorFromSet(labels.Set{"edge": "true"})
+	for _, n := range []corev1.Node{
+		node("worker-cordoned", internal("10.0.1.1"), cordoned),
+		node("worker-deleting", internal("10.0.1.2"), deleting),
+	} {
+		if got := LeftOut(&n, sel); got != v1alpha1.NodeNotSelected {
+			t.Errorf("%s (not an ingress node): LeftOut says %s; doctor tells the operator to act on a node DNS never uses", n.Name, got)
+		}
+	}
+}
