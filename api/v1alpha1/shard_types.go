@@ -126,12 +126,17 @@ type ShardStatus struct {
 	// targets published for the shard.
 	// +optional
 	Targets []string `json:"targets,omitempty"`
-	// nodesLeftOut are nodes that run (HostNetwork) or could carry (NodePort) the shard's routers
-	// but are left out of its DNS answer, each with why: the operator's cue that a cordon, a
-	// taint or a sick node took addresses out. At most MaxNodesLeftOut, by name.
+	// nodesLeftOut are nodes that run (HostNetwork) or could carry (NodePort, the ingress nodes)
+	// the shard's routers but are left out of its DNS answer, each with why: the operator's cue
+	// that a cordon, a taint or a sick node took addresses out. The most pressing reasons first
+	// (NotReady, Deleting, Cordoned, NoExecuteTaint, NoAddress, NotSelected), then by name; at
+	// most MaxNodesLeftOut.
 	// +optional
 	// +kubebuilder:validation:MaxItems=16
 	NodesLeftOut []NodeLeftOut `json:"nodesLeftOut,omitempty"`
+	// nodesLeftOutCount counts them all (nodesLeftOut may list fewer).
+	// +optional
+	NodesLeftOutCount int32 `json:"nodesLeftOutCount,omitempty"`
 }
 
 // MaxNodesLeftOut bounds status.shards[].nodesLeftOut: a NodePort shard may span every node.
@@ -140,8 +145,9 @@ const MaxNodesLeftOut = 16
 // NodeLeftOut is a node left out of a shard's DNS answer, and why.
 type NodeLeftOut struct {
 	Name string `json:"name"`
-	// reason: Cordoned, NotReady, Deleting, NoExecuteTaint, NotSelected (the profile's
-	// dns.ingressNodes) or NoAddress (none of the profile's address types).
+	// reason: NotReady, Deleting, Cordoned, NoExecuteTaint, NoAddress (none of the profile's
+	// dns.addressTypes) or NotSelected (a router runs on a node the profile's
+	// dns.ingressNodeSelector does not select).
 	Reason NodeLeftOutReason `json:"reason"`
 }
 
@@ -149,7 +155,7 @@ type NodeLeftOut struct {
 // +kubebuilder:validation:Enum=Cordoned;NotReady;Deleting;NoExecuteTaint;NotSelected;NoAddress
 type NodeLeftOutReason string
 
-// Why a node is left out of DNS, checked in this order.
+// Why a node is left out of DNS (dnsrecords.LeftOut checks them in its own order).
 const (
 	NodeDeleting       NodeLeftOutReason = "Deleting"
 	NodeCordoned       NodeLeftOutReason = "Cordoned"

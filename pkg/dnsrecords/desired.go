@@ -30,6 +30,9 @@ type ShardInput struct {
 	Domain string
 	// Nodes whose addresses publish the shard (TargetNodes); health is checked here.
 	Nodes []corev1.Node
+	// RouterNodes run the shard's routers, ready or not (HostNetwork shards: RouterNodes): those
+	// out of the answer are named with why in the plan; they publish nothing themselves.
+	RouterNodes []corev1.Node
 	// LoadBalancer publishing: the Service's addresses replace node addresses. IPs give A/AAAA
 	// records; hostnames (used only when there is no IP) a CNAME.
 	LoadBalancer          bool
@@ -51,8 +54,11 @@ type ShardPlan struct {
 	ReadyNodes   []string
 	Targets      []string
 	KeptLast     bool
-	// LeftOut: the shard's nodes its answer leaves out, and why (at most MaxNodesLeftOut).
-	LeftOut []v1alpha1.NodeLeftOut
+	// LeftOut: nodes its answer leaves out, and why: the published candidates (Nodes) but those
+	// not selected as ingress nodes (an intended setup), and the nodes running its routers.
+	// The most pressing reasons first, at most MaxNodesLeftOut; LeftOutCount counts them all.
+	LeftOut      []v1alpha1.NodeLeftOut
+	LeftOutCount int
 }
 
 // Plan is the desired state of a cluster's DNSEndpoint and what status reports about it.
@@ -110,7 +116,9 @@ func desiredShard(sh ShardInput, s Settings, current []Endpoint) ([]Endpoint, Sh
 				why = v1alpha1.NodeNoAddress
 			}
 			if why != "" {
-				sp.LeftOut = append(sp.LeftOut, v1alpha1.NodeLeftOut{Name: n.Name, Reason: why})
+				if why != v1alpha1.NodeNotSelected {
+					sp.LeftOut = append(sp.LeftOut, v1alpha1.NodeLeftOut{Name: n.Name, Reason: why})
+				}
 				continue
 			}
 			sp.ReadyNodes = append(sp.ReadyNodes, n.Name)
@@ -119,10 +127,7 @@ func desiredShard(sh ShardInput, s Settings, current []Endpoint) ([]Endpoint, Sh
 		}
 	}
 	slices.Sort(sp.ReadyNodes)
-	slices.SortFunc(sp.LeftOut, func(a, b v1alpha1.NodeLeftOut) int { return strings.Compare(a.Name, b.Name) })
-	if len(sp.LeftOut) > v1alpha1.MaxNodesLeftOut {
-		sp.LeftOut = sp.LeftOut[:v1alpha1.MaxNodesLeftOut]
-	}
+	sp.LeftOut, sp.LeftOutCount = leftOut(sp.LeftOut, sh.RouterNodes, s.IngressNodes)
 	v4, v6 = sortedUnique(v4), sortedUnique(v6)
 	names := []string{dnsname.WildcardName(sh.Domain), sh.Domain}
 
@@ -153,29 +158,57 @@ func desiredShard(sh ShardInput, s Settings, current []Endpoint) ([]Endpoint, Sh
 	return eps, sp
 }
 
-// LeftOut says why a node may not carry ingress traffic ("" when it may): it must be Ready,
-// schedulable (a cordon takes it out of DNS before a drain), not being deleted, not tainted
-// NoExecute, and selected by sel (nil selects all).
+// leftOutOrder: the most pressing reasons first, so the cap never hides them behind the others.
+var leftOutOrder = []v1alpha1.NodeLeftOutReason{v1alpha1.NodeNotReady, v1alpha1.NodeDeleting, v1alpha1.NodeCordoned,
+	v1alpha1.NodeNoExecuteTaint, v1alpha1.NodeNoAddress, v1alpha1.NodeNotSelected}
+
+// leftOut completes the candidates' reasons with the router nodes out of the answer (whose router
+// is not ready because of their node; a healthy node's unready router is no node's fault), and
+// returns them by reason and name, capped, with their count.
+func leftOut(found []v1alpha1.NodeLeftOut, routerNodes []corev1.Node, sel labels.Selector) ([]v1alpha1.NodeLeftOut, int) {
+	for i := range routerNodes {
+		n := &routerNodes[i]
+		if slices.ContainsFunc(found, func(l v1alpha1.NodeLeftOut) bool { return l.Name == n.Name }) {
+			continue
+		}
+		if why := LeftOut(n, sel); why != "" {
+			found = append(found, v1alpha1.NodeLeftOut{Name: n.Name, Reason: why})
+		}
+	}
+	slices.SortFunc(found, func(a, b v1alpha1.NodeLeftOut) int {
+		if d := slices.Index(leftOutOrder, a.Reason) - slices.Index(leftOutOrder, b.Reason); d != 0 {
+			return d
+		}
+		return strings.Compare(a.Name, b.Name)
+	})
+	return found[:min(len(found), v1alpha1.MaxNodesLeftOut)], len(found)
+}
+
+// LeftOut says why a node may not carry ingress traffic ("" when it may): it must be selected by
+// sel (nil selects all), not being deleted, Ready (its first Ready condition, as Kubernetes reads
+// it), schedulable (a cordon takes it out of DNS before a drain) and not tainted NoExecute. The
+// lasting reason is said before a passing one, and sickness before what follows from it: the node
+// lifecycle controller taints a NotReady node NoExecute, and a node may die while cordoned.
 func LeftOut(n *corev1.Node, sel labels.Selector) v1alpha1.NodeLeftOutReason {
 	switch {
-	case n.DeletionTimestamp != nil:
-		return v1alpha1.NodeDeleting
-	case n.Spec.Unschedulable:
-		return v1alpha1.NodeCordoned
 	case sel != nil && !sel.Matches(labels.Set(n.Labels)):
 		return v1alpha1.NodeNotSelected
+	case n.DeletionTimestamp != nil:
+		return v1alpha1.NodeDeleting
+	}
+	i := slices.IndexFunc(n.Status.Conditions, func(c corev1.NodeCondition) bool { return c.Type == corev1.NodeReady })
+	if i < 0 || n.Status.Conditions[i].Status != corev1.ConditionTrue {
+		return v1alpha1.NodeNotReady
+	}
+	if n.Spec.Unschedulable {
+		return v1alpha1.NodeCordoned
 	}
 	for _, t := range n.Spec.Taints {
 		if t.Effect == corev1.TaintEffectNoExecute {
 			return v1alpha1.NodeNoExecuteTaint
 		}
 	}
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
-			return ""
-		}
-	}
-	return v1alpha1.NodeNotReady
+	return ""
 }
 
 // nodeAddresses returns the node's addresses of its most preferred address type that has any

@@ -248,12 +248,25 @@ func TestDesiredSaysWhyNodesAreLeftOut(t *testing.T) {
 		node("g-noaddress", addr(corev1.NodeHostName, "g"), sel),
 		node("h-nocondition", internal("10.0.0.8"), sel, noCondition),
 	)}}})
+	// The most pressing first; a node the profile does not select for ingress is no finding.
 	want := []v1alpha1.NodeLeftOut{{Name: "b-notready", Reason: v1alpha1.NodeNotReady},
-		{Name: "c-cordoned", Reason: v1alpha1.NodeCordoned}, {Name: "d-deleting", Reason: v1alpha1.NodeDeleting},
-		{Name: "e-noexecute", Reason: v1alpha1.NodeNoExecuteTaint}, {Name: "f-unselected", Reason: v1alpha1.NodeNotSelected},
-		{Name: "g-noaddress", Reason: v1alpha1.NodeNoAddress}, {Name: "h-nocondition", Reason: v1alpha1.NodeNotReady}}
-	if got := p.Shards[0].LeftOut; !slices.Equal(got, want) || !slices.Equal(p.Shards[0].ReadyNodes, []string{"ok"}) {
-		t.Fatalf("left out %+v, ready %v; want %+v and [ok]", got, p.Shards[0].ReadyNodes, want)
+		{Name: "h-nocondition", Reason: v1alpha1.NodeNotReady}, {Name: "d-deleting", Reason: v1alpha1.NodeDeleting},
+		{Name: "c-cordoned", Reason: v1alpha1.NodeCordoned}, {Name: "e-noexecute", Reason: v1alpha1.NodeNoExecuteTaint},
+		{Name: "g-noaddress", Reason: v1alpha1.NodeNoAddress}}
+	if got := p.Shards[0].LeftOut; !slices.Equal(got, want) || !slices.Equal(p.Shards[0].ReadyNodes, []string{"ok"}) ||
+		p.Shards[0].LeftOutCount != len(want) {
+		t.Fatalf("left out %+v (%d), ready %v; want %+v and [ok]", got, p.Shards[0].LeftOutCount, p.Shards[0].ReadyNodes, want)
+	}
+
+	// Router nodes: a healthy node whose router is not ready is no node's fault (doctor's router
+	// finding says it); a router on a node the profile does not select for ingress is named.
+	p = Desired(Input{Settings: ingressOnly, Shards: []ShardInput{{Name: "default", Domain: "c1.z",
+		Nodes: in(node("ok", internal("10.0.0.1"), sel)),
+		RouterNodes: in(node("ok", internal("10.0.0.1"), sel), node("healthy-unready-router", internal("10.0.0.2"), sel),
+			node("stray", internal("10.0.0.3")), node("dead", internal("10.0.0.4"), sel, notReady))}}})
+	want = []v1alpha1.NodeLeftOut{{Name: "dead", Reason: v1alpha1.NodeNotReady}, {Name: "stray", Reason: v1alpha1.NodeNotSelected}}
+	if got := p.Shards[0].LeftOut; !slices.Equal(got, want) {
+		t.Fatalf("router nodes left out %+v, want %+v", got, want)
 	}
 
 	var many []corev1.Node
@@ -261,7 +274,8 @@ func TestDesiredSaysWhyNodesAreLeftOut(t *testing.T) {
 		many = append(many, node(fmt.Sprintf("n%02d", i), internal("10.0.1.1"), cordoned))
 	}
 	p = Desired(Input{Settings: defaults(), Shards: []ShardInput{{Name: "np", Domain: "np.c1.z", Nodes: many}}})
-	if got := p.Shards[0].LeftOut; len(got) != v1alpha1.MaxNodesLeftOut || got[0].Name != "n00" {
+	if got := p.Shards[0].LeftOut; len(got) != v1alpha1.MaxNodesLeftOut || got[0].Name != "n00" ||
+		p.Shards[0].LeftOutCount != len(many) {
 		t.Fatalf("%d nodes cordoned: left out %+v, want the first %d by name", len(many), got, v1alpha1.MaxNodesLeftOut)
 	}
 }

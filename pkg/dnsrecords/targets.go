@@ -45,6 +45,30 @@ func TargetNodes(s v1alpha1.ShardSpec, nodes []corev1.Node, pods []corev1.Pod) [
 	return out
 }
 
+// RouterNodes returns, for a HostNetwork shard, the nodes running a non-terminating router pod of
+// the shard, ready or not: where its routers are, so that a node that took its router out of DNS
+// (a dead kubelet marks the pod NotReady with the node) is named with why (ShardPlan.LeftOut).
+// Other publishing modes have none.
+func RouterNodes(s v1alpha1.ShardSpec, nodes []corev1.Node, pods []corev1.Pod) []corev1.Node {
+	if s.Publishing != v1alpha1.PublishHostNetwork && s.Publishing != "" {
+		return nil
+	}
+	on := map[string]bool{}
+	for i := range pods {
+		p := &pods[i]
+		if p.Labels[v1alpha1.ShardLabel] == s.Name && p.DeletionTimestamp == nil && p.Spec.NodeName != "" {
+			on[p.Spec.NodeName] = true
+		}
+	}
+	var out []corev1.Node
+	for _, n := range nodes {
+		if on[n.Name] {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
 // LoadBalancerTargets returns a LoadBalancer Service's published addresses: IPs (A/AAAA) and
 // hostnames (CNAME), each sorted.
 func LoadBalancerTargets(svc *corev1.Service) (ips, hostnames []string) {

@@ -124,7 +124,8 @@ var steps = []struct {
 }
 
 // canarySteps: the next step for a shard whose canary fails, by reason. A shard without a ready
-// router was not requested (ShardsAvailable says so, first), nor one whose names are not out yet.
+// router was not requested (ShardsAvailable, or for a claimed shard its claim, says so first),
+// nor one whose names are not out yet.
 var canarySteps = map[string]step{
 	v1alpha1.ReasonNoRouterReady: {},
 	v1alpha1.ReasonCanaryPending: {},
@@ -146,6 +147,7 @@ func Diagnose(ci *v1alpha1.ClusterIngress, now time.Time, answers map[string]DNS
 		switch s.condition {
 		case v1alpha1.ConditionShardsAvailable:
 			d.Findings = append(d.Findings, routerFindings(ci)...)
+			d.Findings = append(d.Findings, claimFindings(ci)...)
 			d.Findings = append(d.Findings, leftOutFindings(ci)...)
 		case v1alpha1.ConditionDNSPublished:
 			d.Findings = append(d.Findings, dnsFindings(ci, answers)...)
@@ -214,14 +216,27 @@ func conditionFinding(ci *v1alpha1.ClusterIngress, typ string, byReason map[stri
 		Cause: fmt.Sprintf("%s=%s/%s", c.Type, c.Status, c.Reason)}, true
 }
 
-// withShard puts the first shard a ShardsAvailable message names ("<shard>: why; ...") in place
-// of SHARD in a next step, so the command can be pasted; a message naming none leaves SHARD.
+// withShard puts the shards a ShardsAvailable message names ("<shard>: why; <shard>: why") in
+// place of SHARD in a next step, so the command can be pasted; a message naming none leaves it.
 func withShard(next, message string) string {
-	name, _, found := strings.Cut(message, ":")
-	if !strings.Contains(next, "SHARD") || !found || len(validation.IsDNS1123Label(name)) > 0 {
+	if !strings.Contains(next, "SHARD") {
 		return next
 	}
-	return strings.ReplaceAll(next, "SHARD", name)
+	var shards []string
+	for _, part := range strings.Split(message, "; ") {
+		name, _, found := strings.Cut(part, ":")
+		if found && len(validation.IsDNS1123Label(name)) == 0 && !slices.Contains(shards, name) {
+			shards = append(shards, name)
+		}
+	}
+	switch len(shards) {
+	case 0:
+		return next
+	case 1:
+		return strings.ReplaceAll(next, "SHARD", shards[0])
+	}
+	selector := "'shardgate.io/shard in (" + strings.Join(shards, ",") + ")'"
+	return strings.ReplaceAll(next, "shardgate.io/shard=SHARD", selector)
 }
 
 // routerFindings: shards with some but not all of their routers ready (none ready is
@@ -250,46 +265,83 @@ func routerFindings(ci *v1alpha1.ClusterIngress) []Finding {
 
 // leftOutSteps: what a node left out of a shard's DNS answer means, and the next step.
 var leftOutSteps = map[v1alpha1.NodeLeftOutReason]struct{ what, next string }{
-	v1alpha1.NodeCordoned: {"cordoned", "when the node's maintenance is over, uncordon it in the user cluster " +
-		"(kubectl uncordon NODE); to retire it, drain it (kubectl drain NODE --ignore-daemonsets) and its routers move"},
-	v1alpha1.NodeNotReady: {"not ready", "check the node's kubelet and network in the user cluster " +
-		"(kubectl describe node NODE); routers move off it when it is evicted"},
-	v1alpha1.NodeDeleting: {"being deleted", "nothing, if it is meant to go: its routers move; else see what deletes it"},
+	v1alpha1.NodeCordoned: {"cordoned", "when the nodes' maintenance is over, uncordon them in the user cluster " +
+		"(kubectl uncordon NODES); to retire one, drain it (kubectl drain NODE --ignore-daemonsets) and its routers move"},
+	v1alpha1.NodeNotReady: {"not ready", "check the nodes' kubelet and network in the user cluster " +
+		"(kubectl describe node NODE); routers move off a node once it is evicted"},
+	v1alpha1.NodeDeleting: {"being deleted", "nothing, if they are meant to go: their routers move; else see what " +
+		"deletes them"},
 	v1alpha1.NodeNoExecuteTaint: {"tainted NoExecute", "remove the taint when its cause is gone " +
 		"(kubectl describe node NODE shows it)"},
-	v1alpha1.NodeNotSelected: {"not an ingress node", "label it to match the profile's dns.ingressNodes, or keep the " +
-		"shard's routers off it (the shard's nodeSelector)"},
-	v1alpha1.NodeNoAddress: {"without an address of the profile's types", "give the node an address of a type " +
+	v1alpha1.NodeNotSelected: {"not selected as ingress nodes, yet running the shard's routers", "label the nodes " +
+		"to match the profile's dns.ingressNodeSelector, or keep the shard's routers off them (its nodeSelector)"},
+	v1alpha1.NodeNoAddress: {"without an address of the profile's types", "give the nodes an address of a type " +
 		"in the profile's dns.addressTypes"},
 }
 
 // leftOutFindings: nodes that run or could carry a shard's routers but are out of its DNS answer
-// (a cordon, a taint, a sick node), one finding per shard and reason, with the nodes named.
+// (a cordon, a taint, a sick node), one finding per shard and reason, with the nodes named. A
+// NodePort shard spans nodes the profile does not select for ingress by design: those are no
+// finding.
 func leftOutFindings(ci *v1alpha1.ClusterIngress) []Finding {
+	nodePort := map[string]bool{}
+	for _, s := range ci.Shards() {
+		nodePort[s.Name] = s.Publishing == v1alpha1.PublishNodePort
+	}
 	var out []Finding
 	for _, sh := range ci.Status.Shards {
 		by := map[v1alpha1.NodeLeftOutReason][]string{}
 		var order []v1alpha1.NodeLeftOutReason
 		for _, n := range sh.NodesLeftOut {
+			if n.Reason == v1alpha1.NodeNotSelected && nodePort[sh.Name] {
+				continue
+			}
 			if _, seen := by[n.Reason]; !seen {
 				order = append(order, n.Reason)
 			}
 			by[n.Reason] = append(by[n.Reason], n.Name)
 		}
+		answer := "it answers nothing"
+		switch {
+		case len(sh.ReadyNodes) > 0:
+			answer = "it answers " + strings.Join(sh.ReadyNodes, ", ")
+		case len(sh.Targets) > 0:
+			answer = "its records keep their last targets, " + strings.Join(sh.Targets, ", ")
+		}
+		if more := int(sh.NodesLeftOutCount) - len(sh.NodesLeftOut); more > 0 {
+			answer += fmt.Sprintf("; %d more nodes are left out, not listed", more)
+		}
 		for _, why := range order {
 			st, ok := leftOutSteps[why]
 			if !ok {
-				st.what, st.next = string(why), "read the node's status in the user cluster"
+				st.what, st.next = string(why), "read the nodes' status in the user cluster"
 			}
 			nodes := strings.Join(by[why], ", ")
-			answer := "nothing: the shard's records keep their last targets"
-			if len(sh.ReadyNodes) > 0 {
-				answer = strings.Join(sh.ReadyNodes, ", ")
-			}
-			out = append(out, Finding{Severity: severityWarning, Cause: fmt.Sprintf("shard %s: node %s %s", sh.Name, nodes, st.what),
-				Message: fmt.Sprintf("%s left the shard's DNS answer (%s); it answers %s", nodes, why, answer),
-				Next:    strings.ReplaceAll(st.next, "NODE", by[why][0]), Runbook: "ShardgateShardsUnavailable"})
+			next := strings.ReplaceAll(st.next, "NODES", strings.Join(by[why], " "))
+			out = append(out, Finding{Severity: severityWarning,
+				Cause:   fmt.Sprintf("shard %s: node %s %s", sh.Name, nodes, st.what),
+				Message: fmt.Sprintf("%s left the shard's DNS answer (%s); %s", nodes, why, answer),
+				Next:    strings.ReplaceAll(next, "NODE", by[why][0]), Runbook: "ShardgateShardsUnavailable"})
 		}
+	}
+	return out
+}
+
+// claimFindings: tenants' claimed shards without a ready router. They never make the cluster
+// unavailable (ShardsAvailable judges the profile's shards), but their routers are built from the
+// profile's claims settings, so the operator may be the one to fix them.
+func claimFindings(ci *v1alpha1.ClusterIngress) []Finding {
+	var out []Finding
+	for _, c := range ci.Status.Claims {
+		if c.Shard == "" || c.Reason != v1alpha1.ReasonClaimProvisioning {
+			continue
+		}
+		out = append(out, Finding{Severity: severityWarning,
+			Cause:   fmt.Sprintf("claim %s/%s: shard %s has no ready router", c.Namespace, c.Name, c.Shard),
+			Message: c.Message,
+			Next: "look at the claimed shard's router pods in the user cluster (kubectl -n shardgate-system describe pods " +
+				"-l shardgate.io/shard=" + c.Shard + "); if every claim is so, fix the profile's claims settings " +
+				"(nodeSelector, image, publishing); else tell the claim's owner"})
 	}
 	return out
 }

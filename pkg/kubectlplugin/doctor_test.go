@@ -165,9 +165,10 @@ func TestDiagnoseExpiringCertificate(t *testing.T) {
 // none (or not as a shard name can be) leaves the placeholder.
 func TestDiagnoseNamesTheShardInItsNextStep(t *testing.T) {
 	for msg, want := range map[string]string{
-		"haproxy: no router pod is ready yet; edge: router not created yet": "shardgate.io/shard=haproxy)",
-		"router role missing": "shardgate.io/shard=SHARD)",
-		"a b: no router":      "shardgate.io/shard=SHARD)",
+		"haproxy: no router pod is ready yet":                               "shardgate.io/shard=haproxy)",
+		"haproxy: no router pod is ready yet; edge: router not created yet": "'shardgate.io/shard in (haproxy,edge)')",
+		"router role missing":                                               "shardgate.io/shard=SHARD)",
+		"a b: no router":                                                    "shardgate.io/shard=SHARD)",
 	} {
 		cond := c(v1alpha1.ConditionShardsAvailable, metav1.ConditionFalse, v1alpha1.ReasonNoRouterReady)
 		cond.Message = msg

@@ -64,7 +64,7 @@ func ConformanceSpec(ctx context.Context, t *testing.T, inputGetter func() Confo
 	shards := []v1alpha1.ShardSpec{shard(v1alpha1.DefaultShardName, "a", 2), shard("b", "b", 1)}
 	// Shard b's routers report their load; 2 requests/s per router is its capacity, so a client's
 	// 10 requests/s saturate it.
-	shards[1].Load = &v1alpha1.ShardLoadSpec{RequestsPerSecond: ptr.To[int32](2)}
+	shards[1].Load = &v1alpha1.ShardLoadSpec{RequestsPerSecond: ptr.To[int32](2), ReporterImage: framework.KeepalivedImage}
 	sel := map[string]string{"conformance": string(f.Name())}
 	profile := "conformance-" + string(f.Name())
 	p := &v1alpha1.IngressProfile{ObjectMeta: metav1.ObjectMeta{Name: profile}, Spec: v1alpha1.IngressProfileSpec{

@@ -4,6 +4,7 @@
 package cistatus
 
 import (
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -33,10 +34,10 @@ type ownership struct {
 	conditions []string
 	// fields copies the owner's fields from src to dst.
 	fields func(dst, src *v1alpha1.ClusterIngressStatus)
-	// trim cuts what a user cluster's size can grow in the owner's part, for a part that would
-	// take the status past the writer's budget: the rest of it is still written (nil: the whole
-	// part is left out then).
-	trim func(*v1alpha1.ClusterIngressStatus)
+	// trims cut what a user cluster's size can grow in the owner's part, for a part that would
+	// take the status past the writer's budget, one stage at a time until it fits: the rest of it
+	// is still written (none, or all done: the whole part is left out then).
+	trims []func(*v1alpha1.ClusterIngressStatus)
 }
 
 // owned declares who owns what; a status field or condition type belongs to exactly one owner
@@ -57,20 +58,25 @@ var owned = map[Owner]ownership{
 			dst.Shards, dst.LastPublishedTime, dst.DNSVerifiedBy = src.Shards, src.LastPublishedTime, src.DNSVerifiedBy
 			dst.ObservedGeneration = src.ObservedGeneration
 		},
-		// O's thousands of nodes with long names: the lists of names and addresses go, never
-		// the shards' domains (the identity reads from them which domains the cluster's records
-		// are under) nor the conditions; readyNodeCount still counts them.
-		trim: func(st *v1alpha1.ClusterIngressStatus) {
-			st.ReadyNodes, st.Targets = cut(st.ReadyNodes), cut(st.Targets)
-			st.TargetsSummary = strings.Join(st.Targets, ",")
-			shards := make([]v1alpha1.ShardStatus, len(st.Shards))
-			for i, s := range st.Shards {
-				s.ReadyNodes, s.Targets = cut(s.ReadyNodes), cut(s.Targets)
-				s.NodesLeftOut = nil // the operator's cue, not a record: the first thing to go
-				shards[i] = s
-			}
-			st.Shards = shards
-		}},
+		// O's thousands of nodes with long names: first the nodes left out of DNS (the operator's
+		// cue, not a record; nodesLeftOutCount still counts them), then the lists of names and
+		// addresses go, never the shards' domains (the identity reads from them which domains the
+		// cluster's records are under) nor the conditions; readyNodeCount still counts them.
+		trims: []func(*v1alpha1.ClusterIngressStatus){
+			func(st *v1alpha1.ClusterIngressStatus) {
+				st.Shards = slices.Clone(st.Shards)
+				for i := range st.Shards {
+					st.Shards[i].NodesLeftOut = nil
+				}
+			},
+			func(st *v1alpha1.ClusterIngressStatus) {
+				st.ReadyNodes, st.Targets = cut(st.ReadyNodes), cut(st.Targets)
+				st.TargetsSummary = strings.Join(st.Targets, ",")
+				st.Shards = slices.Clone(st.Shards)
+				for i := range st.Shards {
+					st.Shards[i].ReadyNodes, st.Shards[i].Targets = cut(st.Shards[i].ReadyNodes), cut(st.Shards[i].Targets)
+				}
+			}}},
 	Shards: {conditions: []string{v1alpha1.ConditionShardsAvailable, v1alpha1.ConditionRoutesProtected,
 		v1alpha1.ConditionGatewayAPIAvailable}},
 	Allocation: {conditions: []string{v1alpha1.ConditionCustomStrategyApplied}, fields: func(dst, src *v1alpha1.ClusterIngressStatus) {

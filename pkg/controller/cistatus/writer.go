@@ -93,12 +93,12 @@ func (b *Board) write(ctx context.Context, ci *v1alpha1.ClusterIngress, force bo
 // stored before their controller goes on too.
 const maxStatusBytes = 512 << 10
 
-// withinBudget cuts the largest part's lists (its owner's trim, once) or else leaves it out, as
+// withinBudget cuts the largest part's lists (its owner's trims, a stage at a time) or else leaves it out, as
 // refused, until the composed status fits maxStatusBytes. A part left out keeps the values the
 // object has, until its owner posts another.
 func (b *Board) withinBudget(ctx context.Context, key types.NamespacedName, base *v1alpha1.ClusterIngress,
 	parts map[Owner]*v1alpha1.ClusterIngressStatus) map[Owner]*v1alpha1.ClusterIngressStatus {
-	trimmed := map[Owner]bool{}
+	trimmed := map[Owner]int{} // the trim stages done
 	for len(parts) > 0 {
 		desired := Compose(&base.Status, parts, base.Generation, b.clock.Now())
 		if jsonSize(&desired) <= maxStatusBytes {
@@ -111,12 +111,13 @@ func (b *Board) withinBudget(ctx context.Context, key types.NamespacedName, base
 				largest, size = o, n
 			}
 		}
-		if trim := owned[largest].trim; trim != nil && !trimmed[largest] {
+		if trims := owned[largest].trims; trimmed[largest] < len(trims) {
 			log.FromContext(ctx).Error(nil, "this controller's part of the status is too large to write; its lists are cut",
-				"owner", largest, "bytes", size, "limit", maxStatusBytes)
+				"owner", largest, "bytes", size, "limit", maxStatusBytes, "stage", trimmed[largest]+1)
 			part := parts[largest].DeepCopy()
-			trim(part)
-			parts[largest], trimmed[largest] = part, true
+			trims[trimmed[largest]](part)
+			parts[largest] = part
+			trimmed[largest]++
 			continue
 		}
 		log.FromContext(ctx).Error(nil, "this controller's part of the status is too large to write; the others are written",

@@ -318,7 +318,7 @@ func (r *Reconciler) recordPlan(ci *v1alpha1.ClusterIngress, key types.Namespace
 	for _, sp := range plan.Shards {
 		ci.Status.Shards = append(ci.Status.Shards, v1alpha1.ShardStatus{Name: sp.Name, Flavour: flavours[sp.Name],
 			Domain: sp.Domain, ReadyReplicas: replicas[sp.Name], ReadyNodes: sp.ReadyNodes, Targets: sp.Targets,
-			NodesLeftOut: sp.LeftOut})
+			NodesLeftOut: sp.LeftOut, NodesLeftOutCount: int32(sp.LeftOutCount)})
 	}
 	readyIngressNodes.WithLabelValues(key.String()).Set(float64(len(plan.ReadyNodes)))
 }

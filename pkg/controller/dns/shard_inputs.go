@@ -56,6 +56,7 @@ func shardInputs(ctx context.Context, rd client.Reader, domain string, shards []
 			}
 		default:
 			in.Nodes = dnsrecords.TargetNodes(s, nodes, pods.Items)
+			in.RouterNodes = dnsrecords.RouterNodes(s, nodes, pods.Items)
 		}
 		out = append(out, in)
 	}

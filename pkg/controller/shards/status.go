@@ -71,35 +71,60 @@ func observeRouters(ctx context.Context, rd client.Reader, shards []v1alpha1.Sha
 // why not (the last shard's specific reason wins; messages name every shard that lacks one).
 // A claimed shard is its tenant's: its IngressClaim says it has no ready router (Provisioning),
 // and it never makes the cluster unavailable nor pages the operator (as OpenShift's ingress
-// operator judges its default controller, not the ones users add).
+// operator judges its default controller, not the ones users add); the message still names it
+// and why, since the claims' nodes, image and publishing are the operator's.
 func Availability(shards []v1alpha1.ShardSpec, obs map[string]RouterObservation) metav1.Condition {
-	var missing []string
+	var missing, claimed []string
 	reason := v1alpha1.ReasonNoRouterReady
 	judged := 0
 	for _, s := range shards {
-		if s.Claim != "" {
+		why, r := unavailable(s, obs[s.Name])
+		switch {
+		case s.Claim != "":
+			if why != "" {
+				claimed = append(claimed, why)
+			}
 			continue
+		case why != "" && r != "":
+			reason = r
 		}
 		judged++
-		o := obs[s.Name]
-		switch {
-		case !o.Deployed:
-			missing = append(missing, s.Name+": router not created yet")
-		case o.ReadyReplicas > 0:
-		case o.NoMatchingNode:
-			reason = v1alpha1.ReasonNoNodeMatchesSelector
-			missing = append(missing, fmt.Sprintf("%s: no node matches nodeSelector %s", s.Name, labels.SelectorFromSet(s.NodeSelector)))
-		case o.Unschedulable:
-			// The scheduler's message is the user cluster's words: only the fact is reported.
-			reason = v1alpha1.ReasonPodsUnschedulable
-			missing = append(missing, s.Name+": router pods are unschedulable (see the pods' events in the user cluster)")
-		default:
-			missing = append(missing, s.Name+": no router pod is ready yet")
+		if why != "" {
+			missing = append(missing, why)
 		}
 	}
+	var tenants string
+	if len(claimed) > 0 {
+		// Tenants make claims: the message names a few, and counts them all.
+		tenants = fmt.Sprintf("; %d claimed shard(s) without a ready router (their IngressClaims say so): %s",
+			len(claimed), strings.Join(claimed[:min(len(claimed), maxClaimedNamed)], "; "))
+	}
 	if len(missing) > 0 {
-		return condition(v1alpha1.ConditionShardsAvailable, metav1.ConditionFalse, reason, strings.Join(missing, "; "))
+		return condition(v1alpha1.ConditionShardsAvailable, metav1.ConditionFalse, reason,
+			strings.Join(missing, "; ")+tenants)
 	}
 	return condition(v1alpha1.ConditionShardsAvailable, metav1.ConditionTrue, v1alpha1.ReasonShardsAvailable,
-		fmt.Sprintf("%d shard(s) have ready routers", judged))
+		fmt.Sprintf("%d shard(s) have ready routers%s", judged, tenants))
+}
+
+// maxClaimedNamed bounds the claimed shards ShardsAvailable's message names.
+const maxClaimedNamed = 5
+
+// unavailable says why a shard has no ready router ("" when it has one), and the specific reason
+// when there is one.
+func unavailable(s v1alpha1.ShardSpec, o RouterObservation) (why, reason string) {
+	switch {
+	case !o.Deployed:
+		return s.Name + ": router not created yet", ""
+	case o.ReadyReplicas > 0:
+		return "", ""
+	case o.NoMatchingNode:
+		return fmt.Sprintf("%s: no node matches nodeSelector %s", s.Name, labels.SelectorFromSet(s.NodeSelector)),
+			v1alpha1.ReasonNoNodeMatchesSelector
+	case o.Unschedulable:
+		// The scheduler's message is the user cluster's words: only the fact is reported.
+		return s.Name + ": router pods are unschedulable (see the pods' events in the user cluster)",
+			v1alpha1.ReasonPodsUnschedulable
+	}
+	return s.Name + ": no router pod is ready yet", ""
 }
