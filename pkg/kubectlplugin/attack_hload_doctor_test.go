@@ -53,3 +53,23 @@ func TestAttackHLoadPastedStepPicksSomeClaimedShards(t *testing.T) {
 			"the profile's outage and tenants' claims mixed, one claim left out", cond.Message, next, claimed)
 	}
 }
+
+// TestAttackHLoadNotReadyStepDescribesOneNode: the commit says "pasteable next steps name every
+// node", and the cordon step does (kubectl uncordon NODES), but the NotReady and NoExecuteTaint
+// steps still paste `kubectl describe node NODE` with the first node only, while the finding names
+// several: at 3 a.m. the operator looks at one dead node of three.
+func TestAttackHLoadNotReadyStepDescribesOneNode(t *testing.T) {
+	ci := doctorCluster(c(v1alpha1.ConditionShardsAvailable, metav1.ConditionTrue, v1alpha1.ReasonShardsAvailable))
+	ci.Status.Shards[0].ReadyNodes = []string{"node-1"}
+	ci.Status.Shards[0].NodesLeftOut = []v1alpha1.NodeLeftOut{{Name: "node-2", Reason: v1alpha1.NodeNotReady},
+		{Name: "node-3", Reason: v1alpha1.NodeNotReady}, {Name: "node-4", Reason: v1alpha1.NodeNoExecuteTaint},
+		{Name: "node-5", Reason: v1alpha1.NodeNoExecuteTaint}}
+	ci.Status.Shards[0].NodesLeftOutCount = 4
+	for _, f := range Diagnose(ci, doctorNow, nil).Findings {
+		for _, pair := range [][2]string{{"node-2", "node-3"}, {"node-4", "node-5"}} {
+			if strings.Contains(f.Cause, pair[0]+", "+pair[1]) && !strings.Contains(f.Next, pair[1]) {
+				t.Errorf("finding %q names %s and %s; its step %q looks at %s only", f.Cause, pair[0], pair[1], f.Next, pair[0])
+			}
+		}
+	}
+}
