@@ -210,3 +210,8 @@ const (
 // kind than the per-cluster budget, or one too large; Shardgate stopped reading it and changes
 // nothing in it until it is within its budget again.
 const ReasonObjectBudgetExceeded = "ObjectBudgetExceeded"
+
+// ClaimedShardsWithoutRouters is where ShardsAvailable's message goes on from the profile's shards
+// to the claimed ones without a ready router: "<shard>: why; ...; N" + it + " ...". Doctor reads
+// the profile's shards from the message up to it.
+const ClaimedShardsWithoutRouters = " claimed shard(s) without a ready router"

@@ -46,7 +46,7 @@ func TargetNodes(s v1alpha1.ShardSpec, nodes []corev1.Node, pods []corev1.Pod) [
 }
 
 // RouterNodes returns, for a HostNetwork shard, the nodes running a non-terminating router pod of
-// the shard, ready or not: where its routers are, so that a node that took its router out of DNS
+// the shard (pending or running), ready or not: where its routers are, so that a node that took its router out of DNS
 // (a dead kubelet marks the pod NotReady with the node) is named with why (ShardPlan.LeftOut).
 // Other publishing modes have none.
 func RouterNodes(s v1alpha1.ShardSpec, nodes []corev1.Node, pods []corev1.Pod) []corev1.Node {
@@ -56,7 +56,9 @@ func RouterNodes(s v1alpha1.ShardSpec, nodes []corev1.Node, pods []corev1.Pod) [
 	on := map[string]bool{}
 	for i := range pods {
 		p := &pods[i]
-		if p.Labels[v1alpha1.ShardLabel] == s.Name && p.DeletionTimestamp == nil && p.Spec.NodeName != "" {
+		// A Failed or Succeeded pod (evicted, shut down with its node) runs nothing there.
+		gone := p.Status.Phase == corev1.PodFailed || p.Status.Phase == corev1.PodSucceeded
+		if p.Labels[v1alpha1.ShardLabel] == s.Name && p.DeletionTimestamp == nil && p.Spec.NodeName != "" && !gone {
 			on[p.Spec.NodeName] = true
 		}
 	}

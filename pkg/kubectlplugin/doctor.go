@@ -222,6 +222,8 @@ func withShard(next, message string) string {
 	if !strings.Contains(next, "SHARD") {
 		return next
 	}
+	// Only the profile's shards: the claimed ones the message names after them are tenants'.
+	message, _, _ = strings.Cut(message, v1alpha1.ClaimedShardsWithoutRouters)
 	var shards []string
 	for _, part := range strings.Split(message, "; ") {
 		name, _, found := strings.Cut(part, ":")
@@ -268,11 +270,11 @@ var leftOutSteps = map[v1alpha1.NodeLeftOutReason]struct{ what, next string }{
 	v1alpha1.NodeCordoned: {"cordoned", "when the nodes' maintenance is over, uncordon them in the user cluster " +
 		"(kubectl uncordon NODES); to retire one, drain it (kubectl drain NODE --ignore-daemonsets) and its routers move"},
 	v1alpha1.NodeNotReady: {"not ready", "check the nodes' kubelet and network in the user cluster " +
-		"(kubectl describe node NODE); routers move off a node once it is evicted"},
+		"(kubectl describe node NODES); routers move off a node once it is evicted"},
 	v1alpha1.NodeDeleting: {"being deleted", "nothing, if they are meant to go: their routers move; else see what " +
 		"deletes them"},
 	v1alpha1.NodeNoExecuteTaint: {"tainted NoExecute", "remove the taint when its cause is gone " +
-		"(kubectl describe node NODE shows it)"},
+		"(kubectl describe node NODES shows it)"},
 	v1alpha1.NodeNotSelected: {"not selected as ingress nodes, yet running the shard's routers", "label the nodes " +
 		"to match the profile's dns.ingressNodeSelector, or keep the shard's routers off them (its nodeSelector)"},
 	v1alpha1.NodeNoAddress: {"without an address of the profile's types", "give the nodes an address of a type " +

@@ -86,7 +86,7 @@ func TestLoadReporter(t *testing.T) {
 	}
 	hpod := as[appsv1.Deployment](t, findObject(hobjs, "Deployment", names.RouterName("heavy"))).Spec.Template.Spec
 	if len(hpod.Containers) != 2 || !slices.Contains(hpod.Containers[1].Args, "--format=haproxy") ||
-		!slices.Contains(hpod.Containers[1].Args, "--metrics-url=http://127.0.0.1:1024/metrics") ||
+		!slices.Contains(hpod.Containers[1].Args, "--metrics-url=http://127.0.0.1:1024/metrics?scope=global&scope=frontend") ||
 		!slices.Contains(hpod.Containers[1].Args, "--admin-entrypoint=stats,healthz") {
 		t.Errorf("HAProxy's load reporter: %+v", hpod.Containers)
 	}

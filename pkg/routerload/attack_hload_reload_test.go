@@ -27,9 +27,12 @@ func TestAttackHLoadReloadsReadAsIdle(t *testing.T) {
 			for i := range 20 {
 				now := float64(i*5) + 1.3 // the reporter scrapes every 5 s
 				sinceReload := now - float64(int(now/reloadEvery))*reloadEvery
-				scrape := fmt.Sprintf("haproxy_frontend_http_requests_total{proxy=\"stats\"} %d\n"+
+				// Real scrapes carry the worker's start time (whole seconds), as HAProxy exports it.
+				started := float64(t0.Unix()) + now - sinceReload
+				scrape := fmt.Sprintf("haproxy_process_start_time_seconds %.0f\n"+
+					"haproxy_frontend_http_requests_total{proxy=\"stats\"} %d\n"+
 					"haproxy_frontend_http_requests_total{proxy=\"http\"} %g\n"+
-					"haproxy_frontend_http_requests_total{proxy=\"https\"} %g\n", i, rps/2*sinceReload, rps/2*sinceReload)
+					"haproxy_frontend_http_requests_total{proxy=\"https\"} %g\n", started, i, rps/2*sinceReload, rps/2*sinceReload)
 				c, err := Parse(FormatHAProxy, strings.NewReader(scrape), "stats,healthz",
 					t0.Add(time.Duration(now*float64(time.Second))))
 				if err != nil {

@@ -18,6 +18,9 @@ type Counters struct {
 	Requests, BytesIn, BytesOut float64
 	OpenConnections             float64
 	CPUSeconds, MemoryBytes     float64
+	// Started is when the router's process started (Unix seconds; 0: not exported): its counters
+	// count from then.
+	Started float64
 }
 
 // maxScrape bounds what a scrape reads: a router's metrics are a few hundred KiB at most.
@@ -37,16 +40,17 @@ const (
 // metricNames are the samples a format's figures come from, and the label naming the listener
 // (an entry point or a frontend) that admin listeners are left out by.
 type metricNames struct {
-	requests, bytesIn, bytesOut, connections, cpuSeconds, memoryBytes, listener string
+	requests, bytesIn, bytesOut, connections, cpuSeconds, memoryBytes, started, listener string
 }
 
 var formats = map[Format]metricNames{
 	FormatTraefik: {requests: "traefik_entrypoint_requests_total", bytesIn: "traefik_entrypoint_requests_bytes_total",
 		bytesOut: "traefik_entrypoint_responses_bytes_total", connections: "traefik_open_connections",
-		cpuSeconds: "process_cpu_seconds_total", memoryBytes: "process_resident_memory_bytes", listener: "entrypoint"},
+		cpuSeconds: "process_cpu_seconds_total", memoryBytes: "process_resident_memory_bytes",
+		started: "process_start_time_seconds", listener: "entrypoint"},
 	FormatHAProxy: {requests: "haproxy_frontend_http_requests_total", bytesIn: "haproxy_frontend_bytes_in_total",
 		bytesOut: "haproxy_frontend_bytes_out_total", connections: "haproxy_frontend_current_sessions",
-		memoryBytes: "haproxy_process_pool_allocated_bytes", listener: "proxy"},
+		memoryBytes: "haproxy_process_pool_allocated_bytes", started: "haproxy_process_start_time_seconds", listener: "proxy"},
 }
 
 // Parse reads one scrape in format f. The admin listeners (comma-separated entry points or
@@ -85,6 +89,8 @@ func Parse(f Format, r io.Reader, admin string, at time.Time) (Counters, error) 
 			c.CPUSeconds = value
 		case m.memoryBytes:
 			c.MemoryBytes = value
+		case m.started:
+			c.Started = value
 		}
 	}
 	return c, sc.Err()

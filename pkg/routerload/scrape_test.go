@@ -20,6 +20,7 @@ traefik_open_connections{entrypoint="web",protocol="TCP"} 3
 traefik_open_connections{entrypoint="traefik",protocol="TCP"} 1
 process_cpu_seconds_total 12.5
 process_resident_memory_bytes 5.2e+07
+process_start_time_seconds 1.7957e+09
 garbage line without value
 traefik_entrypoint_requests_total{entrypoint="web"} NaN
 `
@@ -30,7 +31,8 @@ func TestParseTraefik(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Counters{At: at, Requests: 120, BytesIn: 1000, BytesOut: 4000, OpenConnections: 3, CPUSeconds: 12.5, MemoryBytes: 5.2e7}
+	want := Counters{At: at, Requests: 120, BytesIn: 1000, BytesOut: 4000, OpenConnections: 3, CPUSeconds: 12.5, MemoryBytes: 5.2e7,
+		Started: 1.7957e9}
 	if c != want {
 		t.Errorf("got %+v want %+v", c, want)
 	}
@@ -42,6 +44,7 @@ func TestParseTraefik(t *testing.T) {
 // An HAProxy 3.0 scrape of its prometheus-exporter (the lines' shape as Debian's haproxy writes
 // them): the stats and healthz frontends are left out, http and https summed; no CPU time.
 const haproxyScrape = `haproxy_process_pool_allocated_bytes 253872
+haproxy_process_start_time_seconds 1795784004
 haproxy_process_requests_total 9999
 haproxy_frontend_current_sessions{proxy="stats"} 1
 haproxy_frontend_current_sessions{proxy="http"} 2
@@ -65,7 +68,8 @@ func TestParseHAProxy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Counters{At: at, Requests: 33, BytesIn: 246, BytesOut: 219, OpenConnections: 7, MemoryBytes: 253872}
+	want := Counters{At: at, Requests: 33, BytesIn: 246, BytesOut: 219, OpenConnections: 7, MemoryBytes: 253872,
+		Started: 1795784004}
 	if c != want {
 		t.Errorf("got %+v want %+v", c, want)
 	}

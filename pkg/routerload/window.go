@@ -2,61 +2,89 @@ package routerload
 
 import "time"
 
-// Window keeps a router's scrapes over Span and turns them into a Report: rates over the window,
-// not a spike between two scrapes.
+// Window keeps what a router counted over Span and turns it into a Report: rates over the
+// window, not a spike between two scrapes.
+//
+// A router's counters start again from zero when its process does: HAProxy reloads its
+// configuration into a new worker (a tenant's new Service, an edited Secret: as often as every
+// second), and a router restarts beside its reporter. A scrape whose process started since the
+// last one (its start time changed, or a counter went down) counts what the new process counted,
+// over the time it has been counting; the time before it started is not observed, and the rate
+// is what was counted over the time observed. So reloads at any pace neither read as idle nor
+// leave the router without a report.
 type Window struct {
-	Span    time.Duration
-	samples []Counters
-	// lastRead is the last scrape as read; carried is what counter resets took away, added back
-	// as Prometheus' rate() does: HAProxy reloads its configuration (new routes) into a new worker
-	// whose counters start at zero, and a router restarts beside its reporter.
-	lastRead, carried Counters
+	Span      time.Duration
+	last      *Counters
+	intervals []interval
 }
 
-// Add records a scrape. A counter that went down was reset: what it had counted is carried, so
-// the rate goes on across it. A clock that went back starts the window anew.
+// interval is what was counted between two scrapes, and for how long it was counted.
+type interval struct {
+	end                                     time.Time
+	observed                                float64 // seconds
+	requests, bytesIn, bytesOut, cpuSeconds float64
+}
+
+// Add records a scrape. A clock that went back starts the window anew.
 func (w *Window) Add(c Counters) {
-	if n := len(w.samples); n > 0 && !c.At.After(w.samples[n-1].At) {
-		w.samples, w.carried = w.samples[:0], Counters{}
+	if w.last != nil && !c.At.After(w.last.At) {
+		w.last, w.intervals = nil, nil
 	}
-	if len(w.samples) > 0 {
-		carry := func(now, read float64, carried *float64) {
-			if now < read {
-				*carried += read
-			}
+	if w.last != nil {
+		w.intervals = append(w.intervals, between(*w.last, c))
+		cut := 0
+		for cut < len(w.intervals)-1 && c.At.Sub(w.intervals[cut].end) >= w.Span {
+			cut++
 		}
-		carry(c.Requests, w.lastRead.Requests, &w.carried.Requests)
-		carry(c.BytesIn, w.lastRead.BytesIn, &w.carried.BytesIn)
-		carry(c.BytesOut, w.lastRead.BytesOut, &w.carried.BytesOut)
-		carry(c.CPUSeconds, w.lastRead.CPUSeconds, &w.carried.CPUSeconds)
+		w.intervals = w.intervals[cut:]
 	}
-	w.lastRead = c
-	c.Requests += w.carried.Requests
-	c.BytesIn += w.carried.BytesIn
-	c.BytesOut += w.carried.BytesOut
-	c.CPUSeconds += w.carried.CPUSeconds
-	w.samples = append(w.samples, c)
-	cut := 0
-	for cut < len(w.samples)-2 && c.At.Sub(w.samples[cut+1].At) >= w.Span {
-		cut++
+	w.last = &c
+}
+
+// between is what the router counted from prev to c.
+func between(prev, c Counters) interval {
+	span := c.At.Sub(prev.At).Seconds()
+	restarted := (c.Started != 0 && prev.Started != 0 && c.Started != prev.Started) ||
+		c.Requests < prev.Requests || c.BytesIn < prev.BytesIn || c.BytesOut < prev.BytesOut
+	if !restarted {
+		return interval{end: c.At, observed: span, requests: c.Requests - prev.Requests, bytesIn: c.BytesIn - prev.BytesIn,
+			bytesOut: c.BytesOut - prev.BytesOut, cpuSeconds: max(0, c.CPUSeconds-prev.CPUSeconds)}
 	}
-	w.samples = w.samples[cut:]
+	observed := span
+	if c.Started != 0 {
+		// Exported start times are whole seconds, cut down: since then is never less than the
+		// time the process has counted, so the rate is never overstated (a tenth of a second at
+		// least: a process that has just started counted little).
+		observed = min(span, max(float64(c.At.UnixNano())/1e9-c.Started, 0.1))
+	}
+	return interval{end: c.At, observed: observed, requests: c.Requests, bytesIn: c.BytesIn, bytesOut: c.BytesOut,
+		cpuSeconds: c.CPUSeconds}
 }
 
 // Report is the load over the window, or false until it holds two scrapes.
 func (w *Window) Report() (Report, bool) {
-	if len(w.samples) < 2 {
+	if len(w.intervals) == 0 {
 		return Report{}, false
 	}
-	first, last := w.samples[0], w.samples[len(w.samples)-1]
-	dt := last.At.Sub(first.At).Seconds()
+	var sum interval
+	for _, iv := range w.intervals {
+		sum.observed += iv.observed
+		sum.requests += iv.requests
+		sum.bytesIn += iv.bytesIn
+		sum.bytesOut += iv.bytesOut
+		sum.cpuSeconds += iv.cpuSeconds
+	}
+	if sum.observed <= 0 {
+		return Report{}, false
+	}
+	first := w.intervals[0].end.Add(-time.Duration(w.intervals[0].observed * float64(time.Second)))
 	return Report{
-		RequestsPerSecond: (last.Requests - first.Requests) / dt,
-		BytesInPerSecond:  (last.BytesIn - first.BytesIn) / dt,
-		BytesOutPerSecond: (last.BytesOut - first.BytesOut) / dt,
-		OpenConnections:   last.OpenConnections,
-		CPUMillicores:     max(0, (last.CPUSeconds-first.CPUSeconds)/dt*1000),
-		MemoryBytes:       last.MemoryBytes,
-		Window:            last.At.Sub(first.At),
+		RequestsPerSecond: sum.requests / sum.observed,
+		BytesInPerSecond:  sum.bytesIn / sum.observed,
+		BytesOutPerSecond: sum.bytesOut / sum.observed,
+		OpenConnections:   w.last.OpenConnections,
+		CPUMillicores:     sum.cpuSeconds / sum.observed * 1000,
+		MemoryBytes:       w.last.MemoryBytes,
+		Window:            w.last.At.Sub(first),
 	}, true
 }

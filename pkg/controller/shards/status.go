@@ -96,8 +96,8 @@ func Availability(shards []v1alpha1.ShardSpec, obs map[string]RouterObservation)
 	var tenants string
 	if len(claimed) > 0 {
 		// Tenants make claims: the message names a few, and counts them all.
-		tenants = fmt.Sprintf("; %d claimed shard(s) without a ready router (their IngressClaims say so): %s",
-			len(claimed), strings.Join(claimed[:min(len(claimed), maxClaimedNamed)], "; "))
+		tenants = fmt.Sprintf("; %d%s (their IngressClaims say so): %s", len(claimed), v1alpha1.ClaimedShardsWithoutRouters,
+			strings.Join(claimed[:min(len(claimed), maxClaimedNamed)], "; "))
 	}
 	if len(missing) > 0 {
 		return condition(v1alpha1.ConditionShardsAvailable, metav1.ConditionFalse, reason,
