@@ -37,8 +37,10 @@ func TestAttackHLoadPastedStepPicksSomeClaimedShards(t *testing.T) {
 	if next == "" {
 		t.Fatalf("no ShardsAvailable finding: %+v", d.Findings)
 	}
-	named := func(s string) bool { return strings.Contains(next, s+",") || strings.Contains(next, s+")") ||
-		strings.Contains(next, "="+s) }
+	named := func(s string) bool {
+		return strings.Contains(next, s+",") || strings.Contains(next, s+")") ||
+			strings.Contains(next, "="+s)
+	}
 	if !named("default") {
 		t.Errorf("the outage's shard is not in the step: %q", next)
 	}
