@@ -16,15 +16,8 @@ import (
 // nodesLeftOut alone would have fit. O's node names (up to 253 bytes, 16 per shard, per claimed
 // shard too) now decide when the cluster's readyNodes list is lost.
 func TestAttack33NodesLeftOutIsNotTheFirstThingToGo(t *testing.T) {
-	e := newWriterEnv(t)
-	e.post(t, cistatus.Identity, holdDomain)
-	e.post(t, cistatus.DNS, publishDNS)
-	controllertest.Reconcile(t, e.board, e.key, 1)
-
-	ready := make([]string, 1500)
-	for i := range ready {
-		ready[i] = fmt.Sprintf("%s-%05d", strings.Repeat("r", 230), i)
-	}
+	e := publishedWriterEnv(t)
+	ready := longNames("r", 1500)
 	var shards []v1alpha1.ShardStatus
 	for s := range 40 {
 		sh := v1alpha1.ShardStatus{Name: fmt.Sprintf("s%02d", s), Domain: fmt.Sprintf("s%02d.c.z.test", s)}

@@ -2,13 +2,10 @@ package cistatus_test
 
 import (
 	"context"
-	"fmt"
-	"strings"
 	"testing"
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
 	"github.com/shardgate/shardgate/pkg/controller/cistatus"
-	"github.com/shardgate/shardgate/pkg/controllertest"
 )
 
 // TestOversizedPartNeverBlocksTheOtherParts (attack review of the one status path): O writes
@@ -19,15 +16,8 @@ import (
 // for the parts that must be stored before their controller goes on (routed IPs before their
 // Jobs, a missing source before its removal grace, claims), for as long as the nodes stay.
 func TestOversizedPartNeverBlocksTheOtherParts(t *testing.T) {
-	e := newWriterEnv(t)
-	e.post(t, cistatus.Identity, holdDomain)
-	e.post(t, cistatus.DNS, publishDNS)
-	controllertest.Reconcile(t, e.board, e.key, 1)
-
-	nodes := make([]string, 7000)
-	for i := range nodes {
-		nodes[i] = fmt.Sprintf("%s-%05d", strings.Repeat("n", 230), i)
-	}
+	e := publishedWriterEnv(t)
+	nodes := longNames("n", 7000)
 	e.post(t, cistatus.DNS, func(s *v1alpha1.ClusterIngressStatus) {
 		s.ReadyNodes = nodes
 		s.ReadyNodeCount = int32(len(nodes))

@@ -21,11 +21,8 @@ import (
 // controller does not post for up to 30 s while the new cluster is contacted). The old part also
 // makes the new object's first status look like a later one (lastWritten set), so it is held.
 func TestRecreatedClusterIngressStartsWithoutTheOldOnesParts(t *testing.T) {
-	e := newWriterEnv(t)
+	e := publishedWriterEnv(t)
 	ctx := context.Background()
-	e.post(t, cistatus.Identity, holdDomain)
-	e.post(t, cistatus.DNS, publishDNS)
-	controllertest.Reconcile(t, e.board, e.key, 1)
 	writeRouted(t, e.c, e.board, e, "192.0.2.1")
 
 	old := e.get(t) // a reconcile of the routed-IP controller reads it ...

@@ -2,6 +2,8 @@ package cistatus_test
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -31,6 +33,25 @@ func newWriterEnv(t *testing.T) *writerEnv {
 		t.Fatal(err)
 	}
 	return &writerEnv{c: seed.Client, board: cistatus.NewBoard(seed.Client), key: client.ObjectKeyFromObject(ci)}
+}
+
+// publishedWriterEnv is a writer whose cluster holds its domain and has its records' status
+// written.
+func publishedWriterEnv(t *testing.T) *writerEnv {
+	e := newWriterEnv(t)
+	e.post(t, cistatus.Identity, holdDomain)
+	e.post(t, cistatus.DNS, publishDNS)
+	controllertest.Reconcile(t, e.board, e.key, 1)
+	return e
+}
+
+// longNames are n distinct names of 236 bytes, as O may give nodes.
+func longNames(letter string, n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("%s-%05d", strings.Repeat(letter, 230), i)
+	}
+	return out
 }
 
 func (e *writerEnv) get(t *testing.T) *v1alpha1.ClusterIngress {
