@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -176,4 +177,47 @@ func setUpReclaim(t *testing.T, onDelete func(context.Context, client.WithWatch,
 	access.Add(key, user)
 	r := &Reconciler{Client: seed, Access: access, Recorder: events.NewFakeRecorder(100), ReclaimGrace: time.Minute, Board: cistatus.NewBoard(seed).WriteThrough()}
 	return reclaim{r: r, seed: seed, user: userClient, key: key}
+}
+
+// TestNoClaimsNoRouteLists: routes matter only to claims, so a cluster without any is not
+// listed (allocating 10,000 Ingresses wakes this controller on each); once a claim exists, its
+// Ingress is found and bound.
+func TestNoClaimsNoRouteLists(t *testing.T) {
+	ctx := context.Background()
+	seed := fake.NewClientBuilder().WithScheme(framework.Scheme()).WithStatusSubresource(&v1alpha1.ClusterIngress{}).Build()
+	ci := &v1alpha1.ClusterIngress{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c1"},
+		Spec: v1alpha1.ClusterIngressSpec{Claims: v1alpha1.ClaimSettings{Allowed: true}}}
+	must(t, seed.Create(ctx, ci))
+	ci.Status.Domain = "c1.z.test"
+	applyStatus(t, seed, ci)
+	key := client.ObjectKeyFromObject(ci)
+	routeLists := 0
+	userClient := fake.NewClientBuilder().WithScheme(clusteraccess.UserClusterScheme()).
+		WithObjects(&networkingv1.Ingress{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "web"}}).
+		WithStatusSubresource(&v1alpha1.IngressClaim{}).
+		WithInterceptorFuncs(interceptor.Funcs{List: func(ctx context.Context, c client.WithWatch, list client.ObjectList,
+			opts ...client.ListOption) error {
+			if _, ok := list.(*networkingv1.IngressList); ok {
+				routeLists++
+			}
+			return c.List(ctx, list, opts...)
+		}}).Build()
+	user := &clusteraccess.FakeCluster{Client: userClient}
+	user.Caps.CRDs = true
+	access := clusteraccess.NewFake()
+	access.Add(key, user)
+	r := &Reconciler{Client: seed, Access: access, Recorder: events.NewFakeRecorder(100), Board: cistatus.NewBoard(seed).WriteThrough()}
+	controllertest.Reconcile(t, r, key, 2)
+	if routeLists != 0 {
+		t.Errorf("%d lists of Ingresses without any claim", routeLists)
+	}
+
+	must(t, userClient.Create(ctx, &v1alpha1.IngressClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "shop"},
+		Spec: v1alpha1.IngressClaimSpec{Ingresses: []corev1.LocalObjectReference{{Name: "web"}}, Replicas: 1}}))
+	controllertest.Reconcile(t, r, key, 2)
+	c := &v1alpha1.IngressClaim{}
+	must(t, userClient.Get(ctx, client.ObjectKey{Namespace: "team-a", Name: "shop"}, c))
+	if routeLists == 0 || c.Status.BoundCount != 1 {
+		t.Errorf("with a claim: %d lists of Ingresses, status %+v", routeLists, c.Status)
+	}
 }
