@@ -81,11 +81,7 @@ func start(ctx context.Context, s *framework.Session, o options, out *screen) *d
 				nodes = append(nodes, framework.RealNodeSpec{Name: fmt.Sprintf("node-%d", j),
 					Labels: map[string]string{routerLabel: string(v1alpha1.FlavourTraefik)}})
 			}
-			if o.haproxy {
-				// Host-network routers of two flavours cannot share a node's ports 80 and 443.
-				nodes = append(nodes, framework.RealNodeSpec{Name: haproxyNode,
-					Labels: map[string]string{routerLabel: string(v1alpha1.FlavourHAProxy)}})
-			}
+
 			opts.RealNodes = append(opts.RealNodes, nodes)
 		}
 	}
@@ -113,6 +109,10 @@ func start(ctx context.Context, s *framework.Session, o options, out *screen) *d
 	if d.tlsOn {
 		// Once the clusters are on their way: started earlier, they only slow the first 200.
 		d.tls = d.startTLS(ctx)
+	}
+	if o.haproxy {
+		// The same: the harness starts a cluster's nodes one after another.
+		go d.startHAProxyNodes(ctx)
 	}
 	d.header, err = d.describe(o, page)
 	must(s, err)
@@ -176,6 +176,26 @@ func (d *demo) setUp(ctx context.Context, o options) error {
 		}
 	}
 	return nil
+}
+
+// startHAProxyNodes gives every cluster its node for the HAProxy shard (host-network routers of
+// two flavours cannot share a node's ports 80 and 443); until it is Ready, the shard's router
+// waits for it, and its names resolve through the cluster's wildcard to a Traefik router.
+func (d *demo) startHAProxyNodes(ctx context.Context) {
+	defer func() {
+		if r := recover(); r != nil { // a harness failure: the summary shows the shard without routers
+			d.s.Logf("HAProxy nodes: %v", r)
+		}
+	}()
+	for i, f := range d.env.Fabrics {
+		if ctx.Err() != nil || f == nil {
+			return
+		}
+		if _, err := f.AddRealNode(ctx, d.env.Users[i], framework.RealNodeSpec{Name: haproxyNode,
+			Labels: map[string]string{routerLabel: string(v1alpha1.FlavourHAProxy)}}); err != nil {
+			d.s.Logf("%s of %s: %v", haproxyNode, d.cluster[i], err)
+		}
+	}
 }
 
 // haproxyShardSpec is the demo's HAProxy shard: one router on node-haproxy, its routes under
