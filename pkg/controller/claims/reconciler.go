@@ -72,10 +72,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			in.Claims = append(in.Claims, claims.Claim{Namespace: c.Namespace, Name: c.Name, Generation: c.Generation, Created: c.CreationTimestamp.Time, Spec: c.Spec})
 		}
 	}
-	// The routes matter only to claims (which Ingresses each binds, which hosts its shard's domain
-	// would take): a cluster without any is not listed on every change of a route, which
-	// allocating 10,000 Ingresses makes 10,000 times.
-	if len(in.Claims) > 0 {
+	// The routes matter only to claims that may bind (which Ingresses each binds, which hosts its
+	// shard's domain would take): admitted ones, or new ones while claims are allowed. A cluster
+	// without such is not listed on every change of a route, which allocating 10,000 Ingresses
+	// makes 10,000 times.
+	admitted := slices.ContainsFunc(ci.Status.Claims, func(rec v1alpha1.ClaimRecord) bool { return rec.Shard != "" })
+	if len(in.Claims) > 0 && (ci.Spec.Claims.Allowed || admitted) {
 		if err := r.routes(ctx, cluster, &in); err != nil {
 			return ctrl.Result{}, err
 		}
