@@ -165,7 +165,8 @@ var leftOutOrder = []v1alpha1.NodeLeftOutReason{v1alpha1.NodeNotReady, v1alpha1.
 // leftOut completes the candidates' reasons with the router nodes out of the answer (whose router
 // is not ready because of their node; a healthy node's unready router is no node's fault), and
 // returns them by reason and name, capped, with their count.
-func leftOut(found []v1alpha1.NodeLeftOut, routerNodes []corev1.Node, sel labels.Selector) ([]v1alpha1.NodeLeftOut, int) {
+func leftOut(found []v1alpha1.NodeLeftOut, routerNodes []corev1.Node,
+	sel labels.Selector) ([]v1alpha1.NodeLeftOut, int) {
 	for i := range routerNodes {
 		n := &routerNodes[i]
 		if slices.ContainsFunc(found, func(l v1alpha1.NodeLeftOut) bool { return l.Name == n.Name }) {

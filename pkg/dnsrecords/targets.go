@@ -46,9 +46,9 @@ func TargetNodes(s v1alpha1.ShardSpec, nodes []corev1.Node, pods []corev1.Pod) [
 }
 
 // RouterNodes returns, for a HostNetwork shard, the nodes running a non-terminating router pod of
-// the shard (pending or running), ready or not: where its routers are, so that a node that took its router out of DNS
-// (a dead kubelet marks the pod NotReady with the node) is named with why (ShardPlan.LeftOut).
-// Other publishing modes have none.
+// the shard (pending or running), ready or not: where its routers are, so that a node that took
+// its router out of DNS (a dead kubelet marks the pod NotReady with the node) is named with why
+// (ShardPlan.LeftOut). Other publishing modes have none.
 func RouterNodes(s v1alpha1.ShardSpec, nodes []corev1.Node, pods []corev1.Pod) []corev1.Node {
 	if s.Publishing != v1alpha1.PublishHostNetwork && s.Publishing != "" {
 		return nil

@@ -281,8 +281,8 @@ func (d *demo) describe(o options, page string) (string, error) {
 		fmt.Fprintf(&b, "  HTTPS         every cluster's names get a wildcard certificate from Pebble (ACME) through cert-manager\n")
 	}
 	if o.haproxy {
-		fmt.Fprintf(&b, "  routers       Traefik (shard default) on node-1..%d; HAProxy (shard %s) on %s, its names under %s.<cluster>\n",
-			o.nodes, haproxyShard, haproxyNode, haproxyShard)
+		fmt.Fprintf(&b, "  routers       Traefik (shard default) on node-1..%d; HAProxy (shard %s) on %s, "+
+			"its names under %s.<cluster>\n", o.nodes, haproxyShard, haproxyNode, haproxyShard)
 	}
 	fmt.Fprintf(&b, "  seed          %s\n", rel(seedKC))
 	var first string
@@ -306,7 +306,8 @@ func (d *demo) describe(o options, page string) (string, error) {
 		fmt.Fprintf(&b, "  bin/kubectl-shardgate --kubeconfig %s explain httproute/web-route --dns-server %s\n", first, d.env.DNS.Addr)
 	}
 	if o.haproxy {
-		fmt.Fprintf(&b, "  bin/kubectl-shardgate --kubeconfig %s explain ingress/web-haproxy --dns-server %s\n", first, d.env.DNS.Addr)
+		fmt.Fprintf(&b, "  bin/kubectl-shardgate --kubeconfig %s explain ingress/web-haproxy --dns-server %s\n",
+			first, d.env.DNS.Addr)
 	}
 	fmt.Fprintf(&b, "  dig @127.0.0.1 -p %d +short anything.%s.%s\n", d.env.DNS.Port, d.cluster[0], d.env.DNS.Zone)
 	if o.interval > 0 && o.nodes >= 2 {

@@ -43,7 +43,8 @@ func main() {
 	flag.IntVar(&o.nodes, "nodes", 2, "nodes per user cluster (1-5)")
 	flag.BoolVar(&o.simulated, "simulated", false, "simulated nodes (kwok) instead of real ones (kubelet + containerd): starts in seconds, but no router really runs")
 	sweep := flag.Bool("sweep", false, "only remove what SIGKILLed demos left in the kernel (network namespaces, cgroups, runtime directories), then exit; every launch does this first")
-	flag.BoolVar(&o.haproxy, "haproxy", true, "an HAProxy shard beside Traefik's, on a node of its own (node-haproxy) in every cluster (real nodes only)")
+	flag.BoolVar(&o.haproxy, "haproxy", true,
+		"an HAProxy shard beside Traefik's, on a node of its own (node-haproxy) in every cluster (real nodes only)")
 	flag.IntVar(&o.interval, "flip", 30, "seconds between cordoning and uncordoning node-2 of demo1, to show DNS following the nodes (0: never)")
 	flag.Parse()
 	o.haproxy = o.haproxy && !o.simulated

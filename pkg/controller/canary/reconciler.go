@@ -121,7 +121,8 @@ func (r *Reconciler) check(ctx context.Context, req ctrl.Request, s v1alpha1.Sha
 	}
 	if ready == 0 {
 		// Not a failure of routes: there are no routers yet (ShardsAvailable says why).
-		return notServing(v1alpha1.ReasonNoRouterReady, "the shard has no ready router (ShardsAvailable says why; for a claimed shard, its IngressClaim)"+canary.LastFailure(last)), nil
+		return notServing(v1alpha1.ReasonNoRouterReady, "the shard has no ready router (ShardsAvailable says why; "+
+			"for a claimed shard, its IngressClaim)"+canary.LastFailure(last)), nil
 	}
 	flavour, known := render.FlavourFor(s.Flavour)
 	if !known {
