@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/miekg/dns"
@@ -111,7 +112,7 @@ func start(ctx context.Context, s *framework.Session, o options, out *screen) *d
 		d.tls = d.startTLS(ctx)
 	}
 	if o.haproxy {
-		// The same: the harness starts a cluster's nodes one after another.
+		// The same: their nodes join once the Traefik shards' routers are on their way.
 		go d.startHAProxyNodes(ctx)
 	}
 	d.header, err = d.describe(o, page)
@@ -182,19 +183,24 @@ func (d *demo) setUp(ctx context.Context, o options) error {
 // two flavours cannot share a node's ports 80 and 443); until it is Ready, the shard's router
 // waits for it, and its names resolve through the cluster's wildcard to a Traefik router.
 func (d *demo) startHAProxyNodes(ctx context.Context) {
+	var wg sync.WaitGroup
+	for i, f := range d.env.Fabrics {
+		if ctx.Err() == nil && f != nil {
+			wg.Go(func() { d.startHAProxyNode(ctx, i, f) })
+		}
+	}
+	wg.Wait()
+}
+
+func (d *demo) startHAProxyNode(ctx context.Context, i int, f *framework.Fabric) {
 	defer func() {
 		if r := recover(); r != nil { // a harness failure: the summary shows the shard without routers
-			d.s.Logf("HAProxy nodes: %v", r)
+			d.s.Logf("%s of %s: %v", haproxyNode, d.cluster[i], r)
 		}
 	}()
-	for i, f := range d.env.Fabrics {
-		if ctx.Err() != nil || f == nil {
-			return
-		}
-		if _, err := f.AddRealNode(ctx, d.env.Users[i], framework.RealNodeSpec{Name: haproxyNode,
-			Labels: map[string]string{routerLabel: string(v1alpha1.FlavourHAProxy)}}); err != nil {
-			d.s.Logf("%s of %s: %v", haproxyNode, d.cluster[i], err)
-		}
+	if _, err := f.AddRealNode(ctx, d.env.Users[i], framework.RealNodeSpec{Name: haproxyNode,
+		Labels: map[string]string{routerLabel: string(v1alpha1.FlavourHAProxy)}}); err != nil {
+		d.s.Logf("%s of %s: %v", haproxyNode, d.cluster[i], err)
 	}
 }
 

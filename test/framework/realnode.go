@@ -32,6 +32,8 @@ type RealNode struct {
 	IP string
 	// Netns is the path of the node's network namespace (for ExecInNode, DialInNetns).
 	Netns string
+	// StartedIn says where the node's start spent its time ("network 0.2s, ...").
+	StartedIn string
 
 	fabric     *Fabric
 	cp         *ControlPlane
@@ -47,24 +49,26 @@ const cgroupV1Root = "/sys/fs/cgroup"
 
 // AddRealNode starts a real node of cp on the fabric and waits until it is Ready.
 func (f *Fabric) AddRealNode(ctx context.Context, cp *ControlPlane, spec RealNodeSpec) (*RealNode, error) {
-	f.mu.Lock()
-	idx := len(f.nodes) + 1
-	f.mu.Unlock()
-	n := &RealNode{Name: spec.Name, IP: fmt.Sprintf("10.123.0.%d", 10+idx), fabric: f, cp: cp,
-		run: filepath.Join("/run/shardgate", f.ID, spec.Name), cgroup: "/" + f.ID + "-" + spec.Name}
-	var err error
-	if n.dir, err = componentDir(f.dir, "node-"+spec.Name); err != nil {
+	dir, err := componentDir(f.dir, "node-"+spec.Name)
+	if err != nil {
 		return nil, err
 	}
+	// One lock for the index and the append: nodes of a fabric may start side by side.
 	f.mu.Lock()
+	idx := len(f.nodes) + 1
+	n := &RealNode{Name: spec.Name, IP: fmt.Sprintf("10.123.0.%d", 10+idx), fabric: f, cp: cp, dir: dir,
+		run: filepath.Join("/run/shardgate", f.ID, spec.Name), cgroup: "/" + f.ID + "-" + spec.Name}
 	f.nodes = append(f.nodes, n) // stopped with the fabric, whatever happens below
 	f.mu.Unlock()
+	mark := n.phases()
 	if err := n.network(idx); err != nil {
 		return nil, err
 	}
+	mark("network")
 	if err := n.startRuntime(); err != nil {
 		return nil, err
 	}
+	mark("runtime and images")
 	if err := n.startKubelet(spec.Labels, idx); err != nil {
 		return nil, err
 	}
@@ -87,7 +91,21 @@ func (f *Fabric) AddRealNode(ctx context.Context, cp *ControlPlane, spec RealNod
 	}); err != nil {
 		return nil, fmt.Errorf("node %s not Ready: %w\n%s", n.Name, err, n.kubelet.Tail(3000))
 	}
+	mark("kubelet Ready")
 	return n, nil
+}
+
+// phases returns a function that appends, to n.StartedIn, the time since its last call under
+// name: where a node's start spent its seconds, for the environment's log.
+func (n *RealNode) phases() func(name string) {
+	last := time.Now()
+	return func(name string) {
+		if n.StartedIn != "" {
+			n.StartedIn += ", "
+		}
+		n.StartedIn += fmt.Sprintf("%s %.1fs", name, time.Since(last).Seconds())
+		last = time.Now()
+	}
 }
 
 // network gives the node its namespace, its fabric address, a pod subnet routed by the fabric,
@@ -188,7 +206,10 @@ func (n *RealNode) startRuntime() error {
 		return err
 	}
 	for _, tar := range tars {
-		out, err := exec.Command(tools.Path(ToolCtr), "--address", sock, "-n", "k8s.io", "images", "import", "--all-platforms", tar).CombinedOutput()
+		// --no-unpack: the CRI unpacks an image when a container first needs it, so a node
+		// pays only for the images its pods run (each node holds all of them: ~350 MB).
+		out, err := exec.Command(tools.Path(ToolCtr), "--address", sock, "-n", "k8s.io", "images", "import",
+			"--all-platforms", "--no-unpack", tar).CombinedOutput()
 		if err != nil {
 			return fmt.Errorf("import %s on %s: %w: %s", filepath.Base(tar), n.Name, err, out)
 		}
