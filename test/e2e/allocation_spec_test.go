@@ -230,9 +230,11 @@ func AllocationSpec(ctx context.Context, t *testing.T, inputGetter func() Alloca
 			}
 			return true, ""
 		})
-		if len(ingressEvents(ctx, t, u.Client, v1alpha1.AllocationMoved)) == 0 {
-			t.Fatal("no Moved event for the re-allocated ingresses")
-		}
+		// The pass creates its Events after its writes (allocation's writePass).
+		eventually(ctx, t, 20*time.Second, func() (bool, string) {
+			return len(ingressEvents(ctx, t, u.Client, v1alpha1.AllocationMoved)) > 0,
+				"no Moved event for the re-allocated ingresses"
+		})
 		// The moved Ingresses show their new shard's address, published by its router.
 		for k, s := range before {
 			if s != "team" {

@@ -104,10 +104,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			allocated++
 		}
 		o := objects[routeKey(a.Kind, a.Namespace, a.Name)]
-		pass.write(o.route, func() (bool, error) { return r.write(ctx, w, o.kind, o.route, a) })
+		pass.write(o.route, func() (bool, error) { return r.write(ctx, pass, w, o.kind, o.route, a) })
 	}
 	for _, o := range released {
-		pass.write(o.route, func() (bool, error) { return r.release(ctx, w, o.kind, o.route) })
+		pass.write(o.route, func() (bool, error) { return r.release(ctx, pass, w, o.kind, o.route) })
 	}
 	stillUnseen, errs := pass.wait()
 	r.putUnseen(req.NamespacedName, stillUnseen)

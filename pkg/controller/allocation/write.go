@@ -23,8 +23,9 @@ import (
 
 // release takes Shardgate's label and annotations off a route that is another controller's
 // now (an Ingress moved to another class; the admission policy keeps users from removing them),
-// with an Event saying so.
-func (r *Reconciler) release(ctx context.Context, w client.Client, k routekinds.Kind, o client.Object) (bool, error) {
+// with an Event saying so (created once the pass' writes are done, writePass.later).
+func (r *Reconciler) release(ctx context.Context, p *writePass, w client.Client, k routekinds.Kind, o client.Object,
+) (bool, error) {
 	if err := patchRoute(ctx, w, k, o, untold(o)); err != nil {
 		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 			return false, nil
@@ -32,7 +33,7 @@ func (r *Reconciler) release(ctx context.Context, w client.Client, k routekinds.
 		what := fmt.Sprintf("release %s %s/%s", strings.ToLower(k.Name()), o.GetNamespace(), o.GetName())
 		return false, clusteraccess.DescribeError(what, err)
 	}
-	r.record(ctx, w, k, o, corev1.EventTypeNormal, v1alpha1.AllocationReleased, k.ReleasedMessage())
+	r.record(ctx, p, w, k, o, corev1.EventTypeNormal, v1alpha1.AllocationReleased, k.ReleasedMessage())
 	return true, nil
 }
 
@@ -43,7 +44,8 @@ func untold(o client.Object) client.Object {
 	return want
 }
 
-// write makes the route say what was decided, and records an Event when the decision changed.
+// write makes the route say what was decided, and records an Event when the decision changed
+// (created once the pass' writes are done, writePass.later).
 // It reports whether it wrote anything. Writes are patches of what changed (patchRoute),
 // guarded by the cached object's resourceVersion, so a stale cache never overwrites a user's
 // concurrent change of the rules; a conflict is left to the next pass, which the newer version's
@@ -54,8 +56,8 @@ func untold(o client.Object) client.Object {
 // ADDRESS column then also says that a router has picked the route up, and allocating costs the
 // user cluster's API server two writes per route instead of three. Shardgate only clears the
 // address of a route it rejects, which no router serves any more.
-func (r *Reconciler) write(ctx context.Context, w client.Client, k routekinds.Kind, o client.Object, a allocation.Allocation,
-) (bool, error) {
+func (r *Reconciler) write(ctx context.Context, p *writePass, w client.Client, k routekinds.Kind, o client.Object,
+	a allocation.Allocation) (bool, error) {
 	if k.AlreadySays(o, a) {
 		return false, nil // the common case on every pass: no copy, no request
 	}
@@ -68,7 +70,7 @@ func (r *Reconciler) write(ctx context.Context, w client.Client, k routekinds.Ki
 			}
 			return false, clusteraccess.DescribeError(what, err)
 		}
-		r.event(ctx, w, k, o, a)
+		r.event(ctx, p, w, k, o, a)
 	}
 	before := want.DeepCopyObject().(client.Object)
 	if !k.TellStatus(want, a) {
@@ -132,7 +134,7 @@ func keyDiff(from, to map[string]string) map[string]any {
 }
 
 // event records the decision on the route, in its namespace, for kubectl describe.
-func (r *Reconciler) event(ctx context.Context, w client.Client, k routekinds.Kind, o client.Object,
+func (r *Reconciler) event(ctx context.Context, p *writePass, w client.Client, k routekinds.Kind, o client.Object,
 	a allocation.Allocation) {
 	typ, reason, msg := corev1.EventTypeNormal, v1alpha1.AllocationAllocated,
 		fmt.Sprintf("allocated to shard %s; hosts %s", a.Shard, strings.Join(a.Hosts, ", "))
@@ -146,24 +148,28 @@ func (r *Reconciler) event(ctx context.Context, w client.Client, k routekinds.Ki
 	if a.CNAMETarget != "" && !a.Rejected {
 		msg += "; point your DNS at it: CNAME " + a.CNAMETarget
 	}
-	r.record(ctx, w, k, o, typ, reason, msg)
+	r.record(ctx, p, w, k, o, typ, reason, msg)
 }
 
-// record writes an Event about the route, in its namespace, for kubectl describe.
-func (r *Reconciler) record(ctx context.Context, w client.Client, k routekinds.Kind, o client.Object,
+// record writes an Event about the route, in its namespace, for kubectl describe, once the pass'
+// writes are done (p.later).
+func (r *Reconciler) record(ctx context.Context, p *writePass, w client.Client, k routekinds.Kind, o client.Object,
 	typ, reason, msg string) {
 	now := metav1.NewTime(time.Now())
 	gvk := k.GroupVersionKind()
 	ev := &corev1.Event{
 		ObjectMeta: metav1.ObjectMeta{Namespace: o.GetNamespace(), GenerateName: o.GetName() + "."},
-		InvolvedObject: corev1.ObjectReference{APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind, Namespace: o.GetNamespace(),
-			Name: o.GetName(), UID: o.GetUID(), ResourceVersion: o.GetResourceVersion()},
+		InvolvedObject: corev1.ObjectReference{APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind,
+			Namespace: o.GetNamespace(), Name: o.GetName(), UID: o.GetUID(), ResourceVersion: o.GetResourceVersion()},
 		Type: typ, Reason: reason, Message: msg, Count: 1, FirstTimestamp: now, LastTimestamp: now,
-		Source: corev1.EventSource{Component: "shardgate"}, ReportingController: "shardgate.io/seed-controller", ReportingInstance: "shardgate",
+		Source:              corev1.EventSource{Component: "shardgate"},
+		ReportingController: "shardgate.io/seed-controller", ReportingInstance: "shardgate",
 	}
-	if err := w.Create(ctx, ev); err != nil {
-		d, _ := clusteraccess.Describe(err)
-		log.FromContext(ctx).Info("could not record event", strings.ToLower(k.Name()), o.GetNamespace()+"/"+o.GetName(),
-			"error", d)
-	}
+	p.later(func() {
+		if err := w.Create(ctx, ev); err != nil {
+			d, _ := clusteraccess.Describe(err)
+			log.FromContext(ctx).Info("could not record event", strings.ToLower(k.Name()),
+				o.GetNamespace()+"/"+o.GetName(), "error", d)
+		}
+	})
 }

@@ -2,6 +2,7 @@ package allocation
 
 import (
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 
@@ -48,5 +49,37 @@ func TestWritePass(t *testing.T) {
 	}
 	if len(errs) != 1 {
 		t.Errorf("errors %v, want the one failure", errs)
+	}
+}
+
+// TestWritePassEventsAfterWrites: the Events the writes record are created once every write is
+// done, and all of them before wait returns.
+func TestWritePassEventsAfterWrites(t *testing.T) {
+	p := newWritePass(nil)
+	var mu sync.Mutex
+	var order []string
+	for i := range 3 * writeWorkers {
+		ing := &networkingv1.Ingress{ObjectMeta: metav1.ObjectMeta{UID: types.UID(fmt.Sprint(i)), ResourceVersion: "1"}}
+		p.write(ing, func() (bool, error) {
+			mu.Lock()
+			order = append(order, "write")
+			mu.Unlock()
+			p.later(func() {
+				mu.Lock()
+				defer mu.Unlock()
+				order = append(order, "event")
+			})
+			return true, nil
+		})
+	}
+	p.wait()
+	n := 3 * writeWorkers
+	if len(order) != 2*n {
+		t.Fatalf("%d writes and Events done by wait, want %d of each", len(order), n)
+	}
+	for i, step := range order {
+		if want := map[bool]string{true: "write", false: "event"}[i < n]; step != want {
+			t.Fatalf("step %d was a %s, want every write before the first Event: %v", i, step, order)
+		}
 	}
 }
