@@ -86,7 +86,11 @@ func newManager(cfg *rest.Config, o options) (ctrl.Manager, error) {
 		return nil, err
 	}
 	providers := sourceProviders(dc, o)
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+	keeper, err := admissionKeeper(cfg, o)
+	if err != nil {
+		return nil, err
+	}
+	mgrOpts := ctrl.Options{
 		Scheme: newScheme(providers),
 		Cache: cache.Options{
 			DefaultTransform: cache.TransformStripManagedFields(),
@@ -111,9 +115,16 @@ func newManager(cfg *rest.Config, o options) (ctrl.Manager, error) {
 		// for the lease to expire.
 		LeaderElectionReleaseOnCancel: true,
 		NewClient:                     newClient(o),
-	})
+	}
+	if keeper != nil {
+		mgrOpts.WebhookServer = admissionServer(o, keeper)
+	}
+	mgr, err := ctrl.NewManager(cfg, mgrOpts)
 	if err != nil {
 		return nil, fmt.Errorf("manager: %w", err)
+	}
+	if err := addAdmission(mgr, o, keeper); err != nil {
+		return nil, err
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return nil, err

@@ -61,6 +61,12 @@ type options struct {
 	maxObjectBytes          int64
 	maxKindBytes            int64
 
+	// The IngressProfile admission webhook (admissionWebhook.go): off without a bind address.
+	admissionAddr          string
+	admissionConfiguration string
+	admissionSecret        string
+	admissionHosts         stringList
+
 	// Several replicas share the clusters (pkg/replicas). The flags keep the names installed
 	// charts pass (--sharding, --sharding-lease-duration); the code says replicas.
 	shareClusters bool
@@ -128,11 +134,18 @@ func (o *options) bind(fs *flag.FlagSet) {
 	fs.DurationVar(&o.replicaLease, "sharding-lease-duration", 10*time.Second, "with --sharding: a replica whose Lease was not renewed for this long is gone and its clusters are taken over")
 	fs.StringVar(&o.certificateNamespace, "certificate-namespace", "", "seed namespace of the clusters' cert-manager Certificates, their Secrets, the ACME order ledger and a namespaced Issuer (default: the controller's own namespace); no tenant may write there")
 	fs.IntVar(&o.acmeOrdersPerWeek, "acme-orders-per-week", 20, "the seed's budget of new ACME orders (first certificates and changed name sets, not renewals) per week; Let's Encrypt allows 50 new certificates per registered domain per week")
+	fs.StringVar(&o.admissionAddr, "admission-webhook-bind-address", "", "address of the HTTPS validating admission webhook for IngressProfiles (refuses a score or extender the controller would report invalid); default off")
+	fs.StringVar(&o.admissionConfiguration, "admission-webhook-configuration", "", "with --admission-webhook-bind-address: the ValidatingWebhookConfiguration whose caBundle the controller fills (it never creates or deletes it)")
+	fs.StringVar(&o.admissionSecret, "admission-webhook-secret", "", "with --admission-webhook-bind-address: namespace/name of the Secret holding the webhook's CA and serving certificate, created and renewed by the controller")
+	fs.Var(&o.admissionHosts, "admission-webhook-hosts", "with --admission-webhook-bind-address: comma-separated DNS names and IP addresses of the webhook's serving certificate (its Service's)")
 	fs.StringVar(&o.routedIPJobNamespace, "routed-ip-job-namespace", "", "seed namespace where ClusterRoutedIPClass Jobs run and their fromSecretsRef Secrets live (default: the controller's own namespace; none: routed IPs are off)")
 }
 
 func (o *options) validate() error {
 	if err := validateMetrics(*o); err != nil {
+		return err
+	}
+	if err := validateAdmission(*o); err != nil {
 		return err
 	}
 	if o.leaderElect && o.renewDeadline >= o.leaseDuration {
