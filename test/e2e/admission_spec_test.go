@@ -1,0 +1,124 @@
+package e2e
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/shardgate/shardgate/api/v1alpha1"
+	"github.com/shardgate/shardgate/pkg/admission"
+	"github.com/shardgate/shardgate/test/framework"
+)
+
+// TestAdmission: the controller's IngressProfile webhook, registered at a real API server the way
+// the chart registers it (failurePolicy Ignore) but by URL on loopback: the controller creates its
+// Secret and fills the caBundle; the API server then refuses what only the webhook catches (the
+// CRD's schema cannot compile CEL nor read a certificate) with the field's name, accepts a valid
+// profile, refuses an update that breaks it; and with the controller stopped, accepts an invalid
+// profile (fail-open: a seed stays editable while its controller is down).
+func TestAdmission(t *testing.T) {
+	t.Parallel() // see main_test.go
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	env := framework.StartEnvironment(t, framework.EnvironmentOptions{})
+	seed := env.Seed
+	port, err := framework.FreePort()
+	must(t, err)
+	vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "shardgate"},
+		Webhooks: []admissionregistrationv1.ValidatingWebhook{{
+			Name: "ingressprofiles.shardgate.io",
+			ClientConfig: admissionregistrationv1.WebhookClientConfig{
+				URL: ptr.To(fmt.Sprintf("https://127.0.0.1:%d%s", port, admission.ProfilePath))},
+			Rules: []admissionregistrationv1.RuleWithOperations{{
+				Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
+				Rule: admissionregistrationv1.Rule{APIGroups: []string{"shardgate.io"}, APIVersions: []string{"v1alpha1"},
+					Resources: []string{"ingressprofiles"}}}},
+			FailurePolicy:           ptr.To(admissionregistrationv1.Ignore),
+			SideEffects:             ptr.To(admissionregistrationv1.SideEffectClassNone),
+			AdmissionReviewVersions: []string{"v1"},
+			TimeoutSeconds:          ptr.To[int32](5),
+		}}}
+	must(t, seed.Client.Create(ctx, vwc))
+	ctl := framework.StartController(t, seed, "--dns-zone="+framework.DefaultZone,
+		fmt.Sprintf("--admission-webhook-bind-address=127.0.0.1:%d", port),
+		"--admission-webhook-configuration=shardgate", "--admission-webhook-secret=default/shardgate-webhook",
+		"--admission-webhook-hosts=127.0.0.1")
+
+	// The caBundle is the Secret's CA, and the webhook serves a certificate it verifies.
+	var ca []byte
+	eventually(ctx, t, 30*time.Second, func() (bool, string) {
+		must(t, seed.Client.Get(ctx, client.ObjectKey{Name: "shardgate"}, vwc))
+		ca = vwc.Webhooks[0].ClientConfig.CABundle
+		return len(ca) > 0, "no caBundle"
+	})
+	s := &corev1.Secret{}
+	must(t, seed.Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: "shardgate-webhook"}, s))
+	if s.Type != corev1.SecretTypeTLS || !admission.SameCA(s.Data[admission.KeyCACert], ca) {
+		t.Fatalf("Secret %s, its CA is the caBundle: %v", s.Type, admission.SameCA(s.Data[admission.KeyCACert], ca))
+	}
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(ca)
+	eventually(ctx, t, 30*time.Second, func() (bool, string) {
+		conn, err := tls.DialWithDialer(&net.Dialer{Timeout: time.Second}, "tcp", fmt.Sprintf("127.0.0.1:%d", port),
+			&tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12})
+		if err != nil {
+			return false, err.Error()
+		}
+		conn.Close()
+		return true, ""
+	})
+
+	profile := func(name string, a v1alpha1.AllocationSettings) *v1alpha1.IngressProfile {
+		return &v1alpha1.IngressProfile{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: v1alpha1.IngressProfileSpec{Allocation: a}}
+	}
+	refused := func(err error, want ...string) {
+		t.Helper()
+		if err == nil {
+			t.Errorf("accepted, want refused naming %v", want)
+			return
+		}
+		for _, w := range append(want, `admission webhook "ingressprofiles.shardgate.io" denied the request`) {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("refused with %q, want it to name %q", err, w)
+			}
+		}
+	}
+	for _, tt := range []struct {
+		name string
+		a    v1alpha1.AllocationSettings
+		want []string
+	}{
+		{"score does not compile", v1alpha1.AllocationSettings{Score: "shard.("}, []string{"spec.allocation.score: Invalid value"}},
+		{"score is not a number", v1alpha1.AllocationSettings{Score: `shard.name + "x"`},
+			[]string{"spec.allocation.score", "not a number"}},
+		{"score may cost too much", v1alpha1.AllocationSettings{Score: `"shop.example" in route.hosts ? 0 : 1`},
+			[]string{"spec.allocation.score", "estimated worst-case cost"}},
+		// The schema asks for ^https:// and a non-empty caBundle; user info and a CA that holds no
+		// certificate pass it.
+		{"extender", v1alpha1.AllocationSettings{Extender: &v1alpha1.AllocationExtender{URL: "https://u:p@x.example/",
+			CABundle: "not a certificate"}}, []string{"spec.allocation.extender.url", "spec.allocation.extender.caBundle"}},
+	} {
+		t.Logf("%s", tt.name)
+		refused(seed.Client.Create(ctx, profile("bad", tt.a)), tt.want...)
+	}
+	good := profile("good", v1alpha1.AllocationSettings{Score: goldFirst})
+	must(t, seed.Client.Create(ctx, good))
+	good.Spec.Allocation.Score = "shard.("
+	refused(seed.Client.Update(ctx, good), "spec.allocation.score")
+
+	// Fail-open: without the controller the API server accepts what it would refuse, and the
+	// controller's Valid condition is the backstop.
+	must(t, ctl.Stop())
+	must(t, seed.Client.Create(ctx, profile("unchecked", v1alpha1.AllocationSettings{Score: "shard.("})))
+}
