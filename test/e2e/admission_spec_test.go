@@ -22,8 +22,8 @@ import (
 )
 
 // TestAdmission: the controller's IngressProfile webhook, registered at a real API server the way
-// the chart registers it (failurePolicy Ignore) but by URL on loopback: the controller creates its
-// Secret and fills the caBundle; the API server then refuses what only the webhook catches (the
+// the chart registers it (failurePolicy Ignore) but by URL on loopback: the controller, with
+// exactly the chart's RBAC (release sg in default), creates its Secret and fills the caBundle; the API server then refuses what only the webhook catches (the
 // CRD's schema cannot compile CEL nor read a certificate) with the field's name, accepts a valid
 // profile, refuses an update that breaks it; and with the controller stopped, accepts an invalid
 // profile (fail-open: a seed stays editable while its controller is down).
@@ -35,7 +35,7 @@ func TestAdmission(t *testing.T) {
 	seed := env.Seed
 	port, err := framework.FreePort()
 	must(t, err)
-	vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "shardgate"},
+	vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "sg-shardgate"},
 		Webhooks: []admissionregistrationv1.ValidatingWebhook{{
 			Name: "ingressprofiles.shardgate.io",
 			ClientConfig: admissionregistrationv1.WebhookClientConfig{
@@ -50,20 +50,28 @@ func TestAdmission(t *testing.T) {
 			TimeoutSeconds:          ptr.To[int32](5),
 		}}}
 	must(t, seed.Client.Create(ctx, vwc))
-	ctl := framework.StartController(t, seed, "--dns-zone="+framework.DefaultZone,
+	sa := chartServiceAccount(ctx, t, seed, "default")
+	ctl := framework.StartControllerAs(t, seed, sa, "--dns-zone="+framework.DefaultZone,
 		fmt.Sprintf("--admission-webhook-bind-address=127.0.0.1:%d", port),
-		"--admission-webhook-configuration=shardgate", "--admission-webhook-secret=default/shardgate-webhook",
+		"--admission-webhook-configuration=sg-shardgate", "--admission-webhook-secret=default/sg-shardgate-webhook-tls",
 		"--admission-webhook-hosts=127.0.0.1")
+	// The chart's RBAC: no other webhook configuration, none created or deleted.
+	for _, verb := range []string{"create", "update", "delete", "list"} {
+		if allowed(ctx, t, seed, "system:serviceaccount:default:sg-shardgate", verb,
+			"admissionregistration.k8s.io/validatingwebhookconfigurations", "") {
+			t.Errorf("the chart's ServiceAccount may %s any ValidatingWebhookConfiguration", verb)
+		}
+	}
 
 	// The caBundle is the Secret's CA, and the webhook serves a certificate it verifies.
 	var ca []byte
 	eventually(ctx, t, 30*time.Second, func() (bool, string) {
-		must(t, seed.Client.Get(ctx, client.ObjectKey{Name: "shardgate"}, vwc))
+		must(t, seed.Client.Get(ctx, client.ObjectKey{Name: "sg-shardgate"}, vwc))
 		ca = vwc.Webhooks[0].ClientConfig.CABundle
 		return len(ca) > 0, "no caBundle"
 	})
 	s := &corev1.Secret{}
-	must(t, seed.Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: "shardgate-webhook"}, s))
+	must(t, seed.Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: "sg-shardgate-webhook-tls"}, s))
 	if s.Type != corev1.SecretTypeTLS || !admission.SameCA(s.Data[admission.KeyCACert], ca) {
 		t.Fatalf("Secret %s, its CA is the caBundle: %v", s.Type, admission.SameCA(s.Data[admission.KeyCACert], ca))
 	}

@@ -361,11 +361,18 @@ func TestChartInstallsAndConverges(t *testing.T) {
 	d := &appsv1.Deployment{}
 	must(t, seed.Client.Get(ctx, client.ObjectKey{Namespace: "shardgate", Name: "shardgate"}, d))
 	var args []string
+	webhookPort, err := framework.FreePort()
+	must(t, err)
 	for _, a := range d.Spec.Template.Spec.Containers[0].Args {
 		// The harness binds metrics, health and the status page to loopback ports of its own, and
 		// keeps the canary off (it would ask the machine's resolver for the test zone's names).
 		if !strings.HasPrefix(a, "--metrics-bind-address") && !strings.HasPrefix(a, "--health-probe-bind-address") &&
 			!strings.HasPrefix(a, "--status-bind-address") && !strings.HasPrefix(a, "--canary-") {
+			if strings.HasPrefix(a, "--admission-webhook-bind-address=") {
+				// The chart's :9443 on the host would collide with other specs': a loopback port
+				// (the API server reaches no Service here; the webhook fails open).
+				a = fmt.Sprintf("--admission-webhook-bind-address=127.0.0.1:%d", webhookPort)
+			}
 			args = append(args, a)
 		}
 	}

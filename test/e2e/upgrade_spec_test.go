@@ -218,7 +218,9 @@ func UpgradeSpec(ctx context.Context, t *testing.T, inputGetter func() UpgradeSp
 		var args []string
 		for _, a := range c.Args {
 			if !strings.HasPrefix(a, "--metrics-bind-address") && !strings.HasPrefix(a, "--health-probe-bind-address") &&
-				!strings.HasPrefix(a, "--status-bind-address") && !strings.HasPrefix(a, "--metrics-cert-dir") && !strings.HasPrefix(a, "--canary-") {
+				!strings.HasPrefix(a, "--status-bind-address") && !strings.HasPrefix(a, "--metrics-cert-dir") && !strings.HasPrefix(a, "--canary-") &&
+				// The webhook's port on the host would collide with other specs' (TestAdmission runs it).
+				!strings.HasPrefix(a, "--admission-webhook-") {
 				args = append(args, a)
 			}
 		}

@@ -77,7 +77,22 @@ app.kubernetes.io/component: seed-controller
 - --leader-elect={{ .Values.leaderElection.enabled }}
 {{- end }}
 - --leader-election-namespace={{ .Release.Namespace }}
+{{- if .Values.admissionWebhook.enabled }}
+- --admission-webhook-bind-address=:{{ .Values.admissionWebhook.port }}
+- --admission-webhook-configuration={{ include "shardgate.fullname" . }}
+- --admission-webhook-secret={{ .Release.Namespace }}/{{ include "shardgate.webhookSecret" . }}
+{{- $svc := include "shardgate.webhookService" . }}
+- --admission-webhook-hosts={{ $svc }}.{{ .Release.Namespace }}.svc,{{ $svc }}.{{ .Release.Namespace }}.svc.cluster.local
+{{- end }}
 - --zap-log-level={{ .Values.logLevel }}
+{{- end -}}
+
+{{- define "shardgate.webhookService" -}}
+{{- printf "%s-webhook" (include "shardgate.fullname" .) | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{- define "shardgate.webhookSecret" -}}
+{{- printf "%s-webhook-tls" (include "shardgate.fullname" .) | trunc 63 | trimSuffix "-" -}}
 {{- end -}}
 
 {{- define "shardgate.acmeIssuerName" -}}
