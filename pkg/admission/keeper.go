@@ -105,20 +105,9 @@ func (k *Keeper) ensureSecret(ctx context.Context) (Bundle, error) {
 	s := &corev1.Secret{}
 	err := k.Client.Get(ctx, k.Secret, s)
 	if apierrors.IsNotFound(err) {
-		b, err := Issue(Bundle{}, Renewal{CA: true, Serving: true}, k.Hosts, k.now())
-		if err != nil {
-			return Bundle{}, err
-		}
-		s = &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: k.Secret.Namespace, Name: k.Secret.Name,
-			Labels: map[string]string{"app.kubernetes.io/managed-by": "shardgate"}},
-			Type: corev1.SecretTypeTLS, Data: b.Data()}
-		err = k.Client.Create(ctx, s)
-		if err == nil {
-			k.Log.Info("created the admission webhook's CA and certificate", "secret", k.Secret)
-			return b, nil
-		}
-		if !apierrors.IsAlreadyExists(err) {
-			return Bundle{}, fmt.Errorf("creating secret %s: %w", k.Secret, err)
+		b, created, cerr := k.createSecret(ctx)
+		if cerr != nil || created {
+			return b, cerr
 		}
 		err = k.Client.Get(ctx, k.Secret, s) // another replica's
 	}
@@ -143,6 +132,27 @@ func (k *Keeper) ensureSecret(ctx context.Context) (Bundle, error) {
 	}
 	k.Log.Info("renewed the admission webhook certificate", "secret", k.Secret, "why", r.Why, "newCA", r.CA)
 	return renewed, nil
+}
+
+// createSecret creates the Secret with a new bundle; false (and no error) when another replica
+// created it first.
+func (k *Keeper) createSecret(ctx context.Context) (Bundle, bool, error) {
+	b, err := Issue(Bundle{}, Renewal{CA: true, Serving: true}, k.Hosts, k.now())
+	if err != nil {
+		return Bundle{}, false, err
+	}
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: k.Secret.Namespace, Name: k.Secret.Name,
+		Labels: map[string]string{"app.kubernetes.io/managed-by": "shardgate"}},
+		Type: corev1.SecretTypeTLS, Data: b.Data()}
+	switch err := k.Client.Create(ctx, s); {
+	case err == nil:
+		k.Log.Info("created the admission webhook's CA and certificate", "secret", k.Secret)
+		return b, true, nil
+	case apierrors.IsAlreadyExists(err):
+		return Bundle{}, false, nil
+	default:
+		return Bundle{}, false, fmt.Errorf("creating secret %s: %w", k.Secret, err)
+	}
 }
 
 // injectCA writes ca into the caBundle of each webhook of the configuration that lacks it,

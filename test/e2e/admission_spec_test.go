@@ -83,7 +83,7 @@ func TestAdmission(t *testing.T) {
 		if err != nil {
 			return false, err.Error()
 		}
-		conn.Close()
+		_ = conn.Close()
 		return true, ""
 	})
 
