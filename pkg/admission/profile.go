@@ -14,9 +14,11 @@ import (
 
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
+	"github.com/shardgate/shardgate/pkg/allocation"
 	"github.com/shardgate/shardgate/pkg/validation"
 )
 
@@ -57,7 +59,7 @@ func Review(req admissionv1.AdmissionRequest, defaultZone string) admission.Resp
 	if err := json.Unmarshal(req.Object.Raw, p); err != nil {
 		return admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding the IngressProfile: %s", bound(err.Error())))
 	}
-	errs := validation.Profile(p, defaultZone)
+	errs := newErrors(profileErrors(p, defaultZone, previousScore(req)), previous(req, defaultZone))
 	if len(errs) == 0 {
 		return admission.Allowed("")
 	}
@@ -65,6 +67,73 @@ func Review(req admissionv1.AdmissionRequest, defaultZone string) admission.Resp
 	r := admission.Denied(bound(errs.ToAggregate().Error()))
 	r.Result.Code, r.Result.Reason = http.StatusUnprocessableEntity, metav1.StatusReasonInvalid
 	return r
+}
+
+// profileErrors is what the controller finds unusable in p (validation.Profile), and a score
+// that is new here (not oldScore) whose estimated worst-case cost is past its run-time bound.
+func profileErrors(p *v1alpha1.IngressProfile, defaultZone, oldScore string) field.ErrorList {
+	errs := validation.Profile(p, defaultZone)
+	score := p.Spec.Allocation.Score
+	if score == "" || score == oldScore {
+		return errs
+	}
+	path := field.NewPath("spec", "allocation", "score")
+	for _, e := range errs {
+		if e.Field == path.String() {
+			return errs // it does not compile: that is said already
+		}
+	}
+	if err := allocation.CheckScoreCost(score); err != nil {
+		errs = append(errs, field.Invalid(path, score, err.Error()))
+	}
+	return errs
+}
+
+// previous is what was already unusable in the object an UPDATE replaces (nil for a CREATE or an
+// old object that does not decode).
+func previous(req admissionv1.AdmissionRequest, defaultZone string) field.ErrorList {
+	old := oldProfile(req)
+	if old == nil {
+		return nil
+	}
+	return profileErrors(old, defaultZone, old.Spec.Allocation.Score)
+}
+
+// previousScore is the score of the object an UPDATE replaces ("" for a CREATE).
+func previousScore(req admissionv1.AdmissionRequest) string {
+	if old := oldProfile(req); old != nil {
+		return old.Spec.Allocation.Score
+	}
+	return ""
+}
+
+func oldProfile(req admissionv1.AdmissionRequest) *v1alpha1.IngressProfile {
+	if req.Operation != admissionv1.Update || len(req.OldObject.Raw) == 0 {
+		return nil
+	}
+	old := &v1alpha1.IngressProfile{}
+	if err := json.Unmarshal(req.OldObject.Raw, old); err != nil {
+		return nil
+	}
+	return old
+}
+
+// newErrors are the errors of errs that the replaced object did not already have, value and all:
+// an update that leaves an unusable field as it was (a label, a finalizer, another field fixed)
+// is not refused for it, as Kubernetes ratchets CRD validation. The controller still reports
+// the old error (Valid=False) and keeps the clusters on their last good settings.
+func newErrors(errs, before field.ErrorList) field.ErrorList {
+	had := map[string]bool{}
+	for _, e := range before {
+		had[e.Error()] = true
+	}
+	var out field.ErrorList
+	for _, e := range errs {
+		if !had[e.Error()] {
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 // bound cuts s to maxMessage bytes on a character boundary, saying how much it left out.

@@ -25,6 +25,12 @@ func TestReview(t *testing.T) {
 	req := func(op admissionv1.Operation, object []byte) admissionv1.AdmissionRequest {
 		return admissionv1.AdmissionRequest{Operation: op, Kind: profileKind, Object: runtime.RawExtension{Raw: object}}
 	}
+	update := func(old, new v1alpha1.AllocationSettings) admissionv1.AdmissionRequest {
+		r := req(admissionv1.Update, raw(new))
+		r.OldObject = runtime.RawExtension{Raw: raw(old)}
+		return r
+	}
+	costly, costlier := `"a" in route.hosts ? 0 : 1`, `"b" in route.hosts ? 0 : 1`
 	ext := func(url, ca string) v1alpha1.AllocationSettings {
 		return v1alpha1.AllocationSettings{Extender: &v1alpha1.AllocationExtender{URL: url, CABundle: ca}}
 	}
@@ -43,6 +49,23 @@ func TestReview(t *testing.T) {
 			422, "not a number"},
 		{"score costs too much", req(admissionv1.Create, raw(v1alpha1.AllocationSettings{Score: `"a" in route.hosts ? 0 : 1`})),
 			422, "estimated worst-case cost"},
+		// Ratcheting: what an update leaves as it was is not refused (written before the webhook
+		// checked it, or while it was down); what it changes is.
+		{"a costly score kept by an update", update(v1alpha1.AllocationSettings{Score: costly},
+			v1alpha1.AllocationSettings{Score: costly, NamespaceOwnership: v1alpha1.OwnershipInterNamespaceAllowed}), 0, ""},
+		{"a costly score changed by an update", update(v1alpha1.AllocationSettings{Score: costly},
+			v1alpha1.AllocationSettings{Score: costlier}), 422, "estimated worst-case cost"},
+		{"a costly score written by an update", update(v1alpha1.AllocationSettings{Score: "shard.routes"},
+			v1alpha1.AllocationSettings{Score: costly}), 422, "estimated worst-case cost"},
+		{"a broken score kept by an update", update(v1alpha1.AllocationSettings{Score: "shard.("},
+			v1alpha1.AllocationSettings{Score: "shard.("}), 0, ""},
+		{"a broken score changed by an update", update(v1alpha1.AllocationSettings{Score: "shard.("},
+			v1alpha1.AllocationSettings{Score: "shard.)"}), 422, "spec.allocation.score"},
+		{"a broken old object does not excuse a new error", func() admissionv1.AdmissionRequest {
+			r := req(admissionv1.Update, raw(v1alpha1.AllocationSettings{Score: "shard.("}))
+			r.OldObject = runtime.RawExtension{Raw: []byte("{")}
+			return r
+		}(), 422, "spec.allocation.score"},
 		{"extender with user info", req(admissionv1.Create, raw(ext("https://u:p@x.example/", "x"))),
 			422, "spec.allocation.extender.url"},
 		{"extender CA without a certificate", req(admissionv1.Create, raw(ext("https://x.example/", "not PEM"))),

@@ -3,7 +3,6 @@ package allocation
 import (
 	"fmt"
 
-	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/checker"
 	"github.com/google/cel-go/common/ast"
 	"github.com/google/cel-go/common/operators"
@@ -25,10 +24,21 @@ const (
 	maxHosts      = objectBytes / 13
 )
 
-// estimateScoreCost refuses a score whose worst-case cost, estimated statically over the largest
+// CheckScoreCost refuses a score whose worst-case cost, estimated statically over the largest
 // inputs it may be given, is past maxScoreCost: what would only fail (and fall back) for some
-// routes at run time is refused when the profile is written.
-func estimateScoreCost(env *cel.Env, a *cel.Ast) error {
+// routes at run time is refused when the profile is written. Only at admission, and only for a
+// score that is new there: a score written before this check keeps working as it did (its cost is
+// still bounded at run time), so an upgrade neither freezes its profile nor changes its
+// allocations (CRD validation ratcheting, as Kubernetes does it).
+func CheckScoreCost(expr string) error {
+	env, err := scoreEnv()
+	if err != nil {
+		return err
+	}
+	a, iss := env.Compile(expr)
+	if iss.Err() != nil {
+		return fmt.Errorf("score: %w", iss.Err())
+	}
 	est, err := env.EstimateCost(a, scoreSizes{})
 	if err != nil {
 		return fmt.Errorf("score: its cost cannot be estimated: %w", err)

@@ -26,7 +26,10 @@ func TestScoreCostBounded(t *testing.T) {
 		{`shard.name.matches(route.labels.?re.orValue(route.name)) ? 0 : 1`, true},
 	}
 	for _, tt := range tests {
-		_, err := CompileScore(tt.expr)
+		if _, err := CompileScore(tt.expr); err != nil {
+			t.Errorf("%s: %v (the cost is checked at admission only)", tt.expr, err)
+		}
+		err := CheckScoreCost(tt.expr)
 		switch {
 		case tt.refused && (err == nil || !strings.Contains(err.Error(), "estimated worst-case cost")):
 			t.Errorf("%s: %v, want refused for its cost", tt.expr, err)
