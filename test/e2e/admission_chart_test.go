@@ -11,7 +11,6 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/yaml"
 
 	"github.com/shardgate/shardgate/pkg/admission"
 )
@@ -140,15 +139,8 @@ func renderChart(t *testing.T, args ...string) map[string]*unstructured.Unstruct
 		t.Fatalf("helm template: %v\n%s", err, out)
 	}
 	objs := map[string]*unstructured.Unstructured{}
-	dec := yaml.NewYAMLOrJSONDecoder(strings.NewReader(out), 4096)
-	for {
-		u := &unstructured.Unstructured{}
-		if err := dec.Decode(&u.Object); err != nil {
-			break
-		}
-		if len(u.Object) > 0 {
-			objs[u.GetKind()+"/"+u.GetName()] = u
-		}
+	for _, u := range manifests(out) {
+		objs[u.GetKind()+"/"+u.GetName()] = u
 	}
 	return objs
 }

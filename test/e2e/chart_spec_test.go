@@ -258,12 +258,7 @@ func TestChartGrantsJobsPodsAndLeasesInItsNamespaceOnly(t *testing.T) {
 		return got
 	}
 	var role, binding bool
-	dec := yaml.NewYAMLOrJSONDecoder(strings.NewReader(out), 4096)
-	for {
-		u := &unstructured.Unstructured{}
-		if err := dec.Decode(&u.Object); err != nil {
-			break
-		}
+	for _, u := range manifests(out) {
 		switch u.GetKind() {
 		case "ClusterRole":
 			cr := &rbacv1.ClusterRole{}
@@ -305,15 +300,8 @@ func chartServiceAccount(ctx context.Context, t testing.TB, seed *framework.Cont
 	if err := seed.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
-	dec := yaml.NewYAMLOrJSONDecoder(strings.NewReader(out), 4096)
-	for {
-		u := &unstructured.Unstructured{}
-		if err := dec.Decode(&u.Object); err != nil {
-			break
-		}
-		if len(u.Object) > 0 {
-			must(t, seed.Client.Create(ctx, u))
-		}
+	for _, u := range manifests(out) {
+		must(t, seed.Client.Create(ctx, u))
 	}
 	token, err := framework.ServiceAccountToken(seed, namespace, "sg-shardgate")
 	must(t, err)
@@ -452,16 +440,8 @@ func dryRunChart(ctx context.Context, t *testing.T, cp *framework.ControlPlane, 
 	if err != nil {
 		t.Fatalf("helm template: %v\n%s", err, out)
 	}
-	dec := yaml.NewYAMLOrJSONDecoder(strings.NewReader(out), 4096)
 	var kinds []string
-	for {
-		u := &unstructured.Unstructured{}
-		if err := dec.Decode(&u.Object); err != nil {
-			break
-		}
-		if len(u.Object) == 0 {
-			continue
-		}
+	for _, u := range manifests(out) {
 		kinds = append(kinds, u.GetKind()+"/"+u.GetName())
 		if err := cp.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner("dry-run"), client.ForceOwnership, client.DryRunAll); err != nil {
 			t.Errorf("server-side dry-run of %s %s: %v", u.GetKind(), u.GetName(), err)
@@ -490,4 +470,20 @@ func allowed(ctx context.Context, t *testing.T, cp *framework.ControlPlane, user
 		ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: verb, Group: group, Resource: res, Namespace: namespace}}}
 	must(t, cp.Client.Create(ctx, r))
 	return r.Status.Allowed
+}
+
+// manifests are the objects of a multi-document YAML stream (helm template's output), empty
+// documents left out.
+func manifests(out string) []*unstructured.Unstructured {
+	var objs []*unstructured.Unstructured
+	dec := yaml.NewYAMLOrJSONDecoder(strings.NewReader(out), 4096)
+	for {
+		u := &unstructured.Unstructured{}
+		if err := dec.Decode(&u.Object); err != nil {
+			return objs
+		}
+		if len(u.Object) > 0 {
+			objs = append(objs, u)
+		}
+	}
 }
