@@ -32,20 +32,7 @@ import (
 // server: nothing serves the kind.
 func TestASecondKindNeedsNoAllocationChange(t *testing.T) {
 	ctx := context.Background()
-	seedScheme := runtime.NewScheme()
-	must(t, clientgoscheme.AddToScheme(seedScheme))
-	must(t, v1alpha1.AddToScheme(seedScheme))
-	ci := &v1alpha1.ClusterIngress{ObjectMeta: metav1.ObjectMeta{Namespace: "seed", Name: "c1"}, Spec: v1alpha1.ClusterIngressSpec{
-		ClusterRef: v1alpha1.ClusterReference{Kind: v1alpha1.SourceKindSecret, Name: "c1"}, Profile: "p", ClusterID: "c1",
-		DNS: v1alpha1.ResolveDNS(v1alpha1.DNSSettings{Zone: "z.test"}, ""), Shards: v1alpha1.ResolveShards(nil),
-		Allocation: v1alpha1.ResolveAllocation(v1alpha1.AllocationSettings{})},
-		Status: v1alpha1.ClusterIngressStatus{Domain: "c1.z.test"}}
-	seed := fake.NewClientBuilder().WithScheme(seedScheme).WithObjects(ci).WithStatusSubresource(ci).Build()
-	key := client.ObjectKeyFromObject(ci)
-
 	kinds := routekinds.Registry{routekinds.Ingress{}, routekindstest.Tunnels{}}
-	userScheme := clusteraccess.UserClusterScheme()
-	must(t, kinds.AddToScheme(userScheme))
 	tunnel := func(ns, name, gateway string, hosts ...string) *routekindstest.Tunnel {
 		return &routekindstest.Tunnel{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: types.UID(ns + "-" + name)},
 			Spec: routekindstest.TunnelSpec{Gateway: gateway, Hostnames: hosts}}
@@ -63,11 +50,8 @@ func TestASecondKindNeedsNoAllocationChange(t *testing.T) {
 		objs = append(objs, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
 	}
 	objs = append(objs, holder, taker, theirs, tunnel("a", "web", routekindstest.Gateway))
-	u := fake.NewClientBuilder().WithScheme(userScheme).WithObjects(objs...).
-		WithStatusSubresource(&networkingv1.Ingress{}, &routekindstest.Tunnel{}).Build()
-	access := clusteraccess.NewFake()
-	access.Add(key, &clusteraccess.FakeCluster{Client: u, Routes: kinds})
-	r := &Reconciler{Client: seed, Access: access, Board: cistatus.NewBoard(seed)}
+	r, key, u := newKindsReconciler(t, nil, v1alpha1.AllocationSettings{}, kinds, objs...)
+	seed := r.Client
 	controllertest.Reconcile(t, r, key, 2)
 
 	get := func(ns, name string) *routekindstest.Tunnel {
@@ -107,6 +91,7 @@ func TestASecondKindNeedsNoAllocationChange(t *testing.T) {
 			t.Errorf("no Event %s on the Tunnel (have %v)", want, reasons)
 		}
 	}
+	ci := &v1alpha1.ClusterIngress{}
 	must(t, seed.Get(ctx, key, ci))
 	r.Board.Overlay(ci) // the fake client cannot stand for the status writer's apply
 	if ci.Status.Routes != 2 || ci.Status.RejectedRoutes != 1 {
@@ -134,4 +119,31 @@ func must(t *testing.T, err error) {
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// newKindsReconciler is a Reconciler for the ClusterIngress seed/c1 (domain c1.z.test, the given
+// shards and allocation settings) whose user cluster is a fake client serving kinds, holding objs.
+func newKindsReconciler(t *testing.T, shards []v1alpha1.ShardSpec, a v1alpha1.AllocationSettings,
+	kinds routekinds.Registry, objs ...client.Object) (*Reconciler, types.NamespacedName, client.Client) {
+	t.Helper()
+	seedScheme := runtime.NewScheme()
+	must(t, clientgoscheme.AddToScheme(seedScheme))
+	must(t, v1alpha1.AddToScheme(seedScheme))
+	ci := &v1alpha1.ClusterIngress{ObjectMeta: metav1.ObjectMeta{Namespace: "seed", Name: "c1"}, Spec: v1alpha1.ClusterIngressSpec{
+		ClusterRef: v1alpha1.ClusterReference{Kind: v1alpha1.SourceKindSecret, Name: "c1"}, Profile: "p", ClusterID: "c1",
+		DNS: v1alpha1.ResolveDNS(v1alpha1.DNSSettings{Zone: "z.test"}, ""), Shards: v1alpha1.ResolveShards(shards),
+		Allocation: v1alpha1.ResolveAllocation(a)},
+		Status: v1alpha1.ClusterIngressStatus{Domain: "c1.z.test"}}
+	seed := fake.NewClientBuilder().WithScheme(seedScheme).WithObjects(ci).WithStatusSubresource(ci).Build()
+	key := client.ObjectKeyFromObject(ci)
+	userScheme := clusteraccess.UserClusterScheme()
+	must(t, kinds.AddToScheme(userScheme))
+	var routes []client.Object
+	for _, k := range kinds {
+		routes = append(routes, k.New())
+	}
+	u := fake.NewClientBuilder().WithScheme(userScheme).WithObjects(objs...).WithStatusSubresource(routes...).Build()
+	access := clusteraccess.NewFake()
+	access.Add(key, &clusteraccess.FakeCluster{Client: u, Routes: kinds})
+	return &Reconciler{Client: seed, Access: access, Board: cistatus.NewBoard(seed)}, key, u
 }

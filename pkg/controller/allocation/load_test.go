@@ -10,16 +10,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
-	"github.com/shardgate/shardgate/pkg/clusteraccess"
-	"github.com/shardgate/shardgate/pkg/controller/cistatus"
 	"github.com/shardgate/shardgate/pkg/controllertest"
 	"github.com/shardgate/shardgate/pkg/names"
 	"github.com/shardgate/shardgate/pkg/routekinds"
@@ -31,23 +26,7 @@ import (
 // and names would pick), read from the report Leases in the user cluster's cache.
 func TestLeastUtilizedForEveryKind(t *testing.T) {
 	ctx := context.Background()
-	seedScheme := runtime.NewScheme()
-	must(t, clientgoscheme.AddToScheme(seedScheme))
-	must(t, v1alpha1.AddToScheme(seedScheme))
-	ci := &v1alpha1.ClusterIngress{ObjectMeta: metav1.ObjectMeta{Namespace: "seed", Name: "c1"}, Spec: v1alpha1.ClusterIngressSpec{
-		ClusterRef: v1alpha1.ClusterReference{Kind: v1alpha1.SourceKindSecret, Name: "c1"}, Profile: "p", ClusterID: "c1",
-		DNS: v1alpha1.ResolveDNS(v1alpha1.DNSSettings{Zone: "z.test"}, ""),
-		Shards: v1alpha1.ResolveShards([]v1alpha1.ShardSpec{
-			{Name: "a", Load: &v1alpha1.ShardLoadSpec{RequestsPerSecond: ptr.To[int32](10)}},
-			{Name: "b", Load: &v1alpha1.ShardLoadSpec{RequestsPerSecond: ptr.To[int32](10)}}}),
-		Allocation: v1alpha1.ResolveAllocation(v1alpha1.AllocationSettings{Strategy: v1alpha1.StrategyLeastUtilized})},
-		Status: v1alpha1.ClusterIngressStatus{Domain: "c1.z.test"}}
-	seed := fake.NewClientBuilder().WithScheme(seedScheme).WithObjects(ci).WithStatusSubresource(ci).Build()
-	key := client.ObjectKeyFromObject(ci)
-
 	kinds := routekinds.Registry{routekinds.Ingress{}, routekinds.HTTPRoute{}}
-	userScheme := clusteraccess.UserClusterScheme()
-	must(t, kinds.AddToScheme(userScheme))
 	now := metav1.NewMicroTime(time.Now())
 	objs := []client.Object{&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team"}},
 		ingress("team", "web", names.IngressClassName, ""),
@@ -62,11 +41,9 @@ func TestLeastUtilizedForEveryKind(t *testing.T) {
 				Labels: names.RouterSelector(shard), Annotations: map[string]string{routerload.ReportAnnotation: rps}},
 				Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To(pod), LeaseDurationSeconds: ptr.To[int32](30), RenewTime: &now}})
 	}
-	u := fake.NewClientBuilder().WithScheme(userScheme).WithObjects(objs...).
-		WithStatusSubresource(&networkingv1.Ingress{}, &gatewayv1.HTTPRoute{}).Build()
-	access := clusteraccess.NewFake()
-	access.Add(key, &clusteraccess.FakeCluster{Client: u, Routes: kinds})
-	r := &Reconciler{Client: seed, Access: access, Board: cistatus.NewBoard(seed)}
+	load := &v1alpha1.ShardLoadSpec{RequestsPerSecond: ptr.To[int32](10)}
+	r, key, u := newKindsReconciler(t, []v1alpha1.ShardSpec{{Name: "a", Load: load}, {Name: "b", Load: load}},
+		v1alpha1.AllocationSettings{Strategy: v1alpha1.StrategyLeastUtilized}, kinds, objs...)
 	controllertest.Reconcile(t, r, key, 2)
 
 	web, api := &networkingv1.Ingress{}, &gatewayv1.HTTPRoute{}
