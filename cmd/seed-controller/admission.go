@@ -5,9 +5,7 @@ import (
 	"fmt"
 	"net"
 	"strconv"
-	"strings"
 
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -17,7 +15,7 @@ import (
 	"github.com/shardgate/shardgate/pkg/admission"
 )
 
-// validateAdmission: the webhook needs all four flags or none (a half-configured webhook would
+// validateAdmission: the webhook needs all three flags or none (a half-configured webhook would
 // serve a certificate no one trusts, or trust one no one serves).
 func validateAdmission(o options) error {
 	if o.admissionAddr == "" {
@@ -26,12 +24,9 @@ func validateAdmission(o options) error {
 	if _, err := admissionPort(o.admissionAddr); err != nil {
 		return err
 	}
-	if o.admissionConfiguration == "" || o.admissionSecret == "" || len(o.admissionHosts) == 0 {
-		return fmt.Errorf("--admission-webhook-bind-address needs --admission-webhook-configuration, " +
-			"--admission-webhook-secret (namespace/name) and --admission-webhook-hosts")
-	}
-	if _, err := admissionSecret(o.admissionSecret); err != nil {
-		return err
+	if o.admissionConfiguration == "" || len(o.admissionHosts) == 0 {
+		return fmt.Errorf("--admission-webhook-bind-address needs --admission-webhook-configuration " +
+			"and --admission-webhook-hosts")
 	}
 	for _, h := range o.admissionHosts {
 		if net.ParseIP(h) == nil && len(validation.IsDNS1123Subdomain(h)) > 0 {
@@ -51,16 +46,8 @@ func admissionPort(addr string) (int, error) {
 	return port, nil
 }
 
-func admissionSecret(v string) (types.NamespacedName, error) {
-	ns, name, ok := strings.Cut(v, "/")
-	if !ok || len(validation.IsDNS1123Label(ns)) > 0 || len(validation.IsDNS1123Subdomain(name)) > 0 {
-		return types.NamespacedName{}, fmt.Errorf("--admission-webhook-secret: %q is not namespace/name", v)
-	}
-	return types.NamespacedName{Namespace: ns, Name: name}, nil
-}
-
 // admissionKeeper is the webhook's certificate keeper (nil when the webhook is off), with a
-// client of its own: the manager's cache holds only kubeconfig Secrets, and with --sharding its
+// client of its own: the manager's cache holds no webhook configuration, and with --sharding its
 // client's writes need a fence no admission request holds.
 func admissionKeeper(cfg *rest.Config, o options) (*admission.Keeper, error) {
 	if o.admissionAddr == "" {
@@ -70,8 +57,7 @@ func admissionKeeper(cfg *rest.Config, o options) (*admission.Keeper, error) {
 	if err != nil {
 		return nil, err
 	}
-	secret, _ := admissionSecret(o.admissionSecret) // validated
-	return &admission.Keeper{Client: c, Secret: secret, Configuration: o.admissionConfiguration,
+	return &admission.Keeper{Client: c, Configuration: o.admissionConfiguration,
 		Hosts: o.admissionHosts, Log: ctrl.Log.WithName("admission")}, nil
 }
 

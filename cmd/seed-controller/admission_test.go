@@ -9,7 +9,7 @@ import (
 // value is named.
 func TestValidateAdmission(t *testing.T) {
 	full := func(f func(*options)) options {
-		o := options{admissionAddr: ":9443", admissionConfiguration: "shardgate", admissionSecret: "sg/webhook-tls",
+		o := options{admissionAddr: ":9443", admissionConfiguration: "shardgate",
 			admissionHosts: stringList{"shardgate-webhook.sg.svc", "127.0.0.1"}}
 		f(&o)
 		return o
@@ -20,12 +20,10 @@ func TestValidateAdmission(t *testing.T) {
 		want string // "" = valid
 	}{
 		{"off", options{}, ""},
-		{"off, other flags ignored", options{admissionSecret: "x"}, ""},
+		{"off, other flags ignored", options{admissionConfiguration: "x"}, ""},
 		{"all four", full(func(*options) {}), ""},
 		{"no configuration", full(func(o *options) { o.admissionConfiguration = "" }), "needs --admission-webhook-configuration"},
-		{"no secret", full(func(o *options) { o.admissionSecret = "" }), "needs"},
 		{"no hosts", full(func(o *options) { o.admissionHosts = nil }), "needs"},
-		{"secret without namespace", full(func(o *options) { o.admissionSecret = "webhook-tls" }), "not namespace/name"},
 		{"bad host", full(func(o *options) { o.admissionHosts = stringList{"not a host"} }), "neither a DNS name"},
 		{"no port", full(func(o *options) { o.admissionAddr = "127.0.0.1" }), "not host:port"},
 		{"port 0", full(func(o *options) { o.admissionAddr = ":0" }), "not host:port"},

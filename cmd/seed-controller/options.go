@@ -64,7 +64,6 @@ type options struct {
 	// The IngressProfile admission webhook (admissionWebhook.go): off without a bind address.
 	admissionAddr          string
 	admissionConfiguration string
-	admissionSecret        string
 	admissionHosts         stringList
 
 	// Several replicas share the clusters (pkg/replicas). The flags keep the names installed
@@ -136,7 +135,6 @@ func (o *options) bind(fs *flag.FlagSet) {
 	fs.IntVar(&o.acmeOrdersPerWeek, "acme-orders-per-week", 20, "the seed's budget of new ACME orders (first certificates and changed name sets, not renewals) per week; Let's Encrypt allows 50 new certificates per registered domain per week")
 	fs.StringVar(&o.admissionAddr, "admission-webhook-bind-address", "", "address of the HTTPS validating admission webhook for IngressProfiles (refuses a score or extender the controller would report invalid); default off")
 	fs.StringVar(&o.admissionConfiguration, "admission-webhook-configuration", "", "with --admission-webhook-bind-address: the ValidatingWebhookConfiguration whose caBundle the controller fills (it never creates or deletes it)")
-	fs.StringVar(&o.admissionSecret, "admission-webhook-secret", "", "with --admission-webhook-bind-address: namespace/name of the Secret holding the webhook's CA and serving certificate, created and renewed by the controller")
 	fs.Var(&o.admissionHosts, "admission-webhook-hosts", "with --admission-webhook-bind-address: comma-separated DNS names and IP addresses of the webhook's serving certificate (its Service's)")
 	fs.StringVar(&o.routedIPJobNamespace, "routed-ip-job-namespace", "", "seed namespace where ClusterRoutedIPClass Jobs run and their fromSecretsRef Secrets live (default: the controller's own namespace; none: routed IPs are off)")
 }

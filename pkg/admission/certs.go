@@ -1,7 +1,6 @@
 package admission
 
 import (
-	"bytes"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -17,36 +16,20 @@ import (
 	"time"
 )
 
-// The Secret's keys: a kubernetes.io/tls Secret (tls.crt, tls.key) with its CA beside it.
 const (
-	KeyCACert = "ca.crt"
-	KeyCAKey  = "ca.key"
-	KeyCert   = "tls.crt"
-	KeyKey    = "tls.key"
-)
-
-const (
-	caValidity      = 10 * 365 * 24 * time.Hour
+	// caValidity: a CA lives in one process's memory; a year bounds how long a restarted replica's
+	// old CA (whose key is gone) stays in the caBundle when the bound does not push it out first.
+	caValidity      = 365 * 24 * time.Hour
 	servingValidity = 365 * 24 * time.Hour
-	// renewBefore: a certificate is issued again this long before it expires, so that every
-	// replica (which re-reads the Secret every minute) serves the new one long before.
+	// renewBefore: a certificate is issued again this long before it expires (a replica that
+	// runs that long), its new CA trusted beside the old one.
 	renewBefore = 30 * 24 * time.Hour
 	// backdate covers clocks behind the issuer's.
 	backdate = time.Hour
 )
 
-// Bundle is what the Secret holds, PEM-encoded.
+// Bundle is a replica's CA and serving certificate with their keys, PEM-encoded (in memory only).
 type Bundle struct{ CACert, CAKey, Cert, Key []byte }
-
-// BundleFrom reads a Secret's data.
-func BundleFrom(data map[string][]byte) Bundle {
-	return Bundle{CACert: data[KeyCACert], CAKey: data[KeyCAKey], Cert: data[KeyCert], Key: data[KeyKey]}
-}
-
-// Data is b as a Secret's data.
-func (b Bundle) Data() map[string][]byte {
-	return map[string][]byte{KeyCACert: b.CACert, KeyCAKey: b.CAKey, KeyCert: b.Cert, KeyKey: b.Key}
-}
 
 // Renewal says what of a bundle must be issued again, and why ("" when nothing).
 type Renewal struct {
@@ -230,6 +213,3 @@ func normalHosts(hosts []string) []string {
 	slices.Sort(out)
 	return slices.Compact(out)
 }
-
-// SameCA reports whether a and b hold the same CA certificate (the caBundle to trust).
-func SameCA(a, b []byte) bool { return bytes.Equal(bytes.TrimSpace(a), bytes.TrimSpace(b)) }

@@ -47,7 +47,6 @@ func TestAdmissionWebhookChart(t *testing.T) {
 	fromUnstructured(t, objs["Deployment/x-shardgate"], d)
 	c := d.Spec.Template.Spec.Containers[0]
 	for _, want := range []string{"--admission-webhook-bind-address=:9443", "--admission-webhook-configuration=x-shardgate",
-		"--admission-webhook-secret=sg/x-shardgate-webhook-tls",
 		"--admission-webhook-hosts=x-shardgate-webhook.sg.svc,x-shardgate-webhook.sg.svc.cluster.local"} {
 		if !slices.Contains(c.Args, want) {
 			t.Errorf("args %v lack %s", c.Args, want)
@@ -57,21 +56,20 @@ func TestAdmissionWebhookChart(t *testing.T) {
 		t.Errorf("container ports %+v", c.Ports)
 	}
 
-	// Least privilege: the only grants of Secrets' create or update and of webhook
-	// configurations are these, and get/update name their one object.
-	role, clusterRole := &rbacv1.Role{}, &rbacv1.ClusterRole{}
-	fromUnstructured(t, objs["Role/x-shardgate-webhook"], role)
+	// Least privilege: the only grant of webhook configurations is this one, get/update of its
+	// one object; no Secret is written for the webhook (each replica's key stays in memory).
+	clusterRole := &rbacv1.ClusterRole{}
 	fromUnstructured(t, objs["ClusterRole/x-shardgate-webhook"], clusterRole)
-	wantRole := []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"create"}},
-		{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{"x-shardgate-webhook-tls"},
-			Verbs: []string{"get", "update"}}}
 	wantClusterRole := []rbacv1.PolicyRule{{APIGroups: []string{"admissionregistration.k8s.io"},
 		Resources: []string{"validatingwebhookconfigurations"}, ResourceNames: []string{"x-shardgate"}, Verbs: []string{"get", "update"}}}
-	if role.Namespace != "sg" || !rulesEqual(role.Rules, wantRole) || !rulesEqual(clusterRole.Rules, wantClusterRole) {
-		t.Errorf("Role %s %+v, ClusterRole %+v", role.Namespace, role.Rules, clusterRole.Rules)
+	if !rulesEqual(clusterRole.Rules, wantClusterRole) {
+		t.Errorf("ClusterRole %+v", clusterRole.Rules)
+	}
+	if objs["Role/x-shardgate-webhook"] != nil {
+		t.Error("a Role for the webhook: it needs none")
 	}
 	for key, u := range objs {
-		if key == "Role/x-shardgate-webhook" || key == "ClusterRole/x-shardgate-webhook" {
+		if key == "ClusterRole/x-shardgate-webhook" {
 			continue
 		}
 		var rules []rbacv1.PolicyRule
@@ -115,7 +113,6 @@ func TestAdmissionWebhookChart(t *testing.T) {
 			t.Errorf("%s binds %+v to %+v", key, ref, subjects)
 		}
 	}
-	bindsTo("RoleBinding/x-shardgate-webhook", "Role", "x-shardgate-webhook")
 	bindsTo("ClusterRoleBinding/x-shardgate-webhook", "ClusterRole", "x-shardgate-webhook")
 
 	off := renderChart(t, "--namespace", "sg", "--set", "dns.zone=ok.example", "--set", "admissionWebhook.enabled=false")

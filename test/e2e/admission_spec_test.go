@@ -53,8 +53,7 @@ func TestAdmission(t *testing.T) {
 	sa := chartServiceAccount(ctx, t, seed, "default")
 	ctl := framework.StartControllerAs(t, seed, sa, "--dns-zone="+framework.DefaultZone,
 		fmt.Sprintf("--admission-webhook-bind-address=127.0.0.1:%d", port),
-		"--admission-webhook-configuration=sg-shardgate", "--admission-webhook-secret=default/sg-shardgate-webhook-tls",
-		"--admission-webhook-hosts=127.0.0.1")
+		"--admission-webhook-configuration=sg-shardgate", "--admission-webhook-hosts=127.0.0.1")
 	// The chart's RBAC: no other webhook configuration, none created or deleted.
 	for _, verb := range []string{"create", "update", "delete", "list"} {
 		if allowed(ctx, t, seed, "system:serviceaccount:default:sg-shardgate", verb,
@@ -63,29 +62,15 @@ func TestAdmission(t *testing.T) {
 		}
 	}
 
-	// The caBundle is the Secret's CA, and the webhook serves a certificate it verifies.
-	var ca []byte
-	eventually(ctx, t, 30*time.Second, func() (bool, string) {
-		must(t, seed.Client.Get(ctx, client.ObjectKey{Name: "sg-shardgate"}, vwc))
-		ca = vwc.Webhooks[0].ClientConfig.CABundle
-		return len(ca) > 0, "no caBundle"
-	})
-	s := &corev1.Secret{}
-	must(t, seed.Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: "sg-shardgate-webhook-tls"}, s))
-	if s.Type != corev1.SecretTypeTLS || !admission.SameCA(s.Data[admission.KeyCACert], ca) {
-		t.Fatalf("Secret %s, its CA is the caBundle: %v", s.Type, admission.SameCA(s.Data[admission.KeyCACert], ca))
-	}
-	roots := x509.NewCertPool()
-	roots.AppendCertsFromPEM(ca)
-	eventually(ctx, t, 30*time.Second, func() (bool, string) {
-		conn, err := tls.DialWithDialer(&net.Dialer{Timeout: time.Second}, "tcp", fmt.Sprintf("127.0.0.1:%d", port),
-			&tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12})
-		if err != nil {
-			return false, err.Error()
+	// The caBundle trusts the certificate the webhook serves, and no Secret holds its key.
+	trusted(ctx, t, seed, port)
+	secrets := &corev1.SecretList{}
+	must(t, seed.Client.List(ctx, secrets))
+	for _, s := range secrets.Items {
+		if s.Type == corev1.SecretTypeTLS {
+			t.Errorf("a TLS Secret %s/%s: the webhook's key belongs in memory", s.Namespace, s.Name)
 		}
-		_ = conn.Close()
-		return true, ""
-	})
+	}
 
 	profile := func(name string, a v1alpha1.AllocationSettings) *v1alpha1.IngressProfile {
 		return &v1alpha1.IngressProfile{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: v1alpha1.IngressProfileSpec{Allocation: a}}
@@ -129,4 +114,38 @@ func TestAdmission(t *testing.T) {
 	// controller's Valid condition is the backstop.
 	must(t, ctl.Stop())
 	must(t, seed.Client.Create(ctx, profile("unchecked", v1alpha1.AllocationSettings{Score: "shard.("})))
+
+	// A restarted replica has a new CA of its own: added beside the old one, and trusted again.
+	framework.StartControllerAs(t, seed, sa, "--dns-zone="+framework.DefaultZone,
+		fmt.Sprintf("--admission-webhook-bind-address=127.0.0.1:%d", port),
+		"--admission-webhook-configuration=sg-shardgate", "--admission-webhook-hosts=127.0.0.1")
+	if n := trusted(ctx, t, seed, port); n != 2 {
+		t.Errorf("caBundle holds %d CAs after a restart, want the old and the new", n)
+	}
+	refused(seed.Client.Create(ctx, profile("bad", v1alpha1.AllocationSettings{Score: "shard.("})), "spec.allocation.score")
+}
+
+// trusted waits until the webhook configuration's caBundle verifies the certificate served at
+// 127.0.0.1:port, and returns how many certificates the bundle holds.
+func trusted(ctx context.Context, t *testing.T, seed *framework.ControlPlane, port int) int {
+	t.Helper()
+	n := 0
+	eventually(ctx, t, 30*time.Second, func() (bool, string) {
+		vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+		must(t, seed.Client.Get(ctx, client.ObjectKey{Name: "sg-shardgate"}, vwc))
+		ca := vwc.Webhooks[0].ClientConfig.CABundle
+		roots := x509.NewCertPool()
+		if !roots.AppendCertsFromPEM(ca) {
+			return false, "no caBundle"
+		}
+		n = strings.Count(string(ca), "BEGIN CERTIFICATE")
+		conn, err := tls.DialWithDialer(&net.Dialer{Timeout: time.Second}, "tcp", fmt.Sprintf("127.0.0.1:%d", port),
+			&tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12})
+		if err != nil {
+			return false, err.Error()
+		}
+		_ = conn.Close()
+		return true, ""
+	})
+	return n
 }

@@ -80,7 +80,6 @@ app.kubernetes.io/component: seed-controller
 {{- if .Values.admissionWebhook.enabled }}
 - --admission-webhook-bind-address=:{{ .Values.admissionWebhook.port }}
 - --admission-webhook-configuration={{ include "shardgate.fullname" . }}
-- --admission-webhook-secret={{ .Release.Namespace }}/{{ include "shardgate.webhookSecret" . }}
 {{- $svc := include "shardgate.webhookService" . }}
 - --admission-webhook-hosts={{ $svc }}.{{ .Release.Namespace }}.svc,{{ $svc }}.{{ .Release.Namespace }}.svc.cluster.local
 {{- end }}
@@ -89,10 +88,6 @@ app.kubernetes.io/component: seed-controller
 
 {{- define "shardgate.webhookService" -}}
 {{- printf "%s-webhook" (include "shardgate.fullname" .) | trunc 63 | trimSuffix "-" -}}
-{{- end -}}
-
-{{- define "shardgate.webhookSecret" -}}
-{{- printf "%s-webhook-tls" (include "shardgate.fullname" .) | trunc 63 | trimSuffix "-" -}}
 {{- end -}}
 
 {{- define "shardgate.acmeIssuerName" -}}
