@@ -10,10 +10,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strconv"
+	"strings"
 	"unicode/utf8"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
@@ -29,6 +32,15 @@ const ProfilePath = "/validate-shardgate-io-v1alpha1-ingressprofile"
 // maxMessage bounds a denial's message: a score may be 4 KiB and is quoted in its error, and the
 // API server returns the message to the client whole.
 const maxMessage = 2048
+
+// maxObject bounds the object (and the old object) a review decodes and validates. A request
+// sent to the webhook port directly skips the API server's CRD schema, so without it an object
+// could hold thousands of invalid entries, up to controller-runtime's 7 MiB body limit; the
+// review's work is linear in the object (an UPDATE of two such objects took ~0.3 s of CPU at
+// this bound, measured). An honest IngressProfile stays well below: the CRD's maxItems and
+// maxLength keep its spec to tens of KiB, the API server caps its annotations (kubectl's
+// last-applied copy is one) at 256 KiB, and managedFields add about the spec's size again.
+const maxObject = 512 << 10
 
 // ProfileValidator refuses an IngressProfile (CREATE, UPDATE) that validation.Profile finds
 // unusable.
@@ -55,16 +67,24 @@ func Review(req admissionv1.AdmissionRequest, defaultZone string) admission.Resp
 	if len(req.Object.Raw) == 0 {
 		return admission.Errored(http.StatusBadRequest, fmt.Errorf("the request holds no IngressProfile"))
 	}
+	if n := max(len(req.Object.Raw), len(req.OldObject.Raw)); n > maxObject {
+		return admission.Errored(http.StatusRequestEntityTooLarge,
+			fmt.Errorf("the IngressProfile is %d bytes, more than the %d this webhook reviews", n, maxObject))
+	}
 	p := &v1alpha1.IngressProfile{}
 	if err := json.Unmarshal(req.Object.Raw, p); err != nil {
 		return admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding the IngressProfile: %s", bound(err.Error())))
 	}
-	errs := newErrors(profileErrors(p, defaultZone, previousScore(req)), previous(req, defaultZone))
+	old := oldProfile(req)
+	errs := profileErrors(p, defaultZone, previousScore(old))
+	if old != nil {
+		errs = newErrors(errs, p, profileErrors(old, defaultZone, old.Spec.Allocation.Score), old)
+	}
 	if len(errs) == 0 {
 		return admission.Allowed("")
 	}
 	// As the API server words its own validation (field: Invalid value: ...: why), with its code.
-	r := admission.Denied(bound(errs.ToAggregate().Error()))
+	r := admission.Denied(denial(errs))
 	r.Result.Code, r.Result.Reason = http.StatusUnprocessableEntity, metav1.StatusReasonInvalid
 	return r
 }
@@ -89,24 +109,16 @@ func profileErrors(p *v1alpha1.IngressProfile, defaultZone, oldScore string) fie
 	return errs
 }
 
-// previous is what was already unusable in the object an UPDATE replaces (nil for a CREATE or an
-// old object that does not decode).
-func previous(req admissionv1.AdmissionRequest, defaultZone string) field.ErrorList {
-	old := oldProfile(req)
-	if old == nil {
-		return nil
-	}
-	return profileErrors(old, defaultZone, old.Spec.Allocation.Score)
-}
-
 // previousScore is the score of the object an UPDATE replaces ("" for a CREATE).
-func previousScore(req admissionv1.AdmissionRequest) string {
-	if old := oldProfile(req); old != nil {
+func previousScore(old *v1alpha1.IngressProfile) string {
+	if old != nil {
 		return old.Spec.Allocation.Score
 	}
 	return ""
 }
 
+// oldProfile is the object an UPDATE replaces (nil for a CREATE or an old object that does not
+// decode: then nothing is excused).
 func oldProfile(req admissionv1.AdmissionRequest) *v1alpha1.IngressProfile {
 	if req.Operation != admissionv1.Update || len(req.OldObject.Raw) == 0 {
 		return nil
@@ -118,32 +130,143 @@ func oldProfile(req admissionv1.AdmissionRequest) *v1alpha1.IngressProfile {
 	return old
 }
 
-// newErrors are the errors of errs that the replaced object did not already have, value and all:
-// an update that leaves an unusable field as it was (a label, a finalizer, another field fixed)
-// is not refused for it, as Kubernetes ratchets CRD validation. The controller still reports
-// the old error (Valid=False) and keeps the clusters on their last good settings.
-func newErrors(errs, before field.ErrorList) field.ErrorList {
+// newErrors are the errors of errs (found in p) that the replaced object old did not already
+// have at a field left as it was: an update that leaves an unusable field alone (a label, a
+// finalizer, another field fixed) is not refused for it, as Kubernetes ratchets CRD validation.
+// The controller still reports the old error (Valid=False) and keeps the clusters on their last
+// good settings. The field's value is compared, not only the rendered message, because several
+// errors do not show their value (TooLong, Required, the caBundle's "(PEM)"): a different invalid
+// value there renders the same message and must not be excused.
+func newErrors(errs field.ErrorList, p *v1alpha1.IngressProfile, before field.ErrorList,
+	old *v1alpha1.IngressProfile) field.ErrorList {
+	if len(before) == 0 {
+		return errs
+	}
+	oldObj, newObj := unstructured(old), unstructured(p)
 	had := map[string]bool{}
 	for _, e := range before {
-		had[e.Error()] = true
+		had[ratchetKey(e, oldObj)] = true
 	}
 	var out field.ErrorList
 	for _, e := range errs {
-		if !had[e.Error()] {
+		if !had[ratchetKey(e, newObj)] {
 			out = append(out, e)
 		}
 	}
 	return out
 }
 
+// ratchetKey is e's message and the JSON of the value at e's field in obj: two errors with the
+// same key say the same of the same value.
+func ratchetKey(e *field.Error, obj map[string]any) string {
+	v, ok := valueAt(obj, e.Field)
+	if !ok {
+		return e.Error() + "\x00absent"
+	}
+	b, err := json.Marshal(v)
+	if err != nil { // cannot happen for what ToUnstructured makes; then it excuses nothing
+		return e.Error() + "\x00unmarshalable " + err.Error()
+	}
+	return e.Error() + "\x00" + string(b)
+}
+
+// unstructured is p as JSON values (map[string]any), which valueAt walks by field path. A profile
+// that does not convert yields nil, where every field is absent.
+func unstructured(p *v1alpha1.IngressProfile) map[string]any {
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(p)
+	if err != nil {
+		return nil
+	}
+	return m
+}
+
+// valueAt resolves a field.Path's string ("spec.shards[1].name", "a.b[key]") in obj: ok is false
+// where the object has nothing there (or the path cannot be resolved, e.g. a JSON name with a dot).
+func valueAt(obj map[string]any, path string) (v any, ok bool) {
+	v = obj
+	for path != "" {
+		var seg string
+		switch {
+		case path[0] == '.':
+			path = path[1:]
+			continue
+		case path[0] == '[':
+			end := strings.IndexByte(path, ']')
+			if end < 0 {
+				return nil, false
+			}
+			seg, path = path[1:end], path[end+1:]
+			if list, isList := v.([]any); isList {
+				i, err := strconv.Atoi(seg)
+				if err != nil || i < 0 || i >= len(list) {
+					return nil, false
+				}
+				v = list[i]
+				continue
+			}
+		default:
+			end := strings.IndexAny(path, ".[")
+			if end < 0 {
+				end = len(path)
+			}
+			seg, path = path[:end], path[end:]
+		}
+		m, isMap := v.(map[string]any)
+		if !isMap {
+			return nil, false
+		}
+		if v, ok = m[seg]; !ok {
+			return nil, false
+		}
+	}
+	return v, true
+}
+
+// denial is errs worded as the API server words its own validation errors (one error alone, else
+// "[field: Invalid value: v: why, ...]" as apimachinery's aggregate), from only the errors that
+// fit in maxMessage: it says how many more it left out. It does not render the rest, nor use
+// aggregate.Error, which joins every message one by one (quadratic in their number), while a
+// request sent to the webhook directly may hold thousands.
+func denial(errs field.ErrorList) string {
+	const room = maxMessage - 40 // what ", ... (N more errors)]" still needs
+	var b strings.Builder
+	if len(errs) > 1 {
+		b.WriteByte('[')
+	}
+	shown := 0
+	for _, e := range errs {
+		msg := e.Error()
+		if shown > 0 {
+			if b.Len()+len(", ")+len(msg) > room {
+				break
+			}
+			b.WriteString(", ")
+		} else {
+			msg = cut(msg, room-b.Len()) // a first message too long for the room: its start
+		}
+		b.WriteString(msg)
+		shown++
+	}
+	if left := len(errs) - shown; left > 0 {
+		fmt.Fprintf(&b, ", ... (%d more errors)", left)
+	}
+	if len(errs) > 1 {
+		b.WriteByte(']')
+	}
+	return b.String()
+}
+
 // bound cuts s to maxMessage bytes on a character boundary, saying how much it left out.
-func bound(s string) string {
-	if len(s) <= maxMessage {
+func bound(s string) string { return cut(s, maxMessage) }
+
+// cut cuts s to at most n bytes (n >= 40) on a character boundary, saying how much it left out.
+func cut(s string, n int) string {
+	if len(s) <= n {
 		return s
 	}
-	cut := maxMessage - 40
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
+	c := n - 40
+	for c > 0 && !utf8.RuneStart(s[c]) {
+		c--
 	}
-	return fmt.Sprintf("%s... (%d more bytes)", s[:cut], len(s)-cut)
+	return fmt.Sprintf("%s... (%d more bytes)", s[:c], len(s)-c)
 }

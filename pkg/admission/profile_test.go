@@ -2,6 +2,8 @@ package admission
 
 import (
 	"encoding/json"
+	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -105,3 +107,149 @@ func TestReviewBoundsItsMessage(t *testing.T) {
 }
 
 func utf8Valid(s string) bool { return strings.ToValidUTF8(s, "\uFFFD") == s }
+
+// invalidShards is a profile of size bytes (padded with spaces) whose every shard name is invalid
+// (upper case).
+func invalidShards(size int) []byte {
+	var b strings.Builder
+	b.WriteString(`{"spec":{"shards":[`)
+	for i := 0; b.Len() < size-len(`,{"name":"A0000000"}]}}`); i++ {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		fmt.Fprintf(&b, `{"name":"A%d"}`, i)
+	}
+	b.WriteString(strings.Repeat(" ", size-b.Len()-len(`]}}`)))
+	b.WriteString(`]}}`)
+	return []byte(b.String())
+}
+
+// TestReviewBoundsTheRequest: a request sent to the webhook directly (no CRD schema) may hold far
+// more than an honest profile; past maxObject it is refused unread, below it the denial names the
+// errors that fit in maxMessage and counts the rest, worded as the API server words its own.
+func TestReviewBoundsTheRequest(t *testing.T) {
+	kind := metav1.GroupVersionKind{Group: "shardgate.io", Version: "v1alpha1", Kind: "IngressProfile"}
+	big, bigger := invalidShards(maxObject), invalidShards(maxObject+1)
+	two := []byte(`{"spec":{"shards":[{"name":"A"},{"name":"B"}]}}`)
+	tests := []struct {
+		name        string
+		op          admissionv1.Operation
+		object, old []byte
+		code        int32
+		prefix      string
+		suffix      string
+	}{
+		{"an object past the bound", admissionv1.Create, bigger, nil, 413, "the IngressProfile is", ""},
+		{"an old object past the bound", admissionv1.Update, two, bigger, 413, "the IngressProfile is", ""},
+		{"at the bound: the errors that fit, and how many more", admissionv1.Create, big, nil, 422,
+			`[spec.shards[0].name: Invalid value: "A0": a lowercase RFC 1123 label`, " more errors)]"},
+		{"two errors, whole", admissionv1.Create, two, nil, 422,
+			`[spec.shards[0].name: Invalid value: "A": `, `regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')]`},
+	}
+	for _, tt := range tests {
+		if len(big) != maxObject || len(bigger) != maxObject+1 {
+			t.Fatalf("the objects are %d and %d bytes, not at and past the bound", len(big), len(bigger))
+		}
+		r := Review(admissionv1.AdmissionRequest{Operation: tt.op, Kind: kind,
+			Object: runtime.RawExtension{Raw: tt.object}, OldObject: runtime.RawExtension{Raw: tt.old}}, "seed.example")
+		if r.Allowed || r.Result == nil || r.Result.Code != tt.code || len(r.Result.Message) > maxMessage ||
+			!strings.HasPrefix(r.Result.Message, tt.prefix) || !strings.HasSuffix(r.Result.Message, tt.suffix) {
+			t.Errorf("%s: allowed %v, result %.300v; want code %d, at most %d bytes, %q...%q", tt.name, r.Allowed,
+				r.Result, tt.code, maxMessage, tt.prefix, tt.suffix)
+			continue
+		}
+		if tt.code == 422 && (r.Result.Reason != metav1.StatusReasonInvalid || strings.Contains(r.Result.Message, "B\": ") !=
+			(tt.suffix != " more errors)]")) {
+			t.Errorf("%s: reason %q, message %.300q", tt.name, r.Result.Reason, r.Result.Message)
+		}
+	}
+}
+
+// TestReviewRatchetsOnTheFieldsValue: an update is excused an error the old object had only where
+// it leaves that field's value as it was, also for errors whose message shows no value.
+func TestReviewRatchetsOnTheFieldsValue(t *testing.T) {
+	kind := metav1.GroupVersionKind{Group: "shardgate.io", Version: "v1alpha1", Kind: "IngressProfile"}
+	raw := func(labels map[string]string, spec v1alpha1.IngressProfileSpec) []byte {
+		b, err := json.Marshal(&v1alpha1.IngressProfile{ObjectMeta: metav1.ObjectMeta{Name: "p", Labels: labels}, Spec: spec})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	relabelled := map[string]string{"team": "a"}
+	ext := func(url, ca string) v1alpha1.IngressProfileSpec {
+		return v1alpha1.IngressProfileSpec{Allocation: v1alpha1.AllocationSettings{
+			Extender: &v1alpha1.AllocationExtender{URL: url, CABundle: ca}}}
+	}
+	shards := func(s ...v1alpha1.ShardSpec) v1alpha1.IngressProfileSpec {
+		return v1alpha1.IngressProfileSpec{Shards: s}
+	}
+	long, longer := strings.Repeat("a", 63), strings.Repeat("b", 63) // valid labels, too long for an apex label
+	// Forbidden (no value shown): a VIP on a shard that does not publish through VIPs.
+	vipOn := func(name string, pool ...string) v1alpha1.ShardSpec {
+		return v1alpha1.ShardSpec{Name: name, VIP: &v1alpha1.VIPSettings{Pool: pool}}
+	}
+	tests := []struct {
+		name     string
+		old, new v1alpha1.IngressProfileSpec
+		allowed  bool
+		want     string // in the denial
+	}{
+		{"a too-long name kept", shards(v1alpha1.ShardSpec{Name: long}), shards(v1alpha1.ShardSpec{Name: long}), true, ""},
+		{"a too-long name changed", shards(v1alpha1.ShardSpec{Name: long}), shards(v1alpha1.ShardSpec{Name: longer}), false,
+			"spec.shards[0].name: Too long"},
+		{"an unusable CA kept", ext("https://x.example/", "junk"), ext("https://x.example/", "junk"), true, ""},
+		{"an unusable CA changed", ext("https://x.example/", "junk"), ext("https://x.example/", "other junk"), false,
+			"spec.allocation.extender.caBundle"},
+		{"a forbidden VIP kept", shards(vipOn("a", "10.0.0.0/30")), shards(vipOn("a", "10.0.0.0/30")), true, ""},
+		{"a forbidden VIP changed", shards(vipOn("a", "10.0.0.0/30")), shards(vipOn("a", "10.0.1.0/30")), false,
+			"spec.shards[0].vip: Forbidden"},
+		{"a forbidden VIP moved to another shard", shards(vipOn("a", "10.0.0.0/30"), v1alpha1.ShardSpec{Name: "b"}),
+			shards(v1alpha1.ShardSpec{Name: "a"}, vipOn("b", "10.0.0.0/30")), false, "spec.shards[1].vip: Forbidden"},
+		{"an invalid name kept, another written", shards(v1alpha1.ShardSpec{Name: "A"}),
+			shards(v1alpha1.ShardSpec{Name: "A"}, v1alpha1.ShardSpec{Name: longer}), false, "spec.shards[1].name: Too long"},
+	}
+	for _, tt := range tests {
+		r := Review(admissionv1.AdmissionRequest{Operation: admissionv1.Update, Kind: kind,
+			Object:    runtime.RawExtension{Raw: raw(relabelled, tt.new)},
+			OldObject: runtime.RawExtension{Raw: raw(nil, tt.old)}}, "seed.example")
+		switch {
+		case tt.allowed && !r.Allowed:
+			t.Errorf("%s: denied: %v", tt.name, r.Result)
+		case !tt.allowed && (r.Allowed || r.Result.Code != 422 || !strings.Contains(r.Result.Message, tt.want)):
+			t.Errorf("%s: allowed %v, result %v; want 422 with %q", tt.name, r.Allowed, r.Result, tt.want)
+		case !tt.allowed && strings.Contains(tt.name, "kept, another") && strings.Contains(r.Result.Message, "shards[0]"):
+			t.Errorf("%s: the kept error is not excused: %s", tt.name, r.Result.Message)
+		}
+	}
+}
+
+func TestValueAt(t *testing.T) {
+	obj := map[string]any{"spec": map[string]any{
+		"shards": []any{map[string]any{"name": "a"},
+			map[string]any{"name": "b", "vip": map[string]any{"pool": []any{"x"}}}},
+		"selector": map[string]any{"matchLabels": map[string]any{"k.io/x": "v"}},
+	}}
+	tests := []struct {
+		path string
+		want any // nil: absent
+	}{
+		{"spec.shards[1].name", "b"},
+		{"spec.shards[1].vip.pool[0]", "x"},
+		{"spec.shards[1].vip", map[string]any{"pool": []any{"x"}}},
+		{"spec.selector.matchLabels[k.io/x]", "v"},
+		{"spec.shards[2].name", nil},
+		{"spec.shards[-1].name", nil},
+		{"spec.shards[x].name", nil},
+		{"spec.shards[0].vip", nil},
+		{"spec.shards[0].name.more", nil},
+		{"spec.shards[1", nil},
+		{"status", nil},
+	}
+	for _, tt := range tests {
+		got, ok := valueAt(obj, tt.path)
+		if ok != (tt.want != nil) || !reflect.DeepEqual(got, tt.want) && tt.want != nil {
+			t.Errorf("valueAt(%q) = %v, %v; want %v", tt.path, got, ok, tt.want)
+		}
+	}
+}
