@@ -8,6 +8,7 @@ package admission
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -49,8 +50,20 @@ type ProfileValidator struct {
 	DefaultZone string
 }
 
-// Handle implements admission.Handler.
-func (v *ProfileValidator) Handle(_ context.Context, req admission.Request) admission.Response {
+// reviewing lets one review run at a time: the port authenticates no caller, a review costs up to
+// ~0.3 s of CPU at maxObject, and the process also keeps every cluster's routes, DNS and status;
+// profiles are written by an operator, a few at a time.
+var reviewing = make(chan struct{}, 1)
+
+// Handle implements admission.Handler: one review at a time, each waiting no longer than its
+// caller (the API server gives up after the configuration's timeoutSeconds, and then fails open).
+func (v *ProfileValidator) Handle(ctx context.Context, req admission.Request) admission.Response {
+	select {
+	case reviewing <- struct{}{}:
+		defer func() { <-reviewing }()
+	case <-ctx.Done():
+		return admission.Errored(http.StatusServiceUnavailable, errors.New("too many IngressProfile reviews at once"))
+	}
 	return Review(req.AdmissionRequest, v.DefaultZone)
 }
 

@@ -1,15 +1,18 @@
 package admission
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
 )
@@ -251,5 +254,20 @@ func TestValueAt(t *testing.T) {
 		if ok != (tt.want != nil) || !reflect.DeepEqual(got, tt.want) && tt.want != nil {
 			t.Errorf("valueAt(%q) = %v, %v; want %v", tt.path, got, ok, tt.want)
 		}
+	}
+}
+
+// TestHandleOneAtATime: while a review runs, another waits, and gives up when its caller does.
+func TestHandleOneAtATime(t *testing.T) {
+	reviewing <- struct{}{} // a review in progress
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	r := (&ProfileValidator{}).Handle(ctx, admission.Request{})
+	<-reviewing
+	if r.Allowed || r.Result == nil || r.Result.Code != 503 {
+		t.Fatalf("a second review at once: %+v", r.Result)
+	}
+	if r := (&ProfileValidator{}).Handle(context.Background(), admission.Request{}); !r.Allowed {
+		t.Fatalf("a review once the first ended: %+v", r.Result)
 	}
 }
