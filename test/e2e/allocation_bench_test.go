@@ -264,21 +264,18 @@ func (w *allocationWatch) firstAfter(start time.Time) time.Duration {
 
 // waitForEvents waits until at least want Allocated Events were created.
 func (w *allocationWatch) waitForEvents(b *testing.B, want int) {
-	deadline := time.Now().Add(5 * time.Minute)
-	for w.events.Load() < int64(want) {
-		if time.Now().After(deadline) {
-			b.Fatalf("%d of %d Allocated Events after 5 minutes", w.events.Load(), want)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitCount(b, &w.events, want, "Allocated Events")
 }
 
 // waitFor waits until at least want Ingresses are allocated.
-func (w *allocationWatch) waitFor(b *testing.B, want int) {
+func (w *allocationWatch) waitFor(b *testing.B, want int) { waitCount(b, &w.n, want, "Ingresses allocated") }
+
+// waitCount waits (10 minutes at most) until n reaches want.
+func waitCount(b *testing.B, n *atomic.Int64, want int, what string) {
 	deadline := time.Now().Add(10 * time.Minute)
-	for w.n.Load() < int64(want) {
+	for n.Load() < int64(want) {
 		if time.Now().After(deadline) {
-			b.Fatalf("%d of %d Ingresses allocated after 10 minutes", w.n.Load(), want)
+			b.Fatalf("%d of %d %s after 10 minutes", n.Load(), want, what)
 		}
 		time.Sleep(2 * time.Millisecond)
 	}
