@@ -268,7 +268,9 @@ func (w *allocationWatch) waitForEvents(b *testing.B, want int) {
 }
 
 // waitFor waits until at least want Ingresses are allocated.
-func (w *allocationWatch) waitFor(b *testing.B, want int) { waitCount(b, &w.n, want, "Ingresses allocated") }
+func (w *allocationWatch) waitFor(b *testing.B, want int) {
+	waitCount(b, &w.n, want, "Ingresses allocated")
+}
 
 // waitCount waits (10 minutes at most) until n reaches want.
 func waitCount(b *testing.B, n *atomic.Int64, want int, what string) {
