@@ -82,7 +82,6 @@ func addAdmission(mgr ctrl.Manager, o options, k *admission.Keeper) error {
 	if err := mgr.Add(k); err != nil {
 		return err
 	}
-	mgr.GetWebhookServer().Register(admission.ProfilePath,
-		&webhook.Admission{Handler: &admission.ProfileValidator{DefaultZone: o.dnsZone}})
+	mgr.GetWebhookServer().Register(admission.ProfilePath, admission.Handler(o.dnsZone))
 	return nil
 }

@@ -3,6 +3,7 @@ package admission
 import (
 	"context"
 	"crypto/tls"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sync/atomic"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/go-logr/logr"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -98,20 +100,28 @@ func (k *Keeper) now() time.Time {
 	return time.Now()
 }
 
-// trustCA adds ca to the caBundle of each webhook of the configuration (WithCA), changing nothing
-// else.
+// trustCA adds ca to the caBundle of each webhook of the configuration and renews its entry in
+// SeenAnnotation (WithCA), changing nothing else.
 func (k *Keeper) trustCA(ctx context.Context, ca []byte, now time.Time) error {
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		c := &admissionregistrationv1.ValidatingWebhookConfiguration{}
 		if err := k.Client.Get(ctx, client.ObjectKey{Name: k.Configuration}, c); err != nil {
 			return fmt.Errorf("reading ValidatingWebhookConfiguration %s: %w", k.Configuration, err)
 		}
-		changed := false
+		before := readSeen(c.Annotations[SeenAnnotation])
+		changed, seen := false, before
 		for i := range c.Webhooks {
-			b, ch := WithCA(c.Webhooks[i].ClientConfig.CABundle, ca, MaxTrustedCAs, now)
+			// Each webhook's bundle against the entries as they were: one replica's view of which
+			// CAs are alive, the same for every webhook.
+			b, s, ch := WithCA(c.Webhooks[i].ClientConfig.CABundle, ca, before, now)
 			if ch {
 				c.Webhooks[i].ClientConfig.CABundle, changed = b, true
 			}
+			seen = s
+		}
+		if v := writeSeen(seen); v != c.Annotations[SeenAnnotation] {
+			metav1.SetMetaDataAnnotation(&c.ObjectMeta, SeenAnnotation, v)
+			changed = true
 		}
 		if !changed {
 			return nil
@@ -119,8 +129,33 @@ func (k *Keeper) trustCA(ctx context.Context, ca []byte, now time.Time) error {
 		if err := k.Client.Update(ctx, c); err != nil {
 			return err
 		}
-		k.Log.Info("added this replica's CA to the webhooks' caBundle", "configuration", k.Configuration,
-			"webhooks", len(c.Webhooks))
+		k.Log.V(1).Info("renewed this replica's CA in the webhooks' caBundle", "configuration", k.Configuration,
+			"webhooks", len(c.Webhooks), "cas", len(seen))
 		return nil
 	})
+}
+
+// readSeen parses SeenAnnotation; what does not parse counts as absent (its CAs then look like
+// someone else's, and are left alone).
+func readSeen(v string) map[string]time.Time {
+	raw := map[string]string{}
+	if v == "" || json.Unmarshal([]byte(v), &raw) != nil {
+		return nil
+	}
+	seen := make(map[string]time.Time, len(raw))
+	for fp, at := range raw {
+		if t, err := time.Parse(time.RFC3339, at); err == nil {
+			seen[fp] = t
+		}
+	}
+	return seen
+}
+
+func writeSeen(seen map[string]time.Time) string {
+	raw := make(map[string]string, len(seen))
+	for fp, at := range seen {
+		raw[fp] = at.UTC().Format(time.RFC3339)
+	}
+	b, _ := json.Marshal(raw) // sorted keys: the same text for the same entries
+	return string(b)
 }

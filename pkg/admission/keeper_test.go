@@ -1,10 +1,10 @@
 package admission
 
 import (
+	"bytes"
 	"context"
 	"crypto/x509"
 	"testing"
-	"time"
 
 	"github.com/go-logr/logr"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -60,7 +60,7 @@ func TestKeeper(t *testing.T) {
 	if !trusts(a) || !trusts(b) {
 		t.Fatal("the caBundle does not trust both replicas' certificates")
 	}
-	if n := len(parseTrusted(got.Webhooks[1].ClientConfig.CABundle, time.Now())); n != 2 {
+	if n := bytes.Count(got.Webhooks[1].ClientConfig.CABundle, []byte("BEGIN CERTIFICATE")); n != 2 {
 		t.Errorf("caBundle holds %d CAs, want the two replicas'", n)
 	}
 	if got.Webhooks[0].Name != "a.shardgate.io" || len(got.Webhooks) != 2 {

@@ -1,14 +1,13 @@
 // Package admission is Shardgate's validating admission webhook for IngressProfiles: a profile
 // the controller would report Valid=False (a score that does not compile, costs too much or is
 // not a number; an extender that is not https or has no CA) is refused when it is written, with
-// the same field errors (pkg/validation), and the certificate the webhook serves, kept in a
-// Secret and trusted through the webhook configuration's caBundle.
+// the same field errors (pkg/validation), and the certificates the webhook serves: one per
+// replica, kept in its memory, each CA trusted through the webhook configuration's caBundle.
 package admission
 
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -50,20 +49,8 @@ type ProfileValidator struct {
 	DefaultZone string
 }
 
-// reviewing lets one review run at a time: the port authenticates no caller, a review costs up to
-// ~0.3 s of CPU at maxObject, and the process also keeps every cluster's routes, DNS and status;
-// profiles are written by an operator, a few at a time.
-var reviewing = make(chan struct{}, 1)
-
-// Handle implements admission.Handler: one review at a time, each waiting no longer than its
-// caller (the API server gives up after the configuration's timeoutSeconds, and then fails open).
-func (v *ProfileValidator) Handle(ctx context.Context, req admission.Request) admission.Response {
-	select {
-	case reviewing <- struct{}{}:
-		defer func() { <-reviewing }()
-	case <-ctx.Done():
-		return admission.Errored(http.StatusServiceUnavailable, errors.New("too many IngressProfile reviews at once"))
-	}
+// Handle implements admission.Handler.
+func (v *ProfileValidator) Handle(_ context.Context, req admission.Request) admission.Response {
 	return Review(req.AdmissionRequest, v.DefaultZone)
 }
 
@@ -169,10 +156,10 @@ func newErrors(errs field.ErrorList, p *v1alpha1.IngressProfile, before field.Er
 	return out
 }
 
-// ratchetKey is e's message and the JSON of the value at e's field in obj: two errors with the
-// same key say the same of the same value.
+// ratchetKey is e's message and the JSON of the value around e's field in obj (ratchetScope):
+// two errors with the same key say the same of the same values.
 func ratchetKey(e *field.Error, obj map[string]any) string {
-	v, ok := valueAt(obj, e.Field)
+	v, ok := valueAt(obj, ratchetScope(e.Field))
 	if !ok {
 		return e.Error() + "\x00absent"
 	}
@@ -181,6 +168,20 @@ func ratchetKey(e *field.Error, obj map[string]any) string {
 		return e.Error() + "\x00unmarshalable " + err.Error()
 	}
 	return e.Error() + "\x00" + string(b)
+}
+
+// ratchetScope is the part of the object an error at path may depend on: the list element it is
+// in (spec.shards[1], for a shard's maxReplicas checked against its replicas), else the object
+// holding the field (spec.allocation for spec.allocation.score). A check that reads a second
+// field would otherwise be excused while the other field changes under it.
+func ratchetScope(path string) string {
+	if i := strings.IndexByte(path, ']'); i >= 0 {
+		return path[:i+1]
+	}
+	if i := strings.LastIndexByte(path, '.'); i > strings.IndexByte(path, '.') {
+		return path[:i]
+	}
+	return path
 }
 
 // unstructured is p as JSON values (map[string]any), which valueAt walks by field path. A profile

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"reflect"
 	"strings"
 	"testing"
@@ -12,7 +14,6 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
 )
@@ -259,15 +260,21 @@ func TestValueAt(t *testing.T) {
 
 // TestHandleOneAtATime: while a review runs, another waits, and gives up when its caller does.
 func TestHandleOneAtATime(t *testing.T) {
+	h := Handler("seed.example")
 	reviewing <- struct{}{} // a review in progress
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
-	r := (&ProfileValidator{}).Handle(ctx, admission.Request{})
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, ProfilePath, strings.NewReader("{}")).WithContext(ctx))
 	<-reviewing
-	if r.Allowed || r.Result == nil || r.Result.Code != 503 {
-		t.Fatalf("a second review at once: %+v", r.Result)
+	if rec.Code != http.StatusServiceUnavailable {
+		t.Fatalf("a second review at once: %d %s", rec.Code, rec.Body)
 	}
-	if r := (&ProfileValidator{}).Handle(context.Background(), admission.Request{}); !r.Allowed {
-		t.Fatalf("a review once the first ended: %+v", r.Result)
+	rec = httptest.NewRecorder()
+	req := httptest.NewRequest(http.MethodPost, ProfilePath, strings.NewReader(`{"request":{"uid":"u"}}`))
+	req.Header.Set("Content-Type", "application/json")
+	h.ServeHTTP(rec, req)
+	if rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), `"allowed":true`) {
+		t.Fatalf("a review once the first ended: %d %s", rec.Code, rec.Body)
 	}
 }

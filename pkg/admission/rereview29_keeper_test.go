@@ -3,6 +3,7 @@ package admission
 import (
 	"context"
 	"crypto/x509"
+	"strings"
 	"testing"
 	"time"
 
@@ -55,22 +56,27 @@ func TestReReview29RestartsEvictALiveReplicasCA(t *testing.T) {
 	ctx := context.Background()
 	c, get := rereview29Config(t)
 	t0 := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
-	keeper := func(at time.Time) *Keeper {
+	keeper := func(now *time.Time) *Keeper {
 		return &Keeper{Client: c, Configuration: "sg", Hosts: []string{"wh.sg.svc"}, Log: logr.Discard(),
-			Now: func() time.Time { return at }}
+			Now: func() time.Time { return *now }}
 	}
-	a := keeper(t0)
-	if err := a.Sync(ctx); err != nil {
-		t.Fatal(err)
-	}
-	for i := 1; i <= MaxTrustedCAs; i++ { // B (re)started 16 times over the following days
-		at := t0.Add(time.Duration(i) * 24 * time.Hour)
-		if err := keeper(at).Sync(ctx); err != nil {
+	clockA := t0
+	a := keeper(&clockA)
+	for i := 1; i <= 2*maxOwnCAs; i++ { // B (re)started 128 times, every 5 minutes, while A lives
+		at := t0.Add(time.Duration(i) * 5 * time.Minute)
+		clockA = at
+		if err := a.Sync(ctx); err != nil { // A's check, every minute in life
 			t.Fatal(err)
 		}
-		if !rereview29Trusted(t, a, get(), at) {
-			t.Fatalf("after B's restart #%d, live replica A's CA is no longer in the caBundle (%d CAs kept, all but B's newest dead): reviews sent to A fail until A's next Sync",
-				i, len(parseTrusted(get().Webhooks[0].ClientConfig.CABundle, at)))
+		clockB := at.Add(time.Second)
+		if err := keeper(&clockB).Sync(ctx); err != nil {
+			t.Fatal(err)
 		}
+		if !rereview29Trusted(t, a, get(), clockB) {
+			t.Fatalf("after B's restart #%d, live replica A's CA is no longer in the caBundle", i)
+		}
+	}
+	if n := strings.Count(string(get().Webhooks[0].ClientConfig.CABundle), "BEGIN CERTIFICATE"); n > 2+int(staleAfter/(5*time.Minute)) {
+		t.Errorf("%d CAs kept: B's dead ones are not dropped once stale", n)
 	}
 }

@@ -10,7 +10,7 @@ import (
 )
 
 // TestReReview29SeventeenReplicasNeverSettle (rereview29, Low, operator): nothing bounds replicas
-// to MaxTrustedCAs (values.yaml replicas is free, the chart and the flags check nothing). With 17
+// to the 16 CAs WithCA kept then (values.yaml replicas is free, the chart and the flags check nothing). With 17
 // live replicas each Sync keeps its own CA and the 15 newest others, evicting a live replica's
 // CA; that replica puts it back a minute later, evicting another: the configuration is rewritten
 // forever and at every moment some live replica is untrusted.
@@ -18,9 +18,9 @@ func TestReReview29SeventeenReplicasNeverSettle(t *testing.T) {
 	ctx := context.Background()
 	c, get := rereview29Config(t)
 	t0 := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
-	now := t0.Add(time.Hour * 24)
+	now := t0.Add(time.Hour)
 	var ks []*Keeper
-	for i := 0; i < MaxTrustedCAs+1; i++ {
+	for i := 0; i < 17; i++ {
 		at := t0.Add(time.Duration(i) * time.Minute)
 		ks = append(ks, &Keeper{Client: c, Configuration: "sg", Hosts: []string{"wh.sg.svc"}, Log: logr.Discard(),
 			Now: func() time.Time { return at }})

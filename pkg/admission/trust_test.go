@@ -2,15 +2,17 @@ package admission
 
 import (
 	"bytes"
+	"encoding/pem"
 	"testing"
 	"time"
 )
 
-// TestWithCA: a replica's CA is added beside the others (never replacing them), once; expired
-// CAs and blocks that are not certificates go; past the bound the oldest others go, never the
-// replica's own; and every replica writes the same bundle for the same CAs (no ping-pong).
+// TestWithCA: a replica's CA is added beside the others, never replacing a live one; a CA whose
+// replica stopped renewing its entry, or that expired, goes; a CA that is not Shardgate's is never
+// touched; renewing an entry happens only every refreshSeen; and every replica writes the same
+// bundle for the same CAs (no ping-pong).
 func TestWithCA(t *testing.T) {
-	now := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
+	now := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
 	issue := func(at time.Time) []byte {
 		t.Helper()
 		b, err := Issue(Bundle{}, Renewal{CA: true, Serving: true}, []string{"wh"}, at)
@@ -19,39 +21,77 @@ func TestWithCA(t *testing.T) {
 		}
 		return b.CACert
 	}
-	a, b, c := issue(now.Add(-3*time.Hour)), issue(now.Add(-2*time.Hour)), issue(now.Add(-time.Hour))
-	expired := issue(now.Add(-2 * caValidity))
-	cat := func(pems ...[]byte) []byte { return bytes.Join(pems, nil) }
-	count := func(bundle []byte) int { return len(parseTrusted(bundle, now)) }
+	a, b, admins := issue(now.Add(-3*time.Hour)), issue(now.Add(-2*time.Hour)), issue(now.Add(-400*24*time.Hour))
+	fp := func(ca []byte) string { blk, _ := pem.Decode(ca); return fingerprint(blk.Bytes) }
+	has := func(bundle, ca []byte) bool {
+		blk, _ := pem.Decode(ca)
+		return bytes.Contains(bundle, pem.EncodeToMemory(blk))
+	}
 
-	if got, changed := WithCA(nil, a, 4, now); !changed || count(got) != 1 {
-		t.Errorf("empty bundle: %d CAs, changed %v", count(got), changed)
+	// a joins an empty bundle, then b joins beside it.
+	bundleA, seenA, changed := WithCA(nil, a, nil, now)
+	if !changed || !has(bundleA, a) || !seenA[fp(a)].Equal(now) {
+		t.Fatalf("a's CA not added: %v %v", changed, seenA)
 	}
-	ab, _ := WithCA(a, b, 4, now)
-	if count(ab) != 2 {
-		t.Fatalf("b added beside a: %d CAs", count(ab))
+	bundleAB, seenAB, _ := WithCA(bundleA, b, seenA, now.Add(time.Minute))
+	if !has(bundleAB, a) || !has(bundleAB, b) || len(seenAB) != 2 {
+		t.Fatalf("b's CA not beside a's: %v", seenAB)
 	}
-	if again, changed := WithCA(ab, a, 4, now); changed || !bytes.Equal(again, ab) {
-		t.Error("a replica whose CA is trusted rewrote the bundle (ping-pong with the other)")
+	// a checks again within refreshSeen: nothing to write (no ping-pong with b).
+	if got, seen, changed := WithCA(bundleAB, a, seenAB, now.Add(2*time.Minute)); changed || !bytes.Equal(got, bundleAB) ||
+		len(seen) != 2 {
+		t.Error("a rewrote a bundle that already trusts it")
 	}
-	if got, _ := WithCA(cat(ab, []byte("junk\n"), expired), c, 4, now); count(got) != 3 ||
-		bytes.Contains(got, []byte("junk")) {
-		t.Errorf("expired CA or junk kept: %d CAs", count(got))
+	// Past refreshSeen, a renews its entry only.
+	later := now.Add(refreshSeen + time.Minute)
+	got, seen, changed := WithCA(bundleAB, a, seenAB, later)
+	if !changed || !bytes.Equal(got, bundleAB) || !seen[fp(a)].Equal(later) || !seen[fp(b)].Equal(seenAB[fp(b)]) {
+		t.Errorf("a's renewal: changed %v, seen %v", changed, seen)
 	}
-	if got, _ := WithCA(cat(ab, c), c, 2, now); count(got) != 2 || !bytes.Contains(got, pemBody(c)) ||
-		!bytes.Contains(got, pemBody(b)) || bytes.Contains(got, pemBody(a)) {
-		t.Error("past the bound: not the oldest other (a) dropped")
+	// b stopped renewing (restarted with a new CA, or gone): dropped after staleAfter, a kept.
+	gone := now.Add(staleAfter + 2*time.Minute)
+	got, seen, _ = WithCA(bundleAB, a, seenAB, gone)
+	if has(got, b) || !has(got, a) || len(seen) != 1 {
+		t.Errorf("a stale CA kept, or a live one dropped: %v", seen)
 	}
-	if got, _ := WithCA(cat(b, c), a, 2, now); !bytes.Contains(got, pemBody(a)) || count(got) != 2 {
-		t.Error("past the bound: the replica's own CA dropped")
+	// An administrator's CAs (not in seen), expired or not, and other PEM blocks stay as they were.
+	mixed := append(append(append([]byte{}, admins...), bundleAB...), []byte("-----BEGIN X-----\nAAAA\n-----END X-----\n")...)
+	got, _, _ = WithCA(mixed, a, seenAB, now.Add(3*time.Minute))
+	if !has(got, admins) || !bytes.Contains(got, []byte("BEGIN X")) || !has(got, b) {
+		t.Error("a CA or block that is not Shardgate's was dropped")
 	}
-	if got, changed := WithCA(ab, []byte("not PEM"), 4, now); changed || !bytes.Equal(got, ab) {
+	// The same CAs give the same bundle whoever writes.
+	fromB, _, _ := WithCA(bundleAB, b, seenAB, now.Add(3*time.Minute))
+	fromA, _, _ := WithCA(bundleAB, a, seenAB, now.Add(3*time.Minute))
+	if !bytes.Equal(fromA, fromB) {
+		t.Error("two replicas write the same CAs in different orders")
+	}
+	// An unusable own CA changes nothing.
+	if got, _, changed := WithCA(bundleAB, []byte("not PEM"), seenAB, now); changed || !bytes.Equal(got, bundleAB) {
 		t.Error("an unusable own CA changed the bundle")
 	}
 }
 
-// pemBody is a line from the middle of a PEM certificate, to find it in a bundle.
-func pemBody(p []byte) []byte {
-	lines := bytes.Split(p, []byte("\n"))
-	return lines[len(lines)/2]
+// TestWithCABoundsACrashLoop: replicas restarting faster than staleAfter add at most maxOwnCAs,
+// the least recently seen going first, never the writer's own.
+func TestWithCABoundsACrashLoop(t *testing.T) {
+	now := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
+	var bundle []byte
+	var seen map[string]time.Time
+	var last []byte
+	for i := range maxOwnCAs + 5 {
+		b, err := Issue(Bundle{}, Renewal{CA: true, Serving: true}, []string{"wh"}, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		last = b.CACert
+		bundle, seen, _ = WithCA(bundle, last, seen, now.Add(time.Duration(i)*time.Second))
+	}
+	if n := bytes.Count(bundle, []byte("BEGIN CERTIFICATE")); n != maxOwnCAs || len(seen) != maxOwnCAs {
+		t.Errorf("%d CAs and %d entries, want %d", n, len(seen), maxOwnCAs)
+	}
+	blk, _ := pem.Decode(last)
+	if _, ok := seen[fingerprint(blk.Bytes)]; !ok {
+		t.Error("the writer's own CA was dropped")
+	}
 }
