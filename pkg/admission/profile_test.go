@@ -2,7 +2,6 @@ package admission
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -19,22 +18,14 @@ import (
 )
 
 func TestReview(t *testing.T) {
-	profileKind := metav1.GroupVersionKind{Group: "shardgate.io", Version: "v1alpha1", Kind: "IngressProfile"}
 	raw := func(a v1alpha1.AllocationSettings) []byte {
-		b, err := json.Marshal(&v1alpha1.IngressProfile{ObjectMeta: metav1.ObjectMeta{Name: "p"},
-			Spec: v1alpha1.IngressProfileSpec{Allocation: a}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return b
+		return profileJSON(t, nil, v1alpha1.IngressProfileSpec{Allocation: a})
 	}
 	req := func(op admissionv1.Operation, object []byte) admissionv1.AdmissionRequest {
-		return admissionv1.AdmissionRequest{Operation: op, Kind: profileKind, Object: runtime.RawExtension{Raw: object}}
+		return profileReview(op, object, nil)
 	}
 	update := func(old, new v1alpha1.AllocationSettings) admissionv1.AdmissionRequest {
-		r := req(admissionv1.Update, raw(new))
-		r.OldObject = runtime.RawExtension{Raw: raw(old)}
-		return r
+		return profileReview(admissionv1.Update, raw(new), raw(old))
 	}
 	costly, costlier := `"a" in route.hosts ? 0 : 1`, `"b" in route.hosts ? 0 : 1`
 	ext := func(url, ca string) v1alpha1.AllocationSettings {
@@ -99,11 +90,8 @@ func TestReview(t *testing.T) {
 // TestReviewBoundsItsMessage: a 4 KiB score, quoted in its error, makes no message past 2 KiB.
 func TestReviewBoundsItsMessage(t *testing.T) {
 	score := "shard.(" + strings.Repeat("é", 2000)
-	b, _ := json.Marshal(&v1alpha1.IngressProfile{Spec: v1alpha1.IngressProfileSpec{
-		Allocation: v1alpha1.AllocationSettings{Score: score}}})
-	r := Review(admissionv1.AdmissionRequest{Operation: admissionv1.Create,
-		Kind:   metav1.GroupVersionKind{Group: "shardgate.io", Version: "v1alpha1", Kind: "IngressProfile"},
-		Object: runtime.RawExtension{Raw: b}}, "seed.example")
+	b := profileJSON(t, nil, v1alpha1.IngressProfileSpec{Allocation: v1alpha1.AllocationSettings{Score: score}})
+	r := Review(profileReview(admissionv1.Create, b, nil), "seed.example")
 	if r.Allowed || len(r.Result.Message) > maxMessage || !strings.Contains(r.Result.Message, "more bytes)") ||
 		!strings.HasPrefix(r.Result.Message, "spec.allocation.score") || !utf8Valid(r.Result.Message) {
 		t.Fatalf("%d bytes: %.200s", len(r.Result.Message), r.Result.Message)
@@ -132,7 +120,6 @@ func invalidShards(size int) []byte {
 // more than an honest profile; past maxObject it is refused unread, below it the denial names the
 // errors that fit in maxMessage and counts the rest, worded as the API server words its own.
 func TestReviewBoundsTheRequest(t *testing.T) {
-	kind := metav1.GroupVersionKind{Group: "shardgate.io", Version: "v1alpha1", Kind: "IngressProfile"}
 	big, bigger := invalidShards(maxObject), invalidShards(maxObject+1)
 	two := []byte(`{"spec":{"shards":[{"name":"A"},{"name":"B"}]}}`)
 	tests := []struct {
@@ -154,8 +141,7 @@ func TestReviewBoundsTheRequest(t *testing.T) {
 		if len(big) != maxObject || len(bigger) != maxObject+1 {
 			t.Fatalf("the objects are %d and %d bytes, not at and past the bound", len(big), len(bigger))
 		}
-		r := Review(admissionv1.AdmissionRequest{Operation: tt.op, Kind: kind,
-			Object: runtime.RawExtension{Raw: tt.object}, OldObject: runtime.RawExtension{Raw: tt.old}}, "seed.example")
+		r := Review(profileReview(tt.op, tt.object, tt.old), "seed.example")
 		if r.Allowed || r.Result == nil || r.Result.Code != tt.code || len(r.Result.Message) > maxMessage ||
 			!strings.HasPrefix(r.Result.Message, tt.prefix) || !strings.HasSuffix(r.Result.Message, tt.suffix) {
 			t.Errorf("%s: allowed %v, result %.300v; want code %d, at most %d bytes, %q...%q", tt.name, r.Allowed,
@@ -172,14 +158,6 @@ func TestReviewBoundsTheRequest(t *testing.T) {
 // TestReviewRatchetsOnTheFieldsValue: an update is excused an error the old object had only where
 // it leaves that field's value as it was, also for errors whose message shows no value.
 func TestReviewRatchetsOnTheFieldsValue(t *testing.T) {
-	kind := metav1.GroupVersionKind{Group: "shardgate.io", Version: "v1alpha1", Kind: "IngressProfile"}
-	raw := func(labels map[string]string, spec v1alpha1.IngressProfileSpec) []byte {
-		b, err := json.Marshal(&v1alpha1.IngressProfile{ObjectMeta: metav1.ObjectMeta{Name: "p", Labels: labels}, Spec: spec})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return b
-	}
 	relabelled := map[string]string{"team": "a"}
 	ext := func(url, ca string) v1alpha1.IngressProfileSpec {
 		return v1alpha1.IngressProfileSpec{Allocation: v1alpha1.AllocationSettings{
@@ -214,9 +192,8 @@ func TestReviewRatchetsOnTheFieldsValue(t *testing.T) {
 			shards(v1alpha1.ShardSpec{Name: "A"}, v1alpha1.ShardSpec{Name: longer}), false, "spec.shards[1].name: Too long"},
 	}
 	for _, tt := range tests {
-		r := Review(admissionv1.AdmissionRequest{Operation: admissionv1.Update, Kind: kind,
-			Object:    runtime.RawExtension{Raw: raw(relabelled, tt.new)},
-			OldObject: runtime.RawExtension{Raw: raw(nil, tt.old)}}, "seed.example")
+		r := Review(profileReview(admissionv1.Update, profileJSON(t, relabelled, tt.new), profileJSON(t, nil, tt.old)),
+			"seed.example")
 		switch {
 		case tt.allowed && !r.Allowed:
 			t.Errorf("%s: denied: %v", tt.name, r.Result)

@@ -8,8 +8,6 @@ import (
 	"time"
 
 	admissionv1 "k8s.io/api/admission/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 )
 
 // TestReview29ReviewIsLinearInTheRequest (review29, High, anyone who reaches the webhook port: S
@@ -34,9 +32,7 @@ func TestReview29ReviewIsLinearInTheRequest(t *testing.T) {
 		fmt.Fprintf(&b, `{"name":"A%d"}`, i) // upper case: not a DNS label, one error each
 	}
 	b.WriteString(`]}}`)
-	req := admissionv1.AdmissionRequest{Operation: admissionv1.Create,
-		Kind:   metav1.GroupVersionKind{Group: "shardgate.io", Version: "v1alpha1", Kind: "IngressProfile"},
-		Object: runtime.RawExtension{Raw: []byte(b.String())}}
+	req := profileReview(admissionv1.Create, []byte(b.String()), nil)
 	var before, after goruntime.MemStats
 	goruntime.GC()
 	goruntime.ReadMemStats(&before)

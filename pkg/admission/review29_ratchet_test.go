@@ -1,13 +1,10 @@
 package admission
 
 import (
-	"encoding/json"
 	"strings"
 	"testing"
 
 	admissionv1 "k8s.io/api/admission/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
 )
@@ -21,17 +18,8 @@ import (
 // Valid=False. Fix: ratchet on (path, type, the field's old raw value == new raw value), e.g.
 // compare the old and new objects' values at e.Field, not the rendered message.
 func TestReview29RatchetingKeysOnValuelessMessages(t *testing.T) {
-	kind := metav1.GroupVersionKind{Group: "shardgate.io", Version: "v1alpha1", Kind: "IngressProfile"}
-	raw := func(p v1alpha1.IngressProfileSpec) []byte {
-		b, err := json.Marshal(&v1alpha1.IngressProfile{ObjectMeta: metav1.ObjectMeta{Name: "p"}, Spec: p})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return b
-	}
 	update := func(old, new v1alpha1.IngressProfileSpec) admissionv1.AdmissionRequest {
-		return admissionv1.AdmissionRequest{Operation: admissionv1.Update, Kind: kind,
-			Object: runtime.RawExtension{Raw: raw(new)}, OldObject: runtime.RawExtension{Raw: raw(old)}}
+		return profileReview(admissionv1.Update, profileJSON(t, nil, new), profileJSON(t, nil, old))
 	}
 	ext := func(url, ca string) v1alpha1.IngressProfileSpec {
 		return v1alpha1.IngressProfileSpec{Allocation: v1alpha1.AllocationSettings{
@@ -49,7 +37,7 @@ func TestReview29RatchetingKeysOnValuelessMessages(t *testing.T) {
 		{"a new too-long shard name", shard(strings.Repeat("a", 63)), shard(strings.Repeat("b", 63))},
 	}
 	for _, tt := range tests {
-		create := admissionv1.AdmissionRequest{Operation: admissionv1.Create, Kind: kind, Object: runtime.RawExtension{Raw: raw(tt.new)}}
+		create := profileReview(admissionv1.Create, profileJSON(t, nil, tt.new), nil)
 		if r := Review(create, "seed.example"); r.Allowed {
 			t.Fatalf("%s: the new object is valid on its own; the test is wrong", tt.name)
 		}
