@@ -13,6 +13,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -107,8 +108,14 @@ func TestAdmission(t *testing.T) {
 	}
 	good := profile("good", v1alpha1.AllocationSettings{Score: goldFirst})
 	must(t, seed.Client.Create(ctx, good))
-	good.Spec.Allocation.Score = "shard.("
-	refused(seed.Client.Update(ctx, good), "spec.allocation.score")
+	// The controller writes the profile's status meanwhile: read it afresh on a conflict.
+	refused(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := seed.Client.Get(ctx, client.ObjectKeyFromObject(good), good); err != nil {
+			return err
+		}
+		good.Spec.Allocation.Score = "shard.("
+		return seed.Client.Update(ctx, good)
+	}), "spec.allocation.score")
 
 	// Fail-open: without the controller the API server accepts what it would refuse, and the
 	// controller's Valid condition is the backstop.
