@@ -251,6 +251,10 @@ state = %q
   [plugins.'io.containerd.grpc.v1.cri']
     stream_server_address = '127.0.0.1'
     stream_server_port = '0'
+  # NRI's socket is one path for the whole machine (/var/run/nri/nri.sock): nodes starting side by
+  # side would race for it and one containerd exits. The harness runs no NRI plugin.
+  [plugins.'io.containerd.nri.v1.nri']
+    disable = true
 `, filepath.Join(n.dir, "root"), filepath.Join(n.run, "state"), n.socket(), n.socket()+".ttrpc", PauseImage,
 		filepath.Join(n.run, "runc"), filepath.Join(n.dir, "cni"))
 }
