@@ -23,13 +23,17 @@ import (
 )
 
 // VIPSpecInput: a seed with BIND and external-dns, one user cluster with three real nodes on one
-// L2 segment (the fabric), and the controller.
+// L2 segment (the fabric), and the controller; the VIP shard's router flavour, the cluster's ID
+// and a pool of ten VIPs from its first.
 type VIPSpecInput struct {
-	Seed   *framework.ControlPlane
-	User   *framework.ControlPlane
-	DNS    *framework.DNSServer
-	Fabric *framework.Fabric
-	Nodes  []*framework.RealNode
+	Seed      *framework.ControlPlane
+	User      *framework.ControlPlane
+	DNS       *framework.DNSServer
+	Fabric    *framework.Fabric
+	Nodes     []*framework.RealNode
+	Flavour   render.Flavour
+	ClusterID string
+	FirstVIP  int
 }
 
 // VIPSpec proves VIP shards end to end: the seed allocates two VIPs from the pool, routers run
@@ -39,20 +43,29 @@ type VIPSpecInput struct {
 // to the other node.
 func VIPSpec(ctx context.Context, t *testing.T, inputGetter func() VIPSpecInput) {
 	in := inputGetter()
-	seed, u, zone := in.Seed, in.User, in.DNS.Zone
-	sel := map[string]string{"vip": "yes"}
-	edge := realRouter(v1alpha1.ShardSpec{Name: "edge", Replicas: ptr.To[int32](2), Publishing: v1alpha1.PublishVIP,
-		VIP: &v1alpha1.VIPSettings{Pool: []string{"10.123.0.100-10.123.0.109"}, Count: 2, Image: framework.KeepalivedImage,
-			AdvertInterval: &metav1.Duration{Duration: 100 * time.Millisecond}}})
+	seed, u, zone, id := in.Seed, in.User, in.DNS.Zone, in.ClusterID
+	f := in.Flavour
+	sel := map[string]string{"vip": id}
+	pool := fmt.Sprintf("10.123.0.%d-10.123.0.%d", in.FirstVIP, in.FirstVIP+9)
+	edge := v1alpha1.ShardSpec{Name: "edge", Flavour: f.Name(), Image: flavourImages[f.Name()], ImagePullPolicy: corev1.PullNever,
+		Replicas: ptr.To[int32](2), Publishing: v1alpha1.PublishVIP,
+		VIP: &v1alpha1.VIPSettings{Pool: []string{pool}, Count: 2, Image: framework.KeepalivedImage,
+			AdvertInterval: &metav1.Duration{Duration: 100 * time.Millisecond}}}
 	// The default shard behind a NodePort Service: two host-network shards cannot share two nodes' ports.
-	createProfile(ctx, t, seed, "vip", sel, v1alpha1.DNSSettings{TTL: 5}, realRouter(v1alpha1.ShardSpec{Name: v1alpha1.DefaultShardName, Publishing: v1alpha1.PublishNodePort}), edge)
+	createProfile(ctx, t, seed, "vip-"+id, sel, v1alpha1.DNSSettings{TTL: 5}, realRouter(v1alpha1.ShardSpec{Name: v1alpha1.DefaultShardName, Publishing: v1alpha1.PublishNodePort}), edge)
 	must(t, framework.DeployBackend(ctx, u, "default", "web", 1))
-	host := "app.edge.v1." + zone
-	must(t, u.Client.Create(ctx, shardIngress("web", host)))
+	host := "app.edge." + id + "." + zone
+	ing := shardIngress("web", host)
+	ing.Spec.IngressClassName = ptr.To(f.IngressClass().Name)
+	must(t, u.Client.Create(ctx, ing))
 	kc, err := u.RestrictedKubeconfig(ctx, "shardgate-vip", "config/user-cluster/rbac.yaml")
 	must(t, err)
-	putKubeconfigSecret(ctx, t, seed, "default", "v1", "v1", kc, sel)
-	k := key("v1")
+	putKubeconfigSecret(ctx, t, seed, "default", id, id, kc, sel)
+	k := key(id)
+	routerContainer := func(f render.Flavour) string {
+		return f.Router(render.RouterInput{Shard: v1alpha1.ShardSpec{Name: "edge"}}).Container.Name
+	}
+	traefik, _ := render.FlavourFor(v1alpha1.FlavourTraefik)
 
 	// holders reads the observed holder of every VIP from status.
 	holders := func() map[string]string {
@@ -99,7 +112,7 @@ func VIPSpec(ctx context.Context, t *testing.T, inputGetter func() VIPSpecInput)
 		t.Logf("registered → VIPs mastered on different nodes in %s", time.Since(start).Round(100*time.Millisecond))
 		t.Logf("VIPs: %s on %s, %s on %s", vips[0], h[vips[0]], vips[1], h[vips[1]])
 		waitAnswer(ctx, t, in.DNS, host, framework.AnswerIs(vips...))
-		waitAnswer(ctx, t, in.DNS, "edge.v1."+zone, framework.AnswerIs(vips...))
+		waitAnswer(ctx, t, in.DNS, "edge."+id+"."+zone, framework.AnswerIs(vips...))
 		for _, v := range vips {
 			eventually(ctx, t, 30*time.Second, func() (bool, string) {
 				code, body := fabricGet(ctx, in.Fabric, v, host)
@@ -121,7 +134,7 @@ func VIPSpec(ctx context.Context, t *testing.T, inputGetter func() VIPSpecInput)
 		pods := &corev1.PodList{}
 		must(t, u.Client.List(ctx, pods, client.InNamespace(names.Namespace)))
 		for _, p := range pods.Items {
-			want := map[bool]string{true: "traefik vip-agent", false: "traefik"}[strings.HasPrefix(p.Name, "router-edge-")]
+			want := map[bool]string{true: routerContainer(f) + " vip-agent", false: routerContainer(traefik)}[strings.HasPrefix(p.Name, "router-edge-")]
 			if got := tokenMounts(p); strings.HasPrefix(p.Name, "router-") && got != want {
 				t.Errorf("pod %s: token mounted into [%s], want [%s]", p.Name, got, want)
 			}
@@ -177,20 +190,12 @@ func VIPSpec(ctx context.Context, t *testing.T, inputGetter func() VIPSpecInput)
 	t.Run("a router that stops answering loses its VIP to the other node", func(t *testing.T) {
 		v := vips[0]
 		from := nodeByName(holders()[v])
-		procs, err := framework.ProcessesWithArg("--providers.kubernetesingress.ingressendpoint.hostname=edge.v1." + zone)
-		must(t, err)
-		stopped := 0
 		start := time.Now()
-		for _, p := range procs {
-			if from.Runs(p.PID) {
-				// SIGSTOP: the router is there but answers nothing (a hung process).
-				must(t, syscallStop(p.PID))
-				defer func() { _ = syscallCont(p.PID) }()
-				stopped++
-			}
-		}
-		if stopped != 1 {
-			t.Fatalf("%d router processes on %s", stopped, from.Name)
+		// SIGSTOP: the router is there but answers nothing (a hung process; every process of the
+		// router's container: HAProxy's controller and HAProxy itself).
+		for _, p := range routerProcessesOn(ctx, t, u, f, from.Name, "edge") {
+			must(t, syscallStop(p.PID))
+			defer func() { _ = syscallCont(p.PID) }()
 		}
 		answered(t, v, start, true)
 		t.Logf("router hung on %s: %s answered again after %s", from.Name, v, time.Since(start).Round(10*time.Millisecond))
@@ -278,15 +283,26 @@ func VIPSpec(ctx context.Context, t *testing.T, inputGetter func() VIPSpecInput)
 	})
 }
 
+// TestVIP runs VIPSpec for every router flavour, one after another (failover is timed: the
+// flavours do not share the machine's two cores), each in a user cluster of its own.
 func TestVIP(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	flavours := render.Flavours()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(len(flavours))*8*time.Minute)
 	defer cancel()
-	env := framework.StartEnvironment(t, framework.EnvironmentOptions{UserClusters: 1, DNS: true,
-		RealNodes: [][]framework.RealNodeSpec{{{Name: "n1"}, {Name: "n2"}, {Name: "n3"}}}})
+	nodes := make([][]framework.RealNodeSpec, len(flavours))
+	for i := range flavours {
+		nodes[i] = []framework.RealNodeSpec{{Name: "n1"}, {Name: "n2"}, {Name: "n3"}}
+	}
+	env := framework.StartEnvironment(t, framework.EnvironmentOptions{UserClusters: len(flavours), DNS: true, RealNodes: nodes})
 	framework.StartController(t, env.Seed, "--dns-zone="+env.DNS.Zone)
-	VIPSpec(ctx, t, func() VIPSpecInput {
-		return VIPSpecInput{Seed: env.Seed, User: env.Users[0], DNS: env.DNS, Fabric: env.Fabrics[0], Nodes: env.Nodes[0]}
-	})
+	for i, f := range flavours {
+		t.Run(string(f.Name()), func(t *testing.T) {
+			VIPSpec(ctx, t, func() VIPSpecInput {
+				return VIPSpecInput{Seed: env.Seed, User: env.Users[i], DNS: env.DNS, Fabric: env.Fabrics[i], Nodes: env.Nodes[i],
+					Flavour: f, ClusterID: fmt.Sprintf("v%d", i+1), FirstVIP: 100 + 10*i}
+			})
+		})
+	}
 }
 
 // loopHTTP sends GET http://addr/ with Host host from the client namespace every 50 ms (300 ms
