@@ -7,13 +7,13 @@ import (
 )
 
 // Ingress claims: a user who wants routers of their own creates an IngressClaim in the user
-// cluster naming their Ingresses; Shardgate provisions a dedicated shard for them (a shard like
-// any other: renderer, HA rules, DNS under the cluster's domain, certificate names) and binds
-// exactly those Ingresses to it, the way a PersistentVolumeClaim is bound. What users may claim
+// cluster naming their Ingresses and HTTPRoutes; Shardgate provisions a dedicated shard for them
+// (a shard like any other: renderer, HA rules, DNS under the cluster's domain, certificate names)
+// and binds exactly those routes to it, the way a PersistentVolumeClaim is bound. What users may claim
 // is the operator's choice in the IngressProfile (claims). The seed's record of every claim is
 // the ClusterIngress' status.claims; the claim's own status mirrors it.
 
-// ReclaimPolicy says what happens to a claimed shard once every Ingress it names is gone.
+// ReclaimPolicy says what happens to a claimed shard once every route (Ingress or HTTPRoute) it names is gone.
 // +kubebuilder:validation:Enum=Retain;Recycle;Delete
 type ReclaimPolicy string
 
@@ -34,6 +34,7 @@ const (
 // +kubebuilder:subresource:status
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="Shard",type=string,JSONPath=`.status.shard`
+// +kubebuilder:printcolumn:name="Type",type=string,JSONPath=`.status.flavour`
 // +kubebuilder:printcolumn:name="Domain",type=string,JSONPath=`.status.domain`
 // +kubebuilder:printcolumn:name="Ready",type=integer,JSONPath=`.status.readyReplicas`
 // +kubebuilder:printcolumn:name="Bound",type=integer,JSONPath=`.status.boundCount`
@@ -48,11 +49,18 @@ type IngressClaim struct {
 }
 
 // IngressClaimSpec is the user's.
+// +kubebuilder:validation:XValidation:rule="(has(self.ingresses) && size(self.ingresses) > 0) || (has(self.httpRoutes) && size(self.httpRoutes) > 0)",message="a claim names at least one Ingress or HTTPRoute"
 type IngressClaimSpec struct {
 	// ingresses of the claim's namespace that the dedicated shard serves (and only they).
-	// +kubebuilder:validation:MinItems=1
+	// +optional
 	// +kubebuilder:validation:MaxItems=64
-	Ingresses []corev1.LocalObjectReference `json:"ingresses"`
+	Ingresses []corev1.LocalObjectReference `json:"ingresses,omitempty"`
+	// httpRoutes of the claim's namespace (attached to the cluster's parent Gateway) that the
+	// dedicated shard serves, where the cluster serves Gateway API and the claim's flavour serves
+	// HTTPRoutes.
+	// +optional
+	// +kubebuilder:validation:MaxItems=64
+	HTTPRoutes []corev1.LocalObjectReference `json:"httpRoutes,omitempty"`
 	// replicas of the dedicated router (at most the profile's maxReplicas).
 	// +optional
 	// +kubebuilder:default=1
@@ -61,10 +69,16 @@ type IngressClaimSpec struct {
 	// resources of the router container (within the profile's maxResources).
 	// +optional
 	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
-	// reclaimPolicy once every Ingress it names is gone.
+	// reclaimPolicy once every route it names is gone.
 	// +optional
 	// +kubebuilder:default=Retain
 	ReclaimPolicy ReclaimPolicy `json:"reclaimPolicy,omitempty"`
+	// flavour of the dedicated routers (their router type): one the profile's claims.flavours
+	// allows; empty: the cluster's default flavour (its default IngressClass's). Fixed once the
+	// claim is admitted. The Ingresses it names must name the flavour's IngressClass
+	// (status.ingressClassName).
+	// +optional
+	Flavour Flavour `json:"flavour,omitempty"`
 }
 
 // ClaimPhase is where a claim stands.
@@ -77,7 +91,7 @@ const (
 	ClaimPending ClaimPhase = "Pending"
 	// ClaimBound: its routers are ready and serve the Ingresses it names.
 	ClaimBound ClaimPhase = "Bound"
-	// ClaimReleased: every Ingress it named is gone and its policy is Retain: the routers stay,
+	// ClaimReleased: every route it named is gone and its policy is Retain: the routers stay,
 	// nothing binds until the claim is edited.
 	ClaimReleased ClaimPhase = "Released"
 	// ClaimFailed: refused (see the Bound condition); nothing is provisioned for it.
@@ -97,14 +111,25 @@ type IngressClaimStatus struct {
 	// readyReplicas of its routers.
 	// +optional
 	ReadyReplicas int32 `json:"readyReplicas,omitempty"`
+	// flavour of its routers (their router type).
+	// +optional
+	Flavour Flavour `json:"flavour,omitempty"`
+	// ingressClassName the Ingresses it names must have (or none, where it is the cluster's default):
+	// the class of its routers' flavour.
+	// +optional
+	IngressClassName string `json:"ingressClassName,omitempty"`
 	// boundIngresses: the Ingresses it serves now.
 	// +optional
 	BoundIngresses []string `json:"boundIngresses,omitempty"`
-	// boundCount is len(boundIngresses), for printer columns.
+	// boundHTTPRoutes: the HTTPRoutes it serves now.
+	// +optional
+	BoundHTTPRoutes []string `json:"boundHTTPRoutes,omitempty"`
+	// boundCount is len(boundIngresses) + len(boundHTTPRoutes), for printer columns.
 	// +optional
 	BoundCount int32 `json:"boundCount,omitempty"`
 	// conditions: Bound (reasons Bound, Provisioning, Released, ClaimsNotAllowed,
-	// OverLimits, InvalidResources, HostsHeld, ShardNameTaken, NamesTooLong, EditRefused).
+	// OverLimits, InvalidResources, FlavourNotAllowed, HostsHeld, ShardNameTaken, NamesTooLong,
+	// EditRefused).
 	// +optional
 	// +listType=map
 	// +listMapKey=type
@@ -134,7 +159,16 @@ type ClaimSettings struct {
 	// nodeSelector of claimed routers.
 	// +optional
 	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
-	// image and imagePullPolicy of claimed routers (empty: the flavour's default).
+	// flavours users may ask for in a claim (spec.flavour) besides the cluster's default flavour
+	// (the profile's first shard's), which every claim may have. Removing one refuses new claims
+	// of it and keeps the admitted ones running (on the flavour's default image).
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=8
+	Flavours []ClaimFlavour `json:"flavours,omitempty"`
+	// image and imagePullPolicy of claimed routers of the default flavour (empty: the flavour's
+	// default image); claims of another flavour run the image its entry in flavours names.
 	// +optional
 	Image string `json:"image,omitempty"`
 	// +optional
@@ -157,6 +191,26 @@ type ClaimSettings struct {
 	MaxPerNamespace int32 `json:"maxPerNamespace,omitempty"`
 }
 
+// ClaimFlavour is a flavour users may claim routers of, beside the cluster's default.
+type ClaimFlavour struct {
+	// name of the flavour.
+	Name Flavour `json:"name"`
+	// image of its claimed routers (empty: the flavour's default).
+	// +optional
+	Image string `json:"image,omitempty"`
+}
+
+// Allows reports whether a claim may ask for flavour f besides the default flavour, and the
+// image its routers run ("": the flavour's default).
+func (s ClaimSettings) Allows(f Flavour) (image string, ok bool) {
+	for _, c := range s.Flavours {
+		if c.Name == f {
+			return c.Image, true
+		}
+	}
+	return "", false
+}
+
 // ClaimRecord is the seed's record of one admitted or refused claim (ClusterIngress
 // status.claims): the shard it is provisioned as, with the settings that were admitted.
 type ClaimRecord struct {
@@ -171,9 +225,15 @@ type ClaimRecord struct {
 	Replicas int32 `json:"replicas,omitempty"`
 	// +optional
 	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
+	// flavour admitted (empty in records from before claims had flavours: the default flavour).
+	// +optional
+	Flavour Flavour `json:"flavour,omitempty"`
 	// ingresses bound to the shard.
 	// +optional
 	Ingresses []string `json:"ingresses,omitempty"`
+	// httpRoutes bound to the shard.
+	// +optional
+	HTTPRoutes []string `json:"httpRoutes,omitempty"`
 	// +optional
 	Phase ClaimPhase `json:"phase,omitempty"`
 	// +optional
@@ -187,9 +247,9 @@ type ClaimRecord struct {
 	// everBound: some Ingress it names existed once (reclaim applies only after that).
 	// +optional
 	EverBound bool `json:"everBound,omitempty"`
-	// ingressesGoneSince: when every Ingress it bound was first seen gone; the reclaim policy
-	// applies only once they have stayed gone for the reclaim grace (an Ingress replaced with
-	// `kubectl replace --force` comes back within it).
+	// ingressesGoneSince: when every route it bound (Ingresses and HTTPRoutes) was first seen
+	// gone; the reclaim policy applies only once they have stayed gone for the reclaim grace (an
+	// Ingress replaced with `kubectl replace --force` comes back within it).
 	// +optional
 	IngressesGoneSince *metav1.Time `json:"ingressesGoneSince,omitempty"`
 }
@@ -206,6 +266,9 @@ const (
 	// ReasonClaimInvalidResources: resources the API server would refuse for the router
 	// (requests above limits, negative quantities, resources.claims, names a router cannot set).
 	ReasonClaimInvalidResources = "InvalidResources"
+	// ReasonClaimFlavourNotAllowed: the claim asks for a flavour the profile's claims.flavours
+	// does not allow.
+	ReasonClaimFlavourNotAllowed = "FlavourNotAllowed"
 	// ReasonClaimHostsHeld: the claimed shard's domain would take hosts another namespace holds.
 	ReasonClaimHostsHeld = "HostsHeld"
 	// ReasonClaimShardNameTaken: a profile shard now has the claimed shard's name (the profile's
@@ -232,13 +295,20 @@ func ResolveClaims(c ClaimSettings) ClaimSettings {
 	return c
 }
 
-// ClaimedShard is the shard provisioned for an admitted claim: one replica set of flavour (the
-// profile's first shard's, whose class is the cluster's default: a claim's classless Ingresses
-// name it) with the claim's admitted replicas and resources and the profile's claim settings,
-// taking Ingresses from the claim's namespace only (and, in allocation, only those it names).
-func ClaimedShard(c ClaimRecord, s ClaimSettings, flavour Flavour) ShardSpec {
+// ClaimedShard is the shard provisioned for an admitted claim: one replica set of the flavour
+// admitted (else defaultFlavour, the profile's first shard's, whose class is the cluster's
+// default: a claim's classless Ingresses name it) with the claim's admitted replicas and
+// resources and the profile's claim settings, taking Ingresses from the claim's namespace only
+// (and, in allocation, only those it names). The settings' image is the default flavour's.
+func ClaimedShard(c ClaimRecord, s ClaimSettings, defaultFlavour Flavour) ShardSpec {
 	s = ResolveClaims(s)
-	return ShardSpec{Name: c.Shard, Flavour: flavour, Image: s.Image, ImagePullPolicy: s.ImagePullPolicy,
+	flavour, image := c.Flavour, s.Image
+	if flavour == "" || flavour == defaultFlavour {
+		flavour = defaultFlavour
+	} else {
+		image, _ = s.Allows(flavour)
+	}
+	return ShardSpec{Name: c.Shard, Flavour: flavour, Image: image, ImagePullPolicy: s.ImagePullPolicy,
 		Replicas: ptr.To(max(c.Replicas, 1)), Publishing: s.Publishing, NodeSelector: s.NodeSelector, Resources: *c.Resources.DeepCopy(),
 		NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: c.Namespace}},
 		Claim:             c.Namespace + "/" + c.Name}
@@ -253,10 +323,7 @@ func (ci *ClusterIngress) Shards() []ShardSpec {
 	if len(ci.Status.Claims) == 0 && !reportLoad && len(ci.Status.ShardLoad) == 0 {
 		return out
 	}
-	flavour := out[0].Flavour
-	if flavour == "" {
-		flavour = FlavourTraefik // a spec written before flavours were defaulted
-	}
+	flavour := ci.Spec.DefaultFlavour()
 	out = append([]ShardSpec(nil), out...)
 	for _, c := range ci.ActiveClaims() {
 		out = append(out, ClaimedShard(c, ci.Spec.Claims, flavour))
@@ -268,6 +335,15 @@ func (ci *ClusterIngress) Shards() []ShardSpec {
 		out[i].Replicas = followedReplicas(out[i], ci.Status.ShardLoad)
 	}
 	return out
+}
+
+// DefaultFlavour is the flavour of the profile's first shard: its class is the cluster's default,
+// and a claim that names no flavour has it.
+func (s *ClusterIngressSpec) DefaultFlavour() Flavour {
+	if f := s.ShardsOrDefault()[0].Flavour; f != "" {
+		return f
+	}
+	return FlavourTraefik // a spec written before flavours were defaulted
 }
 
 // followedReplicas is a shard's replicas: while its routers follow load, the load controller's

@@ -284,8 +284,8 @@ func (p *planner) allocate(r Route) Allocation {
 			return reject("IngressClaim %s binds it to shard %s, but its host is under shard %s's domain; use a host under %s or your own", pin.Claim, pin.Name, forced, pin.Domain)
 		}
 		if !serves(pin, r) {
-			return reject("IngressClaim %s binds it to shard %s, whose routers are %s; its class asks for %s routers",
-				pin.Claim, pin.Name, pin.Flavour, r.Flavour)
+			return reject("IngressClaim %s binds it to shard %s, whose routers are %s; its class asks for %s routers: "+
+				"a claim serves the routes that ask for its routers (its status.flavour, status.ingressClassName)", pin.Claim, pin.Name, pin.Flavour, r.Flavour)
 		}
 		a.Shard = pin.Name
 		if r.Shard != "" && r.Shard != pin.Name {

@@ -39,10 +39,13 @@ type Input struct {
 	Records []v1alpha1.ClaimRecord
 	// ProfileShards are the profile's shard names (a claimed shard never takes one).
 	ProfileShards []string
+	// DefaultFlavour is the flavour of a claim that names none (ClusterIngressSpec.DefaultFlavour).
+	DefaultFlavour v1alpha1.Flavour
 	// ClusterDomain is <clusterid>.<zone> ("" while not accepted yet).
 	ClusterDomain string
-	// Ingresses are the cluster's Ingresses, namespace/name.
-	Ingresses map[string]bool
+	// Ingresses and HTTPRoutes are the cluster's routes of each kind a claim may name,
+	// namespace/name (HTTPRoutes only where the cluster serves Gateway API).
+	Ingresses, HTTPRoutes map[string]bool
 	// Ready are the claimed shards' ready routers.
 	Ready map[string]int32
 	// HeldHosts are the hosts allocated Ingresses hold, with the namespace holding each.
@@ -64,13 +67,15 @@ type Output struct {
 // or lowering limits refuses only new claims; an edit over the limits or with resources the API
 // server would refuse keeps the admitted replicas and resources, EditRefused); a new one needs
 // claims allowed, its replicas and resources within the profile's maxima and valid for a
-// container, and its namespace under maxPerNamespace. Its router's limits default to
-// maxResources. Each admitted claim keeps its shard (named <claim>-<namespace> when that is a
+// container, a flavour that is the default or one claims.flavours allows, and its namespace
+// under maxPerNamespace. Its router's limits default to maxResources; its flavour is fixed once
+// admitted (the Ingresses it binds name that flavour's class: an edit asking for another is
+// refused, EditRefused). Each admitted claim keeps its shard (named <claim>-<namespace> when that is a
 // free shard name, else claim-<hash>); a new shard whose domain would take a host another
 // namespace holds is refused (held hosts win), and a shard whose name a profile shard has since
 // taken is provisioned again under another name (the profile's shard wins). A claim binds the
-// Ingresses it names that exist and no older claim binds. Once every Ingress it bound has been
-// gone for the grace (a `kubectl replace --force` comes back within it), its reclaim policy
+// routes it names (Ingresses, HTTPRoutes) that exist and no older claim binds. Once every route
+// it bound has been gone for the grace (a `kubectl replace --force` comes back within it), its reclaim policy
 // applies: Retain releases it (routers stay, nothing binds until the claim's next edit), Recycle
 // keeps it bound, Delete removes its record (so its shard and names go) and the claim.
 func Decide(in Input) Output {
@@ -92,13 +97,13 @@ func Decide(in Input) Output {
 		}
 	}
 	perNamespace := map[string]int32{}
-	boundBy := map[string]string{} // ingress → claim
+	boundBy := map[string]map[string]string{"Ingress": {}, "HTTPRoute": {}} // kind → route → claim
 	var out Output
 	for _, c := range claims {
 		prev, had := old[c.Key()]
 		rec := v1alpha1.ClaimRecord{Namespace: c.Namespace, Name: c.Name, Shard: prev.Shard, Replicas: prev.Replicas,
 			Resources: prev.Resources, EverBound: prev.EverBound, ReleasedGeneration: prev.ReleasedGeneration,
-			IngressesGoneSince: prev.IngressesGoneSince}
+			IngressesGoneSince: prev.IngressesGoneSince, Flavour: prev.Flavour}
 		admitted := had && prev.Shard != ""
 		lostName := ""
 		if admitted && profile[prev.Shard] {
@@ -108,6 +113,7 @@ func Decide(in Input) Output {
 		}
 		problem := overLimits(c, s, perNamespace[c.Namespace])
 		invalid := invalidResources(c.Spec.Resources, s.MaxResources)
+		flavour := cmp.Or(c.Spec.Flavour, in.DefaultFlavour)
 		switch {
 		case !admitted && !s.Allowed:
 			out.Records = append(out.Records, failed(rec, v1alpha1.ReasonClaimsNotAllowed, "the cluster's IngressProfile does not allow IngressClaims"))
@@ -118,7 +124,11 @@ func Decide(in Input) Output {
 		case !admitted && invalid != "":
 			out.Records = append(out.Records, failed(rec, v1alpha1.ReasonClaimInvalidResources, invalid))
 			continue
+		case !admitted && flavour != in.DefaultFlavour && !allowed(s, flavour):
+			out.Records = append(out.Records, failed(rec, v1alpha1.ReasonClaimFlavourNotAllowed, notAllowed(flavour, in.DefaultFlavour, s)))
+			continue
 		case !admitted:
+			rec.Flavour = flavour
 			rec.Shard = shardName(c, taken)
 			if reason, msg := refuseShard(rec.Shard, c.Namespace, in); reason != "" {
 				out.Records = append(out.Records, failed(rec, reason, msg))
@@ -136,27 +146,22 @@ func Decide(in Input) Output {
 		}
 		released := rec.ReleasedGeneration != 0
 		if !released {
-			for _, ref := range c.Spec.Ingresses {
-				key := c.Namespace + "/" + ref.Name
-				if in.Ingresses[key] && boundBy[key] == "" && !slices.Contains(rec.Ingresses, ref.Name) {
-					boundBy[key] = c.Key()
-					rec.Ingresses = append(rec.Ingresses, ref.Name)
-				}
-			}
-			slices.Sort(rec.Ingresses)
+			rec.Ingresses = bind(c, c.Spec.Ingresses, in.Ingresses, boundBy["Ingress"])
+			rec.HTTPRoutes = bind(c, c.Spec.HTTPRoutes, in.HTTPRoutes, boundBy["HTTPRoute"])
 		}
+		bound := len(rec.Ingresses) + len(rec.HTTPRoutes)
 		graceNote := ""
 		switch {
-		case len(rec.Ingresses) > 0:
+		case bound > 0:
 			rec.EverBound, rec.IngressesGoneSince = true, nil
 		case rec.EverBound && !released && c.Spec.ReclaimPolicy != v1alpha1.ReclaimRecycle:
-			// Every Ingress it bound is gone: reclaim once they have stayed gone for the grace.
+			// Every route it bound is gone: reclaim once they have stayed gone for the grace.
 			if rec.IngressesGoneSince == nil {
 				rec.IngressesGoneSince = &metav1.Time{Time: in.Now}
 			}
 			if left := rec.IngressesGoneSince.Add(in.Grace).Sub(in.Now); left > 0 {
 				out.RequeueAfter = soonest(out.RequeueAfter, left)
-				graceNote = fmt.Sprintf("; every Ingress it named is gone: reclaimed (%s) in %s unless one comes back",
+				graceNote = fmt.Sprintf("; every route it named is gone: reclaimed (%s) in %s unless one comes back",
 					cmp.Or(c.Spec.ReclaimPolicy, v1alpha1.ReclaimRetain), left.Round(time.Second))
 				break
 			}
@@ -173,16 +178,25 @@ func Decide(in Input) Output {
 		switch {
 		case released:
 			rec.Phase, rec.Reason, rec.Message = v1alpha1.ClaimReleased, v1alpha1.ReasonClaimReleased,
-				"every Ingress it named is gone (reclaimPolicy Retain): its routers stay, nothing binds until the claim is edited"
+				"every route it named is gone (reclaimPolicy Retain): its routers stay, nothing binds until the claim is edited"
 		case ready == 0:
 			rec.Phase, rec.Reason, rec.Message = v1alpha1.ClaimPending, v1alpha1.ReasonClaimProvisioning, fmt.Sprintf("shard %s has no ready router yet", rec.Shard)
 		default:
 			rec.Phase, rec.Reason, rec.Message = v1alpha1.ClaimBound, v1alpha1.ReasonClaimBound,
-				fmt.Sprintf("shard %s: %d ready routers serving %d Ingresses", rec.Shard, ready, len(rec.Ingresses))
+				fmt.Sprintf("shard %s: %d ready routers serving %s", rec.Shard, ready, servingText(rec))
 		}
 		rec.Message += graceNote
 		if edit := strings.Join(slices.DeleteFunc([]string{problem, invalid}, func(p string) bool { return p == "" }), "; "); edit != "" {
 			rec.Reason, rec.Message = v1alpha1.ReasonClaimEditRefused, "the edit is refused ("+edit+"); the admitted replicas and resources stay"
+		}
+		if admittedFlavour := cmp.Or(rec.Flavour, in.DefaultFlavour); flavour != admittedFlavour {
+			// Its Ingresses name the admitted flavour's class: other routers would not serve them.
+			msg := fmt.Sprintf("the edit of flavour to %s is refused: a claim's flavour is fixed once admitted; its %s routers "+
+				"stay (create another claim for %s routers)", flavour, admittedFlavour, flavour)
+			if rec.Reason == v1alpha1.ReasonClaimEditRefused {
+				msg = rec.Message + "; " + msg
+			}
+			rec.Reason, rec.Message = v1alpha1.ReasonClaimEditRefused, msg
 		}
 		if lostName != "" {
 			rec.Reason, rec.Message = v1alpha1.ReasonClaimShardNameTaken, fmt.Sprintf(
@@ -194,6 +208,46 @@ func Decide(in Input) Output {
 		return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
 	})
 	return out
+}
+
+// bind binds the routes of one kind claim c names that exist and no older claim binds (boundBy,
+// route → claim, which it extends), sorted.
+func bind(c Claim, refs []corev1.LocalObjectReference, exist map[string]bool, boundBy map[string]string) []string {
+	var out []string
+	for _, ref := range refs {
+		key := c.Namespace + "/" + ref.Name
+		if exist[key] && boundBy[key] == "" && !slices.Contains(out, ref.Name) {
+			boundBy[key] = c.Key()
+			out = append(out, ref.Name)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// servingText says how many routes of each kind a claim binds.
+func servingText(rec v1alpha1.ClaimRecord) string {
+	text := fmt.Sprintf("%d Ingresses", len(rec.Ingresses))
+	if len(rec.HTTPRoutes) > 0 {
+		text += fmt.Sprintf(" and %d HTTPRoutes", len(rec.HTTPRoutes))
+	}
+	return text
+}
+
+func allowed(s v1alpha1.ClaimSettings, f v1alpha1.Flavour) bool {
+	_, ok := s.Allows(f)
+	return ok
+}
+
+// notAllowed says which flavours a claim may ask for.
+func notAllowed(flavour, defaultFlavour v1alpha1.Flavour, s v1alpha1.ClaimSettings) string {
+	allowed := []string{string(defaultFlavour)}
+	for _, f := range s.Flavours {
+		allowed = append(allowed, string(f.Name))
+	}
+	slices.Sort(allowed)
+	return fmt.Sprintf("the cluster's IngressProfile does not allow claims of flavour %s (claims.flavours): allowed %s",
+		flavour, strings.Join(slices.Compact(allowed), ", "))
 }
 
 // refuseShard says why a new claimed shard cannot be provisioned ("" when it can): its domain's

@@ -122,7 +122,7 @@ func LoadStates(ci *v1alpha1.ClusterIngress) map[string]v1alpha1.ShardLoadState 
 }
 
 // ClaimsChanged passes ClusterIngress updates that change the claimed shards or what they bind
-// (status.claims: shard, admitted replicas and resources, bound Ingresses, phase).
+// (status.claims: shard, flavour, admitted replicas and resources, bound routes, phase).
 var ClaimsChanged = predicate.Funcs{
 	UpdateFunc: func(e event.UpdateEvent) bool {
 		o, ok1 := e.ObjectOld.(*v1alpha1.ClusterIngress)
@@ -136,7 +136,8 @@ var ClaimsChanged = predicate.Funcs{
 func ClaimsKey(ci *v1alpha1.ClusterIngress) string {
 	var b strings.Builder
 	for _, c := range ci.Status.Claims {
-		fmt.Fprintf(&b, "%s/%s=%s,%d,%s,%s,%v;", c.Namespace, c.Name, c.Shard, c.Replicas, c.Resources.String(), c.Phase, c.Ingresses)
+		fmt.Fprintf(&b, "%s/%s=%s,%s,%d,%s,%s,%v,%v;", c.Namespace, c.Name, c.Shard, c.Flavour, c.Replicas, c.Resources.String(),
+			c.Phase, c.Ingresses, c.HTTPRoutes)
 	}
 	return b.String()
 }

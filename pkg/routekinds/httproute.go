@@ -102,8 +102,8 @@ func (HTTPRoute) ServedElsewhere(route client.Object, _ Flavours) string {
 	return ""
 }
 
-// ClaimBinds implements Kind: claims bind Ingresses only, so far.
-func (HTTPRoute) ClaimBinds(v1alpha1.ClaimRecord) []string { return nil }
+// ClaimBinds implements Kind: a claim names HTTPRoutes.
+func (HTTPRoute) ClaimBinds(c v1alpha1.ClaimRecord) []string { return c.HTTPRoutes }
 
 // Refusal implements Kind: none; a route's rules apply to its own hostnames only.
 func (HTTPRoute) Refusal(client.Object) string { return "" }

@@ -20,6 +20,7 @@ import (
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
 	"github.com/shardgate/shardgate/pkg/names"
+	"github.com/shardgate/shardgate/pkg/render"
 	"github.com/shardgate/shardgate/test/framework"
 )
 
@@ -220,6 +221,47 @@ func TestIngressClaim(t *testing.T) {
 			t.Errorf("status.claims %+v", ci.Status.Claims)
 		}
 	})
+
+	t.Run("a claim of another flavour, once the profile allows it, gets HAProxy routers for the Ingresses of its class",
+		func(t *testing.T) {
+			c.t = t
+			haproxy, _ := render.FlavourFor(v1alpha1.FlavourHAProxy)
+			class := haproxy.IngressClass().Name
+			ing := nsIngress("team-b", "hp", "")
+			ing.Spec.IngressClassName = ptr.To(class)
+			must(t, u.Client.Create(ctx, ing))
+			must(t, u.Client.Create(ctx, &v1alpha1.IngressClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "team-b", Name: "hp"},
+				Spec: v1alpha1.IngressClaimSpec{Ingresses: []corev1.LocalObjectReference{{Name: "hp"}}, Replicas: 1,
+					Flavour: v1alpha1.FlavourHAProxy}}))
+			if cond := c.waitPhase("team-b", "hp", v1alpha1.ClaimFailed); cond.Reason != v1alpha1.ReasonClaimFlavourNotAllowed {
+				t.Errorf("hp before the profile allows haproxy claims: %s %s", cond.Reason, cond.Message)
+			}
+			upsert(ctx, t, seed.Client, profile, func() {
+				profile.Spec.Claims.Flavours = []v1alpha1.ClaimFlavour{{Name: v1alpha1.FlavourHAProxy, Image: framework.HAProxyImage}}
+			})
+			c.waitPhase("team-b", "hp", v1alpha1.ClaimBound)
+			if st := c.claim("team-b", "hp").Status; st.Flavour != v1alpha1.FlavourHAProxy || st.IngressClassName != class {
+				t.Errorf("the claim tells flavour %q class %q, want haproxy %s", st.Flavour, st.IngressClassName, class)
+			}
+			c.waitShard("team-b", "hp", "hp-team-b")
+			d := &appsv1.Deployment{}
+			must(t, u.Client.Get(ctx, client.ObjectKey{Namespace: names.Namespace, Name: names.RouterName("hp-team-b")}, d))
+			if img := d.Spec.Template.Spec.Containers[0].Image; img != framework.HAProxyImage {
+				t.Errorf("the claimed routers run %s, want %s", img, framework.HAProxyImage)
+			}
+			var host string
+			eventually(ctx, t, 30*time.Second, func() (bool, string) {
+				host = c.ingress("team-b", "hp").Spec.Rules[0].Host
+				return strings.HasSuffix(host, ".hp-team-b."+domain), "hp's default host " + host
+			})
+			waitAnswer(ctx, t, env.DNS, host, func(a framework.Answer) bool { return a.Rcode == dns.RcodeSuccess && len(a.Values) == 1 })
+			a, err := env.DNS.Lookup(ctx, host, dns.TypeA)
+			must(t, err)
+			eventually(ctx, t, time.Minute, func() (bool, string) {
+				code, body := fabricGet(ctx, fab, a.Values[0], host)
+				return code == 200 && strings.Contains(body, "hello from web"), fmt.Sprintf("%s (%s): %d %q", a.Values[0], host, code, body)
+			})
+		})
 }
 
 // claimsEnv holds what TestIngressClaim's helpers share; t is the running subtest.

@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -105,13 +106,14 @@ func upsert(ctx context.Context, t testing.TB, c client.Client, obj client.Objec
 	if err == nil {
 		return
 	}
-	if err := c.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
-		t.Fatal(err)
-	}
-	mutate()
-	if err := c.Update(ctx, obj); err != nil {
-		t.Fatal(err)
-	}
+	// The controllers write status meanwhile: read afresh on a conflict.
+	must(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
+			return err
+		}
+		mutate()
+		return c.Update(ctx, obj)
+	}))
 }
 
 func createProfile(ctx context.Context, t testing.TB, seed *framework.ControlPlane, name string, selector map[string]string, dns v1alpha1.DNSSettings, shards ...v1alpha1.ShardSpec) {

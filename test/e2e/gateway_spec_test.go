@@ -18,6 +18,7 @@ import (
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
 	"github.com/shardgate/shardgate/pkg/names"
+	"github.com/shardgate/shardgate/pkg/render"
 	"github.com/shardgate/shardgate/test/framework"
 )
 
@@ -167,6 +168,46 @@ func GatewaySpec(ctx context.Context, t *testing.T, inputGetter func() GatewaySp
 			t.Fatalf("%d of %d requests failed while the Ingress went (want 0 of ≥ 50)", failed, sent)
 		}
 		t.Logf("%d requests, 0 failed, while the Ingress was deleted and the HTTPRoute kept serving", sent)
+	})
+
+	t.Run("an IngressClaim binds an HTTPRoute to routers of its own, through their Gateway", func(t *testing.T) {
+		upsert(ctx, t, seed.Client, p, func() {
+			p.Spec.Claims = v1alpha1.ClaimSettings{Allowed: true, Image: framework.TraefikImage, ImagePullPolicy: corev1.PullNever}
+		})
+		c := &claimsEnv{ctx: ctx, t: t, u: u}
+		must(t, u.Client.Create(ctx, httpRoute("ns-b", "own")))
+		must(t, u.Client.Create(ctx, &v1alpha1.IngressClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "ns-b", Name: "mine"},
+			Spec: v1alpha1.IngressClaimSpec{HTTPRoutes: []corev1.LocalObjectReference{{Name: "own"}}, Replicas: 1}}))
+		c.waitPhase("ns-b", "mine", v1alpha1.ClaimBound)
+		const shard = "mine-ns-b"
+		if st := c.claim("ns-b", "mine").Status; !slices.Equal(st.BoundHTTPRoutes, []string{"own"}) || st.BoundCount != 1 {
+			t.Errorf("the claim binds HTTPRoutes %v (count %d), want [own]", st.BoundHTTPRoutes, st.BoundCount)
+		}
+		var r *gatewayv1.HTTPRoute
+		eventually(ctx, t, time.Minute, func() (bool, string) {
+			r = routeAllocated(ctx, t, u, "ns-b", "own")
+			return r.Labels[v1alpha1.ShardLabel] == shard, fmt.Sprintf("HTTPRoute ns-b/own on shard %q", r.Labels[v1alpha1.ShardLabel])
+		})
+		if !slices.ContainsFunc(r.Spec.ParentRefs, func(p gatewayv1.ParentReference) bool {
+			return string(p.Name) == names.ShardGatewayName(shard)
+		}) {
+			t.Fatalf("parentRefs %+v: the claimed shard's Gateway is missing", r.Spec.ParentRefs)
+		}
+		host := string(r.Spec.Hostnames[0])
+		if !strings.HasSuffix(host, "."+shard+"."+domain) {
+			t.Errorf("default host %s is not under the claim's domain", host)
+		}
+		// Its own routers (behind a NodePort Service, reached at their pods) serve it.
+		traefik, _ := render.FlavourFor(v1alpha1.FlavourTraefik)
+		ips := c.routerPodIPs(shard)
+		if len(ips) == 0 {
+			t.Fatalf("no router pod of shard %s", shard)
+		}
+		eventually(ctx, t, time.Minute, func() (bool, string) {
+			code, body, err := in.Fabric.Get(ctx, fmt.Sprintf("%s:%d", ips[0], traefik.Ports().HTTP), host)
+			return err == nil && code == 200 && strings.Contains(body, "hello from web in ns-b"),
+				fmt.Sprintf("%s via the claimed router %s: %d %q %v", host, ips[0], code, body, err)
+		})
 	})
 }
 

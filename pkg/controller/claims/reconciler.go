@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -25,6 +26,7 @@ import (
 	"github.com/shardgate/shardgate/pkg/clusteraccess"
 	"github.com/shardgate/shardgate/pkg/controller/cistatus"
 	"github.com/shardgate/shardgate/pkg/names"
+	"github.com/shardgate/shardgate/pkg/render"
 	"github.com/shardgate/shardgate/pkg/routekinds"
 )
 
@@ -62,8 +64,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, clusteraccess.DescribeError("read the user cluster's IngressClaims", err)
 	}
 	in := claims.Input{Settings: ci.Spec.Claims, Records: ci.Status.Claims, ClusterDomain: ci.Status.Domain,
-		Ingresses: map[string]bool{}, Ready: map[string]int32{}, HeldHosts: map[string]string{},
-		Now: r.now(), Grace: r.ReclaimGrace}
+		Ingresses: map[string]bool{}, HTTPRoutes: map[string]bool{}, Ready: map[string]int32{}, HeldHosts: map[string]string{},
+		Now: r.now(), Grace: r.ReclaimGrace, DefaultFlavour: ci.Spec.DefaultFlavour()}
 	for _, s := range ci.Spec.ShardsOrDefault() {
 		in.ProfileShards = append(in.ProfileShards, s.Name)
 	}
@@ -140,7 +142,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			continue
 		}
 		uncovered := rec.Shard != "" && slices.Contains(leftOut, rec.Shard)
-		if err := writeStatus(ctx, w, c, rec, ci.Status.Domain, in.Ready, uncovered); err != nil {
+		if err := writeStatus(ctx, w, c, rec, ci, in.Ready, uncovered); err != nil {
 			return ctrl.Result{}, err
 		}
 	}
@@ -161,12 +163,17 @@ const ConditionCertificateCovered = "CertificateCovered"
 
 // writeStatus mirrors the record into the claim's status; uncovered: the claim's shard is past
 // the names one certificate holds (condition CertificateCovered=False, NamesLeftOut).
-func writeStatus(ctx context.Context, w client.Client, c *v1alpha1.IngressClaim, rec v1alpha1.ClaimRecord, clusterDomain string, ready map[string]int32,
-	uncovered bool) error {
+func writeStatus(ctx context.Context, w client.Client, c *v1alpha1.IngressClaim, rec v1alpha1.ClaimRecord,
+	ci *v1alpha1.ClusterIngress, ready map[string]int32, uncovered bool) error {
 	st := *c.Status.DeepCopy()
-	st.Phase, st.Shard, st.BoundIngresses, st.BoundCount, st.ReadyReplicas, st.Domain = rec.Phase, rec.Shard, rec.Ingresses, int32(len(rec.Ingresses)), ready[rec.Shard], ""
+	st.Phase, st.Shard, st.ReadyReplicas, st.Domain = rec.Phase, rec.Shard, ready[rec.Shard], ""
+	st.BoundIngresses, st.BoundHTTPRoutes = rec.Ingresses, rec.HTTPRoutes
+	st.BoundCount = int32(len(rec.Ingresses) + len(rec.HTTPRoutes))
+	st.Flavour, st.IngressClassName = "", ""
 	if rec.Shard != "" {
-		st.Domain = names.ShardDomain(rec.Shard, clusterDomain)
+		st.Domain = names.ShardDomain(rec.Shard, ci.Status.Domain)
+		shard := v1alpha1.ClaimedShard(rec, ci.Spec.Claims, ci.Spec.DefaultFlavour())
+		st.Flavour, st.IngressClassName = shard.Flavour, render.ShardClass(shard)
 	}
 	cond := metav1.Condition{Type: "Bound", Status: metav1.ConditionFalse, Reason: rec.Reason, Message: rec.Message, ObservedGeneration: c.Generation}
 	if rec.Phase == v1alpha1.ClaimBound {
@@ -217,19 +224,21 @@ func (r *Reconciler) now() time.Time {
 	return r.Clock.Now()
 }
 
-// routes adds to in the Ingresses that exist (claims name Ingresses: IngressClaim.spec.ingresses)
-// and the hosts every route holds, whatever its kind: a host held by a route of one namespace is
+// routes adds to in the Ingresses and HTTPRoutes that exist (what claims may name: spec.ingresses,
+// spec.httpRoutes; HTTPRoutes where the cluster serves Gateway API) and the hosts every route holds, whatever its kind: a host held by a route of one namespace is
 // not another namespace's to claim.
 func (r *Reconciler) routes(ctx context.Context, cluster clusteraccess.Cluster, in *claims.Input) error {
-	claimable := routekinds.Ingress{}.GroupVersionKind()
+	claimable := map[schema.GroupVersionKind]map[string]bool{
+		routekinds.Ingress{}.GroupVersionKind(): in.Ingresses, routekinds.HTTPRoute{}.GroupVersionKind(): in.HTTPRoutes}
 	for _, k := range cluster.RouteKinds() {
 		list := k.NewList()
 		if err := cluster.Reader().List(ctx, list, client.UnsafeDisableDeepCopy); err != nil {
 			return clusteraccess.DescribeError("read the user cluster's "+k.Resource(), err)
 		}
+		exist := claimable[k.GroupVersionKind()]
 		for _, o := range k.Items(list) {
-			if k.GroupVersionKind() == claimable && o.GetDeletionTimestamp() == nil {
-				in.Ingresses[o.GetNamespace()+"/"+o.GetName()] = true
+			if exist != nil && o.GetDeletionTimestamp() == nil {
+				exist[o.GetNamespace()+"/"+o.GetName()] = true
 			}
 			// Hosts count as held once Shardgate allocated them (the annotations only it may write).
 			_, hosts := allocation.Held(o)
