@@ -104,12 +104,18 @@ type ClusterIngressStatus struct {
 	// +listType=map
 	// +listMapKey=name
 	Shards []ShardStatus `json:"shards,omitempty"`
-	// routes is the number of Ingresses allocated to a shard.
+	// routes is the number of routes (of every kind) allocated to a shard.
 	// +optional
 	Routes int32 `json:"routes"`
-	// rejectedRoutes is the number of Ingresses Shardgate refused (each says why).
+	// rejectedRoutes is the number of routes Shardgate refused (each says why).
 	// +optional
 	RejectedRoutes int32 `json:"rejectedRoutes"`
+	// routeKinds count the routes per kind (Ingress, HTTPRoute) the cluster serves.
+	// +optional
+	// +listType=map
+	// +listMapKey=kind
+	// +kubebuilder:validation:MaxItems=8
+	RouteKinds []RouteKindCount `json:"routeKinds,omitempty"`
 	// dnsEndpointRef names the DNSEndpoint (externaldns.k8s.io/v1alpha1) in this namespace.
 	// +optional
 	DNSEndpointRef string `json:"dnsEndpointRef,omitempty"`
@@ -161,6 +167,16 @@ type ClusterIngressStatus struct {
 	// +listType=map
 	// +listMapKey=type
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// RouteKindCount is how many routes of one kind are allocated and rejected.
+type RouteKindCount struct {
+	// kind of route (Ingress, HTTPRoute).
+	Kind string `json:"kind"`
+	// routes allocated to a shard.
+	Routes int32 `json:"routes"`
+	// rejected routes (each says why).
+	Rejected int32 `json:"rejected"`
 }
 
 // ClusterIngressList is a list of ClusterIngresses.

@@ -35,6 +35,8 @@ type Cluster struct {
 	Shards        []Shard  `json:"shards"`
 	Routes        int32    `json:"routes"`
 	Rejected      int32    `json:"rejectedRoutes"`
+	// RouteKinds count the routes per kind the cluster serves (Ingress, HTTPRoute).
+	RouteKinds []v1alpha1.RouteKindCount `json:"routeKinds,omitempty"`
 	// CertificateExpiry is the cluster certificate's notAfter, when TLS is on and it was issued.
 	CertificateExpiry *time.Time `json:"certificateExpiry,omitempty"`
 	LastPublished     *time.Time `json:"lastPublished,omitempty"`
@@ -87,6 +89,7 @@ func FromClusterIngress(ci *v1alpha1.ClusterIngress) Cluster {
 		ReadyNodes: ci.Status.ReadyNodeCount,
 		Routes:     ci.Status.Routes,
 		Rejected:   ci.Status.RejectedRoutes,
+		RouteKinds: ci.Status.RouteKinds,
 		Shards:     []Shard{},
 		Conditions: []State{},
 	}

@@ -91,7 +91,7 @@ func printExplanation(w io.Writer, kind string, e Explanation) {
 }
 
 func printClusters(w io.Writer, p clusterview.Page) {
-	fmt.Fprintln(w, "NAMESPACE\tNAME\tDOMAIN\tREADY\tREACHABLE\tDNS\tSHARDS\tTARGETS\tROUTES\tREJECTED\tCERTIFICATE")
+	fmt.Fprintln(w, "NAMESPACE\tNAME\tDOMAIN\tREADY\tREACHABLE\tDNS\tSHARDS\tTARGETS\tROUTES\tREJECTED\tBY KIND\tCERTIFICATE")
 	for _, c := range p.Clusters {
 		var shards []string
 		for _, s := range c.Shards {
@@ -105,8 +105,13 @@ func printClusters(w io.Writer, p clusterview.Page) {
 		if c.CertificateExpiry != nil {
 			cert = c.CertificateExpiry.UTC().Format("2006-01-02")
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\n", c.Namespace, c.Name, orDash(c.Domain), c.Ready.Reason, c.Reachable.Reason,
-			dns, orDash(strings.Join(shards, ",")), orDash(strings.Join(c.Targets, ",")), c.Routes, c.Rejected, cert)
+		var kinds []string
+		for _, k := range c.RouteKinds {
+			kinds = append(kinds, fmt.Sprintf("%s:%d/%d", k.Kind, k.Routes, k.Rejected))
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\n", c.Namespace, c.Name, orDash(c.Domain), c.Ready.Reason,
+			c.Reachable.Reason, dns, orDash(strings.Join(shards, ",")), orDash(strings.Join(c.Targets, ",")), c.Routes, c.Rejected,
+			orDash(strings.Join(kinds, ",")), cert)
 	}
 	fmt.Fprintf(w, "\n%d cluster(s), %d not ready", p.Total, p.NotReady)
 	if p.Pages > 1 {

@@ -145,3 +145,20 @@ func TestClusterPageShowsLoad(t *testing.T) {
 		t.Fatalf("%v %+v", err, c.Shards)
 	}
 }
+
+// TestClusterPageCountsRoutesPerKind: the cluster page and its JSON count routes per kind.
+func TestClusterPageCountsRoutesPerKind(t *testing.T) {
+	ci := cluster("team-a", "alpha", true, "Ready")
+	ci.Status.Routes, ci.Status.RejectedRoutes = 5, 1
+	ci.Status.RouteKinds = []v1alpha1.RouteKindCount{{Kind: "Ingress", Routes: 3, Rejected: 1}, {Kind: "HTTPRoute", Routes: 2}}
+	srv := server(t, ci)
+	_, body, _ := get(t, srv.URL+"/clusters/team-a/alpha")
+	if want := "5 allocated, 1 rejected (Ingress: 3 allocated, 1 rejected, HTTPRoute: 2 allocated, 0 rejected)"; !strings.Contains(body, want) {
+		t.Errorf("page lacks %q:\n%s", want, body)
+	}
+	_, js, _ := get(t, srv.URL+"/api/v1/clusters/team-a/alpha")
+	var c clusterview.Cluster
+	if err := json.Unmarshal([]byte(js), &c); err != nil || fmt.Sprint(c.RouteKinds) != "[{Ingress 3 1} {HTTPRoute 2 0}]" {
+		t.Fatalf("%v %+v", err, c.RouteKinds)
+	}
+}

@@ -2,6 +2,7 @@ package allocation
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -96,6 +97,10 @@ func TestASecondKindNeedsNoAllocationChange(t *testing.T) {
 	r.Board.Overlay(ci) // the fake client cannot stand for the status writer's apply
 	if ci.Status.Routes != 2 || ci.Status.RejectedRoutes != 1 {
 		t.Errorf("status counts %d allocated, %d rejected; want 2 and 1 across both kinds", ci.Status.Routes, ci.Status.RejectedRoutes)
+	}
+	// And per kind, in the registry's order.
+	if got, want := fmt.Sprint(ci.Status.RouteKinds), "[{Ingress 1 0} {Tunnel 1 1}]"; got != want {
+		t.Errorf("status.routeKinds %s, want %s", got, want)
 	}
 
 	// The shard's routers publish its address; the cluster goes: everything Shardgate wrote goes.

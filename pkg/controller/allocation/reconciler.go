@@ -94,15 +94,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	cfg := allocation.Config{ClusterDomain: ci.Status.Domain, Zone: zone, Strategy: strategy,
 		InterNamespace: ci.Spec.Allocation.NamespaceOwnership == v1alpha1.OwnershipInterNamespaceAllowed,
 		AllowWildcards: ci.Spec.Allocation.WildcardPolicy == v1alpha1.WildcardsAllowed}
-	var allocated, rejected int32
 	pass := newWritePass(r.takeUnseen(req.NamespacedName))
 	w := cluster.Writer()
-	for _, a := range allocation.PlanAllocations(cfg, shards, routes) {
-		if a.Rejected {
-			rejected++
-		} else {
-			allocated++
-		}
+	plan := allocation.PlanAllocations(cfg, shards, routes)
+	for _, a := range plan {
 		o := objects[routeKey(a.Kind, a.Namespace, a.Name)]
 		pass.write(o.route, func() (bool, error) { return r.write(ctx, pass, w, o.kind, o.route, a) })
 	}
@@ -111,8 +106,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	stillUnseen, errs := pass.wait()
 	r.putUnseen(req.NamespacedName, stillUnseen)
-	recordRoutes(req.String(), allocated, rejected)
-	ci.Status.Routes, ci.Status.RejectedRoutes = allocated, rejected
+	ci.Status.RouteKinds = countByKind(kinds, plan)
+	ci.Status.Routes, ci.Status.RejectedRoutes = 0, 0
+	for _, c := range ci.Status.RouteKinds {
+		ci.Status.Routes, ci.Status.RejectedRoutes = ci.Status.Routes+c.Routes, ci.Status.RejectedRoutes+c.Rejected
+	}
+	recordRoutes(req.String(), ci.Status.Routes, ci.Status.RejectedRoutes)
 	if c := customStrategyCondition(ci.Spec.Allocation, fallbacks, ci.Status.Conditions); c != nil {
 		c.ObservedGeneration = ci.Generation
 		meta.SetStatusCondition(&ci.Status.Conditions, *c)
@@ -248,4 +247,26 @@ func collectRoutes(ctx context.Context, rd client.Reader, kinds routekinds.Regis
 // cannot write. Anywhere else it is a tenant's route like any other, checked and allocated.
 func shardgatesOwn(o client.Object) bool {
 	return o.GetNamespace() == names.Namespace && o.GetLabels()[v1alpha1.ManagedByLabel] == v1alpha1.ManagedByValue
+}
+
+// countByKind counts the plan's allocated and rejected routes per kind, for every kind the cluster
+// serves (in the registry's order, zero counts too: a kind served with no route says so).
+func countByKind(kinds routekinds.Registry, plan []allocation.Allocation) []v1alpha1.RouteKindCount {
+	out := make([]v1alpha1.RouteKindCount, len(kinds))
+	at := map[string]int{}
+	for i, k := range kinds {
+		out[i].Kind, at[k.Name()] = k.Name(), i
+	}
+	for _, a := range plan {
+		i, ok := at[a.Kind]
+		if !ok {
+			continue // planned only from the kinds served
+		}
+		if a.Rejected {
+			out[i].Rejected++
+		} else {
+			out[i].Routes++
+		}
+	}
+	return out
 }

@@ -80,7 +80,7 @@ var owned = map[Owner]ownership{
 	Shards: {conditions: []string{v1alpha1.ConditionShardsAvailable, v1alpha1.ConditionRoutesProtected,
 		v1alpha1.ConditionGatewayAPIAvailable}},
 	Allocation: {conditions: []string{v1alpha1.ConditionCustomStrategyApplied}, fields: func(dst, src *v1alpha1.ClusterIngressStatus) {
-		dst.Routes, dst.RejectedRoutes = src.Routes, src.RejectedRoutes
+		dst.Routes, dst.RejectedRoutes, dst.RouteKinds = src.Routes, src.RejectedRoutes, src.RouteKinds
 	}},
 	Certificates: {conditions: []string{v1alpha1.ConditionCertificateReady},
 		fields: func(dst, src *v1alpha1.ClusterIngressStatus) { dst.Certificate = src.Certificate }},
