@@ -13,6 +13,7 @@ import (
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
 	"github.com/shardgate/shardgate/pkg/names"
+	"github.com/shardgate/shardgate/pkg/render"
 	"github.com/shardgate/shardgate/test/framework"
 )
 
@@ -44,7 +45,8 @@ func BenchmarkRoutedIPMove(b *testing.B) {
 func benchRoutedIPFailover(b *testing.B, postAllow bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
-	e := startRoutedIP(ctx, b, postAllow)
+	traefik, _ := render.FlavourFor(v1alpha1.FlavourTraefik)
+	e := startRoutedIP(ctx, b, postAllow, traefik)
 	u, zone := e.env.Users[0], e.env.DNS.Zone
 	settled := func() {
 		eventually(ctx, b, 4*time.Minute, func() (bool, string) {

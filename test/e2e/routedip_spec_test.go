@@ -19,6 +19,7 @@ import (
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
 	"github.com/shardgate/shardgate/pkg/names"
+	"github.com/shardgate/shardgate/pkg/render"
 	"github.com/shardgate/shardgate/test/framework"
 )
 
@@ -31,15 +32,20 @@ const (
 // TestRoutedIP proves routed IPs end to end: a seed with a real node (the class's Jobs run there
 // as real pods, calling the simulated cloud with the class's Secret), one user cluster with three
 // real nodes registered with exactly config/user-cluster/rbac.yaml, a RoutedIP shard of two
-// Traefik routers, BIND and external-dns. The cloud (test/simcloud) really routes the address to
-// the node it is assigned to.
+// routers of each flavour in turn, BIND and external-dns. The cloud (test/simcloud) really routes
+// the address to the node it is assigned to.
 func TestRoutedIP(t *testing.T) {
+	for _, f := range render.Flavours() {
+		t.Run(string(f.Name()), func(t *testing.T) { routedIPSpec(t, f) })
+	}
+}
+
+func routedIPSpec(t *testing.T, f render.Flavour) {
 	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
 	defer cancel()
-	e := startRoutedIP(ctx, t, false)
+	e := startRoutedIP(ctx, t, false, f)
 	seed, u, k, host, fab, cloud, providerOf, record, cloudHolder := e.env.Seed, e.env.Users[0], e.key, e.host, e.fabric, e.cloud, e.providerOf, e.record, e.cloudHolder
 	env := e.env
-	zone := env.DNS.Zone
 	httpOK := func(t *testing.T, within time.Duration) {
 		t.Helper()
 		eventually(ctx, t, within, func() (bool, string) {
@@ -147,26 +153,12 @@ func TestRoutedIP(t *testing.T) {
 
 	t.Run("the holder's router stops answering: the address moves and HTTP follows", func(t *testing.T) {
 		from := record(routedIP1).Node
-		procs, err := framework.ProcessesWithArg("--providers.kubernetesingress.ingressendpoint.hostname=edge.r1." + zone)
-		must(t, err)
-		var node *framework.RealNode
-		for _, n := range env.Nodes[0] {
-			if n.Name == from {
-				node = n
-			}
-		}
 		stop := loopHTTP(ctx, t, fab, routedIP1, host)
 		start := time.Now()
-		stopped := 0
-		for _, p := range procs {
-			if node.Runs(p.PID) {
-				must(t, syscallStop(p.PID))
-				defer func() { _ = syscallCont(p.PID) }()
-				stopped++
-			}
-		}
-		if stopped != 1 {
-			t.Fatalf("%d edge routers on %s", stopped, from)
+		// Every process of the router's container (HAProxy's controller and HAProxy itself).
+		for _, p := range routerProcessesOn(ctx, t, u, f, from, "edge") {
+			must(t, syscallStop(p.PID))
+			defer func() { _ = syscallCont(p.PID) }()
 		}
 		// Visible in the API: the router's endpoint turns not ready (two failed probes).
 		var visible time.Time
@@ -244,8 +236,9 @@ type routedIPEnv struct {
 }
 
 // startRoutedIP starts TestRoutedIP's set-up (class firewallPostAllow as given); the shard "edge"
-// has two routers and the address routedIP1, the host app.edge.r1.<zone> routes to the sample app.
-func startRoutedIP(ctx context.Context, tb testing.TB, postAllow bool) *routedIPEnv {
+// has two routers of flavour f and the address routedIP1, the host app.edge.r1.<zone> routes to
+// the sample app.
+func startRoutedIP(ctx context.Context, tb testing.TB, postAllow bool, f render.Flavour) *routedIPEnv {
 	env := framework.StartEnvironment(tb, framework.EnvironmentOptions{UserClusters: 1, DNS: true, SeedNode: true,
 		RealNodes: [][]framework.RealNodeSpec{{{Name: "n1"}, {Name: "n2"}, {Name: "n3"}}}})
 	cloud, err := framework.StartSimCloud(env.Fabrics[0], env.Nodes[0])
@@ -257,13 +250,16 @@ func startRoutedIP(ctx context.Context, tb testing.TB, postAllow bool) *routedIP
 	sa := chartServiceAccount(ctx, tb, seed, routedIPJobNamespace, "--set", "sources.kubeconfigSecretNamespaces={default}")
 	c := framework.StartControllerAs(tb, seed, sa, "--dns-zone="+zone, "--routed-ip-job-namespace="+routedIPJobNamespace)
 	sel := map[string]string{"routedip": "yes"}
-	edge := realRouter(v1alpha1.ShardSpec{Name: "edge", Replicas: ptr.To[int32](2), Publishing: v1alpha1.PublishRoutedIP,
-		RoutedIP: &v1alpha1.RoutedIPSettings{ClassName: "sim", Addresses: []string{routedIP1}}})
+	edge := v1alpha1.ShardSpec{Name: "edge", Flavour: f.Name(), Image: flavourImages[f.Name()], ImagePullPolicy: corev1.PullNever,
+		Replicas: ptr.To[int32](2), Publishing: v1alpha1.PublishRoutedIP,
+		RoutedIP: &v1alpha1.RoutedIPSettings{ClassName: "sim", Addresses: []string{routedIP1}}}
 	createProfile(ctx, tb, seed, "rip", sel, v1alpha1.DNSSettings{TTL: 5}, realRouter(v1alpha1.ShardSpec{Name: v1alpha1.DefaultShardName, Publishing: v1alpha1.PublishNodePort}), edge)
 	// A backend on every node: a node failing takes no app down with it.
 	must(tb, framework.DeployBackend(ctx, u, "default", "web", 3))
 	host := "app.edge.r1." + zone
-	must(tb, u.Client.Create(ctx, shardIngress("web", host)))
+	ing := shardIngress("web", host)
+	ing.Spec.IngressClassName = ptr.To(f.IngressClass().Name)
+	must(tb, u.Client.Create(ctx, ing))
 	kc, err := u.RestrictedKubeconfig(ctx, "shardgate-rip", "config/user-cluster/rbac.yaml")
 	must(tb, err)
 	putKubeconfigSecret(ctx, tb, seed, "default", "r1", "r1", kc, sel)
