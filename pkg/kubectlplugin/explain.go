@@ -31,6 +31,12 @@ type Explanation struct {
 	// it has such hosts).
 	CNAMETarget string `json:"cnameTarget,omitempty"`
 	Hosts       []Host `json:"hosts,omitempty"`
+	// Served: the shard's routers say in the route's status that they serve it (an Ingress'
+	// status.loadBalancer, an HTTPRoute's status.parents entry for its shard Gateway).
+	Served bool `json:"served"`
+	// RouterProblems are what those routers report wrong with it (an HTTPRoute's conditions that
+	// are not True: a backend not found, say).
+	RouterProblems []string `json:"routerProblems,omitempty"`
 }
 
 // Host is one final host and what DNS answers for it.
@@ -77,6 +83,8 @@ func Explain(k routekinds.Kind, route client.Object, shardDomains map[string]str
 		}
 		return e
 	}
+	shard := routekinds.Shard{Name: e.Shard, Domain: e.ShardDomain}
+	e.Served, e.RouterProblems = k.Published(route, []routekinds.Shard{shard}), k.RouterProblems(route, shard)
 	for _, h := range splitHosts(a[v1alpha1.HostsAnnotation]) {
 		host := Host{Name: h, UnderShardDomain: e.ShardDomain != "" && (h == e.ShardDomain || strings.HasSuffix(h, "."+e.ShardDomain))}
 		addrs, err := lookup(h)

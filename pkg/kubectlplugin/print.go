@@ -66,6 +66,14 @@ func printExplanation(w io.Writer, kind string, e Explanation) {
 		return
 	}
 	fmt.Fprintf(w, "State:\tAllocated\nShard:\t%s\n", e.Shard)
+	routers := "serving it (its status says so)"
+	if !e.Served {
+		routers = "not in its status yet (they have not picked it up; a router of the shard may not be ready)"
+	}
+	fmt.Fprintf(w, "Routers:\t%s\n", routers)
+	for _, p := range e.RouterProblems {
+		fmt.Fprintf(w, "Problem:\t%s\n", p)
+	}
 	target := e.CNAMETarget
 	if target == "" {
 		target = e.ShardDomain

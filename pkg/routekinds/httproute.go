@@ -247,6 +247,24 @@ func (HTTPRoute) Published(route client.Object, shards []Shard) bool {
 	return slices.ContainsFunc(parents, func(p gatewayv1.RouteParentStatus) bool { return namesOneOf(p, shards) })
 }
 
+// RouterProblems implements Kind: the conditions of the shard Gateway's entries among
+// status.parents that are not True (ResolvedRefs False: BackendNotFound, say), as
+// "Type=Status (Reason: message)".
+func (HTTPRoute) RouterProblems(route client.Object, shard Shard) []string {
+	var out []string
+	for _, p := range route.(*gatewayv1.HTTPRoute).Status.Parents {
+		if !namesOneOf(p, []Shard{shard}) {
+			continue
+		}
+		for _, c := range p.Conditions {
+			if c.Status != metav1.ConditionTrue {
+				out = append(out, fmt.Sprintf("%s=%s (%s: %s)", c.Type, c.Status, c.Reason, c.Message))
+			}
+		}
+	}
+	return out
+}
+
 // Unpublish implements Kind: only the entries of Shardgate's shard Gateways go; other
 // controllers' parents are theirs to tell.
 func (HTTPRoute) Unpublish(route client.Object, shards []Shard) {

@@ -297,6 +297,9 @@ func (Ingress) Published(route client.Object, shards []Shard) bool {
 	return slices.ContainsFunc(lb, func(x networkingv1.IngressLoadBalancerIngress) bool { return namesShard(x, shards) })
 }
 
+// RouterProblems implements Kind: an Ingress' routers report only that they serve it.
+func (Ingress) RouterProblems(client.Object, Shard) []string { return nil }
+
 // Unpublish implements Kind.
 func (Ingress) Unpublish(route client.Object, shards []Shard) {
 	ing := route.(*networkingv1.Ingress)

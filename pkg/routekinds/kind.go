@@ -105,6 +105,10 @@ type Kind interface {
 	// Unpublish removes from route's status the entries that name one of shards; with nil
 	// shards, every entry.
 	Unpublish(route client.Object, shards []Shard)
+	// RouterProblems are what shard's routers report wrong with route in its status, one line each
+	// (HTTPRoute: its shard Gateway's conditions that are not True, with reason and message);
+	// none where the kind's routers report nothing beyond serving it (Ingress).
+	RouterProblems(route client.Object, shard Shard) []string
 	// ReleasedMessage is the Event that tells the owner Shardgate let go of a route that is
 	// another controller's now.
 	ReleasedMessage() string

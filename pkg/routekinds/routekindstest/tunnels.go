@@ -197,6 +197,9 @@ func (Tunnels) Published(o client.Object, shards []routekinds.Shard) bool {
 	return slices.ContainsFunc(addrs, func(a string) bool { return isShard(a, shards) })
 }
 
+// RouterProblems implements routekinds.Kind: a Tunnel's routers report nothing more.
+func (Tunnels) RouterProblems(client.Object, routekinds.Shard) []string { return nil }
+
 // Unpublish implements routekinds.Kind.
 func (Tunnels) Unpublish(o client.Object, shards []routekinds.Shard) {
 	t := o.(*Tunnel)
