@@ -107,3 +107,19 @@ func TestReview30OwnersFlavourIsRepeatedUnbounded(t *testing.T) {
 		t.Errorf("the owner's flavour reaches the seed's record: %s, message of %d bytes", r.Reason, len(r.Message))
 	}
 }
+
+// TestReview30HTTPRoutesOnlyClaimWithoutGatewayAPI: a claim naming only HTTPRoutes in a cluster
+// that serves no Gateway API (Input.HTTPRoutes empty: the reconciler lists no HTTPRoute kind) is
+// admitted and provisioned (routers for nothing, counted in maxPerNamespace, never reclaimed as
+// nothing ever bound), and reads Bound "serving 0 Ingresses": nothing tells its tenant the
+// cluster cannot serve what it names.
+func TestReview30HTTPRoutesOnlyClaimWithoutGatewayAPI(t *testing.T) {
+	c := claim("a", "mine", 0)
+	c.Spec.Ingresses = nil
+	c.Spec.HTTPRoutes = []corev1.LocalObjectReference{{Name: "checkout"}}
+	out := Decide(Input{Claims: []Claim{c}, Settings: v1alpha1.ClaimSettings{Allowed: true}, Ingresses: map[string]bool{},
+		HTTPRoutes: map[string]bool{}, Ready: map[string]int32{"mine-a": 1}, DefaultFlavour: v1alpha1.FlavourTraefik})
+	if r := out.Records[0]; r.Shard != "" && !strings.Contains(r.Message, "Gateway") {
+		t.Errorf("an HTTPRoutes-only claim in a cluster without Gateway API gets shard %s: %s/%s %q", r.Shard, r.Phase, r.Reason, r.Message)
+	}
+}
