@@ -128,8 +128,8 @@ type IngressClaimStatus struct {
 	// +optional
 	BoundCount int32 `json:"boundCount,omitempty"`
 	// conditions: Bound (reasons Bound, Provisioning, Released, ClaimsNotAllowed,
-	// OverLimits, InvalidResources, FlavourNotAllowed, HostsHeld, ShardNameTaken, NamesTooLong,
-	// EditRefused).
+	// OverLimits, InvalidResources, FlavourNotAllowed, FlavourUnavailable, RoutesNotServed,
+	// HostsHeld, ShardNameTaken, NamesTooLong, EditRefused).
 	// +optional
 	// +listType=map
 	// +listMapKey=type
@@ -225,9 +225,13 @@ type ClaimRecord struct {
 	Replicas int32 `json:"replicas,omitempty"`
 	// +optional
 	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
-	// flavour admitted (empty in records from before claims had flavours: the default flavour).
+	// flavour admitted, when the claim asked for one (empty: the cluster's default flavour).
 	// +optional
 	Flavour Flavour `json:"flavour,omitempty"`
+	// image of its routers, of another flavour than the default: claims.flavours' entry, kept
+	// when the entry goes (admitted claims keep running as they are).
+	// +optional
+	Image string `json:"image,omitempty"`
 	// ingresses bound to the shard.
 	// +optional
 	Ingresses []string `json:"ingresses,omitempty"`
@@ -269,6 +273,12 @@ const (
 	// ReasonClaimFlavourNotAllowed: the claim asks for a flavour the profile's claims.flavours
 	// does not allow.
 	ReasonClaimFlavourNotAllowed = "FlavourNotAllowed"
+	// ReasonClaimFlavourUnavailable: the cluster lacks what the flavour's routers need (the
+	// admission policy that keeps tenants' annotations out of HAProxy's shared configuration).
+	ReasonClaimFlavourUnavailable = "FlavourUnavailable"
+	// ReasonClaimRoutesNotServed: the claim names HTTPRoutes only, which its routers would not
+	// serve (no Gateway API in the cluster, or a flavour whose routers serve none).
+	ReasonClaimRoutesNotServed = "RoutesNotServed"
 	// ReasonClaimHostsHeld: the claimed shard's domain would take hosts another namespace holds.
 	ReasonClaimHostsHeld = "HostsHeld"
 	// ReasonClaimShardNameTaken: a profile shard now has the claimed shard's name (the profile's
@@ -299,14 +309,17 @@ func ResolveClaims(c ClaimSettings) ClaimSettings {
 // admitted (else defaultFlavour, the profile's first shard's, whose class is the cluster's
 // default: a claim's classless Ingresses name it) with the claim's admitted replicas and
 // resources and the profile's claim settings, taking Ingresses from the claim's namespace only
-// (and, in allocation, only those it names). The settings' image is the default flavour's.
+// (and, in allocation, only those it names). The settings' image is the default flavour's;
+// another flavour's is its claims.flavours entry's, or the one recorded once the entry is gone.
 func ClaimedShard(c ClaimRecord, s ClaimSettings, defaultFlavour Flavour) ShardSpec {
 	s = ResolveClaims(s)
 	flavour, image := c.Flavour, s.Image
 	if flavour == "" || flavour == defaultFlavour {
 		flavour = defaultFlavour
+	} else if entry, ok := s.Allows(flavour); ok {
+		image = entry
 	} else {
-		image, _ = s.Allows(flavour)
+		image = c.Image // no longer allowed: as admitted
 	}
 	return ShardSpec{Name: c.Shard, Flavour: flavour, Image: image, ImagePullPolicy: s.ImagePullPolicy,
 		Replicas: ptr.To(max(c.Replicas, 1)), Publishing: s.Publishing, NodeSelector: s.NodeSelector, Resources: *c.Resources.DeepCopy(),

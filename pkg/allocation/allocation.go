@@ -284,7 +284,7 @@ func (p *planner) allocate(r Route) Allocation {
 			return reject("IngressClaim %s binds it to shard %s, but its host is under shard %s's domain; use a host under %s or your own", pin.Claim, pin.Name, forced, pin.Domain)
 		}
 		if !serves(pin, r) {
-			return reject("IngressClaim %s binds it to shard %s, whose routers are %s; its class asks for %s routers: "+
+			return reject("IngressClaim %s binds it to shard %s, whose routers are %s; the route asks for %s routers: "+
 				"a claim serves the routes that ask for its routers (its status.flavour, status.ingressClassName)", pin.Claim, pin.Name, pin.Flavour, r.Flavour)
 		}
 		a.Shard = pin.Name
@@ -391,7 +391,7 @@ func (p *planner) checkShardName(h string, s *Shard, r Route) error {
 	if rest != s.Domain {
 		return nil
 	}
-	if label == names.CanaryLabel {
+	if label == names.CanaryLabel || label == names.CanaryGatewayLabel {
 		return fmt.Errorf("host %s is reserved for Shardgate's canary of shard %s", h, s.Name)
 	}
 	if ns, name, ok := names.DefaultHostOwner(label); ok && (ns != r.Namespace || name != r.Name) {

@@ -346,7 +346,7 @@ func TestRoutesGoToTheirFlavoursShards(t *testing.T) {
 	for key, why := range map[string]string{
 		"ns/c":        "under shard fast's domain, whose routers are fake; its class asks for traefik routers",
 		"ns/d":        "no shard has gone routers",
-		"team/pinned": "binds it to shard mine-team, whose routers are traefik; its class asks for fake routers",
+		"team/pinned": "binds it to shard mine-team, whose routers are traefik; the route asks for fake routers",
 		// Its host stays under the default shard's domain, which DNS sends to the other flavour.
 		"ns/e": "under shard default's domain, whose routers are traefik; its class asks for fake routers",
 	} {

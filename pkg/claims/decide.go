@@ -8,6 +8,7 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -41,6 +42,12 @@ type Input struct {
 	ProfileShards []string
 	// DefaultFlavour is the flavour of a claim that names none (ClusterIngressSpec.DefaultFlavour).
 	DefaultFlavour v1alpha1.Flavour
+	// WhyUnclaimable says why a new claim may not have a flavour ("": it may): the cluster lacks
+	// what its routers need. nil: any may.
+	WhyUnclaimable func(v1alpha1.Flavour) string
+	// WhyNoHTTPRoutes says why a flavour's claimed routers would serve no HTTPRoute ("": they
+	// would): the cluster serves no Gateway API, or the flavour's routers serve none. nil: they do.
+	WhyNoHTTPRoutes func(v1alpha1.Flavour) string
 	// ClusterDomain is <clusterid>.<zone> ("" while not accepted yet).
 	ClusterDomain string
 	// Ingresses and HTTPRoutes are the cluster's routes of each kind a claim may name,
@@ -103,7 +110,7 @@ func Decide(in Input) Output {
 		prev, had := old[c.Key()]
 		rec := v1alpha1.ClaimRecord{Namespace: c.Namespace, Name: c.Name, Shard: prev.Shard, Replicas: prev.Replicas,
 			Resources: prev.Resources, EverBound: prev.EverBound, ReleasedGeneration: prev.ReleasedGeneration,
-			IngressesGoneSince: prev.IngressesGoneSince, Flavour: prev.Flavour}
+			IngressesGoneSince: prev.IngressesGoneSince, Flavour: prev.Flavour, Image: prev.Image}
 		admitted := had && prev.Shard != ""
 		lostName := ""
 		if admitted && profile[prev.Shard] {
@@ -114,6 +121,7 @@ func Decide(in Input) Output {
 		problem := overLimits(c, s, perNamespace[c.Namespace])
 		invalid := invalidResources(c.Spec.Resources, s.MaxResources)
 		flavour := cmp.Or(c.Spec.Flavour, in.DefaultFlavour)
+		noRoutes := why(in.WhyNoHTTPRoutes, cmp.Or(rec.Flavour, flavour))
 		switch {
 		case !admitted && !s.Allowed:
 			out.Records = append(out.Records, failed(rec, v1alpha1.ReasonClaimsNotAllowed, "the cluster's IngressProfile does not allow IngressClaims"))
@@ -127,8 +135,17 @@ func Decide(in Input) Output {
 		case !admitted && flavour != in.DefaultFlavour && !allowed(s, flavour):
 			out.Records = append(out.Records, failed(rec, v1alpha1.ReasonClaimFlavourNotAllowed, notAllowed(flavour, in.DefaultFlavour, s)))
 			continue
+		case !admitted && why(in.WhyUnclaimable, flavour) != "":
+			out.Records = append(out.Records, failed(rec, v1alpha1.ReasonClaimFlavourUnavailable, fmt.Sprintf(
+				"its %s routers cannot run here: %s", shown(flavour), why(in.WhyUnclaimable, flavour))))
+			continue
+		case !admitted && len(c.Spec.Ingresses) == 0 && noRoutes != "":
+			out.Records = append(out.Records, failed(rec, v1alpha1.ReasonClaimRoutesNotServed, fmt.Sprintf(
+				"it names HTTPRoutes only, and its %s routers would serve none: %s", shown(flavour), noRoutes)))
+			continue
 		case !admitted:
-			rec.Flavour = flavour
+			// Recorded only when asked for: a claim that names none follows the cluster's default.
+			rec.Flavour = c.Spec.Flavour
 			rec.Shard = shardName(c, taken)
 			if reason, msg := refuseShard(rec.Shard, c.Namespace, in); reason != "" {
 				out.Records = append(out.Records, failed(rec, reason, msg))
@@ -139,6 +156,9 @@ func Decide(in Input) Output {
 		if problem == "" && invalid == "" {
 			rec.Replicas, rec.Resources = max(c.Spec.Replicas, 1), AdmittedResources(c.Spec.Resources, s.MaxResources)
 		}
+		if image, ok := s.Allows(rec.Flavour); ok && rec.Flavour != "" && rec.Flavour != in.DefaultFlavour {
+			rec.Image = image // the entry's, kept should it go
+		}
 		perNamespace[c.Namespace]++
 		// An edit of a released claim binds it again.
 		if rec.ReleasedGeneration != 0 && c.Generation > rec.ReleasedGeneration {
@@ -147,7 +167,9 @@ func Decide(in Input) Output {
 		released := rec.ReleasedGeneration != 0
 		if !released {
 			rec.Ingresses = bind(c, c.Spec.Ingresses, in.Ingresses, boundBy["Ingress"])
-			rec.HTTPRoutes = bind(c, c.Spec.HTTPRoutes, in.HTTPRoutes, boundBy["HTTPRoute"])
+			if noRoutes == "" {
+				rec.HTTPRoutes = bind(c, c.Spec.HTTPRoutes, in.HTTPRoutes, boundBy["HTTPRoute"])
+			}
 		}
 		bound := len(rec.Ingresses) + len(rec.HTTPRoutes)
 		graceNote := ""
@@ -186,13 +208,16 @@ func Decide(in Input) Output {
 				fmt.Sprintf("shard %s: %d ready routers serving %s", rec.Shard, ready, servingText(rec))
 		}
 		rec.Message += graceNote
+		if noRoutes != "" && len(c.Spec.HTTPRoutes) > 0 {
+			rec.Message += "; its HTTPRoutes are not bound: " + noRoutes
+		}
 		if edit := strings.Join(slices.DeleteFunc([]string{problem, invalid}, func(p string) bool { return p == "" }), "; "); edit != "" {
 			rec.Reason, rec.Message = v1alpha1.ReasonClaimEditRefused, "the edit is refused ("+edit+"); the admitted replicas and resources stay"
 		}
 		if admittedFlavour := cmp.Or(rec.Flavour, in.DefaultFlavour); flavour != admittedFlavour {
 			// Its Ingresses name the admitted flavour's class: other routers would not serve them.
 			msg := fmt.Sprintf("the edit of flavour to %s is refused: a claim's flavour is fixed once admitted; its %s routers "+
-				"stay (create another claim for %s routers)", flavour, admittedFlavour, flavour)
+				"stay (create another claim for %s routers)", shown(flavour), admittedFlavour, shown(flavour))
 			if rec.Reason == v1alpha1.ReasonClaimEditRefused {
 				msg = rec.Message + "; " + msg
 			}
@@ -247,7 +272,30 @@ func notAllowed(flavour, defaultFlavour v1alpha1.Flavour, s v1alpha1.ClaimSettin
 	}
 	slices.Sort(allowed)
 	return fmt.Sprintf("the cluster's IngressProfile does not allow claims of flavour %s (claims.flavours): allowed %s",
-		flavour, strings.Join(slices.Compact(allowed), ", "))
+		shown(flavour), strings.Join(slices.Compact(allowed), ", "))
+}
+
+// shown is a flavour a claim asks for as a message may repeat it: the user cluster's owner may
+// loosen the CRD that bounds it, so at most 32 characters of a flavour's alphabet.
+func shown(f v1alpha1.Flavour) string {
+	out := strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' {
+			return r
+		}
+		return -1
+	}, string(f))
+	if len(out) > 32 {
+		out = out[:32] + "…"
+	}
+	return strconv.Quote(out)
+}
+
+// why calls f, when set.
+func why(f func(v1alpha1.Flavour) string, flavour v1alpha1.Flavour) string {
+	if f == nil {
+		return ""
+	}
+	return f(flavour)
 }
 
 // refuseShard says why a new claimed shard cannot be provisioned ("" when it can): its domain's
@@ -319,7 +367,7 @@ func shardName(c Claim, taken map[string]bool) string {
 	// The canary's label is reserved: a shard named so would make its domain the default shard's
 	// canary host (a claim "shardgate" in namespace "canary").
 	if len(n) <= 40 && len(validation.IsDNS1123Label(n)) == 0 && !taken[n] && n != v1alpha1.DefaultShardName &&
-		n != names.CanaryLabel {
+		n != names.CanaryLabel && n != names.CanaryGatewayLabel {
 		return n
 	}
 	for i := 0; ; i++ {

@@ -30,8 +30,9 @@ func TestDecideFlavours(t *testing.T) {
 		// want is phase:reason:flavour recorded; message, when set, is part of the record's message.
 		want, message string
 	}{
+		// Recorded only when asked for: a claim naming none follows the cluster's default.
 		{"no flavour: the default", asking(""), v1alpha1.ClaimSettings{Allowed: true}, nil,
-			"Bound:Bound:traefik", ""},
+			"Bound:Bound:", ""},
 		{"the default flavour by name needs no entry", asking(traefik), v1alpha1.ClaimSettings{Allowed: true}, nil,
 			"Bound:Bound:traefik", ""},
 		{"another flavour the profile allows", asking(haproxy), withHAProxy, nil, "Bound:Bound:haproxy", ""},
@@ -40,13 +41,13 @@ func TestDecideFlavours(t *testing.T) {
 		{"admitted: stays when the profile stops allowing it", asking(haproxy), v1alpha1.ClaimSettings{Allowed: true},
 			admitted(haproxy), "Bound:Bound:haproxy", ""},
 		{"admitted: an edit to another flavour is refused, the admitted one stays", asking(traefik), withHAProxy,
-			admitted(haproxy), "Bound:EditRefused:haproxy", "flavour to traefik is refused"},
+			admitted(haproxy), "Bound:EditRefused:haproxy", `flavour to "traefik" is refused`},
 		{"a record from before flavours is the default flavour's: no edit", asking(""), withHAProxy,
 			admitted(""), "Bound:Bound:", ""},
 		{"a record from before flavours: asking for another is an edit", asking(haproxy), withHAProxy,
 			admitted(""), "Bound:EditRefused:", "its traefik routers stay"},
 		{"over the limits and a flavour edit: both told", func() Claim { c := asking(traefik); c.Spec.Replicas = 9; return c }(),
-			withHAProxy, admitted(haproxy), "Bound:EditRefused:haproxy", "resources stay; the edit of flavour to traefik"},
+			withHAProxy, admitted(haproxy), "Bound:EditRefused:haproxy", `resources stay; the edit of flavour to "traefik"`},
 	}
 	for _, tt := range cases {
 		t.Run(tt.name, func(t *testing.T) {

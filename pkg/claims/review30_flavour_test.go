@@ -57,11 +57,16 @@ func TestReview30UnnamedFlavourIsPinnedToTheDefaultOfTheDay(t *testing.T) {
 // possibly other version, and in an air-gapped cluster one that cannot pull — with HostNetwork
 // publishing (maxSurge 0, maxUnavailable 1) a one-replica claim's only router is gone first.
 func TestReview30RemovingAFlavourRollsItsRoutersToAnotherImage(t *testing.T) {
-	rec := v1alpha1.ClaimRecord{Namespace: "a", Name: "mine", Shard: "mine-a", Replicas: 1, Flavour: v1alpha1.FlavourHAProxy}
 	allowed := v1alpha1.ClaimSettings{Allowed: true, Publishing: v1alpha1.PublishHostNetwork,
 		Flavours: []v1alpha1.ClaimFlavour{{Name: v1alpha1.FlavourHAProxy, Image: "registry.internal/haproxytech/kubernetes-ingress:1.11.12"}}}
 	removed := allowed
 	removed.Flavours = nil
+	c := claim("a", "mine", 0, "web")
+	c.Spec.Flavour = v1alpha1.FlavourHAProxy
+	in := Input{Claims: []Claim{c}, Settings: allowed, Ingresses: map[string]bool{"a/web": true}, DefaultFlavour: v1alpha1.FlavourTraefik}
+	rec := Decide(in).Records[0] // admitted
+	in.Settings, in.Records = removed, []v1alpha1.ClaimRecord{rec}
+	rec = Decide(in).Records[0] // and decided again once the flavour is no longer allowed
 	before := v1alpha1.ClaimedShard(rec, allowed, v1alpha1.FlavourTraefik)
 	after := v1alpha1.ClaimedShard(rec, removed, v1alpha1.FlavourTraefik)
 	if before.Image != after.Image {
@@ -83,7 +88,13 @@ func TestReview30HTTPRoutesOnAFlavourWithoutGateway(t *testing.T) {
 	c.Spec.HTTPRoutes = []corev1.LocalObjectReference{{Name: "checkout"}}
 	c.Spec.Flavour = v1alpha1.FlavourHAProxy
 	out := Decide(Input{Claims: []Claim{c}, Settings: s, HTTPRoutes: map[string]bool{"a/checkout": true},
-		Ready: map[string]int32{"mine-a": 1}, DefaultFlavour: v1alpha1.FlavourTraefik})
+		Ready: map[string]int32{"mine-a": 1}, DefaultFlavour: v1alpha1.FlavourTraefik,
+		WhyNoHTTPRoutes: func(f v1alpha1.Flavour) string {
+			if f == v1alpha1.FlavourHAProxy {
+				return "haproxy routers serve no HTTPRoute"
+			}
+			return ""
+		}})
 	r := out.Records[0]
 	if r.Phase == v1alpha1.ClaimBound && len(r.HTTPRoutes) > 0 && !strings.Contains(strings.ToLower(r.Message), "httproute") ||
 		r.Phase == v1alpha1.ClaimBound && strings.Contains(r.Message, "serving 0 Ingresses and 1 HTTPRoutes") {
@@ -118,7 +129,8 @@ func TestReview30HTTPRoutesOnlyClaimWithoutGatewayAPI(t *testing.T) {
 	c.Spec.Ingresses = nil
 	c.Spec.HTTPRoutes = []corev1.LocalObjectReference{{Name: "checkout"}}
 	out := Decide(Input{Claims: []Claim{c}, Settings: v1alpha1.ClaimSettings{Allowed: true}, Ingresses: map[string]bool{},
-		HTTPRoutes: map[string]bool{}, Ready: map[string]int32{"mine-a": 1}, DefaultFlavour: v1alpha1.FlavourTraefik})
+		HTTPRoutes: map[string]bool{}, Ready: map[string]int32{"mine-a": 1}, DefaultFlavour: v1alpha1.FlavourTraefik,
+		WhyNoHTTPRoutes: func(v1alpha1.Flavour) string { return "the cluster serves no Gateway API" }})
 	if r := out.Records[0]; r.Shard != "" && !strings.Contains(r.Message, "Gateway") {
 		t.Errorf("an HTTPRoutes-only claim in a cluster without Gateway API gets shard %s: %s/%s %q", r.Shard, r.Phase, r.Reason, r.Message)
 	}

@@ -133,6 +133,14 @@ const CanaryLabel = "shardgate-canary"
 // CanaryHost is the name the seed requests through a shard's routers: shardgate-canary.<domain>.
 func CanaryHost(shardDomain string) string { return CanaryLabel + "." + shardDomain }
 
+// CanaryGatewayLabel is the first label of a Gateway-served shard's second canary host, which
+// only the canary's HTTPRoute routes (through the shard's Gateway), reserved like CanaryLabel.
+const CanaryGatewayLabel = "shardgate-canary-gateway"
+
+// CanaryGatewayHost is the name the seed requests through a Gateway-served shard's Gateway:
+// shardgate-canary-gateway.<domain>.
+func CanaryGatewayHost(shardDomain string) string { return CanaryGatewayLabel + "." + shardDomain }
+
 // CanaryName names a shard's canary Ingress and Service (in Namespace).
 func CanaryName(shard string) string { return "canary-" + shard }
 

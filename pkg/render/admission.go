@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
@@ -33,11 +34,7 @@ func AdmissionPolicy(shardgateUser string, kinds routekinds.Registry, guards Ten
 	if len(kinds) == 0 {
 		return nil, errors.New("no route kinds: the admission policy would protect nothing")
 	}
-	var rules []admissionregistrationv1.NamedRuleWithOperations
-	for _, k := range kinds {
-		gv := k.GroupVersionKind().GroupVersion()
-		rules = append(rules, createOrUpdate(gv.Group, gv.Version, k.Protected()))
-	}
+	rules := protectedRules(kinds)
 	if guards.any() {
 		rules = append(rules, createOrUpdate("", "v1", []string{"services"}))
 	}
@@ -97,8 +94,45 @@ func AdmissionPolicy(shardgateUser string, kinds routekinds.Registry, guards Ten
 			})
 		}
 	}
+	return policyObjects(admissionPolicyName, shardgateUser, rules, validations, nil)
+}
+
+// claimGuardsPolicyName names the policy (and binding) of the tenant guards of flavours that only
+// claimed shards run.
+const claimGuardsPolicyName = "shardgate-claim-guards"
+
+// ClaimGuardsPolicy renders guards (of the flavours only claimed shards run: guardsOf) as a policy
+// bound to the claims' namespaces alone: a claimed shard takes routes, and the Services they name,
+// from its own namespace only, so nobody else's writes are restricted by a tenant's claim.
+func ClaimGuardsPolicy(shardgateUser string, kinds routekinds.Registry, guards TenantGuards, namespaces []string,
+) ([]*unstructured.Unstructured, error) {
+	if len(namespaces) == 0 {
+		return nil, errors.New("claim guards without a claim's namespace would hold everywhere")
+	}
+	rules := append(protectedRules(kinds), createOrUpdate("", "v1", []string{"services"}))
+	scope := &admissionregistrationv1.MatchResources{NamespaceSelector: &metav1.LabelSelector{
+		MatchExpressions: []metav1.LabelSelectorRequirement{{Key: corev1.LabelMetadataName,
+			Operator: metav1.LabelSelectorOpIn, Values: namespaces}}}}
+	return policyObjects(claimGuardsPolicyName, shardgateUser, rules, tenantGuards(guards), scope)
+}
+
+// protectedRules match creates and updates of every route kind's Protected resources.
+func protectedRules(kinds routekinds.Registry) []admissionregistrationv1.NamedRuleWithOperations {
+	var rules []admissionregistrationv1.NamedRuleWithOperations
+	for _, k := range kinds {
+		gv := k.GroupVersionKind().GroupVersion()
+		rules = append(rules, createOrUpdate(gv.Group, gv.Version, k.Protected()))
+	}
+	return rules
+}
+
+// policyObjects are a policy named name (validations of the requests rules match, by anyone but
+// shardgateUser: variables.isShardgate) and its binding, denying, limited to scope when set.
+func policyObjects(name, shardgateUser string, rules []admissionregistrationv1.NamedRuleWithOperations,
+	validations []admissionregistrationv1.Validation, scope *admissionregistrationv1.MatchResources,
+) ([]*unstructured.Unstructured, error) {
 	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
-		ObjectMeta: metav1.ObjectMeta{Name: admissionPolicyName, Labels: managedLabels("")},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: managedLabels("")},
 		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
 			FailurePolicy:    ptr.To(admissionregistrationv1.Fail),
 			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: rules},
@@ -109,10 +143,11 @@ func AdmissionPolicy(shardgateUser string, kinds routekinds.Registry, guards Ten
 		},
 	}
 	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: admissionPolicyName, Labels: managedLabels("")},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: managedLabels("")},
 		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
-			PolicyName:        admissionPolicyName,
+			PolicyName:        name,
 			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
+			MatchResources:    scope,
 		},
 	}
 	return toUnstructured(

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -151,18 +152,19 @@ func RenderDesired(in DesiredInput) (Desired, error) {
 		d.Cluster = append(d.Cluster, parent...)
 	}
 	if in.AdmissionPolicy {
-		var guards TenantGuards
-		for _, f := range used {
-			g := f.TenantGuards()
-			guards.Annotations = append(guards.Annotations, g.Annotations...)
-			guards.ExternalNameServices = guards.ExternalNameServices || g.ExternalNameServices
-			guards.SharesRouteSpecs = guards.SharesRouteSpecs || g.SharesRouteSpecs
-		}
-		policy, err := AdmissionPolicy(in.ShardgateUser, in.RouteKinds, guards)
+		cluster, claimed, namespaces := guardsOf(in.Shards)
+		policy, err := AdmissionPolicy(in.ShardgateUser, in.RouteKinds, cluster)
 		if err != nil {
 			return Desired{}, err
 		}
 		d.Cluster = append(d.Cluster, policy...)
+		if claimed.any() {
+			scoped, err := ClaimGuardsPolicy(in.ShardgateUser, in.RouteKinds, claimed, namespaces)
+			if err != nil {
+				return Desired{}, err
+			}
+			d.Cluster = append(d.Cluster, scoped...)
+		}
 	}
 	seen := map[string]bool{}
 	d.Cluster = dedupe(d.Cluster, seen)
@@ -214,3 +216,33 @@ func dedupe(objs []*unstructured.Unstructured, seen map[string]bool) []*unstruct
 
 // ObjKey identifies a rendered object by kind, namespace and name.
 func ObjKey(kind, ns, name string) string { return kind + "/" + ns + "/" + name }
+
+// guardsOf splits the tenant guards of the shards' flavours: those of the profile's shards hold
+// cluster-wide (the operator chose those routers for every tenant), those of flavours only claimed
+// shards run hold in the claims' namespaces alone (a claimed shard takes routes, and the Services
+// they name, from its claim's namespace only: one tenant's claim never restricts another's writes).
+func guardsOf(shards []v1alpha1.ShardSpec) (cluster, claimed TenantGuards, namespaces []string) {
+	profile := map[v1alpha1.Flavour]bool{}
+	for _, s := range shards {
+		if f, ok := FlavourFor(s.Flavour); ok && s.Claim == "" {
+			if !profile[s.Flavour] {
+				cluster = cluster.with(f.TenantGuards())
+			}
+			profile[s.Flavour] = true
+		}
+	}
+	added := map[v1alpha1.Flavour]bool{}
+	for _, s := range shards {
+		f, ok := FlavourFor(s.Flavour)
+		if !ok || s.Claim == "" || profile[s.Flavour] || !f.TenantGuards().any() {
+			continue
+		}
+		if !added[s.Flavour] {
+			claimed, added[s.Flavour] = claimed.with(f.TenantGuards()), true
+		}
+		ns, _, _ := strings.Cut(s.Claim, "/")
+		namespaces = append(namespaces, ns)
+	}
+	slices.Sort(namespaces)
+	return cluster, claimed, slices.Compact(namespaces)
+}

@@ -1,6 +1,8 @@
 package render
 
 import (
+	"slices"
+
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -112,6 +114,13 @@ type TenantGuards struct {
 	// frontends' catch-all. Refused on Ingresses (an allocated one cannot take a default backend),
 	// and allocation refuses such routes on these shards (routekinds.Kind.Refusal).
 	SharesRouteSpecs bool
+}
+
+// with is g and h together.
+func (g TenantGuards) with(h TenantGuards) TenantGuards {
+	return TenantGuards{Annotations: append(slices.Clone(g.Annotations), h.Annotations...),
+		ExternalNameServices: g.ExternalNameServices || h.ExternalNameServices,
+		SharesRouteSpecs:     g.SharesRouteSpecs || h.SharesRouteSpecs}
 }
 
 // any reports whether g guards anything.

@@ -119,3 +119,25 @@ func SharesRouteSpecs(s v1alpha1.ShardSpec) bool {
 	f, ok := FlavourFor(s.Flavour)
 	return ok && f.TenantGuards().SharesRouteSpecs
 }
+
+// ClaimLimits say, for a cluster with the given capabilities, why a new IngressClaim may not have
+// flavour f (unclaimable: its routers read tenants' annotations and the cluster serves no
+// ValidatingAdmissionPolicy to keep them out, or this binary renders no such flavour), and why
+// its claimed routers would serve no HTTPRoute (noHTTPRoutes); "" each when nothing stands in the way.
+func ClaimLimits(f v1alpha1.Flavour, admissionPolicy, gatewayAPI bool) (unclaimable, noHTTPRoutes string) {
+	flavour, ok := FlavourFor(f)
+	switch {
+	case !ok:
+		return "this Shardgate renders no such flavour", "this Shardgate renders no such flavour"
+	case !admissionPolicy && flavour.TenantGuards().any():
+		unclaimable = "they read tenants' annotations as shared configuration, which only the admission policy keeps " +
+			"from them, and the cluster serves no ValidatingAdmissionPolicy (Kubernetes 1.30 or later)"
+	}
+	switch {
+	case !gatewayAPI:
+		noHTTPRoutes = "the cluster serves no Gateway API (the ClusterIngress' GatewayAPIAvailable says why)"
+	case flavour.GatewayClassController() == "":
+		noHTTPRoutes = string(f) + " routers serve no HTTPRoute"
+	}
+	return unclaimable, noHTTPRoutes
+}

@@ -1,6 +1,7 @@
 package render_test
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -92,5 +93,45 @@ func review30Compare(t *testing.T, base, withClaim *admissionregistrationv1.Vali
 	if len(withClaim.Spec.MatchConstraints.ResourceRules) != len(base.Spec.MatchConstraints.ResourceRules) {
 		t.Errorf("tenant team-a's HAProxy claim makes the cluster-wide policy match more resources: %d rules, %d without the claim",
 			len(withClaim.Spec.MatchConstraints.ResourceRules), len(base.Spec.MatchConstraints.ResourceRules))
+	}
+}
+
+// TestClaimGuardsHoldInTheClaimsNamespaces: the guards of a flavour only claimed shards run are a
+// policy of their own, bound to those claims' namespaces; a profile shard of the flavour makes
+// them cluster-wide again (one policy).
+func TestClaimGuardsHoldInTheClaimsNamespaces(t *testing.T) {
+	claim := func(ns string) v1alpha1.ClaimRecord {
+		return v1alpha1.ClaimRecord{Namespace: ns, Name: "mine", Shard: "mine-" + ns, Replicas: 1, Flavour: v1alpha1.FlavourHAProxy}
+	}
+	render1 := func(shards []v1alpha1.ShardSpec) map[string]*admissionregistrationv1.ValidatingAdmissionPolicyBinding {
+		ci := &v1alpha1.ClusterIngress{Spec: v1alpha1.ClusterIngressSpec{Shards: v1alpha1.ResolveShards(shards),
+			Claims: v1alpha1.ClaimSettings{Allowed: true}},
+			Status: v1alpha1.ClusterIngressStatus{Domain: "c1.z.test", Claims: []v1alpha1.ClaimRecord{claim("team-b"), claim("team-a")}}}
+		d, err := render.RenderDesired(render.DesiredInput{ClusterDomain: "c1.z.test", TTL: 60, ShardgateUser: "u",
+			AdmissionPolicy: true, RouteKinds: routekinds.Registry{routekinds.Ingress{}}, Shards: ci.Shards()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]*admissionregistrationv1.ValidatingAdmissionPolicyBinding{}
+		for _, o := range d.All() {
+			if o.GetKind() == "ValidatingAdmissionPolicyBinding" {
+				b := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{}
+				if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, b); err != nil {
+					t.Fatal(err)
+				}
+				out[b.Name] = b
+			}
+		}
+		return out
+	}
+	bindings := render1([]v1alpha1.ShardSpec{{Name: "default", Flavour: v1alpha1.FlavourTraefik}})
+	scoped := bindings["shardgate-claim-guards"]
+	if len(bindings) != 2 || scoped == nil || scoped.Spec.MatchResources == nil ||
+		fmt.Sprint(scoped.Spec.MatchResources.NamespaceSelector.MatchExpressions) != "[{kubernetes.io/metadata.name In [team-a team-b]}]" {
+		t.Fatalf("bindings %+v, want the claim guards bound to team-a and team-b", bindings)
+	}
+	if b := render1([]v1alpha1.ShardSpec{{Name: "default", Flavour: v1alpha1.FlavourTraefik},
+		{Name: "public", Flavour: v1alpha1.FlavourHAProxy}}); len(b) != 1 {
+		t.Errorf("with a profile shard of the flavour: bindings %v, want the one cluster-wide", b)
 	}
 }

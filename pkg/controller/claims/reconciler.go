@@ -66,6 +66,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	in := claims.Input{Settings: ci.Spec.Claims, Records: ci.Status.Claims, ClusterDomain: ci.Status.Domain,
 		Ingresses: map[string]bool{}, HTTPRoutes: map[string]bool{}, Ready: map[string]int32{}, HeldHosts: map[string]string{},
 		Now: r.now(), Grace: r.ReclaimGrace, DefaultFlavour: ci.Spec.DefaultFlavour()}
+	caps := cluster.Capabilities()
+	in.WhyUnclaimable = func(f v1alpha1.Flavour) string {
+		why, _ := render.ClaimLimits(f, caps.AdmissionPolicy, caps.GatewayAPI.RoutersServe())
+		return why
+	}
+	in.WhyNoHTTPRoutes = func(f v1alpha1.Flavour) string {
+		_, why := render.ClaimLimits(f, caps.AdmissionPolicy, caps.GatewayAPI.RoutersServe())
+		return why
+	}
 	for _, s := range ci.Spec.ShardsOrDefault() {
 		in.ProfileShards = append(in.ProfileShards, s.Name)
 	}
