@@ -13,11 +13,13 @@ import (
 
 // canaryObjects: a Service on the shard's routers' canary port and a route for
 // shardgate-canary.<domain><path> on the shard, of each route kind that routes the shard's canary
-// (an Ingress of the flavour's class), so that a request for the canary host travels the path
-// every route does (DNS, the shard's entry point, the router's host routing, a Service backend)
-// without any workload of its own. The flavour says what is asked and answered.
+// (an Ingress of the flavour's class; with gateway, the shard's routers serving its Gateway, an
+// HTTPRoute for shardgate-canary-gateway.<domain> through it too), so that a request for the
+// canary host travels the path every route does (DNS, the shard's entry point, the router's host
+// routing, a Service backend) without any workload of its own. The flavour says what is asked and
+// answered.
 func canaryObjects(f Flavour, s v1alpha1.ShardSpec, domain string, labels map[string]string, kinds routekinds.Registry,
-) ([]Object, error) {
+	gateway bool) ([]Object, error) {
 	name := names.CanaryName(s.Name)
 	fc := f.Canary()
 	svc := &corev1.Service{
@@ -33,7 +35,10 @@ func canaryObjects(f Flavour, s v1alpha1.ShardSpec, domain string, labels map[st
 		meta.Annotations = map[string]string{v1alpha1.ShardClassAnnotation: class}
 	}
 	c := routekinds.Canary{Shard: s, Meta: meta, Host: names.CanaryHost(domain),
-		Path: fc.Path, Service: name, Port: "ping", IngressClass: f.IngressClass().Name}
+		Path: fc.Path, Service: name, Port: "ping", PortNumber: fc.Port, IngressClass: f.IngressClass().Name}
+	if gateway {
+		c.GatewayHost = names.CanaryGatewayHost(domain)
+	}
 	for _, k := range kinds {
 		if route := k.CanaryRoute(c); route != nil {
 			objs = append(objs, Object{k.GroupVersionKind(), route})

@@ -65,7 +65,7 @@ func RenderShard(f Flavour, in RenderInput) ([]*unstructured.Unstructured, error
 		objs = append(objs, gatewayRole(f, name, labels)...)
 	}
 	if in.Canary {
-		canary, err := canaryObjects(f, s, in.Domain, labels, in.RouteKinds)
+		canary, err := canaryObjects(f, s, in.Domain, labels, in.RouteKinds, in.GatewayAPI && f.GatewayClassController() != "")
 		if err != nil {
 			return nil, err
 		}

@@ -323,8 +323,27 @@ func (HTTPRoute) Guards() []Guard {
 	}}
 }
 
-// CanaryRoute implements Kind: the Ingress kind routes every shard's canary.
-func (HTTPRoute) CanaryRoute(Canary) client.Object { return nil }
+// CanaryRoute implements Kind: on a shard whose routers serve its Gateway, a second canary route
+// for the Gateway's own host (GatewayHost), attached to that Gateway, so that the seed's request
+// travels what every HTTPRoute does; none elsewhere (the Ingress kind routes every shard's canary).
+func (HTTPRoute) CanaryRoute(c Canary) client.Object {
+	if c.GatewayHost == "" {
+		return nil
+	}
+	return &gatewayv1.HTTPRoute{
+		ObjectMeta: c.Meta,
+		Spec: gatewayv1.HTTPRouteSpec{
+			CommonRouteSpec: gatewayv1.CommonRouteSpec{ParentRefs: []gatewayv1.ParentReference{shardGatewayRef(c.Shard.Name)}},
+			Hostnames:       []gatewayv1.Hostname{gatewayv1.Hostname(c.GatewayHost)},
+			Rules: []gatewayv1.HTTPRouteRule{{
+				Matches: []gatewayv1.HTTPRouteMatch{{Path: &gatewayv1.HTTPPathMatch{
+					Type: ptr.To(gatewayv1.PathMatchExact), Value: ptr.To(c.Path)}}},
+				BackendRefs: []gatewayv1.HTTPBackendRef{{BackendRef: gatewayv1.BackendRef{BackendObjectReference: gatewayv1.BackendObjectReference{
+					Name: gatewayv1.ObjectName(c.Service), Port: ptr.To(gatewayv1.PortNumber(c.PortNumber))}}}},
+			}},
+		},
+	}
+}
 
 // isParent: p is the parent Gateway tenants attach to. Its namespace must be written out: a
 // parentRef without one means the route's own namespace.

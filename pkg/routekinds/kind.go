@@ -187,4 +187,9 @@ type Canary struct {
 	// IngressClass is the class of the shard's router flavour (render.Flavour), which an Ingress
 	// canary names: a router serves only its own flavour's class.
 	IngressClass string
+	// PortNumber is Port's number (Gateway API names backend ports by number).
+	PortNumber int32
+	// GatewayHost, set when the shard's routers serve its Gateway, is the host only an HTTPRoute
+	// canary routes, through that Gateway (names.CanaryGatewayHost): the seed requests it too.
+	GatewayHost string
 }

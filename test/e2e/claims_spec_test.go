@@ -290,8 +290,16 @@ func (c *claimsEnv) waitShard(ns, name, shard string) {
 	c.t.Helper()
 	eventually(c.ctx, c.t, 2*time.Minute, func() (bool, string) {
 		ing := c.ingress(ns, name)
+		// What the namespace's claims say of their bindings, should the route not follow them.
+		claims := &v1alpha1.IngressClaimList{}
+		must(c.t, c.u.Client.List(c.ctx, claims, client.InNamespace(ns)))
+		var bound []string
+		for _, m := range claims.Items {
+			bound = append(bound, fmt.Sprintf("%s: %s %v (%s)", m.Name, m.Status.Phase, m.Status.BoundIngresses, m.ResourceVersion))
+		}
 		return ing.Labels[v1alpha1.ShardLabel] == shard && ing.Annotations[v1alpha1.AllocationAnnotation] == v1alpha1.AllocationAllocated,
-			fmt.Sprintf("%s/%s on %q (%s), want %s", ns, name, ing.Labels[v1alpha1.ShardLabel], ing.Annotations[v1alpha1.AllocationAnnotation], shard)
+			fmt.Sprintf("%s/%s on %q (%s, resourceVersion %s), want %s; claims %v", ns, name, ing.Labels[v1alpha1.ShardLabel],
+				ing.Annotations[v1alpha1.AllocationAnnotation], ing.ResourceVersion, shard, bound)
 	})
 }
 

@@ -90,6 +90,25 @@ func GatewaySpec(ctx context.Context, t *testing.T, inputGetter func() GatewaySp
 		served(t, host, "hello from web in ns-a")
 	})
 
+	t.Run("the canary requests the shard through its Gateway too", func(t *testing.T) {
+		host := names.CanaryGatewayHost(domain)
+		waitAnswer(ctx, t, in.DNS, host, framework.AnswerIs(in.NodeIP))
+		traefik, _ := render.FlavourFor(v1alpha1.FlavourTraefik)
+		c := traefik.Canary()
+		eventually(ctx, t, 30*time.Second, func() (bool, string) {
+			code, body, err := in.Fabric.GetPath(ctx, in.NodeIP+":80", host, c.Path)
+			return err == nil && code == 200 && strings.TrimSpace(body) == c.Body, fmt.Sprintf("%s%s: %d %q %v", host, c.Path, code, body, err)
+		})
+		// Only the canary's HTTPRoute routes that host: the Ingress canary's host is another.
+		if code, _, err := in.Fabric.GetPath(ctx, in.NodeIP+":80", host, "/"); err != nil || code != 404 {
+			t.Errorf("%s/: %d %v, want the router's 404", host, code, err)
+		}
+		eventually(ctx, t, time.Minute, func() (bool, string) {
+			c := condition(ctx, t, seed, key("g1"), v1alpha1.ConditionRoutesServing)
+			return c != nil && c.Status == metav1.ConditionTrue, fmt.Sprintf("RoutesServing %+v", c)
+		})
+	})
+
 	t.Run("a host has one owner across Ingresses and HTTPRoutes", func(t *testing.T) {
 		held := "held." + domain
 		must(t, u.Client.Create(ctx, routeIngress("ns-a", "held", held)))
@@ -220,7 +239,8 @@ func TestGatewayAPI(t *testing.T) {
 	// The cluster owner installed Gateway API before Shardgate came (TestTLS has Shardgate install
 	// it): Shardgate uses the CRDs as they are.
 	must(t, framework.InstallGatewayAPI(ctx, env.Users[0]))
-	framework.StartController(t, env.Seed, "--dns-zone="+env.DNS.Zone)
+	framework.StartController(t, env.Seed, "--dns-zone="+env.DNS.Zone, "--dns-verify-servers="+env.DNS.Addr, "--canary-interval=3s",
+		"--canary-proxy="+env.Fabrics[0].StartProxy(t), "--canary-allow-cidrs=10.123.0.0/16") // the fabric's nodes
 	GatewaySpec(ctx, t, func() GatewaySpecInput {
 		return GatewaySpecInput{Seed: env.Seed, User: env.Users[0], DNS: env.DNS, Fabric: env.Fabrics[0],
 			NodeIP: env.Nodes[0][0].IP}

@@ -79,10 +79,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	var failing []string
 	values := map[string]float64{}
 	for _, s := range ci.Shards() {
-		host := names.CanaryHost(names.ShardDomain(s.Name, ci.Status.Domain))
-		st := v1alpha1.CanaryStatus{Shard: s.Name, Host: host, Conditions: prev[s.Name].Conditions}
+		domain := names.ShardDomain(s.Name, ci.Status.Domain)
+		st := v1alpha1.CanaryStatus{Shard: s.Name, Host: names.CanaryHost(domain), Conditions: prev[s.Name].Conditions}
 		last := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionRoutesServing)
-		cond, err := r.check(ctx, req, s, host, ready[s.Name], last)
+		cond, err := r.check(ctx, req, s, domain, ready[s.Name], last)
 		if err != nil {
 			return ctrl.Result{}, err
 		}
@@ -112,8 +112,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 }
 
 // check is RoutesServing of one shard: its flavour's canary request, through the shard's entry
-// port to the addresses its canary host resolves to, once it has a ready router.
-func (r *Reconciler) check(ctx context.Context, req ctrl.Request, s v1alpha1.ShardSpec, host string, ready int32,
+// port to the addresses its canary host resolves to, once it has a ready router; where its
+// routers serve its Gateway, the same request for the Gateway's canary host too.
+func (r *Reconciler) check(ctx context.Context, req ctrl.Request, s v1alpha1.ShardSpec, domain string, ready int32,
 	last *metav1.Condition) (metav1.Condition, error) {
 	notServing := func(reason, msg string) metav1.Condition {
 		return metav1.Condition{Type: v1alpha1.ConditionRoutesServing, Status: metav1.ConditionFalse,
@@ -142,9 +143,29 @@ func (r *Reconciler) check(ctx context.Context, req ctrl.Request, s v1alpha1.Sha
 		return metav1.Condition{}, err
 	}
 	c := flavour.Canary()
-	res := canary.Probe(ctx, host, port, canary.Request{Path: c.Path, Body: c.Body}, r.Refused, r.Resolve, r.Get)
+	req1 := canary.Request{Path: c.Path, Body: c.Body}
+	res := canary.Probe(ctx, names.CanaryHost(domain), port, req1, r.Refused, r.Resolve, r.Get)
 	checks.WithLabelValues(res.Reason).Inc()
+	if res.Reason == v1alpha1.ReasonServing && r.servesGateway(req, flavour) {
+		// And through the shard's Gateway: what every HTTPRoute travels (the canary's HTTPRoute).
+		if err := r.Limiter.Wait(ctx); err != nil {
+			return metav1.Condition{}, err
+		}
+		gw := canary.Probe(ctx, names.CanaryGatewayHost(domain), port, req1, r.Refused, r.Resolve, r.Get)
+		checks.WithLabelValues(gw.Reason).Inc()
+		if gw.Reason != v1alpha1.ReasonServing {
+			gw.Failure = "through the shard's Gateway (the canary's HTTPRoute): " + gw.Failure
+			res = gw
+		}
+	}
 	return canary.Condition(last, res), nil
+}
+
+// servesGateway reports whether the shard's routers serve its Gateway (the cluster serves Gateway
+// API to them and the flavour has a GatewayClass), so that the canary's HTTPRoute routes it too.
+func (r *Reconciler) servesGateway(req ctrl.Request, f render.Flavour) bool {
+	cluster, ok := r.Access.Get(req.NamespacedName)
+	return ok && f.GatewayClassController() != "" && cluster.Capabilities().GatewayAPI.RoutersServe()
 }
 
 // entryPort is where users reach the shard's routers at its DNS targets: 80, or the NodePort of
