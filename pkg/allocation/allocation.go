@@ -391,7 +391,9 @@ func (p *planner) checkShardName(h string, s *Shard, r Route) error {
 	if rest != s.Domain {
 		return nil
 	}
-	if label == names.CanaryLabel || label == names.CanaryGatewayLabel {
+	// The Gateway canary's label was any host's before it was reserved: a route that held one then
+	// keeps it (its routers keep serving it; the canary's route is the more specific one).
+	if label == names.CanaryLabel || label == names.CanaryGatewayLabel && !slices.Contains(r.HeldHosts, h) {
 		return fmt.Errorf("host %s is reserved for Shardgate's canary of shard %s", h, s.Name)
 	}
 	if ns, name, ok := names.DefaultHostOwner(label); ok && (ns != r.Namespace || name != r.Name) {

@@ -113,15 +113,21 @@ func Decide(in Input) Output {
 			IngressesGoneSince: prev.IngressesGoneSince, Flavour: prev.Flavour, Image: prev.Image}
 		admitted := had && prev.Shard != ""
 		lostName := ""
-		if admitted && profile[prev.Shard] {
-			// The profile's shard wins its name: the claim starts over as a new one.
+		// The profile's shard wins its name, as does the Gateway canary's label (reserved after a
+		// claim may have taken it): the claim starts over as a new one.
+		if admitted && (profile[prev.Shard] || prev.Shard == names.CanaryGatewayLabel) {
 			lostName, admitted = prev.Shard, false
 			rec = v1alpha1.ClaimRecord{Namespace: c.Namespace, Name: c.Name}
 		}
 		problem := overLimits(c, s, perNamespace[c.Namespace])
 		invalid := invalidResources(c.Spec.Resources, s.MaxResources)
 		flavour := cmp.Or(c.Spec.Flavour, in.DefaultFlavour)
-		noRoutes := why(in.WhyNoHTTPRoutes, cmp.Or(rec.Flavour, flavour))
+		// The routers it runs: an admitted claim's flavour, whatever an edit asks for.
+		runs := flavour
+		if admitted {
+			runs = cmp.Or(rec.Flavour, in.DefaultFlavour)
+		}
+		noRoutes := why(in.WhyNoHTTPRoutes, runs)
 		switch {
 		case !admitted && !s.Allowed:
 			out.Records = append(out.Records, failed(rec, v1alpha1.ReasonClaimsNotAllowed, "the cluster's IngressProfile does not allow IngressClaims"))
@@ -224,8 +230,12 @@ func Decide(in Input) Output {
 			rec.Reason, rec.Message = v1alpha1.ReasonClaimEditRefused, msg
 		}
 		if lostName != "" {
+			taker := "the profile's shard " + lostName
+			if !profile[lostName] {
+				taker = "Shardgate's canary (through the default shard's Gateway)"
+			}
 			rec.Reason, rec.Message = v1alpha1.ReasonClaimShardNameTaken, fmt.Sprintf(
-				"the profile's shard %s took this claim's shard name; its routers are provisioned again as shard %s", lostName, rec.Shard)
+				"%s took this claim's shard name %s; its routers are provisioned again as shard %s", taker, lostName, rec.Shard)
 		}
 		out.Records = append(out.Records, rec)
 	}

@@ -6,6 +6,7 @@
 package kubectlplugin
 
 import (
+	"slices"
 	"sort"
 	"strings"
 
@@ -84,7 +85,10 @@ func Explain(k routekinds.Kind, route client.Object, shardDomains map[string]str
 		return e
 	}
 	shard := routekinds.Shard{Name: e.Shard, Domain: e.ShardDomain}
-	e.Served, e.RouterProblems = k.Published(route, []routekinds.Shard{shard}), k.RouterProblems(route, shard)
+	e.RouterProblems = k.RouterProblems(route, shard)
+	// Named in its status, and not refused there (Accepted=False: the routers' own word).
+	e.Served = k.Published(route, []routekinds.Shard{shard}) &&
+		!slices.ContainsFunc(e.RouterProblems, func(p string) bool { return strings.HasPrefix(p, "Accepted=") })
 	for _, h := range splitHosts(a[v1alpha1.HostsAnnotation]) {
 		host := Host{Name: h, UnderShardDomain: e.ShardDomain != "" && (h == e.ShardDomain || strings.HasSuffix(h, "."+e.ShardDomain))}
 		addrs, err := lookup(h)

@@ -68,11 +68,11 @@ func printExplanation(w io.Writer, kind string, e Explanation) {
 	fmt.Fprintf(w, "State:\tAllocated\nShard:\t%s\n", e.Shard)
 	routers := "serving it (its status says so)"
 	if !e.Served {
-		routers = "not in its status yet (they have not picked it up; a router of the shard may not be ready)"
+		routers = "not serving it by its status (not picked up yet, a router of the shard not ready, or refused: see below)"
 	}
 	fmt.Fprintf(w, "Routers:\t%s\n", routers)
 	for _, p := range e.RouterProblems {
-		fmt.Fprintf(w, "Problem:\t%s\n", p)
+		fmt.Fprintf(w, "Problem:\t%s\n", printable(p)) // the routers' and the cluster owner's words
 	}
 	target := e.CNAMETarget
 	if target == "" {

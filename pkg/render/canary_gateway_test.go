@@ -46,7 +46,7 @@ func TestCanaryHTTPRouteOfGatewayServedShards(t *testing.T) {
 		string(r.Spec.ParentRefs[0].Name) != names.ShardGatewayName("default") ||
 		*rule.Matches[0].Path.Value != (Traefik{}).Canary().Path || *rule.Matches[0].Path.Type != gatewayv1.PathMatchExact ||
 		string(rule.BackendRefs[0].Name) != names.CanaryName("default") ||
-		int32(*rule.BackendRefs[0].Port) != (Traefik{}).Canary().Port {
+		*rule.BackendRefs[0].Port != (Traefik{}).Canary().Port {
 		t.Fatalf("canary HTTPRoute %+v", r)
 	}
 	if got := routes(false); len(got) != 0 {

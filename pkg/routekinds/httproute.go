@@ -249,21 +249,45 @@ func (HTTPRoute) Published(route client.Object, shards []Shard) bool {
 
 // RouterProblems implements Kind: the conditions of the shard Gateway's entries among
 // status.parents that are not True (ResolvedRefs False: BackendNotFound, say), as
-// "Type=Status (Reason: message)".
+// "Type=Status (Reason: message)": each once, at most maxRouterProblems of them and
+// maxProblemMessage characters of a message (the status is the routers' and the cluster owner's
+// to write, of any size).
 func (HTTPRoute) RouterProblems(route client.Object, shard Shard) []string {
 	var out []string
+	more := 0
 	for _, p := range route.(*gatewayv1.HTTPRoute).Status.Parents {
 		if !namesOneOf(p, []Shard{shard}) {
 			continue
 		}
 		for _, c := range p.Conditions {
-			if c.Status != metav1.ConditionTrue {
-				out = append(out, fmt.Sprintf("%s=%s (%s: %s)", c.Type, c.Status, c.Reason, c.Message))
+			if c.Status == metav1.ConditionTrue {
+				continue
+			}
+			msg := c.Message
+			if r := []rune(msg); len(r) > maxProblemMessage {
+				msg = string(r[:maxProblemMessage]) + "…"
+			}
+			line := fmt.Sprintf("%s=%s (%s: %s)", c.Type, c.Status, c.Reason, msg)
+			switch {
+			case slices.Contains(out, line):
+			case len(out) == maxRouterProblems:
+				more++
+			default:
+				out = append(out, line)
 			}
 		}
 	}
+	if more > 0 {
+		out = append(out, fmt.Sprintf("and %d more", more))
+	}
 	return out
 }
+
+// How much of a route's status RouterProblems repeats.
+const (
+	maxRouterProblems = 8
+	maxProblemMessage = 300
+)
 
 // Unpublish implements Kind: only the entries of Shardgate's shard Gateways go; other
 // controllers' parents are theirs to tell.
@@ -339,7 +363,7 @@ func (HTTPRoute) CanaryRoute(c Canary) client.Object {
 				Matches: []gatewayv1.HTTPRouteMatch{{Path: &gatewayv1.HTTPPathMatch{
 					Type: ptr.To(gatewayv1.PathMatchExact), Value: ptr.To(c.Path)}}},
 				BackendRefs: []gatewayv1.HTTPBackendRef{{BackendRef: gatewayv1.BackendRef{BackendObjectReference: gatewayv1.BackendObjectReference{
-					Name: gatewayv1.ObjectName(c.Service), Port: ptr.To(gatewayv1.PortNumber(c.PortNumber))}}}},
+					Name: gatewayv1.ObjectName(c.Service), Port: ptr.To(c.PortNumber)}}}},
 			}},
 		},
 	}
