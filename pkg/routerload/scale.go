@@ -13,6 +13,9 @@ import (
 const (
 	DefaultTargetPercent  = 60
 	DefaultScaleDownDelay = 5 * time.Minute
+	// ScaleDownTolerance is how far below what one router fewer carries at Target the load must
+	// fall before it asks for fewer (a fraction, as the HorizontalPodAutoscaler's tolerance).
+	ScaleDownTolerance = 0.1
 )
 
 // Scale is what following load decides a shard's routers from.
@@ -39,6 +42,11 @@ type Scale struct {
 // what keeps the utilization at Target (no further than the eligible nodes), down one router at a
 // time once the load has asked for fewer for Delay, never on unknown load, always within Min and
 // Max. It returns the replicas and when the load began to ask for fewer (nil when it does not).
+//
+// The load asks for fewer once one router fewer would carry it at Target less ScaleDownTolerance,
+// and stops asking once one fewer would carry it above Target: between the two the ask stays as
+// it was. Load that wobbles at a boundary (a cluster's owner can make it) neither restarts the
+// wait nor rewrites the seed's status every recheck.
 func Replicas(s Scale, l v1alpha1.ShardLoadStatus, now time.Time) (int32, *metav1.Time) {
 	hi := max(s.Max, s.Min)
 	cur := min(max(s.Current, s.Min), hi)
@@ -50,16 +58,19 @@ func Replicas(s Scale, l v1alpha1.ShardLoadStatus, now time.Time) (int32, *metav
 	// router starting, Pending, or gone with a report still fresh carries nothing yet, or any
 	// more). The routers that would carry it at Target each:
 	serving := float64(min(max(l.ReportingRouters, s.Ready), cur))
-	want := int32(min(math.Ceil(float64(l.UtilizationPercent)*serving/float64(s.Target)), float64(hi)))
-	want = max(want, s.Min)
+	load, target := float64(l.UtilizationPercent)*serving, float64(s.Target)
+	want := max(int32(min(math.Ceil(load/target), float64(hi))), s.Min)
+	fewer := float64(cur - 1) // what one router fewer carries at Target: fewer*target
 	switch {
 	case want > cur:
 		if s.Bounded {
 			want = min(want, max(s.Eligible, cur))
 		}
 		return want, nil // may be cur: no node for another router
-	case want == cur:
+	case cur <= s.Min || load > fewer*target:
 		return cur, nil
+	case s.BelowSince == nil && load > fewer*target*(1-ScaleDownTolerance):
+		return cur, nil // not clearly fewer yet
 	case s.BelowSince == nil:
 		t := metav1.NewTime(now)
 		return cur, &t

@@ -45,6 +45,13 @@ func TestReplicas(t *testing.T) {
 		{"a lowered max applies at once", with(func(s *Scale) { s.Current = 4; s.Max = 2 }), load(400, 4), 2, false},
 		// One ready router at 60% while two more start: the load is 0.6 of a router, not 1.8.
 		{"routers not ready yet carry nothing", with(func(s *Scale) { s.Current = 3; s.Ready = 1 }), load(60, 1), 3, true},
+		// Three routers at 32%: two would carry 48% each, within a tenth of the target of 50%.
+		{"just fits on one fewer: no wait starts", with(func(s *Scale) { s.Current = 3 }), load(32, 3), 3, false},
+		{"just fits on one fewer: a wait goes on", with(func(s *Scale) { s.Current = 3; s.BelowSince = since(30 * time.Second) }),
+			load(32, 3), 3, true},
+		{"clearly fits on one fewer: the wait starts", with(func(s *Scale) { s.Current = 3 }), load(30, 3), 3, true},
+		{"no longer fits on one fewer: the wait ends", with(func(s *Scale) { s.Current = 3; s.BelowSince = since(30 * time.Second) }),
+			load(34, 3), 3, false},
 		{"a raised least applies at once", with(func(s *Scale) { s.Current = 1; s.Min = 3; s.Max = 2 }), load(0, 1), 3, false},
 	}
 	for _, tt := range tests {

@@ -137,9 +137,9 @@ func loadSpec(ctx context.Context, t *testing.T, in ShardsSpecInput, profile str
 	if failed > 0 {
 		t.Errorf("%d of %d requests failed under load, while its routers went from one to two", failed, n)
 	}
-	// A light client (about 2 requests/s) while the routers go back to one: the router that goes
+	// A light client (about 1 request/s) while the routers go back to one: the router that goes
 	// leaves DNS, drains, then stops.
-	stop = loopClientEvery(ctx, 500*time.Millisecond, in.DNS, in.Fabric, host)
+	stop = loopClientEvery(ctx, time.Second, in.DNS, in.Fabric, host)
 	eventually(ctx, t, 3*time.Minute, func() (bool, string) {
 		want, ready := routers()
 		return want == 1 && ready == 1, fmt.Sprintf("default routers %d (%d ready), want 1 after the load", want, ready)

@@ -85,10 +85,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if loads, err = observe(ctx, cluster.Reader(), reporting, ci.Status.ShardLoad, now); err != nil {
 			return ctrl.Result{}, clusteraccess.DescribeError("read the user cluster's cache", err)
 		}
-		loads = routerload.Publish(ci.Status.ShardLoad, loads)
+		// The routers follow the load the reports say now; status keeps figures that moved less
+		// than a step, which would hold a shard at a size its load no longer asks for.
 		if scaled, err = follow(ctx, cluster.Reader(), ci, reporting, loads, now); err != nil {
 			return ctrl.Result{}, clusteraccess.DescribeError("read the user cluster's cache", err)
 		}
+		loads = routerload.Publish(ci.Status.ShardLoad, loads)
 	} else {
 		// No report can be read: once the last ones would have gone stale, the load is unknown
 		// (never kept Saturated, paging, for a cluster nobody sees). The replicas stay.
