@@ -23,6 +23,7 @@ func review31Shards() []Shard {
 //     reads under any prefix;
 //   - an Ingress with a spec.defaultBackend beside rules or a path with a space (accepted on
 //     Traefik shards: "refusing it there would drop routes on upgrade").
+//
 // The operator's edit was accepted without a word; the reasons appear only on each tenant's route.
 // (The annotation case bites once readAnnotation sees the live annotations: today the user-cluster
 // cache trims them away, see pkg/controller/allocation/review31_trimmed_annotations_test.go.)

@@ -45,6 +45,7 @@ func ptrPathType(p networkingv1.PathType) *networkingv1.PathType { return &p }
 //     shared frontend's use_backend rules: every tenant's host can be sent to the tenant's pods),
 //   - a Service of type ExternalName naming 127.0.0.1 / the metadata service (CVE-2021-25740,
 //     inert under Traefik, which refuses ExternalName Services; HAProxy proxies to it).
+//
 // The operator then changes shard heavy from traefik to haproxy in place. keeps() keeps both
 // Ingresses on heavy, so the HAProxy routers now read the Services; the admission policy that
 // arrives with the HAProxy shard ratchets (an unchanged old value stays). readAnnotation checks
