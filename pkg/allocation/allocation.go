@@ -41,11 +41,6 @@ type Shard struct {
 	// SharesRouteSpecs: its routers put parts of a route's spec into configuration every route
 	// shares; a route with a Refusal is refused here.
 	SharesRouteSpecs bool
-	// ReadsAnnotations are the annotation names (under any prefix) its routers read from a route
-	// as configuration every route shares: a route carrying one is refused here. The admission
-	// policy refuses them on writes; this catches those set before it existed (a shard that
-	// became this flavour, or was added, under routes that had them).
-	ReadsAnnotations []string
 }
 
 // Route is a route of any kind (an Ingress) as the planner sees it.
@@ -76,12 +71,6 @@ type Route struct {
 	// annotation (Shard.RouteClass) would read as their shard filter beside Shardgate's: such a
 	// shard refuses it.
 	ClassAnnotated bool
-	// Annotations are the names of the route's annotations (Shard.ReadsAnnotations).
-	Annotations []string
-	// SelectableByClass: routers that select their routes by Shardgate's class annotation
-	// (Shard.RouteClass) serve this route whatever class it names (an Ingress), so its shard keeps
-	// it when the shard's flavour changes to theirs.
-	SelectableByClass bool
 }
 
 // Config is the cluster-wide allocation policy.
@@ -265,7 +254,7 @@ func (p *planner) allocate(r Route) Allocation {
 		if s == nil {
 			return reject("host %s is under the cluster domain but under no shard's domain", norm)
 		}
-		if !keeps(s, r) {
+		if !serves(s, r) {
 			return reject("host %s is under shard %s's domain, whose routers are %s; its class asks for %s routers",
 				norm, s.Name, s.Flavour, r.Flavour)
 		}
@@ -281,7 +270,7 @@ func (p *planner) allocate(r Route) Allocation {
 	if cur != nil && cur.Claim != "" && r.Pin != cur.Name {
 		cur = nil // a claimed shard keeps only what its claim binds
 	}
-	if cur != nil && !keeps(cur, r) {
+	if cur != nil && !serves(cur, r) {
 		cur = nil // the route names another flavour's class now: its routers no longer serve it
 	}
 	switch {
@@ -335,10 +324,6 @@ func (p *planner) allocate(r Route) Allocation {
 	shard := p.byName[a.Shard]
 	if shard.SharesRouteSpecs && r.Refusal != "" {
 		return reject("shard %s's %s routers share route specs between tenants: %s", shard.Name, shard.Flavour, r.Refusal)
-	}
-	if name := readAnnotation(shard.ReadsAnnotations, r.Annotations); name != "" {
-		return reject("shard %s's %s routers read annotation %s as configuration every tenant's routes share; remove it",
-			shard.Name, shard.Flavour, name)
 	}
 	if shard.RouteClass != "" && r.ClassAnnotated {
 		return reject("shard %s's %s routers select their routes by an ingress.class annotation, which the route's "+
@@ -449,25 +434,6 @@ func (p *planner) candidates(r Route, forced string) []ShardLoad {
 // serves reports whether the shard's routers are the flavour the route's class asks for.
 func serves(s *Shard, r Route) bool {
 	return s.Flavour == "" || r.Flavour == "" || s.Flavour == r.Flavour
-}
-
-// keeps reports whether the shard serves the route, or keeps it where it is: a route its routers
-// select by Shardgate's class annotation, whatever class it names, stays on the shard when the
-// shard's flavour changes to theirs (in place: its routers roll from one flavour to the other).
-func keeps(s *Shard, r Route) bool {
-	return serves(s, r) || (s.RouteClass != "" && r.SelectableByClass && r.Shard == s.Name)
-}
-
-// readAnnotation is the first of the route's annotations the routers read ("" for none): a name
-// in reads, under any prefix (as the admission policy matches them).
-func readAnnotation(reads, annotations []string) string {
-	for _, k := range slices.Sorted(slices.Values(annotations)) {
-		name := k[strings.LastIndex(k, "/")+1:]
-		if slices.Contains(reads, name) {
-			return k
-		}
-	}
-	return ""
 }
 
 // anyServes reports whether a shard the planner may choose has the routers the route asks for.

@@ -120,15 +120,6 @@ func SharesRouteSpecs(s v1alpha1.ShardSpec) bool {
 	return ok && f.TenantGuards().SharesRouteSpecs
 }
 
-// ReadsAnnotations are the annotations a shard's routers read from a route as configuration every
-// route shares (TenantGuards.Annotations): allocation refuses routes that carry one there.
-func ReadsAnnotations(s v1alpha1.ShardSpec) []string {
-	if f, ok := FlavourFor(s.Flavour); ok {
-		return f.TenantGuards().Annotations
-	}
-	return nil
-}
-
 // ClaimLimits say, for a cluster with the given capabilities, why a new IngressClaim may not have
 // flavour f (unclaimable: its routers read tenants' annotations and the cluster serves no
 // ValidatingAdmissionPolicy to keep them out, or this binary renders no such flavour), and why

@@ -332,13 +332,9 @@ func TestFlavourConformance(t *testing.T) {
 	t.Cleanup(cancel) // after the flavours' parallel subtests
 	flavours := render.Flavours()
 	nodes := make([][]framework.RealNodeSpec, len(flavours)+1)
-	for i, f := range flavours {
+	for i := range flavours {
 		nodes[i] = []framework.RealNodeSpec{{Name: "n1", Labels: map[string]string{"role": "a"}},
 			{Name: "n2", Labels: map[string]string{"role": "a"}}, {Name: "n3", Labels: map[string]string{"role": "b"}}}
-		if _, ok := flavourChanges[f.Name()]; ok {
-			// Shard b's second router, for FlavourChangeSpec (role b from then on).
-			nodes[i] = append(nodes[i], framework.RealNodeSpec{Name: "n4", Labels: map[string]string{"role": "spare"}})
-		}
 	}
 	// And one cluster with a shard of each flavour, a node each.
 	mixed := len(flavours)
@@ -365,16 +361,10 @@ func TestFlavourConformance(t *testing.T) {
 	for i, f := range flavours {
 		t.Run(string(f.Name()), func(t *testing.T) {
 			t.Parallel() // a user cluster each
-			input := func() ConformanceSpecInput {
+			ConformanceSpec(ctx, t, func() ConformanceSpecInput {
 				return ConformanceSpecInput{Flavour: f, Seed: env.Seed, User: env.Users[i], DNS: env.DNS, Roots: roots,
 					Fabric: env.Fabrics[i], Nodes: env.Nodes[i], ClusterID: "conf-" + string(f.Name()), Issuer: "pebble"}
-			}
-			ConformanceSpec(ctx, t, input)
-			if to, ok := flavourChanges[f.Name()]; ok && !t.Failed() {
-				t.Run("a live shard changes flavour to "+string(to)+" under a looping client", func(t *testing.T) {
-					FlavourChangeSpec(ctx, t, input(), to)
-				})
-			}
+			})
 		})
 	}
 }
