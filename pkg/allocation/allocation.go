@@ -41,6 +41,11 @@ type Shard struct {
 	// SharesRouteSpecs: its routers put parts of a route's spec into configuration every route
 	// shares; a route with a Refusal is refused here.
 	SharesRouteSpecs bool
+	// ReadsAnnotations are the annotation names (under any prefix) its routers read from a route
+	// as configuration every route shares: a route carrying one is refused here. The admission
+	// policy refuses them on writes; this catches those set before it existed (a route that named
+	// the flavour's class before the cluster had a shard of it).
+	ReadsAnnotations []string
 }
 
 // Route is a route of any kind (an Ingress) as the planner sees it.
@@ -71,6 +76,8 @@ type Route struct {
 	// annotation (Shard.RouteClass) would read as their shard filter beside Shardgate's: such a
 	// shard refuses it.
 	ClassAnnotated bool
+	// Annotations are the names of the route's annotations (Shard.ReadsAnnotations).
+	Annotations []string
 }
 
 // Config is the cluster-wide allocation policy.
@@ -325,6 +332,10 @@ func (p *planner) allocate(r Route) Allocation {
 	if shard.SharesRouteSpecs && r.Refusal != "" {
 		return reject("shard %s's %s routers share route specs between tenants: %s", shard.Name, shard.Flavour, r.Refusal)
 	}
+	if name := readAnnotation(shard.ReadsAnnotations, r.Annotations); name != "" {
+		return reject("shard %s's %s routers read annotation %s as configuration every tenant's routes share; remove it",
+			shard.Name, shard.Flavour, name)
+	}
 	if shard.RouteClass != "" && r.ClassAnnotated {
 		return reject("shard %s's %s routers select their routes by an ingress.class annotation, which the route's "+
 			"own ingress.class annotation would contradict; remove it and name the class in spec.ingressClassName",
@@ -434,6 +445,18 @@ func (p *planner) candidates(r Route, forced string) []ShardLoad {
 // serves reports whether the shard's routers are the flavour the route's class asks for.
 func serves(s *Shard, r Route) bool {
 	return s.Flavour == "" || r.Flavour == "" || s.Flavour == r.Flavour
+}
+
+// readAnnotation is the first of the route's annotations the routers read ("" for none): a name
+// in reads, under any prefix (as the admission policy matches them).
+func readAnnotation(reads, annotations []string) string {
+	for _, k := range slices.Sorted(slices.Values(annotations)) {
+		name := k[strings.LastIndex(k, "/")+1:]
+		if slices.Contains(reads, name) {
+			return k
+		}
+	}
+	return ""
 }
 
 // anyServes reports whether a shard the planner may choose has the routers the route asks for.

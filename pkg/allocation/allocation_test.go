@@ -445,3 +445,34 @@ func TestACustomHostHasOneShard(t *testing.T) {
 		}
 	}
 }
+
+// TestSharedConfigAnnotationsAreRefusedWhereRead: a route carrying an annotation a shard's routers
+// read as shared configuration, under any prefix, is refused there with its name, and goes where
+// no router reads it; a route without one, or with one of a similar name, is not.
+func TestSharedConfigAnnotationsAreRefusedWhereRead(t *testing.T) {
+	shards := []Shard{
+		{Name: "default", Domain: "c1.z", Capacity: 1, Flavour: "traefik"},
+		{Name: "heavy", Domain: "heavy.c1.z", Capacity: 1, Flavour: "haproxy", ReadsAnnotations: []string{"route-acl"}},
+	}
+	with := func(r Route, flavour string, annotations ...string) Route {
+		r.Flavour, r.Annotations = flavour, annotations
+		return r
+	}
+	p := plan(t, "LeastRoutes", nil, shards,
+		with(route("ns", "a", 1, ""), "haproxy", "example.com/x", "haproxy.org/route-acl"),
+		with(route("ns", "b", 2, ""), "haproxy", "route-acl"),
+		with(route("ns", "c", 3, ""), "haproxy", "example.com/route-acl-x", "x.io/my-route-acl"),
+		with(route("ns", "d", 4, ""), "traefik", "haproxy.org/route-acl"),
+	)
+	for key, why := range map[string]string{"ns/a": "read annotation haproxy.org/route-acl as configuration",
+		"ns/b": "read annotation route-acl as configuration"} {
+		if a := p[key]; !a.Rejected || !strings.Contains(a.Reason, "shard heavy's haproxy routers "+why) {
+			t.Errorf("%s: %+v, want refused: %s", key, a, why)
+		}
+	}
+	for key, shard := range map[string]string{"ns/c": "heavy", "ns/d": "default"} {
+		if a := p[key]; a.Rejected || a.Shard != shard {
+			t.Errorf("%s: %+v, want shard %s", key, a, shard)
+		}
+	}
+}

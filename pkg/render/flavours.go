@@ -13,6 +13,14 @@ import (
 // is registered here (and allowed in v1alpha1.Flavour's enum).
 var builtin = []Flavour{Traefik{}, HAProxy{}}
 
+// The Ingress cache keeps what the built-in flavours read as shared configuration, for allocation
+// to refuse (ReadsAnnotations).
+func init() {
+	for _, f := range builtin {
+		routekinds.KeepSharedConfigAnnotations(f.TenantGuards().Annotations...)
+	}
+}
+
 // registry is builtin plus what tests register: a package variable because the flavours are a
 // property of the binary, read by pure functions all over (validation, allocation, rendering),
 // like the scheme's types.
@@ -118,6 +126,15 @@ func ShardRouteClass(s v1alpha1.ShardSpec) string {
 func SharesRouteSpecs(s v1alpha1.ShardSpec) bool {
 	f, ok := FlavourFor(s.Flavour)
 	return ok && f.TenantGuards().SharesRouteSpecs
+}
+
+// ReadsAnnotations are the annotations a shard's routers read from a route as configuration every
+// route shares (TenantGuards.Annotations): allocation refuses routes that carry one there.
+func ReadsAnnotations(s v1alpha1.ShardSpec) []string {
+	if f, ok := FlavourFor(s.Flavour); ok {
+		return f.TenantGuards().Annotations
+	}
+	return nil
 }
 
 // ClaimLimits say, for a cluster with the given capabilities, why a new IngressClaim may not have

@@ -91,8 +91,10 @@ func trimIngress(obj any) (any, error) {
 	meta := watchcache.TrimMeta(ing.ObjectMeta, ingressAnnotations)
 	// Every ingress.class under any prefix: routers that select by class annotation read them all
 	// (allocation.ClassAnnotated), and one naming a shard's routers is Shardgate's to take away.
+	// And what a flavour's routers read as configuration every route shares, under any prefix:
+	// allocation refuses a route carrying one on such a shard (allocation.Shard.ReadsAnnotations).
 	for k, v := range ing.Annotations {
-		if allocation.IsClassAnnotation(k) {
+		if allocation.IsClassAnnotation(k) || readAsSharedConfig(k) {
 			if meta.Annotations == nil {
 				meta.Annotations = map[string]string{}
 			}

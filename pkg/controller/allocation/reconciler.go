@@ -3,6 +3,7 @@ package allocation
 import (
 	"context"
 	"errors"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -153,7 +154,8 @@ func allocShards(ctx context.Context, rd client.Reader, specs []v1alpha1.ShardSp
 	var out []allocation.Shard
 	for _, s := range specs {
 		as := allocation.Shard{Name: s.Name, Labels: s.Labels, Domain: names.ShardDomain(s.Name, clusterDomain), Claim: s.Claim,
-			Flavour: string(s.Flavour), RouteClass: render.ShardRouteClass(s), SharesRouteSpecs: render.SharesRouteSpecs(s)}
+			Flavour: string(s.Flavour), RouteClass: render.ShardRouteClass(s), SharesRouteSpecs: render.SharesRouteSpecs(s),
+			ReadsAnnotations: render.ReadsAnnotations(s)}
 		var err error
 		if s.NamespaceSelector != nil {
 			if as.NamespaceSelector, err = metav1.LabelSelectorAsSelector(s.NamespaceSelector); err != nil {
@@ -235,6 +237,7 @@ func collectRoutes(ctx context.Context, rd client.Reader, kinds routekinds.Regis
 				NamespaceLabels: nsLabels[o.GetNamespace()], Created: o.GetCreationTimestamp().Time, Hosts: k.Hosts(o),
 				Flavour: flavour}
 			r.ClassAnnotated, r.Refusal = allocation.ClassAnnotated(o), k.Refusal(o)
+			r.Annotations = slices.Collect(maps.Keys(o.GetAnnotations()))
 			r.Shard, r.HeldHosts = allocation.Held(o)
 			routes = append(routes, r)
 		}
