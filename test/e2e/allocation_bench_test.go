@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -62,7 +61,7 @@ func BenchmarkAllocation(b *testing.B) {
 		adoptFast := fastClient(b, adopt)
 		createNamespaces(ctx, b, adoptFast, namespaces)
 		createIngresses(ctx, b, adoptFast, "r", total, namespaces)
-		adoptWatch := watchAllocations(ctx, b, adopt)
+		adoptWatch := watchAllocations(ctx, b, adopt, &networkingv1.Ingress{})
 		start := time.Now()
 		registerKubeconfigSecret(ctx, b, env.Seed, "default", "adopt", "adopt", adopt, nil)
 		adoptWatch.waitFor(b, total)
@@ -76,7 +75,7 @@ func BenchmarkAllocation(b *testing.B) {
 		createReadyNode(ctx, b, burst, "n1", "127.0.61.1")
 		burstFast := fastClient(b, burst)
 		createNamespaces(ctx, b, burstFast, namespaces)
-		burstWatch := watchAllocations(ctx, b, burst)
+		burstWatch := watchAllocations(ctx, b, burst, &networkingv1.Ingress{})
 		registerKubeconfigSecret(ctx, b, env.Seed, "default", "burst", "burst", burst, nil)
 		waitPolicyInstalled(ctx, b, burstFast)
 		start = time.Now()
@@ -85,18 +84,10 @@ func BenchmarkAllocation(b *testing.B) {
 		burstWatch.waitFor(b, total)
 		bursted := time.Since(start)
 
-		var lat []time.Duration
-		for i := range singles {
-			ing := routeIngress("ns0", fmt.Sprintf("single%d", i), "")
-			t0 := time.Now()
-			if err := burstFast.Create(ctx, ing); err != nil {
-				b.Fatal(err)
-			}
-			burstWatch.waitFor(b, total+i+1)
-			lat = append(lat, time.Since(t0))
-		}
-		slices.Sort(lat)
-		p50, p99 := lat[len(lat)/2], lat[(len(lat)*99+99)/100-1]
+		lat := createOneByOne(ctx, b, burstFast, burstWatch, total, singles, func(i int) client.Object {
+			return routeIngress("ns0", fmt.Sprintf("single%d", i), "")
+		})
+		p50, p99 := percentiles(lat)
 
 		for _, c := range []struct {
 			name string
@@ -149,6 +140,13 @@ func createNamespaces(ctx context.Context, b *testing.B, c client.Client, n int)
 
 // createIngresses creates total Ingresses spread over the namespaces with 16 writers.
 func createIngresses(ctx context.Context, b *testing.B, c client.Client, prefix string, total, namespaces int) {
+	createRoutes(ctx, b, c, total, func(i int) client.Object {
+		return routeIngress(fmt.Sprintf("ns%d", i%namespaces), fmt.Sprintf("%s%d", prefix, i), "")
+	})
+}
+
+// createRoutes creates route(i) for i below total with 16 writers.
+func createRoutes(ctx context.Context, b *testing.B, c client.Client, total int, route func(i int) client.Object) {
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	for range 16 {
@@ -158,8 +156,7 @@ func createIngresses(ctx context.Context, b *testing.B, c client.Client, prefix 
 				if i >= int64(total) {
 					return
 				}
-				ing := routeIngress(fmt.Sprintf("ns%d", int(i)%namespaces), fmt.Sprintf("%s%d", prefix, i), "")
-				if err := c.Create(ctx, ing); err != nil {
+				if err := c.Create(ctx, route(int(i))); err != nil {
 					b.Error(err)
 					return
 				}
@@ -187,8 +184,8 @@ func waitPolicyInstalled(ctx context.Context, b *testing.B, c client.Client) {
 	}
 }
 
-// allocationWatch counts, from informers' events, the allocated Ingresses and their Allocated
-// Events (which a pass creates after its writes).
+// allocationWatch counts, from informers' events, the allocated routes of one kind and their
+// Allocated Events (which a pass creates after its writes).
 type allocationWatch struct {
 	mu     sync.Mutex
 	told   map[string]bool
@@ -197,12 +194,16 @@ type allocationWatch struct {
 	events atomic.Int64
 }
 
-func watchAllocations(ctx context.Context, b *testing.B, u *framework.ControlPlane) *allocationWatch {
+func watchAllocations(ctx context.Context, b *testing.B, u *framework.ControlPlane, kind client.Object) *allocationWatch {
 	ca, err := cache.New(u.Config, cache.Options{Scheme: framework.Scheme(), DefaultTransform: cache.TransformStripManagedFields()})
 	if err != nil {
 		b.Fatal(err)
 	}
-	inf, err := ca.GetInformer(ctx, &networkingv1.Ingress{})
+	gvk, err := u.Client.GroupVersionKindFor(kind)
+	if err != nil {
+		b.Fatal(err)
+	}
+	inf, err := ca.GetInformer(ctx, kind)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -218,7 +219,7 @@ func watchAllocations(ctx context.Context, b *testing.B, u *framework.ControlPla
 		b.Fatal(err)
 	}
 	if _, err := evInf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{AddFunc: func(o any) {
-		if e, ok := o.(*corev1.Event); ok && e.Reason == v1alpha1.AllocationAllocated && e.InvolvedObject.Kind == "Ingress" {
+		if e, ok := o.(*corev1.Event); ok && e.Reason == v1alpha1.AllocationAllocated && e.InvolvedObject.Kind == gvk.Kind {
 			w.events.Add(1)
 		}
 	}}); err != nil {
@@ -234,12 +235,13 @@ func watchAllocations(ctx context.Context, b *testing.B, u *framework.ControlPla
 }
 
 func (w *allocationWatch) observe(o any) {
-	ing, ok := o.(*networkingv1.Ingress)
+	route, ok := o.(client.Object)
 	if !ok {
 		return
 	}
-	told := ing.Annotations[v1alpha1.AllocationAnnotation] == v1alpha1.AllocationAllocated && ing.Labels[v1alpha1.ShardLabel] != ""
-	key := ing.Namespace + "/" + ing.Name
+	told := route.GetAnnotations()[v1alpha1.AllocationAnnotation] == v1alpha1.AllocationAllocated &&
+		route.GetLabels()[v1alpha1.ShardLabel] != ""
+	key := route.GetNamespace() + "/" + route.GetName()
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.told[key] != told {
@@ -267,9 +269,9 @@ func (w *allocationWatch) waitForEvents(b *testing.B, want int) {
 	waitCount(b, &w.events, want, "Allocated Events")
 }
 
-// waitFor waits until at least want Ingresses are allocated.
+// waitFor waits until at least want routes are allocated.
 func (w *allocationWatch) waitFor(b *testing.B, want int) {
-	waitCount(b, &w.n, want, "Ingresses allocated")
+	waitCount(b, &w.n, want, "routes allocated")
 }
 
 // waitCount waits (10 minutes at most) until n reaches want.
