@@ -57,7 +57,9 @@ func BenchmarkRouteKindsAllocation(b *testing.B) {
 			waitHTTPRoutesServed(ctx, b, fast[i])
 		}
 		hostless := func(prefix string) func(int) client.Object {
-			return func(i int) client.Object { return httpRoute(fmt.Sprintf("ns%d", i%namespaces), fmt.Sprintf("%s%d", prefix, i)) }
+			return func(i int) client.Object {
+				return httpRoute(fmt.Sprintf("ns%d", i%namespaces), fmt.Sprintf("%s%d", prefix, i))
+			}
 		}
 
 		// 10,000 HTTPRoutes at once, then one at a time.
