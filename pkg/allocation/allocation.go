@@ -450,6 +450,9 @@ func serves(s *Shard, r Route) bool {
 // readAnnotation is the first of the route's annotations the routers read ("" for none): a name
 // in reads, under any prefix (as the admission policy matches them).
 func readAnnotation(reads, annotations []string) string {
+	if len(reads) == 0 {
+		return ""
+	}
 	for _, k := range slices.Sorted(slices.Values(annotations)) {
 		name := k[strings.LastIndex(k, "/")+1:]
 		if slices.Contains(reads, name) {

@@ -102,8 +102,13 @@ const (
 // tenant's routes share (ingress-nginx's snippets lesson), which the admission policy refuses.
 type TenantGuards struct {
 	// Annotations are annotation names (the part after any prefix) the routers read from routes
-	// and from the Services routes name: refused when added or changed, on routes and Services.
+	// and from the Services routes name, or from their own ConfigMap only: refused when added or
+	// changed, on routes and Services.
 	Annotations []string
+	// ConfigMapOnly are those of Annotations the routers read from their own ConfigMap only:
+	// refusing them costs tenants nothing, but a route carrying one is not refused by allocation
+	// (RouteAnnotations), since no router reads it there.
+	ConfigMapOnly []string
 	// ExternalNameServices: the routers proxy to a route's ExternalName Service, which names any
 	// host (the node's own localhost on the host network: CVE-2021-25740). Refused when created or
 	// changed to.
@@ -116,9 +121,15 @@ type TenantGuards struct {
 	SharesRouteSpecs bool
 }
 
+// RouteAnnotations are the Annotations the routers read from routes and their Services.
+func (g TenantGuards) RouteAnnotations() []string {
+	return slices.DeleteFunc(slices.Clone(g.Annotations), func(n string) bool { return slices.Contains(g.ConfigMapOnly, n) })
+}
+
 // with is g and h together.
 func (g TenantGuards) with(h TenantGuards) TenantGuards {
 	return TenantGuards{Annotations: append(slices.Clone(g.Annotations), h.Annotations...),
+		ConfigMapOnly: append(slices.Clone(g.ConfigMapOnly), h.ConfigMapOnly...),
 		ExternalNameServices: g.ExternalNameServices || h.ExternalNameServices,
 		SharesRouteSpecs:     g.SharesRouteSpecs || h.SharesRouteSpecs}
 }

@@ -13,11 +13,11 @@ import (
 // is registered here (and allowed in v1alpha1.Flavour's enum).
 var builtin = []Flavour{Traefik{}, HAProxy{}}
 
-// The Ingress cache keeps what the built-in flavours read as shared configuration, for allocation
-// to refuse (ReadsAnnotations).
+// The Ingress cache keeps what the built-in flavours read from routes as shared configuration,
+// for allocation to refuse (ReadsAnnotations); Register adds a registered flavour's.
 func init() {
 	for _, f := range builtin {
-		routekinds.KeepSharedConfigAnnotations(f.TenantGuards().Annotations...)
+		routekinds.KeepSharedConfigAnnotations(f.TenantGuards().RouteAnnotations()...)
 	}
 }
 
@@ -33,6 +33,7 @@ var registry = struct {
 // code works with a flavour it was not written for (pkg/render/flavourtest). Not for production
 // flavours, which are listed in builtin.
 func Register(f Flavour) (unregister func()) {
+	routekinds.KeepSharedConfigAnnotations(f.TenantGuards().RouteAnnotations()...)
 	registry.Lock()
 	defer registry.Unlock()
 	registry.extra = append(registry.extra, f)
@@ -129,10 +130,10 @@ func SharesRouteSpecs(s v1alpha1.ShardSpec) bool {
 }
 
 // ReadsAnnotations are the annotations a shard's routers read from a route as configuration every
-// route shares (TenantGuards.Annotations): allocation refuses routes that carry one there.
+// route shares (TenantGuards.RouteAnnotations): allocation refuses routes that carry one there.
 func ReadsAnnotations(s v1alpha1.ShardSpec) []string {
 	if f, ok := FlavourFor(s.Flavour); ok {
-		return f.TenantGuards().Annotations
+		return f.TenantGuards().RouteAnnotations()
 	}
 	return nil
 }

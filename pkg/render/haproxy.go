@@ -86,6 +86,19 @@ var haproxyRouteAnnotations = []string{
 	"timeout-server-fin", "timeout-tunnel", "tls-alpn", "whitelist",
 }
 
+// haproxyConfigMapOnly are those of haproxyRouteAnnotations the controller reads from its own
+// ConfigMap only (v1.11.12: annotations.Global, Defaults and GlobalCfgSnipp, and the handlers,
+// each given k.ConfigMaps.Main.Annotations), never from a route or a Service.
+var haproxyConfigMapOnly = []string{
+	"clean-certs", "client-ca", "client-crt-optional", "client-strict-sni", "cr-defaults", "cr-global",
+	"default-backend-service", "disable-config-snippets", "dontlognull", "frontend-config-snippet",
+	"global-config-snippet", "hard-stop-after", "http-connection-mode", "log-format", "logasap", "maxconn", "nbthread",
+	"prometheus-endpoint-auth-secret", "proxy-protocol", "quic-alt-svc-max-age", "ssl-certificate",
+	"stats-config-snippet", "syslog-server", "timeout-client", "timeout-client-fin", "timeout-connect",
+	"timeout-http-keep-alive", "timeout-http-request", "timeout-queue", "timeout-server-fin", "timeout-tunnel",
+	"tls-alpn",
+}
+
 // Name implements Flavour.
 func (HAProxy) Name() v1alpha1.Flavour { return v1alpha1.FlavourHAProxy }
 
@@ -99,7 +112,8 @@ func (HAProxy) ShardFilter() ShardFilter { return FilterByClassAnnotation }
 // frontends'). Its own --disable-service-external-name would refuse ExternalName Services too, but
 // it then ignores every one of them, the one it publishes Ingress status from (address-<shard>).
 func (HAProxy) TenantGuards() TenantGuards {
-	return TenantGuards{Annotations: haproxyRouteAnnotations, ExternalNameServices: true, SharesRouteSpecs: true}
+	return TenantGuards{Annotations: haproxyRouteAnnotations, ConfigMapOnly: haproxyConfigMapOnly, ExternalNameServices: true,
+		SharesRouteSpecs: true}
 }
 
 // IngressClass implements Flavour: the class users name; its controller is HAProxy's, under a

@@ -89,3 +89,27 @@ func TestHAProxyGuardsEveryAnnotationItReads(t *testing.T) {
 		}
 	}
 }
+
+// TestHAProxyConfigMapOnlyAnnotationsAreGuardedNotRouteRead: every name the controller reads from
+// its ConfigMap only is still refused at admission (in Annotations), and none of them is one it
+// reads from routes, which allocation refuses routes for.
+func TestHAProxyConfigMapOnlyAnnotationsAreGuardedNotRouteRead(t *testing.T) {
+	g := render.HAProxy{}.TenantGuards()
+	route := g.RouteAnnotations()
+	for _, n := range g.ConfigMapOnly {
+		if !slices.Contains(g.Annotations, n) {
+			t.Errorf("%s is read from the ConfigMap only but not guarded at admission", n)
+		}
+		if slices.Contains(route, n) {
+			t.Errorf("%s is read from the ConfigMap only but allocation refuses routes for it", n)
+		}
+	}
+	for _, n := range []string{"route-acl", "backend-config-snippet", "timeout-server", "ssl-redirect", "server-crt"} {
+		if !slices.Contains(route, n) {
+			t.Errorf("%s, which the controller reads from routes or Services, is not in RouteAnnotations", n)
+		}
+	}
+	if len(route)+len(g.ConfigMapOnly) != len(g.Annotations) {
+		t.Errorf("%d route-read and %d ConfigMap-only names, %d guarded", len(route), len(g.ConfigMapOnly), len(g.Annotations))
+	}
+}

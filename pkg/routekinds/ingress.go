@@ -91,15 +91,25 @@ func trimIngress(obj any) (any, error) {
 	meta := watchcache.TrimMeta(ing.ObjectMeta, ingressAnnotations)
 	// Every ingress.class under any prefix: routers that select by class annotation read them all
 	// (allocation.ClassAnnotated), and one naming a shard's routers is Shardgate's to take away.
-	// And what a flavour's routers read as configuration every route shares, under any prefix:
-	// allocation refuses a route carrying one on such a shard (allocation.Shard.ReadsAnnotations).
+	// And the first (by name) of what a flavour's routers read as configuration every route
+	// shares, without its value: allocation refuses a route carrying one on such a shard
+	// (allocation.Shard.ReadsAnnotations), and one is enough to say why.
+	shared := ""
 	for k, v := range ing.Annotations {
-		if allocation.IsClassAnnotation(k) || readAsSharedConfig(k) {
+		if allocation.IsClassAnnotation(k) {
 			if meta.Annotations == nil {
 				meta.Annotations = map[string]string{}
 			}
 			meta.Annotations[k] = v
+		} else if readAsSharedConfig(k) && (shared == "" || k < shared) {
+			shared = k
 		}
+	}
+	if shared != "" {
+		if meta.Annotations == nil {
+			meta.Annotations = map[string]string{}
+		}
+		meta.Annotations[shared] = ""
 	}
 	return &networkingv1.Ingress{ObjectMeta: meta, Spec: ing.Spec, Status: ing.Status}, nil
 }
