@@ -129,7 +129,7 @@ func (g TenantGuards) RouteAnnotations() []string {
 // with is g and h together.
 func (g TenantGuards) with(h TenantGuards) TenantGuards {
 	return TenantGuards{Annotations: append(slices.Clone(g.Annotations), h.Annotations...),
-		ConfigMapOnly: append(slices.Clone(g.ConfigMapOnly), h.ConfigMapOnly...),
+		ConfigMapOnly:        append(slices.Clone(g.ConfigMapOnly), h.ConfigMapOnly...),
 		ExternalNameServices: g.ExternalNameServices || h.ExternalNameServices,
 		SharesRouteSpecs:     g.SharesRouteSpecs || h.SharesRouteSpecs}
 }
