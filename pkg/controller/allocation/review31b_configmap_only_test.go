@@ -1,22 +1,11 @@
 package allocation
 
 import (
-	"context"
 	"testing"
-	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/shardgate/shardgate/api/v1alpha1"
-	"github.com/shardgate/shardgate/pkg/allocation"
-	"github.com/shardgate/shardgate/pkg/clusteraccess"
-	"github.com/shardgate/shardgate/pkg/controllertest"
 	"github.com/shardgate/shardgate/pkg/render"
-	"github.com/shardgate/shardgate/pkg/routekinds"
 )
 
 // TestReview31bConfigMapOnlyAnnotationsRefuseRoutes (review31b; the operator at 3 a.m., and T/O
@@ -32,35 +21,21 @@ import (
 // Expected: annotations the routers never read from a route (or its Services) do not refuse it.
 func TestReview31bConfigMapOnlyAnnotationsRefuseRoutes(t *testing.T) {
 	class := render.HAProxy{}.IngressClass().Name
-	transform := routekinds.Ingress{}.Cached()[0].Transform
-	objs := []client.Object{&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team"}}}
 	keys := []string{"ingress.kubernetes.io/timeout-client", "example.com/maxconn", "example.com/log-format",
 		"ingress.kubernetes.io/proxy-protocol", "example.com/tls-alpn"}
+	var ings []*networkingv1.Ingress
 	for i, k := range keys {
 		ing := ingress("team", "r"+string(rune('a'+i)), class, "")
 		ing.Annotations = map[string]string{k: "1"}
-		trimmed, err := transform(ing)
-		if err != nil {
-			t.Fatal(err)
-		}
-		objs = append(objs, trimmed.(*networkingv1.Ingress))
+		ings = append(ings, ing)
 	}
-	specs := v1alpha1.ResolveShards([]v1alpha1.ShardSpec{{Name: "default"}, {Name: "heavy", Flavour: v1alpha1.FlavourHAProxy}})
-	user := controllertest.UserCluster(clusteraccess.NewFake(), types.NamespacedName{Namespace: "seed", Name: "c1"}, objs...)
-	_, routes, _, err := collectRoutes(context.Background(), user.Client, user.RouteKinds(),
-		&v1alpha1.ClusterIngressSpec{Shards: specs}, render.RouteFlavours(specs))
-	if err != nil {
-		t.Fatal(err)
-	}
-	shards, err := allocShards(context.Background(), user.Client, specs, "c1.z.test", time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, _ := allocation.StrategyFor("")
-	for _, a := range allocation.PlanAllocations(allocation.Config{ClusterDomain: "c1.z.test", Zone: "z.test", Strategy: s},
-		shards, routes) {
+	got, _ := planThroughCache(t, ings...)
+	for _, a := range got {
 		if a.Rejected || a.Shard != "heavy" {
 			t.Errorf("team/%s: %+v, want allocated to heavy: its routers read that annotation from their ConfigMap only", a.Name, a)
 		}
+	}
+	if len(got) != len(keys) {
+		t.Errorf("%d allocations for %d Ingresses", len(got), len(keys))
 	}
 }
