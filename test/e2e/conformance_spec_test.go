@@ -328,8 +328,9 @@ func routerProcessesOn(ctx context.Context, t *testing.T, u *framework.ControlPl
 // cluster of its own beside the others in one seed.
 func TestFlavourConformance(t *testing.T) {
 	t.Parallel() // see main_test.go
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
-	t.Cleanup(cancel) // after the flavours' parallel subtests
+	// The set-up's deadline; each subtest has its own (subtestContext).
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
 	flavours := render.Flavours()
 	nodes := make([][]framework.RealNodeSpec, len(flavours)+1)
 	for i := range flavours {
@@ -353,7 +354,7 @@ func TestFlavourConformance(t *testing.T) {
 	framework.StartController(t, env.Seed, "--dns-zone="+env.DNS.Zone, "--certificate-namespace="+certNS)
 	t.Run("every flavour in one cluster", func(t *testing.T) {
 		t.Parallel()
-		FlavoursSideBySideSpec(ctx, t, func() ConformanceSpecInput {
+		FlavoursSideBySideSpec(subtestContext(t, 10*time.Minute), t, func() ConformanceSpecInput {
 			return ConformanceSpecInput{Seed: env.Seed, User: env.Users[mixed], DNS: env.DNS, Roots: roots,
 				Fabric: env.Fabrics[mixed], Nodes: env.Nodes[mixed], ClusterID: "conf-mixed", Issuer: "pebble"}
 		})
@@ -361,12 +362,22 @@ func TestFlavourConformance(t *testing.T) {
 	for i, f := range flavours {
 		t.Run(string(f.Name()), func(t *testing.T) {
 			t.Parallel() // a user cluster each
-			ConformanceSpec(ctx, t, func() ConformanceSpecInput {
+			ConformanceSpec(subtestContext(t, 12*time.Minute), t, func() ConformanceSpecInput {
 				return ConformanceSpecInput{Flavour: f, Seed: env.Seed, User: env.Users[i], DNS: env.DNS, Roots: roots,
 					Fabric: env.Fabrics[i], Nodes: env.Nodes[i], ClusterID: "conf-" + string(f.Name()), Issuer: "pebble"}
 			})
 		})
 	}
+}
+
+// subtestContext is a parallel subtest's own deadline, counted from when it runs: parallel subtests
+// wait for a slot beside the package's other tests (-parallel is the number of CPUs), and in CI of
+// 8d88d6a the last flavour began 14 minutes after its parent's set-up, under a deadline counted from
+// there.
+func subtestContext(t *testing.T, timeout time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	t.Cleanup(cancel)
+	return ctx
 }
 
 // FlavoursSideBySideSpec: one cluster with a shard of every flavour, each on a node of its own
