@@ -7,7 +7,8 @@
 // go test's -parallel is the number of CPUs): the package's time is the budget's critical path.
 // Those that measure failover or takeover times run alone, before the others start — TestVIP
 // (keepalived), TestSharding (replica takeover), TestRoutedIP (address moves), TestCanary (the
-// probe interval) — so a busy CPU beside them cannot turn a latency into a failure.
+// probe interval) — so a busy CPU beside them cannot turn a latency into a failure. TestRoutedIP
+// asserts no latency: its flavours run side by side, with each other only.
 package e2e
 
 import (

@@ -43,7 +43,8 @@ func BenchmarkRouteKindsAllocation(b *testing.B) {
 		if err := env.Seed.Client.Create(ctx, p); err != nil {
 			b.Fatal(err)
 		}
-		framework.StartController(b, env.Seed, "--dns-zone=bench.test", "--max-objects-per-kind=20000")
+		pprofAddr, pprof := pprofArgs(b)
+		framework.StartController(b, env.Seed, append(pprof, "--dns-zone=bench.test", "--max-objects-per-kind=20000")...)
 		fast := make([]client.Client, 2)
 		for i, name := range []string{"httproutes", "mixed"} {
 			u := env.Users[i]
@@ -64,11 +65,15 @@ func BenchmarkRouteKindsAllocation(b *testing.B) {
 
 		// 10,000 HTTPRoutes at once, then one at a time.
 		routes := watchAllocations(ctx, b, env.Users[0], &gatewayv1.HTTPRoute{})
-		start := time.Now()
+		start, cpu0 := time.Now(), processCPU(b)
 		createRoutes(ctx, b, fast[0], total, hostless("r"))
-		created := time.Since(start)
+		created, cpuCreated := time.Since(start), processCPU(b)
+		// Where the time after the last create goes (SHARDGATE_BENCH_PROFILE_DIR).
+		profiled := profileCPU(ctx, b, "httproutes-allocating", env.Users[0], pprofAddr, 30*time.Second)
 		routes.waitFor(b, total)
 		bursted := time.Since(start)
+		cpu := burstCPU(cpu0, cpuCreated, processCPU(b), created, bursted)
+		profiled()
 		lat := createOneByOne(ctx, b, fast[0], routes, total, singles, func(i int) client.Object {
 			return httpRoute("ns0", fmt.Sprintf("single%d", i))
 		})
@@ -106,6 +111,7 @@ func BenchmarkRouteKindsAllocation(b *testing.B) {
 			" then create -> allocated p50 %s p99 %s over %d (target p99 <= 1s)\n",
 			created.Round(time.Millisecond), bursted.Round(time.Millisecond), p50.Round(time.Millisecond),
 			p99.Round(time.Millisecond), singles)
+		fmt.Printf("route kinds: 10k HTTPRoute burst CPU-seconds %s\n", cpu)
 		fmt.Printf("route kinds: 5k Ingresses + 5k HTTPRoutes burst (created in %s) all allocated %s after the first create;"+
 			" then create -> allocated Ingress p50 %s p99 %s, HTTPRoute p50 %s p99 %s over %d each\n",
 			mixedCreated.Round(time.Millisecond), mixed.Round(time.Millisecond), ingP50.Round(time.Millisecond),
