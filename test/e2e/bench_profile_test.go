@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -54,7 +55,7 @@ func profileCPU(ctx context.Context, b *testing.B, name string, u *framework.Con
 			b.Logf("profile %s: %v", file, err)
 		}
 	}
-	go get(apiserver, u.Config.Host+query, name+"-apiserver.pprof")
+	go get(apiserver, strings.TrimSuffix(u.Config.Host, "/")+query, name+"-apiserver.pprof")
 	n := 1
 	if controllerAddr != "" {
 		n++

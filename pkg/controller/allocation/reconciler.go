@@ -1,6 +1,7 @@
 package allocation
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"maps"
@@ -49,6 +50,10 @@ type Reconciler struct {
 	unseen   map[types.NamespacedName]map[types.UID]string
 	// extenders are the profiles' allocation extenders' clients.
 	extenders extenders
+	// passWrites and passTime bound the routes a pass writes and how long it goes on starting
+	// writes (0: maxPassWrites, maxPassTime); tests set less.
+	passWrites int
+	passTime   time.Duration
 }
 
 // Reconcile plans all of a cluster's routes at once, of every kind, and writes what changed.
@@ -98,12 +103,29 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	pass := newWritePass(r.takeUnseen(req.NamespacedName))
 	w := cluster.Writer()
 	plan := allocation.PlanAllocations(cfg, shards, routes)
+	changes := make([]change, 0, len(plan)+len(released))
+	writes := make([]func() (bool, error), 0, cap(changes))
+	targets := make([]client.Object, 0, cap(changes))
 	for _, a := range plan {
 		o := objects[routeKey(a.Kind, a.Namespace, a.Name)]
-		pass.write(o.route, func() (bool, error) { return r.write(ctx, pass, w, o.kind, o.route, a) })
+		c := routeChange(o.kind, o.route, a)
+		changes, targets = append(changes, c), append(targets, o.route)
+		writes = append(writes, func() (bool, error) { return r.write(ctx, pass, w, o.kind, o.route, a, c == statusOnly) })
 	}
 	for _, o := range released {
-		pass.write(o.route, func() (bool, error) { return r.release(ctx, pass, w, o.kind, o.route) })
+		changes, targets = append(changes, marks), append(targets, o.route)
+		writes = append(writes, func() (bool, error) { return r.release(ctx, pass, w, o.kind, o.route) })
+	}
+	budget, until := cmp.Or(r.passWrites, maxPassWrites), time.Now().Add(cmp.Or(r.passTime, maxPassTime))
+	scheduled, more := 0, false
+	for _, i := range passOrder(changes) {
+		if scheduled == budget || scheduled > 0 && time.Now().After(until) {
+			more = true // the next pass' (requeued below)
+			break
+		}
+		if pass.write(targets[i], writes[i]) {
+			scheduled++
+		}
 	}
 	stillUnseen, errs := pass.wait()
 	r.putUnseen(req.NamespacedName, stillUnseen)
@@ -120,7 +142,22 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		meta.RemoveStatusCondition(&ci.Status.Conditions, v1alpha1.ConditionCustomStrategyApplied)
 	}
 	r.Board.Post(ctx, ci, cistatus.Allocation)
-	return ctrl.Result{}, errors.Join(errs...)
+	var result ctrl.Result
+	if more {
+		result.RequeueAfter = time.Millisecond // at once: the writes left are already decided
+	}
+	return result, errors.Join(errs...)
+}
+
+// routeChange is what a pass must write to route for it to say a (passOrder).
+func routeChange(k routekinds.Kind, route client.Object, a allocation.Allocation) change {
+	if k.AlreadySays(route, a) {
+		return settled
+	}
+	if _, changed := k.Tell(route, a); changed {
+		return marks
+	}
+	return statusOnly
 }
 
 // claimPins are the routes (routeKey) bound by claims that bind (Pending or Bound), with their

@@ -45,8 +45,8 @@ func untold(o client.Object) client.Object {
 }
 
 // write makes the route say what was decided, and records an Event when the decision changed
-// (created once the pass' writes are done, writePass.later).
-// It reports whether it wrote anything. Writes are patches of what changed (patchRoute),
+// (created once the pass' writes are done, writePass.later); with status false it leaves what
+// TellStatus tells for a later pass (passOrder). It reports whether it wrote anything. Writes are patches of what changed (patchRoute),
 // guarded by the cached object's resourceVersion, so a stale cache never overwrites a user's
 // concurrent change of the rules; a conflict is left to the next pass, which the newer version's
 // watch event starts.
@@ -57,7 +57,7 @@ func untold(o client.Object) client.Object {
 // user cluster's API server two writes per route instead of three. Shardgate only clears the
 // address of a route it rejects, which no router serves any more.
 func (r *Reconciler) write(ctx context.Context, p *writePass, w client.Client, k routekinds.Kind, o client.Object,
-	a allocation.Allocation) (bool, error) {
+	a allocation.Allocation, status bool) (bool, error) {
 	if k.AlreadySays(o, a) {
 		return false, nil // the common case on every pass: no copy, no request
 	}
@@ -71,6 +71,9 @@ func (r *Reconciler) write(ctx context.Context, p *writePass, w client.Client, k
 			return false, clusteraccess.DescribeError(what, err)
 		}
 		r.event(ctx, p, w, k, o, a)
+	}
+	if !status {
+		return changed, nil
 	}
 	before := want.DeepCopyObject().(client.Object)
 	if !k.TellStatus(want, a) {
