@@ -2,10 +2,8 @@ package allocation
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -40,11 +38,9 @@ func TestPassOrder(t *testing.T) {
 	}
 }
 
-// TestAPassAttachesFirstAndWritesAtMostItsBudget: three hostless HTTPRoutes, two writes a pass.
-// The first pass attaches two (marks and spec) and leaves every status for later; the second
-// attaches the third before it tells any status; each pass that leaves writes asks for the next at
-// once, and the one that leaves none does not. Out of time, a pass writes one route.
-func TestAPassAttachesFirstAndWritesAtMostItsBudget(t *testing.T) {
+// TestAPassAttachesBeforeItTells: three hostless HTTPRoutes. The first pass attaches them all
+// (marks and spec) and tells no status; the second tells every status; then nothing changes.
+func TestAPassAttachesBeforeItTells(t *testing.T) {
 	ctx := context.Background()
 	route := func(name string) client.Object {
 		return &gatewayv1.HTTPRoute{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: name, UID: types.UID(name)},
@@ -53,7 +49,6 @@ func TestAPassAttachesFirstAndWritesAtMostItsBudget(t *testing.T) {
 	}
 	r, key, u := newKindsReconciler(t, nil, v1alpha1.AllocationSettings{}, routekinds.Registry{routekinds.HTTPRoute{}},
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team"}}, route("r1"), route("r2"), route("r3"))
-	r.passWrites = 2
 	state := func() (attached, told int) {
 		t.Helper()
 		for _, name := range []string{"r1", "r2", "r3"} {
@@ -70,31 +65,10 @@ func TestAPassAttachesFirstAndWritesAtMostItsBudget(t *testing.T) {
 		}
 		return attached, told
 	}
-	passes(t, r, key, state, []passOutcome{{2, 0, true}, {3, 1, true}, {3, 3, false}, {3, 3, false}})
-
-	// Out of time at once, a pass still writes one route.
-	r, key, u = newKindsReconciler(t, nil, v1alpha1.AllocationSettings{}, routekinds.Registry{routekinds.HTTPRoute{}},
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team"}}, route("r1"), route("r2"), route("r3"))
-	r.passTime = time.Nanosecond
-	passes(t, r, key, state, []passOutcome{{1, 0, true}, {2, 0, true}, {3, 0, true}, {3, 1, true}, {3, 2, true},
-		{3, 3, false}})
-}
-
-type passOutcome struct {
-	attached, told int
-	more           bool
-}
-
-// passes reconciles once per outcome and checks after each what state says and whether the pass
-// asked for the next one at once.
-func passes(t *testing.T, r *Reconciler, key types.NamespacedName, state func() (int, int), want []passOutcome) {
-	t.Helper()
-	for i, w := range want {
-		res := controllertest.Reconcile(t, r, key, 1)
-		attached, told := state()
-		if got := fmt.Sprint(attached, told, res.RequeueAfter > 0); got != fmt.Sprint(w.attached, w.told, w.more) {
-			t.Fatalf("after pass %d: attached, told, next pass asked for = %s; want %v %v %v", i+1, got, w.attached,
-				w.told, w.more)
+	for i, want := range [][2]int{{3, 0}, {3, 3}, {3, 3}} {
+		controllertest.Reconcile(t, r, key, 1)
+		if attached, told := state(); attached != want[0] || told != want[1] {
+			t.Fatalf("after pass %d: %d attached, %d told; want %d and %d", i+1, attached, told, want[0], want[1])
 		}
 	}
 }

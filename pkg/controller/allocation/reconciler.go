@@ -1,7 +1,6 @@
 package allocation
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"maps"
@@ -50,10 +49,6 @@ type Reconciler struct {
 	unseen   map[types.NamespacedName]map[types.UID]string
 	// extenders are the profiles' allocation extenders' clients.
 	extenders extenders
-	// passWrites and passTime bound the routes a pass writes and how long it goes on starting
-	// writes (0: maxPassWrites, maxPassTime); tests set less.
-	passWrites int
-	passTime   time.Duration
 }
 
 // Reconcile plans all of a cluster's routes at once, of every kind, and writes what changed.
@@ -116,16 +111,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		changes, targets = append(changes, marks), append(targets, o.route)
 		writes = append(writes, func() (bool, error) { return r.release(ctx, pass, w, o.kind, o.route) })
 	}
-	budget, until := cmp.Or(r.passWrites, maxPassWrites), time.Now().Add(cmp.Or(r.passTime, maxPassTime))
-	scheduled, more := 0, false
 	for _, i := range passOrder(changes) {
-		if scheduled == budget || scheduled > 0 && time.Now().After(until) {
-			more = true // the next pass' (requeued below)
-			break
-		}
-		if pass.write(targets[i], writes[i]) {
-			scheduled++
-		}
+		pass.write(targets[i], writes[i])
 	}
 	stillUnseen, errs := pass.wait()
 	r.putUnseen(req.NamespacedName, stillUnseen)
@@ -142,11 +129,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		meta.RemoveStatusCondition(&ci.Status.Conditions, v1alpha1.ConditionCustomStrategyApplied)
 	}
 	r.Board.Post(ctx, ci, cistatus.Allocation)
-	var result ctrl.Result
-	if more {
-		result.RequeueAfter = time.Millisecond // at once: the writes left are already decided
-	}
-	return result, errors.Join(errs...)
+	return ctrl.Result{}, errors.Join(errs...)
 }
 
 // routeChange is what a pass must write to route for it to say a (passOrder).

@@ -36,15 +36,14 @@ func newWritePass(unseen map[types.UID]string) *writePass {
 	return p
 }
 
-// write runs fn for o unless the cache still shows o as it was before our last write to it, and
-// reports whether it did.
-func (p *writePass) write(o client.Object, fn func() (bool, error)) bool {
+// write runs fn for o unless the cache still shows o as it was before our last write to it.
+func (p *writePass) write(o client.Object, fn func() (bool, error)) {
 	uid, version := o.GetUID(), o.GetResourceVersion()
 	if rv, ok := p.unseen[uid]; ok && rv == version {
 		p.mu.Lock()
 		p.stillUnseen[uid] = rv // our write is on its way into the cache
 		p.mu.Unlock()
-		return false
+		return
 	}
 	p.g.Go(func() error {
 		wrote, err := fn()
@@ -58,7 +57,6 @@ func (p *writePass) write(o client.Object, fn func() (bool, error)) bool {
 		}
 		return nil
 	})
-	return true
 }
 
 // later keeps an Event's creation for after the pass' writes.
