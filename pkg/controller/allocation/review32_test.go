@@ -14,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/util/workqueue"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -22,15 +21,8 @@ import (
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
 	"github.com/shardgate/shardgate/pkg/clusteraccess"
-	"github.com/shardgate/shardgate/pkg/names"
 	"github.com/shardgate/shardgate/pkg/routekinds"
 )
-
-func review32Route(name string) client.Object {
-	return &gatewayv1.HTTPRoute{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: name, UID: types.UID(name)},
-		Spec: gatewayv1.HTTPRouteSpec{CommonRouteSpec: gatewayv1.CommonRouteSpec{ParentRefs: []gatewayv1.ParentReference{{
-			Namespace: ptr.To(gatewayv1.Namespace(names.Namespace)), Name: names.ParentGatewayName}}}}}
-}
 
 // review32Reconciler: HTTPRoutes named in routes, in one namespace; the user cluster's API server
 // answers every labels/annotations/spec patch of the routes named in bad with refuse(name).
@@ -39,7 +31,7 @@ func review32Reconciler(t *testing.T, routes []string, bad []string,
 	t.Helper()
 	objs := []client.Object{&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team"}}}
 	for _, n := range routes {
-		objs = append(objs, review32Route(n))
+		objs = append(objs, tenantHTTPRoute(n))
 	}
 	kinds := routekinds.Registry{routekinds.HTTPRoute{}}
 	r, key, u := newKindsReconciler(t, nil, v1alpha1.AllocationSettings{}, kinds, objs...)
@@ -55,23 +47,6 @@ func review32Reconciler(t *testing.T, routes []string, bad []string,
 	access.Add(key, &clusteraccess.FakeCluster{Client: w, Routes: kinds})
 	r.Access = access
 	return r, key, u
-}
-
-func review32Done(t *testing.T, u client.Client, names []string) (attached, told int) {
-	t.Helper()
-	for _, name := range names {
-		got := &gatewayv1.HTTPRoute{}
-		must(t, u.Get(context.Background(), client.ObjectKey{Namespace: "team", Name: name}, got))
-		if got.Labels[v1alpha1.ShardLabel] == "default" && len(got.Spec.Hostnames) == 1 {
-			attached++
-		}
-		if slices.ContainsFunc(got.Status.Parents, func(p gatewayv1.RouteParentStatus) bool {
-			return p.ControllerName == routekinds.ParentController
-		}) {
-			told++
-		}
-	}
-	return attached, told
 }
 
 // review32Drive runs passes as controller-runtime's queue would (an error: the default
@@ -120,10 +95,10 @@ func TestReview32RefusedMarksStarveTheCluster(t *testing.T) {
 		good := []string{"r1", "r2", "r3"}
 		r, key, u := review32Reconciler(t, append([]string{"a1", "a2"}, good...), []string{"a1", "a2"}, invalid)
 		wait, passes, _ := review32Drive(t, r, key, 40, func() bool {
-			a, s := review32Done(t, u, good)
+			a, s := attachedAndTold(t, u, good)
 			return a == len(good) && s == len(good)
 		})
-		if a, s := review32Done(t, u, good); a != len(good) || s != len(good) {
+		if a, s := attachedAndTold(t, u, good); a != len(good) || s != len(good) {
 			t.Errorf("after %d passes (%s of backoff) the other tenant's routes: %d/%d attached, %d/%d told; "+
 				"want all (before the change the first pass wrote them)", passes, wait, a, len(good), s, len(good))
 		}
@@ -142,10 +117,10 @@ func TestReview32ConflictsHotLoop(t *testing.T) {
 	}
 	r, key, u := review32Reconciler(t, []string{"a1", "a2", "r1"}, []string{"a1", "a2"}, conflict)
 	wait, passes, immediate := review32Drive(t, r, key, 50, func() bool {
-		a, s := review32Done(t, u, []string{"r1"})
+		a, s := attachedAndTold(t, u, []string{"r1"})
 		return a == 1 && s == 1
 	})
-	a, s := review32Done(t, u, []string{"r1"})
+	a, s := attachedAndTold(t, u, []string{"r1"})
 	if immediate > 3 || a != 1 || s != 1 {
 		t.Errorf("%d passes in %s, %d of them asking for the next at once with nothing written; r1 attached %d, told %d;"+
 			" want no hot loop and r1 written", passes, wait, immediate, a, s)
