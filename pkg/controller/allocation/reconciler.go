@@ -104,6 +104,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	for _, a := range plan {
 		o := objects[routeKey(a.Kind, a.Namespace, a.Name)]
 		c := routeChange(o.kind, o.route, a)
+		if c == settled {
+			continue // the common case on every pass: no closure, no write
+		}
 		changes, targets = append(changes, c), append(targets, o.route)
 		writes = append(writes, func() (bool, error) { return r.write(ctx, pass, w, o.kind, o.route, a, c == statusOnly) })
 	}

@@ -46,8 +46,8 @@ func untold(o client.Object) client.Object {
 
 // write makes the route say what was decided, and records an Event when the decision changed
 // (created once the pass' writes are done, writePass.later); with status false it leaves what
-// TellStatus tells for a later pass (passOrder). It reports whether it wrote anything. Writes are patches of what changed (patchRoute),
-// guarded by the cached object's resourceVersion, so a stale cache never overwrites a user's
+// TellStatus tells for a later pass (passOrder). It reports whether it wrote anything. Writes
+// are patches of what changed (patchRoute), guarded by the cached object's resourceVersion, so a stale cache never overwrites a user's
 // concurrent change of the rules; a conflict is left to the next pass, which the newer version's
 // watch event starts.
 //
