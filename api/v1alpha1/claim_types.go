@@ -331,7 +331,7 @@ func ClaimedShard(c ClaimRecord, s ClaimSettings, defaultFlavour Flavour) ShardS
 // (status.claims, written by the claims controller); with LeastUtilized every one reports load,
 // and a shard whose routers follow load has the replicas the load controller decided.
 func (ci *ClusterIngress) Shards() []ShardSpec {
-	out := ci.Spec.ShardsOrDefault()
+	out := ci.runningShards()
 	reportLoad := ci.Spec.Allocation.Strategy == StrategyLeastUtilized
 	if len(ci.Status.Claims) == 0 && !reportLoad && len(ci.Status.ShardLoad) == 0 {
 		return out

@@ -157,12 +157,20 @@ type ClusterIngressStatus struct {
 	// +listType=map
 	// +listMapKey=shard
 	ShardLoad []ShardLoadStatus `json:"shardLoad,omitempty"`
+	// shardFlavours: the flavour each of spec.shards' routers run, as the allocation controller
+	// admitted it (a flavour change waits here until it is safe; FlavourChangesHeld says why).
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=32
+	ShardFlavours []ShardFlavour `json:"shardFlavours,omitempty"`
 	// observedGeneration is the generation last reconciled successfully.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 	// conditions: SourceAvailable, ClusterReachable, ShardsAvailable, RoutesProtected,
 	// GatewayAPIAvailable, DNSPublished, CertificateReady (when TLS is on), VIPsAvailable (with VIP shards),
-	// RoutedIPsAssigned (with routed IPs), RoutesServing (with the canary), Ready.
+	// RoutedIPsAssigned (with routed IPs), RoutesServing (with the canary), FlavourChangesHeld (while
+	// a shard's flavour changes), Ready.
 	// +optional
 	// +listType=map
 	// +listMapKey=type

@@ -57,7 +57,7 @@ const (
 // AllocationAnnotations are the annotations Shardgate writes on an Ingress (besides the shard
 // label); only Shardgate may set them.
 var AllocationAnnotations = []string{AllocationAnnotation, ShardAnnotation, HostsAnnotation, CNAMETargetAnnotation,
-	ShardClassAnnotation}
+	ShardClassAnnotation, KeptForAnnotation}
 
 // Cluster source kinds in ClusterReference.Kind.
 const (

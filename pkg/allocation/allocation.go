@@ -46,6 +46,11 @@ type Shard struct {
 	// policy refuses them on writes; this catches those set before it existed (a route that named
 	// the flavour's class before the cluster had a shard of it).
 	ReadsAnnotations []string
+	// ChangingTo is the flavour a held change of the shard's flavour will give it, when that
+	// flavour's routers select their routes by Shardgate's class annotation: the Ingresses it
+	// serves now whose class asks for another flavour are marked (Allocation.KeptFor) so that it
+	// keeps them once the change is admitted.
+	ChangingTo string
 }
 
 // Route is a route of any kind (an Ingress) as the planner sees it.
@@ -78,6 +83,13 @@ type Route struct {
 	ClassAnnotated bool
 	// Annotations are the names of the route's annotations (Shard.ReadsAnnotations).
 	Annotations []string
+	// SelectableByClass: routers that select their routes by Shardgate's class annotation
+	// (Shard.RouteClass) serve this route whatever class it names (an Ingress).
+	SelectableByClass bool
+	// KeptFor is its kept-for mark (v1alpha1.KeptForAnnotation): the flavour its class asked for
+	// when its shard's flavour changed under it. Its shard keeps it while its class still asks for
+	// that flavour.
+	KeptFor string
 }
 
 // Config is the cluster-wide allocation policy.
@@ -107,8 +119,11 @@ type Allocation struct {
 	// RouteClass and SharesRouteSpecs are the shard's (Shard).
 	RouteClass       string
 	SharesRouteSpecs bool
-	Rejected         bool
-	Reason           string
+	// KeptFor is the kept-for mark to write (Route.KeptFor): set while its shard keeps it for a
+	// flavour change, "" otherwise.
+	KeptFor  string
+	Rejected bool
+	Reason   string
 	// MovedFrom is set when the Ingress left a shard; MoveReason says why.
 	MovedFrom, MoveReason string
 }
@@ -261,7 +276,7 @@ func (p *planner) allocate(r Route) Allocation {
 		if s == nil {
 			return reject("host %s is under the cluster domain but under no shard's domain", norm)
 		}
-		if !serves(s, r) {
+		if !keeps(s, r) {
 			return reject("host %s is under shard %s's domain, whose routers are %s; its class asks for %s routers",
 				norm, s.Name, s.Flavour, r.Flavour)
 		}
@@ -277,7 +292,7 @@ func (p *planner) allocate(r Route) Allocation {
 	if cur != nil && cur.Claim != "" && r.Pin != cur.Name {
 		cur = nil // a claimed shard keeps only what its claim binds
 	}
-	if cur != nil && !serves(cur, r) {
+	if cur != nil && !keeps(cur, r) {
 		cur = nil // the route names another flavour's class now: its routers no longer serve it
 	}
 	switch {
@@ -343,6 +358,7 @@ func (p *planner) allocate(r Route) Allocation {
 	}
 	domain := shard.Domain
 	a.Domain, a.RouteClass, a.SharesRouteSpecs = domain, shard.RouteClass, shard.SharesRouteSpecs
+	a.KeptFor = keptFor(shard, r)
 	for _, h := range hosts {
 		if h == "" {
 			if !ownLabelOK {
@@ -458,6 +474,27 @@ func readAnnotation(reads, annotations []string) string {
 		if slices.Contains(reads, name) {
 			return k
 		}
+	}
+	return ""
+}
+
+// keeps reports whether the shard serves the route, or keeps it where it is: an Ingress its routers
+// select by Shardgate's class annotation, whatever class it names, that was on the shard when the
+// shard's flavour changed and whose class asks for the flavour it asked for then (KeptFor).
+func keeps(s *Shard, r Route) bool {
+	return serves(s, r) || (s.RouteClass != "" && r.SelectableByClass && r.Shard == s.Name && r.KeptFor != "" &&
+		r.KeptFor == r.Flavour)
+}
+
+// keptFor is the kept-for mark of a route allocated to shard s: the flavour its class asks for,
+// while s keeps it although its routers are another flavour, or while a held change will make
+// them one that keeps it; "" otherwise.
+func keptFor(s *Shard, r Route) string {
+	switch {
+	case !r.SelectableByClass || r.Flavour == "":
+		return ""
+	case s.Flavour != "" && r.Flavour != s.Flavour, s.ChangingTo != "" && r.Flavour != s.ChangingTo:
+		return r.Flavour
 	}
 	return ""
 }

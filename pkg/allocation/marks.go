@@ -101,6 +101,7 @@ func TellMeta(route metav1.Object, a Allocation) {
 		ann[v1alpha1.HostsAnnotation] = strings.Join(a.Hosts, ",")
 		setOrDelete(ann, v1alpha1.CNAMETargetAnnotation, a.CNAMETarget)
 		setOrDelete(ann, v1alpha1.ShardClassAnnotation, a.RouteClass)
+		setOrDelete(ann, v1alpha1.KeptForAnnotation, a.KeptFor)
 	}
 	ann[v1alpha1.AllocationAnnotation] = outcome
 }
@@ -127,7 +128,7 @@ func MetaSays(route metav1.Object, a Allocation) bool {
 	}
 	return labels[v1alpha1.ShardLabel] == a.Shard && ann[v1alpha1.AllocationAnnotation] == v1alpha1.AllocationAllocated &&
 		ann[v1alpha1.ShardAnnotation] == a.Shard && ann[v1alpha1.CNAMETargetAnnotation] == a.CNAMETarget &&
-		ann[v1alpha1.ShardClassAnnotation] == a.RouteClass &&
+		ann[v1alpha1.ShardClassAnnotation] == a.RouteClass && ann[v1alpha1.KeptForAnnotation] == a.KeptFor &&
 		joinedEquals(ann[v1alpha1.HostsAnnotation], a.Hosts)
 }
 

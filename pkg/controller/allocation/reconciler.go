@@ -83,6 +83,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, clusteraccess.DescribeError("read the user cluster's cache", err)
 	}
+	flavourChanges := ci.FlavourChanges()
+	changingTo(shards, flavourChanges)
 	kinds := cluster.RouteKinds()
 	objects, routes, released, err := collectRoutes(ctx, rd, kinds, &ci.Spec, render.RouteFlavours(specs))
 	if err != nil {
@@ -101,11 +103,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	changes := make([]change, 0, len(plan)+len(released))
 	writes := make([]func() (bool, error), 0, cap(changes))
 	targets := make([]client.Object, 0, cap(changes))
+	written := map[string]bool{}
 	for _, a := range plan {
 		o := objects[routeKey(a.Kind, a.Namespace, a.Name)]
 		c := routeChange(o.kind, o.route, a)
 		if c == settled {
 			continue // the common case on every pass: no closure, no write
+		}
+		if len(flavourChanges) > 0 {
+			written[routeKey(a.Kind, a.Namespace, a.Name)] = true
 		}
 		changes, targets = append(changes, c), append(targets, o.route)
 		writes = append(writes, func() (bool, error) { return r.write(ctx, pass, w, o.kind, o.route, a, c == statusOnly) })
@@ -125,6 +131,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		ci.Status.Routes, ci.Status.RejectedRoutes = ci.Status.Routes+c.Routes, ci.Status.RejectedRoutes+c.Rejected
 	}
 	recordRoutes(req.String(), ci.Status.Routes, ci.Status.RejectedRoutes)
+	var held []heldChange
+	if len(flavourChanges) > 0 {
+		held = holdChanges(ctx, w, flavourChanges, cfg, shards, routes, plan, objects, written)
+	}
+	ci.Status.ShardFlavours = shardFlavours(ci.Spec.ShardsOrDefault(), held)
+	if c := flavourChangesHeld(held); c != nil {
+		c.ObservedGeneration = ci.Generation
+		meta.SetStatusCondition(&ci.Status.Conditions, *c)
+	} else {
+		meta.RemoveStatusCondition(&ci.Status.Conditions, v1alpha1.ConditionFlavourChangesHeld)
+	}
 	if c := customStrategyCondition(ci.Spec.Allocation, fallbacks, ci.Status.Conditions); c != nil {
 		c.ObservedGeneration = ci.Generation
 		meta.SetStatusCondition(&ci.Status.Conditions, *c)
@@ -132,6 +149,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		meta.RemoveStatusCondition(&ci.Status.Conditions, v1alpha1.ConditionCustomStrategyApplied)
 	}
 	r.Board.Post(ctx, ci, cistatus.Allocation)
+	if len(held) > 0 {
+		// Services are not watched: a held change looks again, as well as on every route event.
+		return ctrl.Result{RequeueAfter: heldChangeRecheck}, errors.Join(errs...)
+	}
 	return ctrl.Result{}, errors.Join(errs...)
 }
 
@@ -176,9 +197,8 @@ func allocShards(ctx context.Context, rd client.Reader, specs []v1alpha1.ShardSp
 	}
 	var out []allocation.Shard
 	for _, s := range specs {
-		as := allocation.Shard{Name: s.Name, Labels: s.Labels, Domain: names.ShardDomain(s.Name, clusterDomain), Claim: s.Claim,
-			Flavour: string(s.Flavour), RouteClass: render.ShardRouteClass(s), SharesRouteSpecs: render.SharesRouteSpecs(s),
-			ReadsAnnotations: render.ReadsAnnotations(s)}
+		as := allocation.Shard{Name: s.Name, Labels: s.Labels, Domain: names.ShardDomain(s.Name, clusterDomain), Claim: s.Claim}
+		setFlavour(&as, s.Flavour)
 		var err error
 		if s.NamespaceSelector != nil {
 			if as.NamespaceSelector, err = metav1.LabelSelectorAsSelector(s.NamespaceSelector); err != nil {
@@ -204,6 +224,13 @@ func allocShards(ctx context.Context, rd client.Reader, specs []v1alpha1.ShardSp
 		out = append(out, as)
 	}
 	return out, nil
+}
+
+// setFlavour gives a planner shard flavour f's routers.
+func setFlavour(as *allocation.Shard, f v1alpha1.Flavour) {
+	s := v1alpha1.ShardSpec{Name: as.Name, Flavour: f}
+	as.Flavour, as.RouteClass, as.SharesRouteSpecs = string(f), render.ShardRouteClass(s), render.SharesRouteSpecs(s)
+	as.ReadsAnnotations = render.ReadsAnnotations(s)
 }
 
 // route is one route and its kind.
@@ -261,6 +288,8 @@ func collectRoutes(ctx context.Context, rd client.Reader, kinds routekinds.Regis
 				Flavour: flavour}
 			r.ClassAnnotated, r.Refusal = allocation.ClassAnnotated(o), k.Refusal(o)
 			r.Annotations = slices.Collect(maps.Keys(o.GetAnnotations()))
+			r.SelectableByClass = k.Name() == (routekinds.Ingress{}).Name()
+			r.KeptFor = o.GetAnnotations()[v1alpha1.KeptForAnnotation]
 			r.Shard, r.HeldHosts = allocation.Held(o)
 			routes = append(routes, r)
 		}

@@ -79,9 +79,13 @@ var owned = map[Owner]ownership{
 			}}},
 	Shards: {conditions: []string{v1alpha1.ConditionShardsAvailable, v1alpha1.ConditionRoutesProtected,
 		v1alpha1.ConditionGatewayAPIAvailable}},
-	Allocation: {conditions: []string{v1alpha1.ConditionCustomStrategyApplied}, fields: func(dst, src *v1alpha1.ClusterIngressStatus) {
-		dst.Routes, dst.RejectedRoutes, dst.RouteKinds = src.Routes, src.RejectedRoutes, src.RouteKinds
-	}},
+	// The shards' flavours are allocation's: it admits a flavour change once no route would be
+	// dropped (ClusterIngress.Shards).
+	Allocation: {conditions: []string{v1alpha1.ConditionCustomStrategyApplied, v1alpha1.ConditionFlavourChangesHeld},
+		fields: func(dst, src *v1alpha1.ClusterIngressStatus) {
+			dst.Routes, dst.RejectedRoutes, dst.RouteKinds = src.Routes, src.RejectedRoutes, src.RouteKinds
+			dst.ShardFlavours = src.ShardFlavours
+		}},
 	Certificates: {conditions: []string{v1alpha1.ConditionCertificateReady},
 		fields: func(dst, src *v1alpha1.ClusterIngressStatus) { dst.Certificate = src.Certificate }},
 	VIPs: {conditions: []string{v1alpha1.ConditionVIPsAvailable},

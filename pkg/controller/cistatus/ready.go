@@ -35,6 +35,8 @@ var readyFrom = []struct {
 	//   cluster (a proxy, a firewall in front); it is reported, not folded into Ready.
 	// - CustomStrategyApplied: when a score or extender cannot decide, the built-in strategy does;
 	//   every route is still allocated and served.
+	// - FlavourChangesHeld: a held change leaves the shard's old routers serving every route; it
+	//   tells the operator why the new flavour has not rolled out, not that anything is down.
 	// - ShardsSaturated: a saturated shard still serves (slower); it is the admin's cue to add
 	//   routers, and True is the bad state, unlike every condition above.
 }
