@@ -333,9 +333,13 @@ func TestFlavourConformance(t *testing.T) {
 	defer cancel()
 	flavours := render.Flavours()
 	nodes := make([][]framework.RealNodeSpec, len(flavours)+1)
-	for i := range flavours {
+	for i, f := range flavours {
 		nodes[i] = []framework.RealNodeSpec{{Name: "n1", Labels: map[string]string{"role": "a"}},
 			{Name: "n2", Labels: map[string]string{"role": "a"}}, {Name: "n3", Labels: map[string]string{"role": "b"}}}
+		if _, ok := flavourChanges[f.Name()]; ok {
+			// Shard b's second router, for FlavourChangeSpec (role b from then on).
+			nodes[i] = append(nodes[i], framework.RealNodeSpec{Name: "n4", Labels: map[string]string{"role": "spare"}})
+		}
 	}
 	// And one cluster with a shard of each flavour, a node each.
 	mixed := len(flavours)
@@ -362,10 +366,16 @@ func TestFlavourConformance(t *testing.T) {
 	for i, f := range flavours {
 		t.Run(string(f.Name()), func(t *testing.T) {
 			t.Parallel() // a user cluster each
-			ConformanceSpec(subtestContext(t, 12*time.Minute), t, func() ConformanceSpecInput {
+			input := func() ConformanceSpecInput {
 				return ConformanceSpecInput{Flavour: f, Seed: env.Seed, User: env.Users[i], DNS: env.DNS, Roots: roots,
 					Fabric: env.Fabrics[i], Nodes: env.Nodes[i], ClusterID: "conf-" + string(f.Name()), Issuer: "pebble"}
-			})
+			}
+			ConformanceSpec(subtestContext(t, 12*time.Minute), t, input)
+			if to, ok := flavourChanges[f.Name()]; ok && !t.Failed() {
+				t.Run("a live shard changes flavour to "+string(to)+" under a looping client", func(t *testing.T) {
+					FlavourChangeSpec(subtestContext(t, 8*time.Minute), t, input(), to)
+				})
+			}
 		})
 	}
 }
