@@ -170,6 +170,7 @@ func Diagnose(ci *v1alpha1.ClusterIngress, now time.Time, answers map[string]DNS
 			Message: sc.Message, Cause: fmt.Sprintf("shard %s: RoutesServing=%s/%s", c.Shard, sc.Status, sc.Reason)})
 	}
 	d.Findings = append(d.Findings, loadFindings(ci)...)
+	d.Findings = append(d.Findings, flavourChangeFindings(ci)...)
 	if !d.Ready && !slices.ContainsFunc(d.Findings, func(f Finding) bool {
 		return f.Severity == severityCritical ||
 			strings.Contains(readyMessage(ci), strings.SplitN(f.Cause, "=", 2)[0])
@@ -368,6 +369,18 @@ func loadFindings(ci *v1alpha1.ClusterIngress) []Finding {
 		}
 	}
 	return out
+}
+
+// flavourChangeFindings: a shard's flavour change the profile asks for that waits (the shard keeps
+// serving with its old routers; the operator asked for something not yet done).
+func flavourChangeFindings(ci *v1alpha1.ClusterIngress) []Finding {
+	c := meta.FindStatusCondition(ci.Status.Conditions, v1alpha1.ConditionFlavourChangesHeld)
+	if c == nil || c.Status != metav1.ConditionTrue {
+		return nil
+	}
+	return []Finding{{Severity: severityWarning, Cause: "FlavourChangesHeld=True/" + c.Reason, Message: c.Message,
+		Next: "move, fix or delete the routes it names (kubectl shardgate explain ingress/NAME -n NAMESPACE says why " +
+			"each one would be refused), or set the shard's flavour back in the profile"}}
 }
 
 // DNSAnswer is what a name under a shard domain resolved to. Unasked: doctor could not get an

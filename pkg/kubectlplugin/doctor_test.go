@@ -227,3 +227,20 @@ func TestDiagnoseLoad(t *testing.T) {
 		t.Errorf("saturated: %+v", d.Findings)
 	}
 }
+
+// TestDiagnoseHeldFlavourChange: a held flavour change is a warning with its message and the next
+// step; none while no change is held.
+func TestDiagnoseHeldFlavourChange(t *testing.T) {
+	ready := c(v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonReady)
+	published := c(v1alpha1.ConditionDNSPublished, metav1.ConditionTrue, v1alpha1.ReasonPublished)
+	held := c(v1alpha1.ConditionFlavourChangesHeld, metav1.ConditionTrue, v1alpha1.ReasonRoutesBlockChange)
+	held.Message = "shard b keeps its traefik routers (spec: haproxy) until ..."
+	d := Diagnose(doctorCluster(published, ready, held), doctorNow, nil)
+	if got := causes(d); len(got) != 1 || got[0] != "FlavourChangesHeld=True/RoutesBlockChange" ||
+		d.Findings[0].Message != held.Message || !strings.Contains(d.Findings[0].Next, "kubectl shardgate explain") {
+		t.Errorf("held: %+v", d.Findings)
+	}
+	if d := Diagnose(doctorCluster(published, ready), doctorNow, nil); len(d.Findings) != 0 {
+		t.Errorf("nothing held: %v", causes(d))
+	}
+}
