@@ -68,10 +68,10 @@ func servicePorts(ctx context.Context, rd client.Reader, namespace, name string)
 }
 
 // shardPorts are the ports of the router Service Shardgate renders for the shard (its routers
-// bind them on the node).
+// bind them on the node), of the flavour they run (a held flavour change: the old one).
 func shardPorts(ci *v1alpha1.ClusterIngress, shard string) []v1alpha1.FirewallPort {
-	for _, s := range ci.Spec.Shards {
-		if s.Name != shard {
+	for _, s := range ci.Shards() {
+		if s.Name != shard || s.Claim != "" {
 			continue
 		}
 		fl, ok := render.FlavourFor(s.Flavour)
