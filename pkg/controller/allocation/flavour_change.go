@@ -55,7 +55,8 @@ func changingTo(shards []allocation.Shard, changes []v1alpha1.FlavourChange) {
 }
 
 // holdChanges decides each pending flavour change from this pass's plan: the ones still held, and
-// why. written are the routes this pass wrote (their marks are not read back yet).
+// why. written are the routes whose marks this pass wrote (not read back yet; a write that failed
+// is retried by the next pass, which holds the change again).
 func holdChanges(ctx context.Context, api client.Reader, changes []v1alpha1.FlavourChange, cfg allocation.Config,
 	shards []allocation.Shard, routes []allocation.Route, plan []allocation.Allocation, objects map[string]route,
 	written map[string]bool,
@@ -192,7 +193,8 @@ func flavourChangesHeld(held []heldChange) *metav1.Condition {
 		msg := fmt.Sprintf("shard %s keeps its %s routers (spec: %s) until ", h.change.Shard, h.change.From, h.change.To)
 		switch h.reason {
 		case v1alpha1.ReasonRoutesBeingMarked:
-			msg += fmt.Sprintf("the kept-for mark written on %d of its routes is read back", h.total)
+			msg += fmt.Sprintf("the marks of %d of its routes, written this pass (the kept-for mark among them), are "+
+				"read back", h.total)
 		case v1alpha1.ReasonServicesUnreadable:
 			msg += "its routes' Services can be read: " + strings.Join(told, "; ")
 		default:

@@ -106,7 +106,7 @@ func TestAFlavourChangeWaitsUntilNothingIsDropped(t *testing.T) {
 		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 80}}}}))
 	// A route that lands on heavy now is marked first; the change waits for the mark to be read.
 	must(t, u.Create(ctx, backedBy(ingress("team", "late", names.IngressClassName, "late.heavy.c1.z.test"), "web")))
-	held("the kept-for mark written on 1 of its routes")
+	held("the marks of 1 of its routes, written this pass")
 
 	controllertest.Reconcile(t, r, key, 1)
 	must(t, seed.Client.Get(ctx, key, ci))

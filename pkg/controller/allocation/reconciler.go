@@ -110,7 +110,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if c == settled {
 			continue // the common case on every pass: no closure, no write
 		}
-		if len(flavourChanges) > 0 {
+		if len(flavourChanges) > 0 && c == marks {
 			written[routeKey(a.Kind, a.Namespace, a.Name)] = true
 		}
 		changes, targets = append(changes, c), append(targets, o.route)
