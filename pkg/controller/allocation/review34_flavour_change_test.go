@@ -3,14 +3,18 @@ package allocation
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -201,5 +205,56 @@ func TestReview34HeldChangeListsEveryServiceEveryPass(t *testing.T) {
 	if n := servicesRead.Load(); n > 2*passes {
 		t.Errorf("%d passes of a held change read %d Services from the user API server (%d a pass); the shard's routes name 2",
 			passes, n, n/passes)
+	}
+}
+
+// TestReview34UnwritableMarkHoldsTheChangeAnonymously: tenant T pads its Ingress app (on heavy)
+// with annotations up to just under the API server's 256 KiB total, so Shardgate's write of the
+// kept-for mark is refused (metadata.annotations: Too long), on every pass. The change is then
+// held forever as RoutesBeingMarked, "until the kept-for mark written on 1 of its routes is read
+// back", which it never will be: the condition names no route, so the operator cannot tell
+// which tenant holds every cluster's change, nor that a write keeps failing (a route that would
+// be refused is named; this one is not). The interceptor refuses exactly what the API server
+// refuses (total annotation size over 262144 bytes).
+//
+// Correct: FlavourChangesHeld names the route(s) whose marks are missing (at least those whose
+// write failed), with why, as it does for RoutesBlockChange.
+func TestReview34UnwritableMarkHoldsTheChangeAnonymously(t *testing.T) {
+	const limit = 262144
+	size := func(ann map[string]string) int {
+		n := 0
+		for k, v := range ann {
+			n += len(k) + len(v)
+		}
+		return n
+	}
+	wrap := func(c client.WithWatch) client.WithWatch {
+		return interceptor.NewClient(c, interceptor.Funcs{Patch: func(ctx context.Context, c client.WithWatch, obj client.Object,
+			patch client.Patch, opts ...client.PatchOption) error {
+			if _, ok := obj.(*networkingv1.Ingress); ok && size(obj.GetAnnotations()) > limit {
+				return apierrors.NewInvalid(schema.GroupKind{Group: "networking.k8s.io", Kind: "Ingress"}, obj.GetName(),
+					field.ErrorList{field.TooLong(field.NewPath("metadata", "annotations"), "", limit)})
+			}
+			return c.Patch(ctx, obj, patch, opts...)
+		}})
+	}
+	r, ci, u, seed := review34Setup(t, wrap)
+	ctx := context.Background()
+	app := &networkingv1.Ingress{}
+	must(t, u.Get(ctx, client.ObjectKey{Namespace: "team", Name: "app"}, app))
+	pad := "example.com/pad"
+	app.Annotations[pad] = strings.Repeat("x", limit-size(app.Annotations)-len(pad)-4)
+	must(t, u.Update(ctx, app))
+	key := client.ObjectKeyFromObject(ci)
+	for range 3 {
+		_, _ = r.Reconcile(ctx, controllertest.Request(key)) // the refused write is returned as an error
+	}
+	must(t, seed.Client.Get(ctx, key, ci))
+	c := meta.FindStatusCondition(ci.Status.Conditions, v1alpha1.ConditionFlavourChangesHeld)
+	if c == nil {
+		t.Fatalf("heavy's change was admitted although app never got its kept-for mark")
+	}
+	if !strings.Contains(c.Message, "team/app") {
+		t.Errorf("FlavourChangesHeld %s: %q names no route; app's mark can never be written", c.Reason, c.Message)
 	}
 }
