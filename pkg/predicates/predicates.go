@@ -131,6 +131,28 @@ var ClaimsChanged = predicate.Funcs{
 	},
 }
 
+// RunningFlavoursChanged passes ClusterIngress updates that change the flavour or image a profile
+// shard's routers run (ClusterIngress.Shards: status.shardFlavours, where allocation admits a held
+// flavour change).
+var RunningFlavoursChanged = predicate.Funcs{
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		o, ok1 := e.ObjectOld.(*v1alpha1.ClusterIngress)
+		n, ok2 := e.ObjectNew.(*v1alpha1.ClusterIngress)
+		return !ok1 || !ok2 || runningFlavoursKey(o) != runningFlavoursKey(n)
+	},
+}
+
+// runningFlavoursKey is each profile shard's running flavour and image in one string.
+func runningFlavoursKey(ci *v1alpha1.ClusterIngress) string {
+	var b strings.Builder
+	for _, s := range ci.Shards() {
+		if s.Claim == "" {
+			fmt.Fprintf(&b, "%s=%s,%s;", s.Name, s.Flavour, s.Image)
+		}
+	}
+	return b.String()
+}
+
 // ClaimsKey is status.claims' shards, settings, bindings and phases in one string (reasons and
 // messages left out).
 func ClaimsKey(ci *v1alpha1.ClusterIngress) string {

@@ -33,7 +33,8 @@ type Config struct {
 func Add(mgr ctrl.Manager, cfg Config) error {
 	return kit.New(mgr, "allocation", cfg.Kit).Concurrency(cfg.Concurrency).
 		// Its own status writes (route counts) do not wake it: spec, domain and deletion do.
-		For(&v1alpha1.ClusterIngress{}, builder.WithPredicates(predicate.Or(predicates.MetadataOrSpecChanged, predicates.DomainChanged, predicates.ClaimsChanged))).
+		For(&v1alpha1.ClusterIngress{}, builder.WithPredicates(predicate.Or(predicates.MetadataOrSpecChanged, predicates.DomainChanged, predicates.ClaimsChanged,
+			predicates.RunningFlavoursChanged))).
 		// Routes, and router Deployments (their readiness is LeastLoaded's capacity).
 		WatchesRawSource(source.Channel(cfg.Access.Subscribe(clusteraccess.ChangeRoutes|clusteraccess.ChangeManaged),
 			&handler.EnqueueRequestForObject{})).

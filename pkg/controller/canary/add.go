@@ -74,7 +74,8 @@ func Add(mgr ctrl.Manager, cfg Config) error {
 		Get: httpGet(client), Limiter: rate.NewLimiter(rate.Limit(cfg.QPS), max(1, int(cfg.QPS))), Board: cfg.Board}
 	return kit.New(mgr, "canary", cfg.Kit).Concurrency(cfg.Concurrency).
 		// Checks are timed (RequeueAfter); spec, deletion and the domain start one at once.
-		For(&v1alpha1.ClusterIngress{}, builder.WithPredicates(predicate.Or(predicates.MetadataOrSpecChanged, predicates.DomainChanged, predicates.ClaimsChanged))).
+		For(&v1alpha1.ClusterIngress{}, builder.WithPredicates(predicate.Or(predicates.MetadataOrSpecChanged, predicates.DomainChanged, predicates.ClaimsChanged,
+			predicates.RunningFlavoursChanged))).
 		Complete(r)
 }
 

@@ -57,7 +57,8 @@ func Add(mgr ctrl.Manager, cfg Config) error {
 	c, err := kit.New(mgr, "certificates", cfg.Kit).Concurrency(cfg.Concurrency).
 		// Spec (TLS settings, shards), deletion and the domain decide the names; the others'
 		// status writes do not.
-		For(&v1alpha1.ClusterIngress{}, builder.WithPredicates(predicate.Or(predicates.MetadataOrSpecChanged, predicates.DomainChanged, predicates.ClaimsChanged))).
+		For(&v1alpha1.ClusterIngress{}, builder.WithPredicates(predicate.Or(predicates.MetadataOrSpecChanged, predicates.DomainChanged, predicates.ClaimsChanged,
+			predicates.RunningFlavoursChanged))).
 		Build(r)
 	if err != nil {
 		return err

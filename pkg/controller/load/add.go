@@ -7,6 +7,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
@@ -32,7 +33,7 @@ type Config struct {
 // Add registers the load controller.
 func Add(mgr ctrl.Manager, cfg Config) error {
 	return kit.New(mgr, "load", cfg.Kit).Concurrency(cfg.Concurrency).
-		For(&v1alpha1.ClusterIngress{}, builder.WithPredicates(predicates.MetadataOrSpecChanged)).
+		For(&v1alpha1.ClusterIngress{}, builder.WithPredicates(predicate.Or(predicates.MetadataOrSpecChanged, predicates.RunningFlavoursChanged))).
 		// The reports, and router Deployments (their ready routers).
 		WatchesRawSource(source.Channel(cfg.Access.Subscribe(clusteraccess.ChangeRouterLoad|clusteraccess.ChangeManaged),
 			&handler.EnqueueRequestForObject{})).

@@ -62,7 +62,7 @@ func Add(mgr ctrl.Manager, cfg Config) error {
 		return o.GetNamespace() == cfg.JobNamespace && o.GetLabels()[routedip.JobKindLabel] != ""
 	}))
 	if err := kit.New(mgr, "routedips", cfg.Kit).Concurrency(clusterWorkers).
-		For(&v1alpha1.ClusterIngress{}, builder.WithPredicates(predicates.MetadataOrSpecChanged)).
+		For(&v1alpha1.ClusterIngress{}, builder.WithPredicates(predicate.Or(predicates.MetadataOrSpecChanged, predicates.RunningFlavoursChanged))).
 		// RoutedIPs, the endpoints of their Services, and nodes of the user cluster.
 		WatchesRawSource(source.Channel(cfg.Access.Subscribe(clusteraccess.ChangeNodes|clusteraccess.ChangeRoutedIPs|clusteraccess.ChangeManaged), &handler.EnqueueRequestForObject{})).
 		// An assign Job finishing; a class changing (its addresses, or its applied firewall).

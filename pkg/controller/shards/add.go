@@ -37,15 +37,20 @@ type Config struct {
 	CertificateNamespace string
 }
 
+// clusterIngressChanges are the ClusterIngress updates the shard controller renders again for: spec,
+// deletion and the domain; a renewed certificate (status.certificate), which is handed to the
+// routers; VIPs, claims and load it renders from; an admitted flavour change (the routers roll).
+// The other controllers' status writes do not matter.
+var clusterIngressChanges = predicate.Or(predicates.MetadataOrSpecChanged, predicates.DomainChanged,
+	predicates.CertificateChanged, predicates.VIPsChanged, predicates.ClaimsChanged, predicates.LoadChanged,
+	predicates.RunningFlavoursChanged)
+
 // Add registers the shard controller.
 func Add(mgr ctrl.Manager, cfg Config) error {
 	r := &Reconciler{Client: mgr.GetClient(), Access: cfg.Access, SecretReader: mgr.GetAPIReader(),
 		CertificateNamespace: cfg.CertificateNamespace, Clock: clock.RealClock{}, Canary: cfg.Canary, Board: cfg.Board}
 	return kit.New(mgr, "shards", cfg.Kit).Concurrency(cfg.Concurrency).
-		// Spec, deletion and the domain matter; the other controllers' status writes do not.
-		// A renewed certificate (status.certificate) is handed to the routers.
-		For(&v1alpha1.ClusterIngress{}, builder.WithPredicates(predicate.Or(predicates.MetadataOrSpecChanged, predicates.DomainChanged, predicates.CertificateChanged, predicates.VIPsChanged, predicates.ClaimsChanged,
-			predicates.LoadChanged))).
+		For(&v1alpha1.ClusterIngress{}, builder.WithPredicates(clusterIngressChanges)).
 		// Drift of managed objects, and nodes' labels (which shards' nodeSelectors match); not
 		// readiness, which the routers' pods report.
 		WatchesRawSource(source.Channel(cfg.Access.Subscribe(clusteraccess.ChangeManaged|clusteraccess.ChangeNodeLabels),

@@ -5,18 +5,14 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/event"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
-	"github.com/shardgate/shardgate/pkg/predicates"
 )
 
 // TestReview34AdmittedFlavourChangeWakesTheShardsController: the allocation controller admits a
 // held flavour change by writing status.shardFlavours (its status part, through the board); that
 // write changes what ClusterIngress.Shards() renders (heavy: Traefik -> HAProxy), yet the shards
-// controller's ClusterIngress predicate (add.go: MetadataOrSpecChanged, DomainChanged,
-// CertificateChanged, VIPsChanged, ClaimsChanged, LoadChanged; composed here exactly as there)
-// does not pass that update, and the shards controller requeues nothing periodically. In a quiet
+// controller's ClusterIngress predicate (add.go's clusterIngressChanges) did not pass that update, and the shards controller requeues nothing periodically. In a quiet
 // cluster (no router pod, node label or managed-object event) the admitted change is never
 // rolled out, while FlavourChangesHeld is gone and status.shards soon reports heavy as HAProxy
 // (the DNS controller reads ci.Shards()): status says haproxy, the routers still run Traefik.
@@ -25,8 +21,7 @@ import (
 // Correct: an update that changes ClusterIngress.Shards() (status.shardFlavours) wakes the shards
 // controller (a predicate on the running shards, as ClaimsChanged is for status.claims).
 func TestReview34AdmittedFlavourChangeWakesTheShardsController(t *testing.T) {
-	shardsPredicate := predicate.Or(predicates.MetadataOrSpecChanged, predicates.DomainChanged, predicates.CertificateChanged,
-		predicates.VIPsChanged, predicates.ClaimsChanged, predicates.LoadChanged)
+	shardsPredicate := clusterIngressChanges
 	spec := v1alpha1.ClusterIngressSpec{Shards: []v1alpha1.ShardSpec{{Name: "default", Flavour: v1alpha1.FlavourTraefik},
 		{Name: "heavy", Flavour: v1alpha1.FlavourHAProxy, Image: "haproxy:new"}}}
 	held := &v1alpha1.ClusterIngress{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c1", Generation: 2}, Spec: spec,
