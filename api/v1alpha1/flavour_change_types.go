@@ -25,6 +25,7 @@ const (
 	ReasonRoutesBlockChange     = "RoutesBlockChange"
 	ReasonRoutesBeingMarked     = "RoutesBeingMarked"
 	ReasonServicesUnreadable    = "ServicesUnreadable"
+	ReasonFlavourUnavailable    = "FlavourUnavailable"
 )
 
 // KeptForAnnotation marks an Ingress its shard keeps although its class asks for another

@@ -23,14 +23,14 @@ type IngressProfile struct {
 
 // IngressProfileSpec selects clusters and says how to publish their DNS.
 //
-// A shard's flavour changes in place only to one whose routers keep serving the routes it holds:
-// from traefik to haproxy, whose routers select their routes by the class annotation Shardgate
-// writes, whatever class a route names. In each cluster the change waits (FlavourChangesHeld)
-// until no route on the shard would be dropped or served unsafely by haproxy's routers; then they
-// roll from one flavour to the other like any rolling update. Traefik routers serve only routes
-// naming Traefik's class, so haproxy to traefik is refused. No shards listed (absent or empty) is
-// the implicit default shard, of traefik. The first shard's flavour is fixed: it is the claimed
-// shards' and the clusters' default class's.
+// A shard's flavour changes in place between traefik and haproxy. In each cluster the change
+// waits (FlavourChangesHeld) until no route on the shard would be dropped or served unsafely by
+// the new routers (haproxy's select routes by the class annotation Shardgate writes, whatever class
+// a route names, so a shard becoming haproxy keeps its Ingresses; traefik's serve only routes
+// naming Traefik's class); then they roll from one flavour to the other like any rolling update.
+// Setting a held change back changes nothing. No shards listed (absent or empty) is the implicit
+// default shard, of traefik. The first shard's flavour is fixed: it is the claimed shards' and the
+// clusters' default class's.
 // +kubebuilder:validation:XValidation:rule="!(has(oldSelf.shards) && size(oldSelf.shards) > 0) || (has(self.shards) && size(self.shards) > 0) || !oldSelf.shards.exists(o, o.name == 'default' && o.flavour != 'traefik')",message="without shards the profile has the implicit default shard, which runs traefik routers; a shard's flavour cannot change in place: add a shard of the new flavour, move the routes to its class, then remove the old shard"
 // +kubebuilder:validation:XValidation:rule="(has(oldSelf.shards) && size(oldSelf.shards) > 0) || !has(self.shards) || self.shards.all(s, s.name != 'default' || s.flavour == 'traefik')",message="the implicit default shard runs traefik routers; its flavour cannot change in place: add a shard of the new flavour, move the routes to its class, then remove the old shard"
 // +kubebuilder:validation:XValidation:rule="(has(oldSelf.shards) && size(oldSelf.shards) > 0 ? oldSelf.shards[0].flavour : 'traefik') == (has(self.shards) && size(self.shards) > 0 ? self.shards[0].flavour : 'traefik')",message="the first shard's flavour is the claimed shards' and the default IngressClass's; it cannot change in place (by an edit, a reorder or removing the first shard): keep a first shard of that flavour"
@@ -59,7 +59,7 @@ type IngressProfileSpec struct {
 	// +listType=map
 	// +listMapKey=name
 	// +kubebuilder:validation:MaxItems=32
-	// +kubebuilder:validation:items:XValidation:rule="self.flavour == oldSelf.flavour || (oldSelf.flavour == 'traefik' && self.flavour == 'haproxy')",message="a shard's flavour changes in place only from traefik to haproxy (traefik routers serve only the routes that name traefik's class, and the shard's routes name another): add a shard of the new flavour, move the routes to its class, then remove the old shard"
+	// +kubebuilder:validation:items:XValidation:rule="self.flavour == oldSelf.flavour || (oldSelf.flavour in ['traefik', 'haproxy'] && self.flavour in ['traefik', 'haproxy'])",message="a shard's flavour changes in place only between traefik and haproxy: add a shard of the new flavour, move the routes to its class, then remove the old shard"
 	Shards []ShardSpec `json:"shards,omitempty"`
 
 	// tls gives every selected cluster HTTPS through one cert-manager certificate per cluster.

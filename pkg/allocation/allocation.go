@@ -51,6 +51,10 @@ type Shard struct {
 	// serves now whose class asks for another flavour are marked (Allocation.KeptFor) so that it
 	// keeps them once the change is admitted.
 	ChangingTo string
+	// ChangingRouteClass is the class ChangingTo's routers will select the shard's routes by: the
+	// Ingresses it serves carry it before they start (RouteClass' routers ignore it), so that none
+	// is unselected when they do.
+	ChangingRouteClass string
 }
 
 // Route is a route of any kind (an Ingress) as the planner sees it.
@@ -359,6 +363,9 @@ func (p *planner) allocate(r Route) Allocation {
 	domain := shard.Domain
 	a.Domain, a.RouteClass, a.SharesRouteSpecs = domain, shard.RouteClass, shard.SharesRouteSpecs
 	a.KeptFor = keptFor(shard, r)
+	if shard.ChangingRouteClass != "" && r.SelectableByClass {
+		a.RouteClass = shard.ChangingRouteClass
+	}
 	for _, h := range hosts {
 		if h == "" {
 			if !ownLabelOK {

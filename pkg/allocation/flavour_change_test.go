@@ -22,19 +22,20 @@ func ingressFor(r Route, flavour string) Route {
 }
 
 // TestAChangingShardMarksWhatItWillKeep: while heavy's change to HAProxy is held, the Ingresses it
-// serves whose class asks for Traefik get the kept-for mark (Traefik), those naming HAProxy's class
-// and HTTPRoutes none, and none of them moves.
+// serves whose class asks for Traefik get the kept-for mark (Traefik) and HAProxy's route class
+// (so that HAProxy's routers select them from their start; Traefik's ignore it), HTTPRoutes
+// neither, and none of them moves.
 func TestAChangingShardMarksWhatItWillKeep(t *testing.T) {
 	changing := heavyTraefik
-	changing.ChangingTo = "haproxy"
+	changing.ChangingTo, changing.ChangingRouteClass = "haproxy", "shardgate-shard-heavy"
 	httpRoute := held(route("ns", "h", 3, "", "h.heavy.c1.z"), "heavy", "h.heavy.c1.z")
 	httpRoute.Kind, httpRoute.Flavour = "HTTPRoute", "traefik"
 	p := plan(t, "LeastRoutes", nil, []Shard{defaultShard, changing},
 		ingressFor(held(route("ns", "a", 1, "", "a.heavy.c1.z"), "heavy", "a.heavy.c1.z"), "traefik"), httpRoute)
-	if a := p["ns/a"]; a.Shard != "heavy" || a.KeptFor != "traefik" || a.RouteClass != "" {
-		t.Errorf("ns/a: %+v, want on heavy, marked kept for traefik, no route class yet", a)
+	if a := p["ns/a"]; a.Shard != "heavy" || a.KeptFor != "traefik" || a.RouteClass != "shardgate-shard-heavy" {
+		t.Errorf("ns/a: %+v, want on heavy, marked kept for traefik, with HAProxy's route class already", a)
 	}
-	if a := p["ns/h"]; a.Shard != "heavy" || a.KeptFor != "" {
+	if a := p["ns/h"]; a.Shard != "heavy" || a.KeptFor != "" || a.RouteClass != "" {
 		t.Errorf("ns/h: %+v, want on heavy, unmarked", a)
 	}
 	if a := plan(t, "LeastRoutes", nil, []Shard{defaultShard, heavyTraefik},

@@ -44,6 +44,10 @@ type DesiredInput struct {
 	GatewayAPI bool
 	// LoadStates are the load-reporting shards' states (status.shardLoad), told to users.
 	LoadStates map[string]v1alpha1.ShardLoadState
+	// ChangingTo are the flavours held flavour changes will give shards (ClusterIngress'
+	// FlavourChanges): the admission policy guards what their routers would read already, so that
+	// nothing of it is planted while a change waits to be admitted.
+	ChangingTo []v1alpha1.Flavour
 }
 
 // Desired is what the shard controller applies: the cluster-wide objects (shared by every shard,
@@ -152,7 +156,7 @@ func RenderDesired(in DesiredInput) (Desired, error) {
 		d.Cluster = append(d.Cluster, parent...)
 	}
 	if in.AdmissionPolicy {
-		cluster, claimed, namespaces := guardsOf(in.Shards)
+		cluster, claimed, namespaces := guardsOf(in.Shards, in.ChangingTo)
 		policy, err := AdmissionPolicy(in.ShardgateUser, in.RouteKinds, cluster)
 		if err != nil {
 			return Desired{}, err
@@ -221,15 +225,21 @@ func ObjKey(kind, ns, name string) string { return kind + "/" + ns + "/" + name 
 // cluster-wide (the operator chose those routers for every tenant), those of flavours only claimed
 // shards run hold in the claims' namespaces alone (a claimed shard takes routes, and the Services
 // they name, from its claim's namespace only: one tenant's claim never restricts another's writes).
-func guardsOf(shards []v1alpha1.ShardSpec) (cluster, claimed TenantGuards, namespaces []string) {
+// The flavours held changes will give profile shards (changingTo) hold cluster-wide too.
+func guardsOf(shards []v1alpha1.ShardSpec, changingTo []v1alpha1.Flavour) (cluster, claimed TenantGuards, namespaces []string) {
 	profile := map[v1alpha1.Flavour]bool{}
-	for _, s := range shards {
-		if f, ok := FlavourFor(s.Flavour); ok && s.Claim == "" {
-			if !profile[s.Flavour] {
-				cluster = cluster.with(f.TenantGuards())
-			}
-			profile[s.Flavour] = true
+	guard := func(flavour v1alpha1.Flavour) {
+		if f, ok := FlavourFor(flavour); ok && !profile[flavour] {
+			cluster, profile[flavour] = cluster.with(f.TenantGuards()), true
 		}
+	}
+	for _, s := range shards {
+		if s.Claim == "" {
+			guard(s.Flavour)
+		}
+	}
+	for _, f := range changingTo {
+		guard(f)
 	}
 	added := map[v1alpha1.Flavour]bool{}
 	for _, s := range shards {

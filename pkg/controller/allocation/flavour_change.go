@@ -47,8 +47,9 @@ type heldChange struct {
 func changingTo(shards []allocation.Shard, changes []v1alpha1.FlavourChange) {
 	for _, c := range changes {
 		for i := range shards {
-			if shards[i].Name == c.Shard && render.ShardRouteClass(v1alpha1.ShardSpec{Name: c.Shard, Flavour: c.To}) != "" {
-				shards[i].ChangingTo = string(c.To)
+			class := render.ShardRouteClass(v1alpha1.ShardSpec{Name: c.Shard, Flavour: c.To})
+			if shards[i].Name == c.Shard && class != "" {
+				shards[i].ChangingTo, shards[i].ChangingRouteClass = string(c.To), class
 			}
 		}
 	}
@@ -56,18 +57,24 @@ func changingTo(shards []allocation.Shard, changes []v1alpha1.FlavourChange) {
 
 // holdChanges decides each pending flavour change from this pass's plan: the ones still held, and
 // why. written are the routes whose marks this pass wrote (not read back yet; a write that failed
-// is retried by the next pass, which holds the change again).
-func holdChanges(ctx context.Context, api client.Reader, changes []v1alpha1.FlavourChange, cfg allocation.Config,
-	shards []allocation.Shard, routes []allocation.Route, plan []allocation.Allocation, objects map[string]route,
-	written map[string]bool,
+// is retried by the next pass, which holds the change again); policyAPI: the cluster serves
+// ValidatingAdmissionPolicy.
+func holdChanges(ctx context.Context, api client.Reader, changes []v1alpha1.FlavourChange, policyAPI bool,
+	cfg allocation.Config, shards []allocation.Shard, routes []allocation.Route, plan []allocation.Allocation,
+	objects map[string]route, written map[string]bool,
 ) []heldChange {
 	var held []heldChange
 	for _, c := range changes {
+		if why, _ := render.ClaimLimits(c.To, policyAPI, false); why != "" {
+			held = append(held, heldChange{change: c, reason: v1alpha1.ReasonFlavourUnavailable,
+				blockers: []allocation.Blocker{{Why: string(c.To) + " routers cannot run here: " + why}}})
+			continue
+		}
 		after := slices.Clone(shards)
 		for i := range after {
 			if after[i].Name == c.Shard {
 				setFlavour(&after[i], c.To)
-				after[i].ChangingTo = ""
+				after[i].ChangingTo, after[i].ChangingRouteClass = "", ""
 			}
 		}
 		blockers := allocation.ChangeBlockers(c.Shard, plan, allocation.PlanAllocations(cfg, after, allocation.AsMarked(routes, plan)))
@@ -76,15 +83,16 @@ func holdChanges(ctx context.Context, api client.Reader, changes []v1alpha1.Flav
 				total: len(blockers)})
 			continue
 		}
-		if n := markedThisPass(c.Shard, plan, written); n > 0 {
-			held = append(held, heldChange{change: c, reason: v1alpha1.ReasonRoutesBeingMarked, total: n})
+		if marking := markedThisPass(c.Shard, plan, written); len(marking) > 0 {
+			held = append(held, heldChange{change: c, reason: v1alpha1.ReasonRoutesBeingMarked, blockers: marking,
+				total: len(marking)})
 			continue
 		}
 		blockers, err := serviceBlockers(ctx, api, c, plan, objects)
 		switch {
 		case err != nil:
 			held = append(held, heldChange{change: c, reason: v1alpha1.ReasonServicesUnreadable,
-				blockers: []allocation.Blocker{{Why: clusteraccess.DescribeError("list the cluster's Services", err).Error()}}})
+				blockers: []allocation.Blocker{{Why: clusteraccess.DescribeError("read its routes' Services", err).Error()}}})
 		case len(blockers) > 0:
 			held = append(held, heldChange{change: c, reason: v1alpha1.ReasonRoutesBlockChange, blockers: blockers,
 				total: len(blockers)})
@@ -93,22 +101,25 @@ func holdChanges(ctx context.Context, api client.Reader, changes []v1alpha1.Flav
 	return held
 }
 
-// markedThisPass counts the shard's routes this pass wrote: the change waits until their marks
-// are read back, so that it is planned from what the routes say.
-func markedThisPass(shard string, plan []allocation.Allocation, written map[string]bool) int {
-	n := 0
+// markedThisPass are the shard's routes whose marks this pass wrote: the change waits until they
+// are read back, so that it is planned from what the routes say. A route whose write keeps failing
+// (its owner filled its annotations, say) is named each pass (the controller's log says why).
+func markedThisPass(shard string, plan []allocation.Allocation, written map[string]bool) []allocation.Blocker {
+	var out []allocation.Blocker
 	for _, a := range plan {
 		if !a.Rejected && a.Shard == shard && written[routeKey(a.Kind, a.Namespace, a.Name)] {
-			n++
+			out = append(out, allocation.Blocker{Kind: a.Kind, Namespace: a.Namespace, Name: a.Name,
+				Why: "is being marked"})
 		}
 	}
-	return n
+	return out
 }
 
 // serviceBlockers are the shard's routes that send to a Service the new flavour's routers must
 // not serve (routekinds.ServiceRefusal): set before the admission policy guarded Services, while
 // the cluster had no shard of that flavour. The Services are read from the API server (the cache
-// holds none), once the routes allow the change.
+// holds none), once the routes allow the change, and only in the namespaces of the shard's routes
+// that send to one.
 func serviceBlockers(ctx context.Context, api client.Reader, c v1alpha1.FlavourChange, plan []allocation.Allocation,
 	objects map[string]route,
 ) ([]allocation.Blocker, error) {
@@ -122,35 +133,39 @@ func serviceBlockers(ctx context.Context, api client.Reader, c v1alpha1.FlavourC
 		return nil, nil
 	}
 	wanted := map[string][]allocation.Allocation{} // namespace/service -> the routes that send to it
+	var namespaces []string
 	for _, a := range plan {
 		if a.Rejected || a.Shard != c.Shard {
 			continue
 		}
 		for _, name := range routekinds.BackendServices(objects[routeKey(a.Kind, a.Namespace, a.Name)].route) {
 			wanted[a.Namespace+"/"+name] = append(wanted[a.Namespace+"/"+name], a)
+			namespaces = append(namespaces, a.Namespace)
 		}
 	}
-	if len(wanted) == 0 {
-		return nil, nil
-	}
+	slices.Sort(namespaces)
 	var out []allocation.Blocker
-	list := &corev1.ServiceList{}
-	for {
-		if err := api.List(ctx, list, client.Limit(500), client.Continue(list.Continue)); err != nil {
-			return nil, err
-		}
-		for i := range list.Items {
-			svc := &list.Items[i]
-			why := routekinds.ServiceRefusal(svc, g.ExternalNameServices, reads)
-			if why == "" {
-				continue
+	for _, ns := range slices.Compact(namespaces) {
+		list := &corev1.ServiceList{}
+		for {
+			if err := api.List(ctx, list, client.InNamespace(ns), client.Limit(500), client.Continue(list.Continue)); err != nil {
+				return nil, err
 			}
-			for _, a := range wanted[svc.Namespace+"/"+svc.Name] {
-				out = append(out, allocation.Blocker{Kind: a.Kind, Namespace: a.Namespace, Name: a.Name, Why: why})
+			for i := range list.Items {
+				svc := &list.Items[i]
+				routes, named := wanted[svc.Namespace+"/"+svc.Name]
+				if !named {
+					continue
+				}
+				if why := routekinds.ServiceRefusal(svc, g.ExternalNameServices, reads); why != "" {
+					for _, a := range routes {
+						out = append(out, allocation.Blocker{Kind: a.Kind, Namespace: a.Namespace, Name: a.Name, Why: why})
+					}
+				}
 			}
-		}
-		if list.Continue == "" {
-			break
+			if list.Continue == "" {
+				break
+			}
 		}
 	}
 	slices.SortFunc(out, func(x, y allocation.Blocker) int {
@@ -193,10 +208,16 @@ func flavourChangesHeld(held []heldChange) *metav1.Condition {
 		msg := fmt.Sprintf("shard %s keeps its %s routers (spec: %s) until ", h.change.Shard, h.change.From, h.change.To)
 		switch h.reason {
 		case v1alpha1.ReasonRoutesBeingMarked:
-			msg += fmt.Sprintf("the marks of %d of its routes, written this pass (the kept-for mark among them), are "+
-				"read back", h.total)
+			msg += fmt.Sprintf("the marks written this pass on %d of its routes (the kept-for mark and %s's class "+
+				"among them) are read back; a route named here pass after pass refuses the write (the controller's log says why): %s",
+				h.total, h.change.To, strings.Join(told, "; "))
+			if h.total > len(told) {
+				msg += fmt.Sprintf(" (and %d more)", h.total-len(told))
+			}
 		case v1alpha1.ReasonServicesUnreadable:
 			msg += "its routes' Services can be read: " + strings.Join(told, "; ")
+		case v1alpha1.ReasonFlavourUnavailable:
+			msg += strings.Join(told, "; ")
 		default:
 			msg += fmt.Sprintf("none of its routes would be dropped or served unsafely by %s routers: %s", h.change.To,
 				strings.Join(told, "; "))

@@ -29,7 +29,8 @@ func backedBy(ing *networkingv1.Ingress, svc string) *networkingv1.Ingress {
 }
 
 // TestAFlavourChangeWaitsUntilNothingIsDropped: shard heavy's spec changes from Traefik to HAProxy
-// under three Ingresses. The change is held, with heavy still rendered as Traefik, while a route on
+// under three Ingresses. The change is held, with heavy still rendered as Traefik, while the
+// cluster serves no ValidatingAdmissionPolicy (HAProxy's routers need it), while a route on
 // it would be refused by HAProxy (a default backend beside rules), then while one sends to an
 // ExternalName Service (which HAProxy would proxy to; set before any admission policy), each named
 // in FlavourChangesHeld; the routes get their kept-for mark meanwhile, and a route that lands on
@@ -93,6 +94,8 @@ func TestAFlavourChangeWaitsUntilNothingIsDropped(t *testing.T) {
 			t.Errorf("heavy is rendered as %s (%q) while its change is held", s.Flavour, s.Image)
 		}
 	}
+	held("haproxy routers cannot run here", "serves no ValidatingAdmissionPolicy")
+	user.Caps.AdmissionPolicy = true // HAProxy routers need the admission policy
 	held("Ingress team/odd would be refused: shard heavy's haproxy routers share route specs")
 	app := &networkingv1.Ingress{}
 	must(t, u.Get(ctx, client.ObjectKey{Namespace: "team", Name: "app"}, app))
@@ -106,7 +109,7 @@ func TestAFlavourChangeWaitsUntilNothingIsDropped(t *testing.T) {
 		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 80}}}}))
 	// A route that lands on heavy now is marked first; the change waits for the mark to be read.
 	must(t, u.Create(ctx, backedBy(ingress("team", "late", names.IngressClassName, "late.heavy.c1.z.test"), "web")))
-	held("the marks of 1 of its routes, written this pass")
+	held("the marks written this pass on 1 of its routes", "Ingress team/late is being marked")
 
 	controllertest.Reconcile(t, r, key, 1)
 	must(t, seed.Client.Get(ctx, key, ci))

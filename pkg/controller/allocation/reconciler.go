@@ -133,7 +133,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	recordRoutes(req.String(), ci.Status.Routes, ci.Status.RejectedRoutes)
 	var held []heldChange
 	if len(flavourChanges) > 0 {
-		held = holdChanges(ctx, w, flavourChanges, cfg, shards, routes, plan, objects, written)
+		held = holdChanges(ctx, w, flavourChanges, cluster.Capabilities().AdmissionPolicy, cfg, shards, routes, plan,
+			objects, written)
 	}
 	ci.Status.ShardFlavours = shardFlavours(ci.Spec.ShardsOrDefault(), held)
 	if c := flavourChangesHeld(held); c != nil {

@@ -13,12 +13,10 @@ import (
 )
 
 // TestAShardsFlavourIsFixed: the API server refuses an in-place change of a shard's flavour but
-// from traefik to haproxy of a shard that is not the first (haproxy routers select the shard's
-// routes by Shardgate's class annotation, whatever class they name; traefik routers serve only
-// routes naming traefik's class, so they would drop the shard's routes), the implicit default
-// shard's and the first shard's included (the claimed shards' and the default class's), and says
-// how to move instead; adding a shard of another flavour and removing one that is not first are
-// accepted.
+// between traefik and haproxy of a shard that is not the first (each cluster holds the change
+// until nothing would be dropped: FlavourChangesHeld), the implicit default shard's and the first
+// shard's included (the claimed shards' and the default class's), and says how to move instead;
+// adding a shard of another flavour and removing one that is not first are accepted.
 func TestAShardsFlavourIsFixed(t *testing.T) {
 	seed := controllertest.Seed(t)
 	ctx := context.Background()
@@ -31,7 +29,7 @@ func TestAShardsFlavourIsFixed(t *testing.T) {
 	}{
 		"traefik to haproxy":            {[]v1alpha1.ShardSpec{shard("default", ""), shard("heavy", "traefik")}, []v1alpha1.ShardSpec{shard("default", ""), shard("heavy", "haproxy")}, false},
 		"traefik to haproxy, first":     {[]v1alpha1.ShardSpec{shard("heavy", "traefik"), shard("b", "traefik")}, []v1alpha1.ShardSpec{shard("heavy", "haproxy"), shard("b", "traefik")}, true},
-		"haproxy to traefik, not first": {[]v1alpha1.ShardSpec{shard("default", ""), shard("heavy", "haproxy")}, []v1alpha1.ShardSpec{shard("default", ""), shard("heavy", "traefik")}, true},
+		"haproxy to traefik, not first": {[]v1alpha1.ShardSpec{shard("default", ""), shard("heavy", "haproxy")}, []v1alpha1.ShardSpec{shard("default", ""), shard("heavy", "traefik")}, false},
 		"haproxy to traefik":            {[]v1alpha1.ShardSpec{shard("heavy", "haproxy")}, []v1alpha1.ShardSpec{shard("heavy", "traefik")}, true},
 		"implicit default to haproxy":   {nil, []v1alpha1.ShardSpec{shard("default", "haproxy")}, true},
 		"haproxy default to implicit":   {[]v1alpha1.ShardSpec{shard("default", "haproxy")}, nil, true},

@@ -111,7 +111,8 @@ func (r *Reconciler) reconcileShards(ctx context.Context, ci *v1alpha1.ClusterIn
 	}
 	desired, err := render.RenderDesired(render.DesiredInput{ClusterDomain: domain, TTL: ci.Spec.DNS.TTL, Shards: shards,
 		ShardgateUser: user, AdmissionPolicy: caps.AdmissionPolicy, TLS: tls, VIP: vips, Canary: r.Canary && !ci.Spec.Canary.Disabled,
-		RouteKinds: cluster.RouteKinds(), GatewayAPI: caps.GatewayAPI.RoutersServe(), LoadStates: predicates.LoadStates(ci)})
+		RouteKinds: cluster.RouteKinds(), GatewayAPI: caps.GatewayAPI.RoutersServe(), LoadStates: predicates.LoadStates(ci),
+		ChangingTo: changingTo(ci)})
 	if err != nil {
 		return available(metav1.ConditionFalse, v1alpha1.ReasonShardsInvalid, err.Error()), nil
 	}
@@ -285,4 +286,13 @@ func equalConditions(a, b []metav1.Condition) bool {
 	return slices.EqualFunc(a, b, func(x, y metav1.Condition) bool {
 		return x.Type == y.Type && x.Status == y.Status && x.Reason == y.Reason && x.Message == y.Message && x.ObservedGeneration == y.ObservedGeneration
 	})
+}
+
+// changingTo are the flavours the cluster's held flavour changes will give its shards.
+func changingTo(ci *v1alpha1.ClusterIngress) []v1alpha1.Flavour {
+	var out []v1alpha1.Flavour
+	for _, c := range ci.FlavourChanges() {
+		out = append(out, c.To)
+	}
+	return out
 }
