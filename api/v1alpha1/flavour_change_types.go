@@ -47,7 +47,7 @@ type FlavourChange struct {
 // or, in a status from before it existed, the flavours status.shards reports (so that an upgrade
 // does not take a change the CRD refused before as admitted). A shard in neither is new: its
 // spec's flavour is what it runs.
-// (The image of a shard known only from status.shards is its spec's.)
+// (A shard known only from status.shards runs its flavour's default image: status.shards has none.)
 func (ci *ClusterIngress) runningFlavours() map[string]ShardFlavour {
 	out := map[string]ShardFlavour{}
 	for _, s := range ci.Status.ShardFlavours {
