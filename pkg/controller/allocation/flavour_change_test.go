@@ -18,7 +18,24 @@ import (
 	"github.com/shardgate/shardgate/pkg/controllertest"
 	"github.com/shardgate/shardgate/pkg/names"
 	"github.com/shardgate/shardgate/pkg/render"
+	"github.com/shardgate/shardgate/test/framework"
 )
+
+// heavyCluster is cluster c1 in a seed namespace of its own, with shards default and heavy of
+// Traefik, and the allocation reconciler on it.
+func heavyCluster(t *testing.T) (*framework.ControlPlane, *clusteraccess.Fake, *Reconciler, *v1alpha1.ClusterIngress) {
+	t.Helper()
+	seed := controllertest.Seed(t)
+	access := clusteraccess.NewFake()
+	r := &Reconciler{Client: seed.Client, Access: access, Board: cistatus.NewBoard(seed.Client).WriteThrough()}
+	ci := &v1alpha1.ClusterIngress{ObjectMeta: metav1.ObjectMeta{Namespace: controllertest.Namespace(t, seed.Client), Name: "c1"},
+		Spec: v1alpha1.ClusterIngressSpec{ClusterRef: v1alpha1.ClusterReference{Kind: v1alpha1.SourceKindSecret, Name: "c1"},
+			Profile: "p", ClusterID: "c1", DNS: v1alpha1.ResolveDNS(v1alpha1.DNSSettings{Zone: "z.test"}, ""),
+			Shards:     v1alpha1.ResolveShards([]v1alpha1.ShardSpec{{Name: "default"}, {Name: "heavy"}}),
+			Allocation: v1alpha1.ResolveAllocation(v1alpha1.AllocationSettings{})}}
+	must(t, seed.Client.Create(context.Background(), ci))
+	return seed, access, r, ci
+}
 
 // backedBy is ing sending to Service svc.
 func backedBy(ing *networkingv1.Ingress, svc string) *networkingv1.Ingress {
@@ -34,21 +51,12 @@ func backedBy(ing *networkingv1.Ingress, svc string) *networkingv1.Ingress {
 // it would be refused by HAProxy (a default backend beside rules), then while one sends to an
 // ExternalName Service (which HAProxy would proxy to; set before any admission policy), each named
 // in FlavourChangesHeld; the routes get their kept-for mark meanwhile, and a route that lands on
-// heavy holds it until its mark is read back. Once nothing is left, the change is admitted: status.shardFlavours says HAProxy, the condition goes, and the route that
-// stayed keeps its shard and host under HAProxy's class annotation.
+// heavy holds it until its mark is read back. Once nothing is left, the change is admitted:
+// status.shardFlavours says HAProxy, the condition goes, and the route that stayed keeps its shard
+// and host under HAProxy's class annotation.
 func TestAFlavourChangeWaitsUntilNothingIsDropped(t *testing.T) {
-	seed := controllertest.Seed(t)
-	ns := controllertest.Namespace(t, seed.Client)
-	ctx := context.Background()
-	access := clusteraccess.NewFake()
-	r := &Reconciler{Client: seed.Client, Access: access, Board: cistatus.NewBoard(seed.Client).WriteThrough()}
-	ci := &v1alpha1.ClusterIngress{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "c1"}, Spec: v1alpha1.ClusterIngressSpec{
-		ClusterRef: v1alpha1.ClusterReference{Kind: v1alpha1.SourceKindSecret, Name: "c1"}, Profile: "p", ClusterID: "c1",
-		DNS:        v1alpha1.ResolveDNS(v1alpha1.DNSSettings{Zone: "z.test"}, ""),
-		Shards:     v1alpha1.ResolveShards([]v1alpha1.ShardSpec{{Name: "default"}, {Name: "heavy"}}),
-		Allocation: v1alpha1.ResolveAllocation(v1alpha1.AllocationSettings{})}}
-	must(t, seed.Client.Create(ctx, ci))
-	key := client.ObjectKeyFromObject(ci)
+	seed, access, r, ci := heavyCluster(t)
+	ctx, key := context.Background(), client.ObjectKeyFromObject(ci)
 	odd := backedBy(ingress("team", "odd", names.IngressClassName, "odd.heavy.c1.z.test"), "web")
 	odd.Spec.DefaultBackend = &networkingv1.IngressBackend{Service: &networkingv1.IngressServiceBackend{Name: "web",
 		Port: networkingv1.ServiceBackendPort{Number: 80}}}

@@ -22,7 +22,6 @@ import (
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
 	"github.com/shardgate/shardgate/pkg/clusteraccess"
-	"github.com/shardgate/shardgate/pkg/controller/cistatus"
 	"github.com/shardgate/shardgate/pkg/controllertest"
 	"github.com/shardgate/shardgate/pkg/names"
 	"github.com/shardgate/shardgate/test/framework"
@@ -34,18 +33,8 @@ import (
 func review34Setup(t *testing.T, wrap func(client.WithWatch) client.WithWatch, extra ...client.Object,
 ) (*Reconciler, *v1alpha1.ClusterIngress, client.Client, *framework.ControlPlane) {
 	t.Helper()
-	seed := controllertest.Seed(t)
-	ns := controllertest.Namespace(t, seed.Client)
-	ctx := context.Background()
-	access := clusteraccess.NewFake()
-	r := &Reconciler{Client: seed.Client, Access: access, Board: cistatus.NewBoard(seed.Client).WriteThrough()}
-	ci := &v1alpha1.ClusterIngress{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "c1"}, Spec: v1alpha1.ClusterIngressSpec{
-		ClusterRef: v1alpha1.ClusterReference{Kind: v1alpha1.SourceKindSecret, Name: "c1"}, Profile: "p", ClusterID: "c1",
-		DNS:        v1alpha1.ResolveDNS(v1alpha1.DNSSettings{Zone: "z.test"}, ""),
-		Shards:     v1alpha1.ResolveShards([]v1alpha1.ShardSpec{{Name: "default"}, {Name: "heavy"}}),
-		Allocation: v1alpha1.ResolveAllocation(v1alpha1.AllocationSettings{})}}
-	must(t, seed.Client.Create(ctx, ci))
-	key := client.ObjectKeyFromObject(ci)
+	seed, access, r, ci := heavyCluster(t)
+	ctx, key := context.Background(), client.ObjectKeyFromObject(ci)
 	objs := append([]client.Object{
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team"}},
 		&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: names.Namespace, Name: names.RouterName("default")}},
