@@ -55,6 +55,13 @@ type Shard struct {
 	// Ingresses it serves carry it before they start (RouteClass' routers ignore it), so that none
 	// is unselected when they do.
 	ChangingRouteClass string
+	// ChangingSharesRouteSpecs: ChangingTo's routers share route specs, so the Ingresses it serves
+	// lose what those would share (a converted default backend) before they start.
+	ChangingSharesRouteSpecs bool
+	// OwnRouteClass is the class routers of this shard's would select by, whatever its flavour now: a
+	// route on the shard that carries it keeps it (after a change from such a flavour, those
+	// routers may still run until they have rolled; no other shard's routers read it).
+	OwnRouteClass string
 }
 
 // Route is a route of any kind (an Ingress) as the planner sees it.
@@ -94,6 +101,8 @@ type Route struct {
 	// when its shard's flavour changed under it. Its shard keeps it while its class still asks for
 	// that flavour.
 	KeptFor string
+	// RouteClass is the shard class annotation it carries (v1alpha1.ShardClassAnnotation).
+	RouteClass string
 }
 
 // Config is the cluster-wide allocation policy.
@@ -363,8 +372,11 @@ func (p *planner) allocate(r Route) Allocation {
 	domain := shard.Domain
 	a.Domain, a.RouteClass, a.SharesRouteSpecs = domain, shard.RouteClass, shard.SharesRouteSpecs
 	a.KeptFor = keptFor(shard, r)
-	if shard.ChangingRouteClass != "" && r.SelectableByClass {
-		a.RouteClass = shard.ChangingRouteClass
+	switch {
+	case shard.ChangingRouteClass != "" && r.SelectableByClass:
+		a.RouteClass, a.SharesRouteSpecs = shard.ChangingRouteClass, shard.ChangingSharesRouteSpecs
+	case a.RouteClass == "" && r.Shard == shard.Name && r.RouteClass != "" && r.RouteClass == shard.OwnRouteClass:
+		a.RouteClass = r.RouteClass // a change set back: the shard's HAProxy routers may not have rolled yet
 	}
 	for _, h := range hosts {
 		if h == "" {

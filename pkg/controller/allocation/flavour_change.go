@@ -47,9 +47,10 @@ type heldChange struct {
 func changingTo(shards []allocation.Shard, changes []v1alpha1.FlavourChange) {
 	for _, c := range changes {
 		for i := range shards {
-			class := render.ShardRouteClass(v1alpha1.ShardSpec{Name: c.Shard, Flavour: c.To})
-			if shards[i].Name == c.Shard && class != "" {
+			to := v1alpha1.ShardSpec{Name: c.Shard, Flavour: c.To}
+			if class := render.ShardRouteClass(to); shards[i].Name == c.Shard && class != "" {
 				shards[i].ChangingTo, shards[i].ChangingRouteClass = string(c.To), class
+				shards[i].ChangingSharesRouteSpecs = render.SharesRouteSpecs(to)
 			}
 		}
 	}
@@ -74,7 +75,7 @@ func holdChanges(ctx context.Context, api client.Reader, changes []v1alpha1.Flav
 		for i := range after {
 			if after[i].Name == c.Shard {
 				setFlavour(&after[i], c.To)
-				after[i].ChangingTo, after[i].ChangingRouteClass = "", ""
+				after[i].ChangingTo, after[i].ChangingRouteClass, after[i].ChangingSharesRouteSpecs = "", "", false
 			}
 		}
 		blockers := allocation.ChangeBlockers(c.Shard, plan, allocation.PlanAllocations(cfg, after, allocation.AsMarked(routes, plan)))

@@ -231,6 +231,7 @@ func allocShards(ctx context.Context, rd client.Reader, specs []v1alpha1.ShardSp
 func setFlavour(as *allocation.Shard, f v1alpha1.Flavour) {
 	s := v1alpha1.ShardSpec{Name: as.Name, Flavour: f}
 	as.Flavour, as.RouteClass, as.SharesRouteSpecs = string(f), render.ShardRouteClass(s), render.SharesRouteSpecs(s)
+	as.OwnRouteClass = names.ShardRouteClass(as.Name)
 	as.ReadsAnnotations = render.ReadsAnnotations(s)
 }
 
@@ -291,6 +292,7 @@ func collectRoutes(ctx context.Context, rd client.Reader, kinds routekinds.Regis
 			r.Annotations = slices.Collect(maps.Keys(o.GetAnnotations()))
 			r.SelectableByClass = k.Name() == (routekinds.Ingress{}).Name()
 			r.KeptFor = o.GetAnnotations()[v1alpha1.KeptForAnnotation]
+			r.RouteClass = o.GetAnnotations()[v1alpha1.ShardClassAnnotation]
 			r.Shard, r.HeldHosts = allocation.Held(o)
 			routes = append(routes, r)
 		}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
 	"github.com/shardgate/shardgate/pkg/names"
+	"github.com/shardgate/shardgate/pkg/routekinds"
 )
 
 // TestReview35AdmittedHAProxyInheritsConvertedDefaultBackend: tenant T's Ingress solo on heavy
@@ -54,5 +55,28 @@ func TestReview35AdmittedHAProxyInheritsConvertedDefaultBackend(t *testing.T) {
 	if got.Labels[v1alpha1.ShardLabel] == "heavy" && got.Spec.DefaultBackend != nil {
 		t.Errorf("heavy admitted as HAProxy (routers roll now) while solo, kept on heavy, still has spec.defaultBackend "+
 			"%v: HAProxy's shared catch-all for every tenant's unrouted requests", got.Spec.DefaultBackend.Service)
+	}
+}
+
+// TestRoutePatchTakesAwayWhatTellRemoved (found with review35): Tell takes a converted default
+// backend away on routers that share route specs, but the merge patch of the spec named only what
+// the new spec has, so the API server kept the default backend (a merge patch leaves out what it
+// does not name) and every pass wrote the route again. The patch names a removed field as null.
+func TestRoutePatchTakesAwayWhatTellRemoved(t *testing.T) {
+	backend := networkingv1.IngressBackend{Service: &networkingv1.IngressServiceBackend{Name: "web",
+		Port: networkingv1.ServiceBackendPort{Number: 80}}}
+	o := &networkingv1.Ingress{Spec: networkingv1.IngressSpec{DefaultBackend: &backend,
+		Rules: []networkingv1.IngressRule{{Host: "a.example.org"}}}}
+	want := o.DeepCopy()
+	want.Spec.DefaultBackend = nil
+	spec, ok := routePatch(routekinds.Ingress{}, o, want)["spec"].(map[string]any)
+	if !ok {
+		t.Fatalf("patch without the spec: %v", routePatch(routekinds.Ingress{}, o, want))
+	}
+	if v, named := spec["defaultBackend"]; !named || v != nil {
+		t.Errorf("spec patch %v: want defaultBackend: null", spec)
+	}
+	if _, ok := spec["rules"]; !ok {
+		t.Errorf("spec patch %v lost the rules", spec)
 	}
 }

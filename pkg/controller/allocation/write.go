@@ -115,9 +115,34 @@ func routePatch(k routekinds.Kind, o, want client.Object) map[string]any {
 	}
 	patch := map[string]any{"metadata": meta}
 	if spec := k.Spec(want); !equality.Semantic.DeepEqual(k.Spec(o), spec) {
-		patch["spec"] = spec
+		patch["spec"] = specPatch(k.Spec(o), spec)
 	}
 	return patch
+}
+
+// specPatch is the merge patch of a spec: the new spec whole, with null for each top-level field
+// it no longer has (a merge patch leaves out what it does not name: the default backend Tell takes
+// away would stay).
+func specPatch(from, to any) any {
+	var old, nu map[string]any
+	if toMap(from, &old) != nil || toMap(to, &nu) != nil {
+		return to
+	}
+	for k := range old {
+		if _, ok := nu[k]; !ok {
+			nu[k] = nil
+		}
+	}
+	return nu
+}
+
+// toMap turns v into its JSON object form.
+func toMap(v any, out *map[string]any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(b, out)
 }
 
 // keyDiff is the merge patch of one string map: changed and added keys, and null for removed ones.
