@@ -183,8 +183,10 @@ func GatewaySpec(ctx context.Context, t *testing.T, inputGetter func() GatewaySp
 		must(t, u.Client.Delete(ctx, routeIngress("ns-a", "move", host)))
 		time.Sleep(5 * time.Second)
 		sent, failed := stop()
-		if failed > 0 || sent < 50 {
-			t.Fatalf("%d of %d requests failed while the Ingress went (want 0 of ≥ 50)", failed, sent)
+		// At least one request every ~250 ms over the 6 s: on a loaded 2-core machine a request may
+		// take 130 ms (CI of 9751412: 44 sent, none failed).
+		if failed > 0 || sent < 24 {
+			t.Fatalf("%d of %d requests failed while the Ingress went (want 0 of ≥ 24)", failed, sent)
 		}
 		t.Logf("%d requests, 0 failed, while the Ingress was deleted and the HTTPRoute kept serving", sent)
 	})
