@@ -46,10 +46,12 @@ type Shard struct {
 	// policy refuses them on writes; this catches those set before it existed (a route that named
 	// the flavour's class before the cluster had a shard of it).
 	ReadsAnnotations []string
-	// ChangingTo is the flavour a held change of the shard's flavour will give it, when that
-	// flavour's routers select their routes by Shardgate's class annotation: the Ingresses it
-	// serves now whose class asks for another flavour are marked (Allocation.KeptFor) so that it
-	// keeps them once the change is admitted.
+	// ChangingTo is the flavour a held change of the shard's flavour will give it. Where that
+	// flavour's routers select their routes by Shardgate's class annotation (ChangingRouteClass),
+	// the Ingresses it serves now whose class asks for another flavour are marked
+	// (Allocation.KeptFor) so that it keeps them once the change is admitted; where its own routers
+	// do, it keeps the Ingresses on it that name ChangingTo's class (their tenants preparing for
+	// the change), which its routers serve whatever class they name.
 	ChangingTo string
 	// ChangingRouteClass is the class ChangingTo's routers will select the shard's routes by: the
 	// Ingresses it serves carry it before they start (RouteClass' routers ignore it), so that none
@@ -501,8 +503,8 @@ func readAnnotation(reads, annotations []string) string {
 // select by Shardgate's class annotation, whatever class it names, that was on the shard when the
 // shard's flavour changed and whose class asks for the flavour it asked for then (KeptFor).
 func keeps(s *Shard, r Route) bool {
-	return serves(s, r) || (s.RouteClass != "" && r.SelectableByClass && r.Shard == s.Name && r.KeptFor != "" &&
-		r.KeptFor == r.Flavour)
+	return serves(s, r) || (s.RouteClass != "" && r.SelectableByClass && r.Shard == s.Name &&
+		(r.KeptFor != "" && r.KeptFor == r.Flavour || s.ChangingTo != "" && r.Flavour == s.ChangingTo))
 }
 
 // keptFor is the kept-for mark of a route allocated to shard s: the flavour its class asks for,
@@ -512,7 +514,7 @@ func keptFor(s *Shard, r Route) string {
 	switch {
 	case !r.SelectableByClass || r.Flavour == "":
 		return ""
-	case s.Flavour != "" && r.Flavour != s.Flavour, s.ChangingTo != "" && r.Flavour != s.ChangingTo:
+	case s.Flavour != "" && r.Flavour != s.Flavour, s.ChangingRouteClass != "" && r.Flavour != s.ChangingTo:
 		return r.Flavour
 	}
 	return ""

@@ -110,7 +110,7 @@ func TestAKeptRouteLeavesByItsClass(t *testing.T) {
 // routes refused already and routes that stay hold nothing.
 func TestChangeBlockers(t *testing.T) {
 	changing := heavyTraefik
-	changing.ChangingTo = "haproxy"
+	changing.ChangingTo, changing.ChangingRouteClass = "haproxy", "shardgate-shard-heavy"
 	httpRoute := held(route("ns", "h", 3, ""), "heavy")
 	httpRoute.Kind, httpRoute.Flavour = "HTTPRoute", "traefik"
 	spec := ingressFor(held(route("ns", "s", 4, "", "s.heavy.c1.z"), "heavy", "s.heavy.c1.z"), "traefik")
@@ -134,5 +134,30 @@ func TestChangeBlockers(t *testing.T) {
 	if i := slices.IndexFunc(routes, func(r Route) bool { return r.Name == "a" }); AsMarked(routes, now)[i].KeptFor != "traefik" ||
 		routes[i].KeptFor != "" {
 		t.Errorf("AsMarked: %+v (and the input %+v)", AsMarked(routes, now)[i], routes[i])
+	}
+}
+
+// TestTheWayBackKeepsRoutesRenamedForIt (review35, the operator): heavy runs HAProxy and a change
+// to Traefik is held by the Ingresses on it naming HAProxy's class. A tenant renames its Ingress to
+// Traefik's class to release the hold: heavy keeps it (HAProxy's routers serve it by its class
+// annotation, whatever class it names), marked kept for Traefik, host under heavy's domain
+// included, and the change planned with Traefik keeps it too; without a change pending, the same
+// rename moves it (as naming a class always did).
+func TestTheWayBackKeepsRoutesRenamedForIt(t *testing.T) {
+	back := heavyHAProxy
+	back.ChangingTo = "traefik"
+	renamed := ingressFor(held(route("ns", "r", 1, "", "r.heavy.c1.z"), "heavy", "r.heavy.c1.z"), "traefik")
+	s, _ := StrategyFor("LeastRoutes")
+	cfg := Config{ClusterDomain: "c1.z", Zone: "z", Strategy: s}
+	now := PlanAllocations(cfg, []Shard{defaultShard, back}, []Route{renamed})
+	if a := now[0]; a.Rejected || a.Shard != "heavy" || a.KeptFor != "traefik" || a.RouteClass != "shardgate-shard-heavy" {
+		t.Fatalf("renamed while the way back is held: %+v, want kept on heavy for traefik, selected by HAProxy's class", a)
+	}
+	after := PlanAllocations(cfg, []Shard{defaultShard, heavyTraefik}, AsMarked([]Route{renamed}, now))
+	if b := ChangeBlockers("heavy", now, after); len(b) != 0 {
+		t.Errorf("the way back planned with Traefik: blockers %+v", b)
+	}
+	if a := plan(t, "LeastRoutes", nil, []Shard{defaultShard, heavyHAProxy}, renamed)["ns/r"]; !a.Rejected {
+		t.Errorf("renamed with no change pending: %+v, want refused (its host is under HAProxy shard heavy's domain)", a)
 	}
 }

@@ -43,14 +43,17 @@ type heldChange struct {
 }
 
 // changingTo marks the planner shards whose flavour change is pending with the flavour they change
-// to, where its routers keep routes by Shardgate's class annotation (Shard.ChangingTo).
+// to, and the class its routers select routes by where they do (Shard.ChangingTo).
 func changingTo(shards []allocation.Shard, changes []v1alpha1.FlavourChange) {
 	for _, c := range changes {
 		for i := range shards {
+			if shards[i].Name != c.Shard {
+				continue
+			}
 			to := v1alpha1.ShardSpec{Name: c.Shard, Flavour: c.To}
-			if class := render.ShardRouteClass(to); shards[i].Name == c.Shard && class != "" {
-				shards[i].ChangingTo, shards[i].ChangingRouteClass = string(c.To), class
-				shards[i].ChangingSharesRouteSpecs = render.SharesRouteSpecs(to)
+			shards[i].ChangingTo = string(c.To)
+			if class := render.ShardRouteClass(to); class != "" {
+				shards[i].ChangingRouteClass, shards[i].ChangingSharesRouteSpecs = class, render.SharesRouteSpecs(to)
 			}
 		}
 	}
