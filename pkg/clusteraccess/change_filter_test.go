@@ -6,6 +6,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	toolscache "k8s.io/client-go/tools/cache"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/shardgate/shardgate/pkg/routekinds"
 )
 
 // TestStatusOnly: only updates that cannot change an allocation are filtered out.
@@ -38,5 +42,34 @@ func TestStatusOnly(t *testing.T) {
 	}
 	if statusOnly("not an object", base()) {
 		t.Error("unknown objects must never be filtered")
+	}
+}
+
+// TestRoutesWakeTheShardControllerOnlyWhereAListenerSetIs: a ListenerSet is ChangeListeners; a
+// route's change is too, but only in a namespace that has a ListenerSet (its allocation decides
+// which shard's Gateway takes the listeners), so a burst of routes elsewhere does not re-render
+// any shard; a deleted ListenerSet stops it, also when its final state was not seen.
+func TestRoutesWakeTheShardControllerOnlyWhereAListenerSetIs(t *testing.T) {
+	routes := routekinds.Registry{routekinds.Ingress{}, routekinds.HTTPRoute{}}
+	if got := changeOf(&gatewayv1.ListenerSet{}, routes); got != ChangeListeners {
+		t.Fatalf("a ListenerSet is %b, want ChangeListeners", got)
+	}
+	if got := changeOf(&gatewayv1.HTTPRoute{}, routes); got != ChangeRoutes {
+		t.Fatalf("an HTTPRoute is %b, want ChangeRoutes", got)
+	}
+	var l listenerNamespaces
+	set := &gatewayv1.ListenerSet{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "s"}}
+	l.count(ChangeListeners, set, 1)
+	l.count(ChangeRoutes, &gatewayv1.HTTPRoute{ObjectMeta: metav1.ObjectMeta{Namespace: "b"}}, 1) // not counted
+	in := func(ns string) *networkingv1.Ingress { return &networkingv1.Ingress{ObjectMeta: metav1.ObjectMeta{Namespace: ns}} }
+	if l.change(ChangeRoutes, in("a")) != ChangeListeners || l.change(ChangeRoutes, in("b")) != 0 {
+		t.Error("a route wakes the shard controller in a ListenerSet's namespace only")
+	}
+	if l.change(ChangeManaged, in("a")) != 0 {
+		t.Error("a managed object's change is not a route's")
+	}
+	l.count(ChangeListeners, toolscache.DeletedFinalStateUnknown{Key: "a/s", Obj: set}, -1)
+	if l.change(ChangeRoutes, in("a")) != 0 {
+		t.Error("a namespace whose last ListenerSet went still wakes the shard controller")
 	}
 }

@@ -81,6 +81,7 @@ type engaged struct {
 	synced      bool
 	overBudget  map[string]string // kind → fixed description, for the kinds over their budget
 	pendingFrom time.Time         // first node change not yet published, for the convergence histogram
+	listeners   listenerNamespaces
 }
 
 func newEngaged(e *Engager, key types.NamespacedName, fp [32]byte, s Settings, cfg *rest.Config) *engaged {
@@ -212,6 +213,7 @@ func (c *engaged) startCache() error {
 	c.mu.Lock()
 	caps, routes := c.caps, c.routes
 	c.mu.Unlock()
+	c.listeners.reset()
 	// The watches double as the health probe: every request they make (a re-watch after a stream
 	// ended, a relist) goes through observed, which wakes the probe loop when it fails at the
 	// transport (refused, reset, timed out). client-go retries refused watches by itself without

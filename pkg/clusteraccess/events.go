@@ -3,6 +3,7 @@ package clusteraccess
 import (
 	"maps"
 	"strings"
+	"sync"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -12,6 +13,7 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
 	"github.com/shardgate/shardgate/pkg/names"
@@ -43,6 +45,10 @@ const (
 	// ChangeRouterLoad is a load reporter's Lease written (renewed every few seconds, so only the
 	// load controller listens).
 	ChangeRouterLoad
+	// ChangeListeners is a ListenerSet changed, or a route of a namespace that has one (whose
+	// allocation decides which shard's Gateway takes its listeners): a burst of routes elsewhere
+	// does not wake the shard controller.
+	ChangeListeners
 	// changePhase is an engagement, sync, reachability or block change: every subscriber hears it.
 	changePhase
 )
@@ -93,6 +99,9 @@ func (e *Engager) changed(c *engaged, what Change) {
 // renders (the shared IngressClass) is both: its drift is repaired, and it decides routes (which
 // class is the default).
 func changeOf(obj client.Object, routes routekinds.Registry) Change {
+	if _, ok := obj.(*gatewayv1.ListenerSet); ok {
+		return ChangeListeners
+	}
 	if c, ok := routes.CachedFor(obj); ok {
 		if c.Rendered {
 			return ChangeRoutes | ChangeManaged
@@ -141,17 +150,77 @@ func (e *Engager) nodeHandler(c *engaged) toolscache.ResourceEventHandler {
 // the cluster; the routed-IP controller writes RoutedIP status itself and decides from the seed's
 // record.
 func (e *Engager) changeHandler(c *engaged, what Change) toolscache.ResourceEventHandler {
-	changed := func() { e.changed(c, what) }
+	changed := func(obj any) { e.changed(c, what|c.listeners.change(what, obj)) }
 	return toolscache.ResourceEventHandlerFuncs{
-		AddFunc: func(any) { changed() },
+		AddFunc: func(obj any) {
+			c.listeners.count(what, obj, 1)
+			changed(obj)
+		},
 		UpdateFunc: func(oldObj, newObj any) {
-			if (what == ChangeRoutes || what == ChangeRoutedIPs || what == ChangeClaims) && statusOnly(oldObj, newObj) {
+			if what&(ChangeRoutes|ChangeRoutedIPs|ChangeClaims|ChangeListeners) != 0 && statusOnly(oldObj, newObj) {
 				return
 			}
-			changed()
+			changed(newObj)
 		},
-		DeleteFunc: func(any) { changed() },
+		DeleteFunc: func(obj any) {
+			c.listeners.count(what, obj, -1)
+			changed(obj)
+		},
 	}
+}
+
+// listenerNamespaces counts the ListenerSets of each namespace, so that a route's change wakes the
+// shard controller only where a ListenerSet may take its host.
+type listenerNamespaces struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+// reset forgets every count: a new cache lists every ListenerSet again.
+func (l *listenerNamespaces) reset() {
+	l.mu.Lock()
+	l.n = nil
+	l.mu.Unlock()
+}
+
+// count adds delta to the count of obj's namespace when obj is a ListenerSet.
+func (l *listenerNamespaces) count(what Change, obj any, delta int) {
+	if what != ChangeListeners {
+		return
+	}
+	ns := namespaceOf(obj)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.n == nil {
+		l.n = map[string]int{}
+	}
+	if l.n[ns] += delta; l.n[ns] <= 0 {
+		delete(l.n, ns)
+	}
+}
+
+// change is ChangeListeners for a route of a namespace that has a ListenerSet.
+func (l *listenerNamespaces) change(what Change, obj any) Change {
+	if what != ChangeRoutes {
+		return 0
+	}
+	ns := namespaceOf(obj)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.n[ns] > 0 {
+		return ChangeListeners
+	}
+	return 0
+}
+
+// namespaceOf is an object's namespace, also of a deletion whose final state was not seen.
+func namespaceOf(obj any) string {
+	key, err := toolscache.DeletionHandlingMetaNamespaceKeyFunc(obj)
+	if err != nil {
+		return ""
+	}
+	ns, _, _ := toolscache.SplitMetaNamespaceKey(key)
+	return ns
 }
 
 // statusOnly reports whether an update left generation, labels, annotations and deletion alone.

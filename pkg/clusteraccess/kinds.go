@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+	gatewayv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
 	"github.com/shardgate/shardgate/pkg/gatewayapi"
@@ -74,6 +75,11 @@ func ManagedKinds(caps Capabilities) []client.Object {
 	if caps.GatewayAPI.Served {
 		kinds = append(kinds, &gatewayv1.GatewayClass{}, &gatewayv1.Gateway{})
 	}
+	if caps.GatewayAPI.RoutersServe() {
+		// The grants letting shards' Gateways read the Secrets tenants' ListenerSets name, in
+		// tenants' namespaces (render.ListenerGrants).
+		kinds = append(kinds, &gatewayv1beta1.ReferenceGrant{})
+	}
 	return kinds
 }
 
@@ -91,7 +97,7 @@ func RepairOnly(o client.Object) bool {
 		*rbacv1.ClusterRole, *rbacv1.ClusterRoleBinding, *rbacv1.RoleBinding,
 		*admissionregistrationv1.ValidatingAdmissionPolicy, *admissionregistrationv1.ValidatingAdmissionPolicyBinding,
 		// Routers rewrite their Gateways' status with every route attached: no decision reads it.
-		*gatewayv1.GatewayClass, *gatewayv1.Gateway:
+		*gatewayv1.GatewayClass, *gatewayv1.Gateway, *gatewayv1beta1.ReferenceGrant:
 		return true
 	}
 	return false

@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -77,7 +78,8 @@ func UserCluster(access *clusteraccess.Fake, key types.NamespacedName, objs ...c
 var userScheme = clusteraccess.UserClusterScheme()
 
 func statusKinds() []client.Object {
-	return []client.Object{&corev1.Node{}, &networkingv1.Ingress{}, &appsv1.Deployment{}, &v1alpha1.RoutedIP{}}
+	return []client.Object{&corev1.Node{}, &networkingv1.Ingress{}, &appsv1.Deployment{}, &v1alpha1.RoutedIP{},
+		&gatewayv1.HTTPRoute{}, &gatewayv1.ListenerSet{}}
 }
 
 // Request is the reconcile request for key.

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+	gatewayv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
 )
 
 // BundleVersion is the pinned release: the gateway.networking.k8s.io/bundle-version of every CRD
@@ -24,5 +25,11 @@ var CRDFiles embed.FS
 var GroupVersion = schema.GroupVersion{Group: gatewayv1.GroupName, Version: "v1"}
 
 // AddToScheme registers the standard API's Go types (GatewayClass, Gateway, HTTPRoute, GRPCRoute,
-// ListenerSet, ReferenceGrant, BackendTLSPolicy).
-func AddToScheme(s *runtime.Scheme) error { return gatewayv1.Install(s) }
+// ListenerSet, ReferenceGrant, BackendTLSPolicy), and ReferenceGrant at v1beta1, the version
+// Shardgate writes it at (every release's CRD serves it; Kinds).
+func AddToScheme(s *runtime.Scheme) error {
+	if err := gatewayv1.Install(s); err != nil {
+		return err
+	}
+	return gatewayv1beta1.Install(s)
+}

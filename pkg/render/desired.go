@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
+	"github.com/shardgate/shardgate/pkg/listenersets"
 	"github.com/shardgate/shardgate/pkg/names"
 	"github.com/shardgate/shardgate/pkg/routekinds"
 )
@@ -42,12 +43,18 @@ type DesiredInput struct {
 	// GatewayAPI: the cluster serves Gateway API (and it is not turned off): the parent Gateway
 	// and every shard's Gateway are rendered.
 	GatewayAPI bool
+	// ListenerSets: the cluster serves ListenerSets, which may attach to the parent Gateway.
+	ListenerSets bool
 	// LoadStates are the load-reporting shards' states (status.shardLoad), told to users.
 	LoadStates map[string]v1alpha1.ShardLoadState
 	// ChangingTo are the flavours held flavour changes will give shards (ClusterIngress'
 	// FlavourChanges): the admission policy guards what their routers would read already, so that
 	// nothing of it is planted while a change waits to be admitted.
 	ChangingTo []v1alpha1.Flavour
+	// Listeners are the tenants' listeners each shard's Gateway takes, and Grants the Secrets per
+	// namespace they read (listenersets.Decide): a ReferenceGrant in each such namespace.
+	Listeners map[string][]listenersets.Listener
+	Grants    map[string][]string
 }
 
 // Desired is what the shard controller applies: the cluster-wide objects (shared by every shard,
@@ -121,7 +128,7 @@ func RenderDesired(in DesiredInput) (Desired, error) {
 		}
 		objs, err := RenderShard(f, RenderInput{Domain: names.ShardDomain(s.Name, in.ClusterDomain), Shard: s, DNSTTL: in.TTL,
 			TLS: in.TLS, VIP: in.VIP[s.Name], Canary: in.Canary, RouteKinds: in.RouteKinds,
-			GatewayAPI: in.GatewayAPI})
+			GatewayAPI: in.GatewayAPI, TenantListeners: in.Listeners[s.Name]})
 		if err != nil {
 			d.Shards = append(d.Shards, ShardObjects{Name: s.Name, Err: fmt.Errorf("shard %s: %w", s.Name, err)})
 			continue
@@ -149,11 +156,16 @@ func RenderDesired(in DesiredInput) (Desired, error) {
 	}
 	d.Cluster = append(d.Cluster, info)
 	if in.GatewayAPI {
-		parent, err := ParentGateway()
+		parent, err := ParentGateway(in.ListenerSets)
 		if err != nil {
 			return Desired{}, err
 		}
 		d.Cluster = append(d.Cluster, parent...)
+		grants, err := ListenerGrants(in.Grants)
+		if err != nil {
+			return Desired{}, err
+		}
+		d.Cluster = append(d.Cluster, grants...)
 	}
 	if in.AdmissionPolicy {
 		cluster, claimed, namespaces := guardsOf(in.Shards, in.ChangingTo)

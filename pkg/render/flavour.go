@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
+	"github.com/shardgate/shardgate/pkg/listenersets"
 	"github.com/shardgate/shardgate/pkg/routekinds"
 )
 
@@ -224,4 +225,7 @@ type RenderInput struct {
 	// GatewayAPI: the cluster serves Gateway API: a flavour with a GatewayClassController gets the
 	// shard's GatewayClass and Gateway, and its routers serve them.
 	GatewayAPI bool
+	// TenantListeners are the listeners of tenants' ListenerSets the shard's Gateway takes beside
+	// its own (listenersets.Decide).
+	TenantListeners []listenersets.Listener
 }

@@ -1,11 +1,18 @@
 package render
 
 import (
+	"maps"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+	gatewayv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
 
 	"github.com/shardgate/shardgate/pkg/gatewayapi"
+	"github.com/shardgate/shardgate/pkg/listenersets"
 	"github.com/shardgate/shardgate/pkg/names"
 	"github.com/shardgate/shardgate/pkg/routekinds"
 )
@@ -24,9 +31,13 @@ const (
 var gatewayGVK = gatewayapi.GroupVersion.WithKind("Gateway")
 var gatewayClassGVK = gatewayapi.GroupVersion.WithKind("GatewayClass")
 
-// ParentGateway is the Gateway tenants attach their routes to (names.ParentGatewayName) and its
-// class. It has one HTTP listener because a Gateway must have one; no router serves its class.
-func ParentGateway() ([]*unstructured.Unstructured, error) {
+// ParentGateway is the Gateway tenants attach their routes and ListenerSets to
+// (names.ParentGatewayName) and its class. It has one HTTP listener because a Gateway must have
+// one; no router serves its class. Where the cluster serves ListenerSets, those of every namespace
+// may attach: Shardgate merges each listener into the Gateway of the shard that serves its host,
+// once the host is its namespace's (listenersets.Decide). An older Gateway CRD has no such field,
+// and an apply naming it would be refused.
+func ParentGateway(listenerSets bool) ([]*unstructured.Unstructured, error) {
 	labels := managedLabels("")
 	class := &gatewayv1.GatewayClass{ObjectMeta: objectMeta(names.ParentGatewayClassName, "", labels),
 		Spec: gatewayv1.GatewayClassSpec{ControllerName: ParentGatewayController}}
@@ -34,7 +45,36 @@ func ParentGateway() ([]*unstructured.Unstructured, error) {
 		Spec: gatewayv1.GatewaySpec{GatewayClassName: names.ParentGatewayClassName,
 			Listeners: []gatewayv1.Listener{{Name: ListenerHTTP, Port: HostHTTP, Protocol: gatewayv1.HTTPProtocolType,
 				AllowedRoutes: allRoutes()}}}}
+	if listenerSets {
+		gw.Spec.AllowedListeners = &gatewayv1.AllowedListeners{Namespaces: &gatewayv1.ListenerNamespaces{
+			From: ptr.To(gatewayv1.NamespacesFromAll)}}
+	}
 	return toUnstructured(Object{gatewayClassGVK, class}, Object{gatewayGVK, gw})
+}
+
+// ListenerGrantName is the ReferenceGrant in a tenant's namespace that lets the shards' Gateways
+// read the Secrets its ListenerSets name.
+const ListenerGrantName = "shardgate-listenersets"
+
+var referenceGrantGVK = gatewayv1beta1.SchemeGroupVersion.WithKind("ReferenceGrant")
+
+// ListenerGrants are, per namespace, the ReferenceGrant letting Gateways of Shardgate's namespace
+// read exactly the Secrets of that namespace its tenants' listeners name (listenersets.Decide):
+// Gateway API lets a Gateway read a Secret of another namespace only so. Shardgate itself never
+// reads them; the routers do, as they read an Ingress's spec.tls Secrets.
+func ListenerGrants(grants map[string][]string) ([]*unstructured.Unstructured, error) {
+	var objs []Object
+	for _, ns := range slices.Sorted(maps.Keys(grants)) {
+		g := &gatewayv1beta1.ReferenceGrant{ObjectMeta: objectMeta(ListenerGrantName, ns, managedLabels("")),
+			Spec: gatewayv1beta1.ReferenceGrantSpec{From: []gatewayv1beta1.ReferenceGrantFrom{{Group: gatewayv1.GroupName,
+				Kind: "Gateway", Namespace: names.Namespace}}}}
+		for _, name := range grants[ns] {
+			g.Spec.To = append(g.Spec.To, gatewayv1beta1.ReferenceGrantTo{Group: "", Kind: "Secret",
+				Name: ptr.To(gatewayv1.ObjectName(name))})
+		}
+		objs = append(objs, Object{referenceGrantGVK, g})
+	}
+	return toUnstructured(objs...)
 }
 
 // shardGateway is a shard's GatewayClass (of the flavour's Gateway controller, labelled with the
@@ -54,9 +94,33 @@ func shardGateway(f Flavour, in RenderInput, labels map[string]string, ports Por
 			TLS: &gatewayv1.ListenerTLSConfig{Mode: ptr.To(gatewayv1.TLSModeTerminate),
 				CertificateRefs: []gatewayv1.SecretObjectReference{{Name: names.TLSSecretName}}}})
 	}
+	listeners = append(listeners, tenantListeners(in.TenantListeners, ports)...)
 	gw := &gatewayv1.Gateway{ObjectMeta: objectMeta(names.ShardGatewayName(in.Shard.Name), names.Namespace, labels),
 		Spec: gatewayv1.GatewaySpec{GatewayClassName: gatewayv1.ObjectName(class.Name), Listeners: listeners}}
 	return []Object{{gatewayClassGVK, class}, {gatewayGVK, gw}}
+}
+
+// tenantListeners are tenants' listeners as the shard's Gateway takes them: on the routers' ports,
+// for the HTTPRoutes of their own namespace only, with certificates of that namespace.
+func tenantListeners(ls []listenersets.Listener, ports Ports) []gatewayv1.Listener {
+	var out []gatewayv1.Listener
+	for _, l := range ls {
+		allowed := httpRoutesOnly()
+		allowed.Namespaces = &gatewayv1.RouteNamespaces{From: ptr.To(gatewayv1.NamespacesFromSelector),
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: l.Namespace}}}
+		gl := gatewayv1.Listener{Name: gatewayv1.SectionName(l.Name), Hostname: ptr.To(gatewayv1.Hostname(l.Hostname)),
+			Port: ports.HTTP, Protocol: gatewayv1.HTTPProtocolType, AllowedRoutes: allowed}
+		if l.HTTPS {
+			gl.Port, gl.Protocol = ports.HTTPS, gatewayv1.HTTPSProtocolType
+			gl.TLS = &gatewayv1.ListenerTLSConfig{Mode: ptr.To(gatewayv1.TLSModeTerminate)}
+			for _, sec := range l.Secrets {
+				gl.TLS.CertificateRefs = append(gl.TLS.CertificateRefs, gatewayv1.SecretObjectReference{
+					Name: gatewayv1.ObjectName(sec), Namespace: ptr.To(gatewayv1.Namespace(l.Namespace))})
+			}
+		}
+		out = append(out, gl)
+	}
+	return out
 }
 
 // httpRoutesOnly: a shard's listeners take HTTPRoutes only, the one kind allocation allocates and

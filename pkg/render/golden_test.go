@@ -15,6 +15,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
+	"github.com/shardgate/shardgate/pkg/listenersets"
 	"github.com/shardgate/shardgate/pkg/vip"
 )
 
@@ -59,6 +60,16 @@ func goldenCases() map[string]DesiredInput {
 		"gateway-api": {RouteKinds: ingressOnly, ClusterDomain: "c1.z.test", TTL: 60, ShardgateUser: "u", TLS: cert,
 			GatewayAPI: true, Shards: v1alpha1.ResolveShards([]v1alpha1.ShardSpec{{Name: "default"},
 				{Name: "np", Publishing: v1alpha1.PublishNodePort}})},
+		// A tenant's ListenerSet merged into the default shard's Gateway, on a NodePort shard's
+		// ports too, with the grant of its Secret.
+		"listenersets": {RouteKinds: ingressOnly, ClusterDomain: "c1.z.test", TTL: 60, ShardgateUser: "u", TLS: cert,
+			GatewayAPI: true, ListenerSets: true, Shards: v1alpha1.ResolveShards([]v1alpha1.ShardSpec{{Name: "default"},
+				{Name: "np", Publishing: v1alpha1.PublishNodePort}}),
+			Listeners: map[string][]listenersets.Listener{
+				"default": {{Name: "ls-1", Namespace: "team", Hostname: "app.team.example", HTTPS: true, Secrets: []string{"app-tls"}},
+					{Name: "ls-2", Namespace: "team", Hostname: "app.team.example"}},
+				"np": {{Name: "ls-3", Namespace: "other", Hostname: "other.example"}}},
+			Grants: map[string][]string{"team": {"app-tls"}}},
 		"vip": {RouteKinds: ingressOnly, ClusterDomain: "c1.z.test", TTL: 60, ShardgateUser: "u", Canary: true, TLS: cert,
 			Shards: v1alpha1.ResolveShards([]v1alpha1.ShardSpec{vipShard, waiting}), VIP: map[string]*VIPInput{"edge": edgeVIP}},
 	}

@@ -75,6 +75,10 @@ func gatewayHelp(gatewayAPI bool) string {
 (parentRefs: [{namespace: %[1]s, name: %[2]s}]); Shardgate allocates it to a shard like an
 Ingress, adds that shard's Gateway to its parentRefs, and says where it landed in its
 status.parents. A route without hostnames gets a default host; a host an Ingress of another
-namespace holds is refused, and the other way round.
+namespace holds is refused, and the other way round. For a host of your own, also attach a
+ListenerSet of your namespace to the same Gateway with an HTTP listener (port 80) and an HTTPS
+one (port 443, its certificate in a kubernetes.io/tls Secret of your namespace) for that exact
+hostname: once a route of yours holds the host, its shard's routers serve it, and the
+ListenerSet's status says so. CNAME the host to the route's shardgate.io/cname-target.
 `, names.Namespace, names.ParentGatewayName)
 }

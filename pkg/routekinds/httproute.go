@@ -65,10 +65,22 @@ func (HTTPRoute) Items(list client.ObjectList) []client.Object {
 	return out
 }
 
-// Cached implements Kind: every HTTPRoute. Which Gateways exist is not read: a route is
-// Shardgate's by its parentRef alone.
+// Cached implements Kind: every HTTPRoute, and every ListenerSet (the listeners tenants ask for
+// their hosts: pkg/listenersets). Which Gateways exist is not read: a route is Shardgate's by its
+// parentRef alone.
 func (HTTPRoute) Cached() []Cached {
-	return []Cached{{Object: &gatewayv1.HTTPRoute{}, Transform: trimHTTPRoute}}
+	return []Cached{{Object: &gatewayv1.HTTPRoute{}, Transform: trimHTTPRoute},
+		{Object: &gatewayv1.ListenerSet{}, Transform: trimListenerSet}}
+}
+
+// trimListenerSet keeps of a ListenerSet its identity, spec and status (what Shardgate compares
+// before it writes status).
+func trimListenerSet(obj any) (any, error) {
+	s, ok := obj.(*gatewayv1.ListenerSet)
+	if !ok {
+		return obj, nil
+	}
+	return &gatewayv1.ListenerSet{ObjectMeta: watchcache.TrimMeta(s.ObjectMeta, nil), Spec: s.Spec, Status: s.Status}, nil
 }
 
 // trimHTTPRoute keeps of a user's HTTPRoute its identity, labels, Shardgate's annotations, spec and

@@ -167,6 +167,62 @@ func GatewaySpec(ctx context.Context, t *testing.T, inputGetter func() GatewaySp
 		}
 	})
 
+	t.Run("a host of the tenant's own is served through its ListenerSet, with its certificate", func(t *testing.T) {
+		const host = "shop.tenant-a.test" // the tenant's name, outside the cluster's domain
+		certPEM, keyPEM, roots, err := framework.TenantCertificate(host)
+		must(t, err)
+		must(t, u.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns-a", Name: "shop-tls"},
+			Type: corev1.SecretTypeTLS, Data: map[string][]byte{corev1.TLSCertKey: certPEM, corev1.TLSPrivateKeyKey: keyPEM}}))
+		must(t, u.Client.Create(ctx, tenantListenerSet("ns-a", "shop", host, "shop-tls")))
+		route := httpRoute("ns-a", "shop")
+		route.Spec.Hostnames = []gatewayv1.Hostname{host}
+		must(t, u.Client.Create(ctx, route))
+		r := routeAllocated(ctx, t, u, "ns-a", "shop")
+		if want := names.ShardDomain(v1alpha1.DefaultShardName, domain); r.Annotations[v1alpha1.CNAMETargetAnnotation] != want {
+			t.Errorf("CNAME target %q, want %s", r.Annotations[v1alpha1.CNAMETargetAnnotation], want)
+		}
+		listenerSetProgrammed(ctx, t, u, "ns-a", "shop")
+		eventually(ctx, t, 30*time.Second, func() (bool, string) {
+			code, body := get(host)
+			return code == 200 && strings.Contains(body, "hello from web in ns-a"), fmt.Sprintf("http://%s: %d %q", host, code, body)
+		})
+		// Verified against the tenant's CA alone: the routers present the tenant's certificate.
+		eventually(ctx, t, 30*time.Second, func() (bool, string) {
+			code, body, cert, err := in.Fabric.GetTLS(ctx, in.NodeIP+":443", host, roots)
+			return err == nil && code == 200 && strings.Contains(body, "hello from web in ns-a") && cert.Subject.CommonName == host,
+				fmt.Sprintf("https://%s: %d %q %v", host, code, body, err)
+		})
+
+		// Namespace b asks for a's host: told so, and nothing of its listener reaches a Gateway.
+		must(t, u.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns-b", Name: "shop-tls"},
+			Type: corev1.SecretTypeTLS, Data: map[string][]byte{corev1.TLSCertKey: certPEM, corev1.TLSPrivateKeyKey: keyPEM}}))
+		must(t, u.Client.Create(ctx, tenantListenerSet("ns-b", "shop", host, "shop-tls")))
+		eventually(ctx, t, 30*time.Second, func() (bool, string) {
+			ls := &gatewayv1.ListenerSet{}
+			must(t, u.Client.Get(ctx, client.ObjectKey{Namespace: "ns-b", Name: "shop"}, ls))
+			for _, l := range ls.Status.Listeners {
+				if c := meta.FindStatusCondition(l.Conditions, string(gatewayv1.ListenerEntryConditionConflicted)); c != nil &&
+					c.Status == metav1.ConditionTrue && c.Reason == string(gatewayv1.ListenerEntryReasonHostnameConflict) {
+					return true, ""
+				}
+			}
+			return false, fmt.Sprintf("ns-b/shop status %+v", ls.Status)
+		})
+		gw := &gatewayv1.Gateway{}
+		must(t, u.Client.Get(ctx, client.ObjectKey{Namespace: names.Namespace,
+			Name: names.ShardGatewayName(v1alpha1.DefaultShardName)}, gw))
+		for _, l := range gw.Spec.Listeners {
+			if l.AllowedRoutes != nil && l.AllowedRoutes.Namespaces != nil && l.AllowedRoutes.Namespaces.Selector != nil &&
+				l.AllowedRoutes.Namespaces.Selector.MatchLabels[corev1.LabelMetadataName] == "ns-b" {
+				t.Errorf("the shard's Gateway took ns-b's listener %s for a's host", l.Name)
+			}
+		}
+		if code, body, _, err := in.Fabric.GetTLS(ctx, in.NodeIP+":443", host, roots); err != nil || code != 200 ||
+			!strings.Contains(body, "hello from web in ns-a") {
+			t.Errorf("https://%s after ns-b's ListenerSet: %d %q %v", host, code, body, err)
+		}
+	})
+
 	t.Run("a namespace moves a host from its Ingress to an HTTPRoute with no failed request", func(t *testing.T) {
 		host := "move." + domain
 		must(t, u.Client.Create(ctx, routeIngress("ns-a", "move", host)))
@@ -258,6 +314,33 @@ func httpRoute(ns, name string) *gatewayv1.HTTPRoute {
 			Rules: []gatewayv1.HTTPRouteRule{{BackendRefs: []gatewayv1.HTTPBackendRef{{BackendRef: gatewayv1.BackendRef{
 				BackendObjectReference: gatewayv1.BackendObjectReference{Name: "web", Port: ptr.To(gatewayv1.PortNumber(80))}}}}}},
 		}}
+}
+
+// tenantListenerSet is a ListenerSet of ns attached to the parent Gateway, with HTTP and HTTPS
+// listeners for host, the latter with Secret secret of ns.
+func tenantListenerSet(ns, name, host, secret string) *gatewayv1.ListenerSet {
+	h := ptr.To(gatewayv1.Hostname(host))
+	return &gatewayv1.ListenerSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: gatewayv1.ListenerSetSpec{ParentRef: gatewayv1.ParentGatewayReference{Name: names.ParentGatewayName,
+			Namespace: ptr.To(gatewayv1.Namespace(names.Namespace))},
+			Listeners: []gatewayv1.ListenerEntry{
+				{Name: "http", Hostname: h, Port: 80, Protocol: gatewayv1.HTTPProtocolType},
+				{Name: "https", Hostname: h, Port: 443, Protocol: gatewayv1.HTTPSProtocolType,
+					TLS: &gatewayv1.ListenerTLSConfig{Mode: ptr.To(gatewayv1.TLSModeTerminate),
+						CertificateRefs: []gatewayv1.SecretObjectReference{{Name: gatewayv1.ObjectName(secret)}}}}}}}
+}
+
+// listenerSetProgrammed waits until Shardgate tells ns/name that every listener is programmed.
+func listenerSetProgrammed(ctx context.Context, t *testing.T, u *framework.ControlPlane, ns, name string) {
+	t.Helper()
+	eventually(ctx, t, 30*time.Second, func() (bool, string) {
+		ls := &gatewayv1.ListenerSet{}
+		if err := u.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, ls); err != nil {
+			return false, err.Error()
+		}
+		return meta.IsStatusConditionTrue(ls.Status.Conditions, string(gatewayv1.ListenerSetConditionProgrammed)),
+			fmt.Sprintf("%s/%s status %+v", ns, name, ls.Status)
+	})
 }
 
 func routeAllocated(ctx context.Context, t *testing.T, u *framework.ControlPlane, ns, name string) *gatewayv1.HTTPRoute {

@@ -105,3 +105,19 @@ func ecKeyPEM(k *ecdsa.PrivateKey) []byte {
 	}
 	return pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: der})
 }
+
+// TenantCertificate is a certificate for dnsNames signed by a CA of its own, as a tenant brings
+// its own: PEM certificate and key, and the pool that trusts only that CA.
+func TenantCertificate(dnsNames ...string) (certPEM, keyPEM []byte, roots *x509.CertPool, err error) {
+	ca, err := newTestCA("tenant-ca")
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	certPEM, keyPEM, err = ca.serving(dnsNames[0], dnsNames)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	roots = x509.NewCertPool()
+	roots.AddCert(ca.cert)
+	return certPEM, keyPEM, roots, nil
+}

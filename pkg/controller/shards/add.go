@@ -51,9 +51,11 @@ func Add(mgr ctrl.Manager, cfg Config) error {
 		CertificateNamespace: cfg.CertificateNamespace, Clock: clock.RealClock{}, Canary: cfg.Canary, Board: cfg.Board}
 	return kit.New(mgr, "shards", cfg.Kit).Concurrency(cfg.Concurrency).
 		For(&v1alpha1.ClusterIngress{}, builder.WithPredicates(clusterIngressChanges)).
-		// Drift of managed objects, and nodes' labels (which shards' nodeSelectors match); not
-		// readiness, which the routers' pods report.
-		WatchesRawSource(source.Channel(cfg.Access.Subscribe(clusteraccess.ChangeManaged|clusteraccess.ChangeNodeLabels),
+		// Drift of managed objects, nodes' labels (which shards' nodeSelectors match) and tenants'
+		// ListenerSets with the routes holding their hosts; not readiness, which the routers'
+		// pods report.
+		WatchesRawSource(source.Channel(cfg.Access.Subscribe(clusteraccess.ChangeManaged|clusteraccess.ChangeNodeLabels|
+			clusteraccess.ChangeListeners),
 			&handler.EnqueueRequestForObject{})).
 		Complete(r)
 }

@@ -109,10 +109,16 @@ func (r *Reconciler) reconcileShards(ctx context.Context, ci *v1alpha1.ClusterIn
 		err = clusteraccess.DescribeError("read the user cluster's cache", err)
 		return available(metav1.ConditionUnknown, v1alpha1.ReasonConnecting, err.Error()), err
 	}
+	// Tenants' listeners that cannot be read are not rendered away: nothing is applied.
+	listeners, sets, err := listenerSets(ctx, cluster, shards, domain)
+	if err != nil {
+		return available(metav1.ConditionUnknown, v1alpha1.ReasonConnecting, err.Error()), err
+	}
 	desired, err := render.RenderDesired(render.DesiredInput{ClusterDomain: domain, TTL: ci.Spec.DNS.TTL, Shards: shards,
 		ShardgateUser: user, AdmissionPolicy: caps.AdmissionPolicy, TLS: tls, VIP: vips, Canary: r.Canary && !ci.Spec.Canary.Disabled,
-		RouteKinds: cluster.RouteKinds(), GatewayAPI: caps.GatewayAPI.RoutersServe(), LoadStates: predicates.LoadStates(ci),
-		ChangingTo: changingTo(ci)})
+		RouteKinds: cluster.RouteKinds(), GatewayAPI: caps.GatewayAPI.RoutersServe(),
+		ListenerSets: caps.GatewayAPI.ListenerSet, LoadStates: predicates.LoadStates(ci),
+		ChangingTo: changingTo(ci), Listeners: listeners.Listeners, Grants: listeners.Grants})
 	if err != nil {
 		return available(metav1.ConditionFalse, v1alpha1.ReasonShardsInvalid, err.Error()), nil
 	}
@@ -155,20 +161,23 @@ func (r *Reconciler) reconcileShards(ctx context.Context, ci *v1alpha1.ClusterIn
 	if err := r.defaultClass(ctx, cluster, shards, classPolicy); err != nil {
 		return available(metav1.ConditionFalse, v1alpha1.ReasonShardsApplyFailed, err.Error()), err
 	}
+	// Told once what they ask for is applied; a failed write is retried (the pass' error), and
+	// nothing else waits for it.
+	tellErr := tellListenerSets(ctx, cluster, sets, listeners, metav1.NewTime(r.now()))
 	if len(failed) > 0 {
 		err := failureError(shards, failed)
 		return append([]metav1.Condition{condition(v1alpha1.ConditionShardsAvailable, metav1.ConditionFalse,
 			v1alpha1.ReasonShardsApplyFailed, err.Error())}, fromCapabilities(caps)...), err
 	}
 	if roleProblem != nil {
-		return append(roleProblem, fromCapabilities(caps)...), nil
+		return append(roleProblem, fromCapabilities(caps)...), tellErr
 	}
 	obs, err := observeRouters(ctx, cluster.Reader(), shards)
 	if err != nil {
 		err = clusteraccess.DescribeError("read the user cluster's cache", err)
 		return available(metav1.ConditionUnknown, v1alpha1.ReasonConnecting, err.Error()), err
 	}
-	return append([]metav1.Condition{Availability(shards, obs)}, fromCapabilities(caps)...), nil
+	return append([]metav1.Condition{Availability(shards, obs)}, fromCapabilities(caps)...), tellErr
 }
 
 // fromCapabilities are the conditions of what the cluster's engagement found it offers:
