@@ -61,7 +61,9 @@ func TestRoutesWakeTheShardControllerOnlyWhereAListenerSetIs(t *testing.T) {
 	set := &gatewayv1.ListenerSet{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "s"}}
 	l.count(ChangeListeners, set, 1)
 	l.count(ChangeRoutes, &gatewayv1.HTTPRoute{ObjectMeta: metav1.ObjectMeta{Namespace: "b"}}, 1) // not counted
-	in := func(ns string) *networkingv1.Ingress { return &networkingv1.Ingress{ObjectMeta: metav1.ObjectMeta{Namespace: ns}} }
+	in := func(ns string) *networkingv1.Ingress {
+		return &networkingv1.Ingress{ObjectMeta: metav1.ObjectMeta{Namespace: ns}}
+	}
 	if l.change(ChangeRoutes, in("a")) != ChangeListeners || l.change(ChangeRoutes, in("b")) != 0 {
 		t.Error("a route wakes the shard controller in a ListenerSet's namespace only")
 	}
