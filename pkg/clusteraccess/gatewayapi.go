@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
@@ -71,7 +72,41 @@ func (c *engaged) gatewayAPI(disc *groupVersions) (gatewayapi.Availability, erro
 			return gatewayapi.Availability{}, err
 		}
 	}
-	return d.Availability, nil
+	a := d.Availability
+	if a.ListenerSet && a.RoutersServe() {
+		may, err := mayServeListenerSets(ctx, disc.rc)
+		if err != nil {
+			return gatewayapi.Availability{}, err
+		}
+		if !may {
+			// A cache that may not list a kind never syncs, and a cluster that never syncs is
+			// unreachable: a cluster registered with an older least-privilege role keeps serving
+			// everything else, told why ListenerSets are not.
+			a.ListenerSet = false
+			a.Reason = v1alpha1.ReasonListenerSetUnavailable
+			a.Message = "Shardgate may not list ListenerSets or ReferenceGrants in this cluster (apply this release's " +
+				"config/user-cluster/rbac.yaml): Gateway API routes are served, ListenerSets are not"
+		}
+	}
+	return a, nil
+}
+
+// mayServeListenerSets reports whether Shardgate may read what serving ListenerSets takes: the
+// ListenerSets, and the ReferenceGrants it renders (cached like its other objects). A list of one
+// object of each says so, where a refusal is Forbidden. Raw paths: the REST mapper may not know
+// CRDs installed a moment ago.
+func mayServeListenerSets(ctx context.Context, rc rest.Interface) (bool, error) {
+	for _, path := range []string{"/apis/" + gatewayapi.Group + "/v1/listenersets",
+		"/apis/" + gatewayapi.Group + "/v1beta1/referencegrants"} {
+		err := rc.Get().MaxRetries(0).AbsPath(path).Param("limit", "1").Do(ctx).Error()
+		switch {
+		case apierrors.IsForbidden(err):
+			return false, nil
+		case err != nil:
+			return false, err
+		}
+	}
+	return true, nil
 }
 
 // readGatewayAPI gathers the decision's input: the metadata of each CRD of the set (by name), and

@@ -6,6 +6,7 @@ import (
 	"maps"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -21,6 +22,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+	gatewayv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
 	"github.com/shardgate/shardgate/pkg/gatewayapi"
@@ -502,5 +504,72 @@ func TestGatewayAPIInstallRefusedByAPolicy(t *testing.T) {
 	t.Logf("refused by the policy: %s: %s", a.Reason, a.Message)
 	if got := cachedKinds(cl); len(got["HTTPRoute"]) > 0 {
 		t.Fatalf("cached although refused: %v", got)
+	}
+}
+
+// TestListenerSetsNeedTheirRights: a cluster registered with a role of the release before
+// ListenerSets were served (no listenersets, no referencegrants) stays observable after the
+// upgrade, with HTTPRoutes cached and ListenerSets not (a cache that may not list a kind never
+// syncs, which made the whole cluster unreachable), told ListenerSetUnavailable with the step; the
+// shipped role serves them.
+func TestListenerSetsNeedTheirRights(t *testing.T) {
+	cp := userAPIServer(t)
+	ctx := context.Background()
+	roles, err := framework.ReadClusterRoles("config/user-cluster/rbac.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	older := roles[0].DeepCopy()
+	older.Name = "shardgate-user-cluster-before-listenersets"
+	older.Rules = slices.DeleteFunc(older.Rules, func(r rbacv1.PolicyRule) bool {
+		return slices.ContainsFunc(r.Resources, func(res string) bool {
+			return strings.HasPrefix(res, "listenersets") || res == "referencegrants"
+		})
+	})
+	for _, role := range []*rbacv1.ClusterRole{roles[0], older} {
+		if err := cp.Client.Create(ctx, role); err != nil {
+			t.Fatal(err)
+		}
+	}
+	kubeconfig := func(user, role string) []byte {
+		t.Helper()
+		if err := cp.Client.Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: user},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
+			Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "User", Name: user}}}); err != nil {
+			t.Fatal(err)
+		}
+		kc, err := cp.Kubeconfig(user)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return kc
+	}
+	routes := routekinds.Registry{routekinds.Ingress{}, routekinds.HTTPRoute{}}
+	e, cl := engageWith(t, kubeconfig("older", older.Name), routes, Settings{GatewayAPI: true})
+	a := cl.Capabilities().GatewayAPI
+	if !a.RoutersServe() || a.ListenerSet || a.Reason != v1alpha1.ReasonListenerSetUnavailable ||
+		!strings.Contains(a.Message, "rbac.yaml") {
+		t.Fatalf("with the older role: %+v", a)
+	}
+	if err := cl.Reader().List(ctx, &gatewayv1.HTTPRouteList{}); err != nil {
+		t.Fatalf("HTTPRoutes: %v", err)
+	}
+	if err := cl.Reader().List(ctx, &gatewayv1.ListenerSetList{}); !errors.Is(err, watchcache.ErrNotHeld) {
+		t.Fatalf("ListenerSets cached without the right to list them: %v", err)
+	}
+	if slices.ContainsFunc(ManagedKinds(cl.Capabilities()), func(o client.Object) bool {
+		_, grant := o.(*gatewayv1beta1.ReferenceGrant)
+		return grant
+	}) {
+		t.Fatal("ReferenceGrants are among the cached kinds without the right to list them")
+	}
+	e.Stop()
+
+	_, cl = engageWith(t, kubeconfig("shipped", roles[0].Name), routes, Settings{GatewayAPI: true})
+	if a := cl.Capabilities().GatewayAPI; !a.ListenerSet {
+		t.Fatalf("with config/user-cluster/rbac.yaml: %+v", a)
+	}
+	if err := cl.Reader().List(ctx, &gatewayv1.ListenerSetList{}); err != nil {
+		t.Fatalf("ListenerSets with the shipped role: %v", err)
 	}
 }

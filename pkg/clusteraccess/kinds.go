@@ -75,9 +75,9 @@ func ManagedKinds(caps Capabilities) []client.Object {
 	if caps.GatewayAPI.Served {
 		kinds = append(kinds, &gatewayv1.GatewayClass{}, &gatewayv1.Gateway{})
 	}
-	if caps.GatewayAPI.RoutersServe() {
+	if caps.GatewayAPI.RoutersServe() && caps.GatewayAPI.ListenerSet {
 		// The grants letting shards' Gateways read the Secrets tenants' ListenerSets name, in
-		// tenants' namespaces (render.ListenerGrants).
+		// tenants' namespaces (render.ListenerGrants), where Shardgate may read them.
 		kinds = append(kinds, &gatewayv1beta1.ReferenceGrant{})
 	}
 	return kinds
@@ -215,7 +215,8 @@ func staticRESTMapper(scheme *runtime.Scheme, routes routekinds.Registry) (meta.
 	for _, c := range routes.Cached() {
 		rootScoped[reflect.TypeOf(c.Object)] = c.ClusterScoped
 	}
-	objs := append(ManagedKinds(Capabilities{AdmissionPolicy: true, GatewayAPI: gatewayapi.Availability{Served: true}}), RouteInputs(routes)...)
+	objs := append(ManagedKinds(Capabilities{AdmissionPolicy: true,
+		GatewayAPI: gatewayapi.Availability{Served: true, ListenerSet: true}}), RouteInputs(routes)...)
 	objs = append(objs, RoutedIPKinds(Capabilities{CRDs: true})...)
 	objs = append(objs, &corev1.Node{}, &corev1.Event{}, &authenticationv1.SelfSubjectReview{}, &apiextensionsv1.CustomResourceDefinition{})
 	var gvs []schema.GroupVersion

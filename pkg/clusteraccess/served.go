@@ -65,7 +65,9 @@ func unservedKinds(ctx context.Context, disc *groupVersions, scheme *runtime.Sch
 	out := map[schema.GroupVersionKind]bool{}
 	for _, c := range routes.Cached() {
 		gvk := gvkOf(scheme, c.Object)
-		if gvk.Group == gatewayapi.Group && !gatewayAPI.Served {
+		// ListenerSets the cluster serves but Shardgate may not list (gatewayAPI.ListenerSet says
+		// which) are not listed either: such a cache would never sync.
+		if gvk.Group == gatewayapi.Group && (!gatewayAPI.Served || gvk.Kind == "ListenerSet" && !gatewayAPI.ListenerSet) {
 			out[gvk] = true
 			continue
 		}
