@@ -66,6 +66,21 @@ func engageWith(t *testing.T, kc []byte, routes routekinds.Registry, s Settings)
 	return e, observable(t, e)
 }
 
+// boundKubeconfig is a kubeconfig of user, bound to ClusterRole role in cp.
+func boundKubeconfig(t *testing.T, cp *framework.ControlPlane, user, role string) []byte {
+	t.Helper()
+	if err := cp.Client.Create(context.Background(), &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: user},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
+		Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "User", Name: user}}}); err != nil {
+		t.Fatal(err)
+	}
+	kc, err := cp.Kubeconfig(user)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return kc
+}
+
 func observable(t *testing.T, e *Engager) Cluster {
 	t.Helper()
 	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(50 * time.Millisecond) {
@@ -321,19 +336,7 @@ func TestGatewayAPIForbidden(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	kubeconfig := func(user, role string) []byte {
-		t.Helper()
-		if err := cp.Client.Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: user},
-			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
-			Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "User", Name: user}}}); err != nil {
-			t.Fatal(err)
-		}
-		kc, err := cp.Kubeconfig(user)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return kc
-	}
+	kubeconfig := func(user, role string) []byte { return boundKubeconfig(t, cp, user, role) }
 	// The shipped role may not list HTTPRoutes yet (no HTTPRoute kind is registered): Ingresses.
 	e, cl := engageWith(t, kubeconfig("older", older.Name), testRouteKinds, Settings{GatewayAPI: true})
 	caps := cl.Capabilities()
@@ -531,19 +534,7 @@ func TestListenerSetsNeedTheirRights(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	kubeconfig := func(user, role string) []byte {
-		t.Helper()
-		if err := cp.Client.Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: user},
-			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
-			Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "User", Name: user}}}); err != nil {
-			t.Fatal(err)
-		}
-		kc, err := cp.Kubeconfig(user)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return kc
-	}
+	kubeconfig := func(user, role string) []byte { return boundKubeconfig(t, cp, user, role) }
 	routes := routekinds.Registry{routekinds.Ingress{}, routekinds.HTTPRoute{}}
 	e, cl := engageWith(t, kubeconfig("older", older.Name), routes, Settings{GatewayAPI: true})
 	a := cl.Capabilities().GatewayAPI

@@ -8,6 +8,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
@@ -34,6 +35,21 @@ func allocatedHTTPRoute(ns, name, host, shard string) *gatewayv1.HTTPRoute {
 		Spec: gatewayv1.HTTPRouteSpec{Hostnames: []gatewayv1.Hostname{gatewayv1.Hostname(host)}}}
 }
 
+// gatewayCluster is a shard reconciler and a ClusterIngress whose user cluster serves Gateway API
+// (installed by Shardgate) and HTTPRoutes, holding objs.
+func gatewayCluster(t *testing.T, objs ...client.Object) (*Reconciler, types.NamespacedName, *clusteraccess.FakeCluster) {
+	seed := controllertest.Seed(t)
+	ns := controllertest.Namespace(t, seed.Client)
+	access := clusteraccess.NewFake()
+	r := &Reconciler{Client: seed.Client, Access: access, Board: cistatus.NewBoard(seed.Client).WriteThrough()}
+	key := newCI(t, seed.Client, ns)
+	user := controllertest.UserCluster(access, key, objs...)
+	user.Routes = routekinds.Registry{routekinds.Ingress{}, routekinds.HTTPRoute{}}
+	user.Caps = clusteraccess.Capabilities{AdmissionPolicy: true, Version: "v1.37",
+		GatewayAPI: gatewayapi.Decide(gatewayapi.Input{Enabled: true}).Availability}
+	return r, key, user
+}
+
 func tenantSet(ns, name, host, secret string) *gatewayv1.ListenerSet {
 	return &gatewayv1.ListenerSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Generation: 1},
 		Spec: gatewayv1.ListenerSetSpec{ParentRef: gatewayv1.ParentGatewayReference{Name: names.ParentGatewayName,
@@ -48,18 +64,9 @@ func tenantSet(ns, name, host, secret string) *gatewayv1.ListenerSet {
 // namespace, and it is told Programmed; one for a host another namespace holds is told Conflicted
 // and reaches no Gateway; removing the ListenerSet takes its listener and grant away.
 func TestTenantListenersReachTheirShardsGateway(t *testing.T) {
-	seed := controllertest.Seed(t)
-	ns := controllertest.Namespace(t, seed.Client)
-	access := clusteraccess.NewFake()
-	r := &Reconciler{Client: seed.Client, Access: access, Board: cistatus.NewBoard(seed.Client).WriteThrough()}
-	key := newCI(t, seed.Client, ns)
-	user := controllertest.UserCluster(access, key,
-		allocatedHTTPRoute("team-a", "shop", "shop.a.example", v1alpha1.DefaultShardName),
+	r, key, user := gatewayCluster(t, allocatedHTTPRoute("team-a", "shop", "shop.a.example", v1alpha1.DefaultShardName),
 		tenantSet("team-a", "shop", "shop.a.example", "shop-tls"),
 		tenantSet("team-b", "takes", "shop.a.example", "theirs"))
-	user.Routes = routekinds.Registry{routekinds.Ingress{}, routekinds.HTTPRoute{}}
-	user.Caps = clusteraccess.Capabilities{AdmissionPolicy: true, Version: "v1.37",
-		GatewayAPI: gatewayapi.Decide(gatewayapi.Input{Enabled: true}).Availability}
 	controllertest.Reconcile(t, r, key, 2)
 	ctx := context.Background()
 
@@ -115,17 +122,8 @@ func TestTenantListenersReachTheirShardsGateway(t *testing.T) {
 // TestUnreadableListenerSetsChangeNothing: while the ListenerSets cannot be read, nothing is
 // applied or pruned, so a tenant's listener is never rendered away because of a failed read.
 func TestUnreadableListenerSetsChangeNothing(t *testing.T) {
-	seed := controllertest.Seed(t)
-	ns := controllertest.Namespace(t, seed.Client)
-	access := clusteraccess.NewFake()
-	r := &Reconciler{Client: seed.Client, Access: access, Board: cistatus.NewBoard(seed.Client).WriteThrough()}
-	key := newCI(t, seed.Client, ns)
-	user := controllertest.UserCluster(access, key,
-		allocatedHTTPRoute("team-a", "shop", "shop.a.example", v1alpha1.DefaultShardName),
+	r, key, user := gatewayCluster(t, allocatedHTTPRoute("team-a", "shop", "shop.a.example", v1alpha1.DefaultShardName),
 		tenantSet("team-a", "shop", "shop.a.example", "shop-tls"))
-	user.Routes = routekinds.Registry{routekinds.Ingress{}, routekinds.HTTPRoute{}}
-	user.Caps = clusteraccess.Capabilities{AdmissionPolicy: true, Version: "v1.37",
-		GatewayAPI: gatewayapi.Decide(gatewayapi.Input{Enabled: true}).Availability}
 	controllertest.Reconcile(t, r, key, 2)
 	gwKey := client.ObjectKey{Namespace: names.Namespace, Name: names.ShardGatewayName(v1alpha1.DefaultShardName)}
 	before := &gatewayv1.Gateway{}
