@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/ptr"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gatewayv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
@@ -56,7 +57,7 @@ func ParentGateway(listenerSets bool) ([]*unstructured.Unstructured, error) {
 // read the Secrets its ListenerSets name.
 const ListenerGrantName = "shardgate-listenersets"
 
-var referenceGrantGVK = gatewayv1beta1.SchemeGroupVersion.WithKind("ReferenceGrant")
+var referenceGrantGVK = schema.GroupVersionKind{Group: gatewayv1.GroupName, Version: "v1beta1", Kind: "ReferenceGrant"}
 
 // ListenerGrants are, per namespace, the ReferenceGrant letting Gateways of Shardgate's namespace
 // read exactly the Secrets of that namespace its tenants' listeners name (listenersets.Decide):
