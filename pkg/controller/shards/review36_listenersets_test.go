@@ -216,3 +216,40 @@ func TestReview36DetachedListenerSetKeepsProgrammed(t *testing.T) {
 		t.Errorf("a ListenerSet no longer attached to the parent still says Programmed=True: %+v", s.Status.Conditions)
 	}
 }
+
+// TestReview36MissingSecretToldResolved: Shardgate reads no Secret, yet tells an HTTPS listener
+// ResolvedRefs=True and Programmed=True from its own render alone. The router (Traefik) skips a
+// listener whose certificate it cannot resolve and says so in the shard Gateway's
+// status.listeners; Shardgate never reads that, so a tenant whose Secret is missing (or not a
+// kubernetes.io/tls Secret) is told everything is served while HTTPS for its host is not.
+func TestReview36MissingSecretToldResolved(t *testing.T) {
+	seed := controllertest.Seed(t)
+	ns := controllertest.Namespace(t, seed.Client)
+	access := clusteraccess.NewFake()
+	r := &Reconciler{Client: seed.Client, Access: access, Board: cistatus.NewBoard(seed.Client).WriteThrough()}
+	key := newCI(t, seed.Client, ns)
+	user := controllertest.UserCluster(access, key,
+		allocatedHTTPRoute("team-a", "shop", "shop.a.example", v1alpha1.DefaultShardName),
+		tenantSet("team-a", "shop", "shop.a.example", "no-such-secret"))
+	user.Routes = routekinds.Registry{routekinds.Ingress{}, routekinds.HTTPRoute{}}
+	user.Caps = review36Caps()
+	controllertest.Reconcile(t, r, key, 2)
+	ctx := context.Background()
+	// The router reports what it did with the listener, as Traefik does.
+	gw := &gatewayv1.Gateway{}
+	must(t, user.Client.Get(ctx, client.ObjectKey{Namespace: names.Namespace, Name: names.ShardGatewayName(v1alpha1.DefaultShardName)}, gw))
+	name := listenersets.ListenerName("team-a", "shop", "https")
+	gw.Status.Listeners = []gatewayv1.ListenerStatus{{Name: gatewayv1.SectionName(name),
+		SupportedKinds: []gatewayv1.RouteGroupKind{{Kind: "HTTPRoute"}},
+		Conditions: []metav1.Condition{
+			{Type: "ResolvedRefs", Status: metav1.ConditionFalse, Reason: "InvalidCertificateRef", LastTransitionTime: metav1.Now()},
+			{Type: "Programmed", Status: metav1.ConditionFalse, Reason: "Invalid", LastTransitionTime: metav1.Now()}}}}
+	must(t, user.Client.Update(ctx, gw))
+	controllertest.Reconcile(t, r, key, 1)
+	s := &gatewayv1.ListenerSet{}
+	must(t, user.Client.Get(ctx, client.ObjectKey{Namespace: "team-a", Name: "shop"}, s))
+	if len(s.Status.Listeners) != 1 || meta.IsStatusConditionTrue(s.Status.Listeners[0].Conditions, "ResolvedRefs") ||
+		meta.IsStatusConditionTrue(s.Status.Conditions, "Programmed") {
+		t.Errorf("a listener whose Secret does not exist (the router says InvalidCertificateRef) is told resolved and programmed: %+v", s.Status)
+	}
+}
