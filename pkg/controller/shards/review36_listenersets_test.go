@@ -253,3 +253,37 @@ func TestReview36MissingSecretToldResolved(t *testing.T) {
 		t.Errorf("a listener whose Secret does not exist (the router says InvalidCertificateRef) is told resolved and programmed: %+v", s.Status)
 	}
 }
+
+// TestReview36GatewayAPIOffLeavesGrantsAndProgrammedStatus: turning Gateway API off for the
+// profile (or a cluster whose routers stop serving it: a CRD the Gateway provider needs deleted)
+// takes ReferenceGrant off the managed kinds (ManagedKinds: RoutersServe), so prune never lists
+// it: the grant Shardgate wrote in the tenant's namespace stays for good, labelled as
+// Shardgate's, and the ListenerSet keeps saying Programmed=True while nothing serves it.
+func TestReview36GatewayAPIOffLeavesGrantsAndProgrammedStatus(t *testing.T) {
+	seed := controllertest.Seed(t)
+	ns := controllertest.Namespace(t, seed.Client)
+	access := clusteraccess.NewFake()
+	r := &Reconciler{Client: seed.Client, Access: access, Board: cistatus.NewBoard(seed.Client).WriteThrough()}
+	key := newCI(t, seed.Client, ns)
+	user := controllertest.UserCluster(access, key,
+		allocatedHTTPRoute("team-a", "shop", "shop.a.example", v1alpha1.DefaultShardName),
+		tenantSet("team-a", "shop", "shop.a.example", "shop-tls"))
+	user.Routes = routekinds.Registry{routekinds.Ingress{}, routekinds.HTTPRoute{}}
+	user.Caps = review36Caps()
+	controllertest.Reconcile(t, r, key, 2)
+	ctx := context.Background()
+	grantKey := client.ObjectKey{Namespace: "team-a", Name: "shardgate-listenersets"}
+	must(t, user.Client.Get(ctx, grantKey, &gatewayv1beta1.ReferenceGrant{}))
+
+	user.Caps = clusteraccess.Capabilities{AdmissionPolicy: true, Version: "v1.37",
+		GatewayAPI: gatewayapi.Decide(gatewayapi.Input{Enabled: false}).Availability}
+	controllertest.Reconcile(t, r, key, 2)
+	if err := user.Client.Get(ctx, grantKey, &gatewayv1beta1.ReferenceGrant{}); !apierrors.IsNotFound(err) {
+		t.Errorf("Gateway API is off, yet the ReferenceGrant Shardgate wrote in team-a stays (err %v)", err)
+	}
+	s := &gatewayv1.ListenerSet{}
+	must(t, user.Client.Get(ctx, client.ObjectKey{Namespace: "team-a", Name: "shop"}, s))
+	if meta.IsStatusConditionTrue(s.Status.Conditions, "Programmed") {
+		t.Errorf("Gateway API is off, yet the ListenerSet still says Programmed=True")
+	}
+}
