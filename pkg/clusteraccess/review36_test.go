@@ -56,7 +56,7 @@ func TestReview36UpgradeWithThePreviousRoleKeepsTheClusterObservable(t *testing.
 	if err := e.Engage(gatewayKey, kc, Settings{GatewayAPI: true}); err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(90 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(200 * time.Millisecond) {
 		c, ok := e.Get(gatewayKey)
 		if ok && c.Observable() {
 			return
@@ -67,7 +67,7 @@ func TestReview36UpgradeWithThePreviousRoleKeepsTheClusterObservable(t *testing.
 				st = c.State()
 				t.Logf("capabilities %+v synced %v", c.Capabilities().GatewayAPI, c.Synced())
 			}
-			t.Fatalf("with the previous release's role the cluster is not observable after 90 s: %+v", st)
+			t.Fatalf("with the previous release's role the cluster is not observable after 60 s: %+v", st)
 		}
 	}
 }
