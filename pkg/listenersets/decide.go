@@ -16,6 +16,7 @@ import (
 	"slices"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -33,8 +34,16 @@ const (
 )
 
 // MaxPerGateway is how many tenants' listeners one shard's Gateway takes: a Gateway holds at most
-// 64 listeners (the CRD's limit), two of them the shard's own.
-const MaxPerGateway = 62
+// 64 listeners (the CRD's limit), two of them the shard's own. MaxPerNamespace of them may be one
+// namespace's, so that no tenant takes a shard's Gateway from the others.
+const (
+	MaxPerGateway   = 62
+	MaxPerNamespace = 16
+)
+
+// MaxSecretsPerNamespace is how many Secrets a namespace's listeners may name: one ReferenceGrant
+// (Shardgate's in that namespace) lists at most 16.
+const MaxSecretsPerNamespace = 16
 
 // Shardgate's reasons, beside Gateway API's own.
 const (
@@ -49,6 +58,8 @@ const (
 	// ReasonNoGateway (Programmed=False): the shard holding the host has no Gateway (its flavour
 	// serves no Gateway API).
 	ReasonNoGateway = "ShardServesNoGateway"
+	// ReasonShardNotApplied (Programmed=False): the shard's objects could not be applied this pass.
+	ReasonShardNotApplied = "ShardNotApplied"
 )
 
 // Holder is who holds a host by allocation: the namespace of the routes allocated with it, their
@@ -68,6 +79,14 @@ type Input struct {
 	Gateways map[string]bool
 	// ClusterDomain is the cluster's domain: names under it are Shardgate's.
 	ClusterDomain string
+
+	// What became of the last decision, for the status only (placement never depends on it):
+	// Unapplied are the shards whose objects could not be applied, Ungranted why a namespace's
+	// ReferenceGrant could not be written, and Routers the conditions the shards' routers give
+	// each tenant listener on their Gateway (status.listeners, by listener name).
+	Unapplied map[string]bool
+	Ungranted map[string]string
+	Routers   map[string][]metav1.Condition
 }
 
 // Listener is one tenant's listener as it goes onto a shard's Gateway.
@@ -119,7 +138,8 @@ func Decide(in Input) Decision {
 		}
 		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
 	})
-	taken := map[string]bool{} // hostname and protocol already on a Gateway
+	taken := map[string]bool{}       // hostname and protocol already on a Gateway
+	perNamespace := map[string]int{} // shard and namespace → listeners placed
 	for i := range sets {
 		s := &sets[i]
 		if !Attached(s) {
@@ -128,7 +148,7 @@ func Decide(in Input) Decision {
 		st := gatewayv1.ListenerSetStatus{}
 		accepted, programmed := 0, 0
 		for _, l := range s.Spec.Listeners {
-			ls, ok, onGateway := decideListener(in, s, l, taken, d.Listeners)
+			ls, ok, onGateway := decideListener(in, s, l, taken, d.Listeners, perNamespace, d.Grants[s.Namespace])
 			st.Listeners = append(st.Listeners, ls)
 			if ok {
 				accepted++
@@ -136,8 +156,11 @@ func Decide(in Input) Decision {
 			if onGateway == nil {
 				continue
 			}
-			programmed++
+			if meta.IsStatusConditionTrue(ls.Conditions, string(gatewayv1.ListenerEntryConditionProgrammed)) {
+				programmed++
+			}
 			shard := in.Holders[onGateway.Hostname].Shard
+			perNamespace[shard+"/"+s.Namespace]++
 			d.Listeners[shard] = append(d.Listeners[shard], *onGateway)
 			for _, sec := range onGateway.Secrets {
 				if !slices.Contains(d.Grants[s.Namespace], sec) {
@@ -157,7 +180,7 @@ func Decide(in Input) Decision {
 // decideListener decides one listener: its status, whether it is accepted, and what goes onto a
 // Gateway (nil: nothing).
 func decideListener(in Input, s *gatewayv1.ListenerSet, l gatewayv1.ListenerEntry, taken map[string]bool,
-	placed map[string][]Listener) (gatewayv1.ListenerEntryStatus, bool, *Listener) {
+	placed map[string][]Listener, perNamespace map[string]int, granted []string) (gatewayv1.ListenerEntryStatus, bool, *Listener) {
 	st := gatewayv1.ListenerEntryStatus{Name: l.Name,
 		SupportedKinds: []gatewayv1.RouteGroupKind{{Group: ptr.To(gatewayv1.Group(gatewayv1.GroupName)), Kind: "HTTPRoute"}}}
 	gen := s.Generation
@@ -198,6 +221,14 @@ func decideListener(in Input, s *gatewayv1.ListenerSet, l gatewayv1.ListenerEntr
 			}
 			secrets = append(secrets, string(ref.Name))
 		}
+		if n := len(granted) + len(slices.DeleteFunc(slices.Clone(secrets), func(s string) bool {
+			return slices.Contains(granted, s)
+		})); n > MaxSecretsPerNamespace {
+			return refused(string(gatewayv1.ListenerEntryConditionResolvedRefs),
+				string(gatewayv1.ListenerEntryReasonInvalidCertificateRef), fmt.Sprintf(
+					"a namespace's ListenerSets may name %d Secrets (one ReferenceGrant's limit), and older listeners name them",
+					MaxSecretsPerNamespace))
+		}
 	}
 	key := string(l.Protocol) + " " + host
 	holder, held := in.Holders[host]
@@ -218,15 +249,53 @@ func decideListener(in Input, s *gatewayv1.ListenerSet, l gatewayv1.ListenerEntr
 		st.Conditions = pending(gen, ReasonNoGateway, "the hostname's routes are on shard "+holder.Shard+
 			", whose routers serve no Gateway API")
 		return st, true, nil
+	case perNamespace[holder.Shard+"/"+s.Namespace] >= MaxPerNamespace:
+		return refused(string(gatewayv1.ListenerEntryConditionAccepted), string(gatewayv1.ListenerEntryReasonTooManyListeners),
+			fmt.Sprintf("a namespace may have %d listeners on shard %s's Gateway, and older ones hold them", MaxPerNamespace,
+				holder.Shard))
 	case len(placed[holder.Shard]) >= MaxPerGateway:
 		return refused(string(gatewayv1.ListenerEntryConditionAccepted), string(gatewayv1.ListenerEntryReasonTooManyListeners),
 			fmt.Sprintf("shard %s's Gateway takes %d listeners of ListenerSets, and older ones hold them", holder.Shard, MaxPerGateway))
 	}
 	taken[key] = true
 	st.AttachedRoutes = holder.HTTPRoutes
-	st.Conditions = listenerConditions(gen, "", "", "")
-	return st, true, &Listener{Name: ListenerName(s.Namespace, s.Name, string(l.Name)), Namespace: s.Namespace,
+	out := &Listener{Name: ListenerName(s.Namespace, s.Name, string(l.Name)), Namespace: s.Namespace,
 		Hostname: host, HTTPS: https, Secrets: secrets}
+	st.Conditions = placedConditions(in, gen, holder.Shard, out)
+	return st, true, out
+}
+
+// placedConditions are the conditions of a listener on a shard's Gateway: what became of it,
+// worst first: its shard not applied, its namespace's grant not written, then what the routers say
+// of it (they resolve its certificate: Shardgate reads no Secret); all True otherwise.
+func placedConditions(in Input, gen int64, shard string, l *Listener) []metav1.Condition {
+	programmed, resolved := string(gatewayv1.ListenerEntryConditionProgrammed), string(gatewayv1.ListenerEntryConditionResolvedRefs)
+	switch why, ungranted := in.Ungranted[l.Namespace]; {
+	case in.Unapplied[shard]:
+		return listenerConditions(gen, programmed, ReasonShardNotApplied,
+			"shard "+shard+"'s objects could not be applied; its platform team sees why (ShardsAvailable)")
+	case ungranted && l.HTTPS:
+		return listenerConditions(gen, resolved, string(gatewayv1.ListenerEntryReasonRefNotPermitted), why)
+	}
+	out := listenerConditions(gen, "", "", "")
+	for _, typ := range []string{resolved, programmed} {
+		if c := meta.FindStatusCondition(in.Routers[l.Name], typ); c != nil && c.Status == metav1.ConditionFalse {
+			reason := c.Reason
+			if len(reason) > 64 {
+				reason = "RouterReported"
+			}
+			return listenerConditions(gen, typ, reason, "the shard's routers: "+bounded(c.Message, 512))
+		}
+	}
+	return out
+}
+
+// bounded cuts what the routers wrote to n bytes.
+func bounded(s string, n int) string {
+	if len(s) > n {
+		return s[:n]
+	}
+	return s
 }
 
 // ListenerName is a tenant's listener's name on a shard's Gateway: a section name no shard's own

@@ -1,10 +1,12 @@
 package listenersets
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -135,8 +137,9 @@ func TestAGatewayTakesAtMostItsListeners(t *testing.T) {
 	var sets []gatewayv1.ListenerSet
 	for i := range MaxPerGateway + 3 {
 		host := "h" + strings.Repeat("x", i) + ".example"
-		in.Holders[host] = Holder{Namespace: "a", Shard: "s1"}
-		sets = append(sets, set("a", "set"+host, i, httpL("http", host)))
+		ns := string(rune('a' + i%5)) // five namespaces, 13 listeners each: none reaches its share
+		in.Holders[host] = Holder{Namespace: ns, Shard: "s1"}
+		sets = append(sets, set(ns, "set"+host, i, httpL("http", host)))
 	}
 	in.Sets = sets
 	d := Decide(in)
@@ -144,7 +147,7 @@ func TestAGatewayTakesAtMostItsListeners(t *testing.T) {
 		t.Fatalf("%d listeners on s1's Gateway, want %d", n, MaxPerGateway)
 	}
 	last := sets[len(sets)-1]
-	if c := cond(t, d, "a", last.Name, "http", "Accepted"); c.Reason != "TooManyListeners" {
+	if c := cond(t, d, last.Namespace, last.Name, "http", "Accepted"); c.Reason != "TooManyListeners" {
 		t.Errorf("the youngest set's listener = %+v, want TooManyListeners", c)
 	}
 	if c := cond(t, d, "a", sets[0].Name, "http", "Programmed"); c.Status != "True" {
@@ -168,5 +171,68 @@ func TestHolders(t *testing.T) {
 	}
 	if h["z.example"].Namespace != "" {
 		t.Errorf("a host two namespaces' marks name = %+v, want held by nobody's namespace", h["z.example"])
+	}
+}
+
+// TestANamespaceTakesItsShareOfAGateway: one namespace's listeners take at most MaxPerNamespace
+// places on a shard's Gateway, so the others still get theirs; its Secrets are at most what one
+// ReferenceGrant lists.
+func TestANamespaceTakesItsShareOfAGateway(t *testing.T) {
+	in := Input{Holders: map[string]Holder{"b.example": {Namespace: "b", Shard: "s1"}}, Gateways: map[string]bool{"s1": true}}
+	var ls []gatewayv1.ListenerEntry
+	for i := range MaxPerNamespace + 2 {
+		host := fmt.Sprintf("h%d.a.example", i)
+		in.Holders[host] = Holder{Namespace: "a", Shard: "s1"}
+		ls = append(ls, httpsL(fmt.Sprintf("l%d", i), host, secret(fmt.Sprintf("s%d", i%3))))
+	}
+	in.Sets = []gatewayv1.ListenerSet{set("a", "greedy", 0, ls...), set("b", "late", 9, httpL("http", "b.example"))}
+	d := Decide(in)
+	if n := len(d.Listeners["s1"]); n != MaxPerNamespace+1 {
+		t.Fatalf("%d listeners on s1's Gateway, want a's %d and b's", n, MaxPerNamespace)
+	}
+	if c := cond(t, d, "b", "late", "http", "Programmed"); c.Status != "True" {
+		t.Errorf("b's listener = %+v, want programmed beside a's share", c)
+	}
+	if c := cond(t, d, "a", "greedy", fmt.Sprintf("l%d", MaxPerNamespace), "Accepted"); c.Reason != "TooManyListeners" {
+		t.Errorf("a's listener past its share = %+v, want TooManyListeners", c)
+	}
+	if n := len(d.Grants["a"]); n > MaxSecretsPerNamespace {
+		t.Errorf("a's grant names %d Secrets, more than one ReferenceGrant lists", n)
+	}
+}
+
+// TestStatusSaysWhatBecameOfAPlacedListener: a listener on a shard whose objects were not applied,
+// of a namespace whose grant was not written, or that the routers could not load, is not told
+// Programmed; its placement stays (what is rendered never depends on it).
+func TestStatusSaysWhatBecameOfAPlacedListener(t *testing.T) {
+	base := Input{Holders: map[string]Holder{"x.example": {Namespace: "a", Shard: "s1"}}, Gateways: map[string]bool{"s1": true},
+		Sets: []gatewayv1.ListenerSet{set("a", "web", 0, httpsL("https", "x.example", secret("tls")))}}
+	name := ListenerName("a", "web", "https")
+	for _, c := range []struct {
+		name        string
+		mutate      func(*Input)
+		typ, reason string
+	}{
+		{"shard not applied", func(in *Input) { in.Unapplied = map[string]bool{"s1": true} }, "Programmed", ReasonShardNotApplied},
+		{"grant not written", func(in *Input) { in.Ungranted = map[string]string{"a": "in the way"} }, "ResolvedRefs", "RefNotPermitted"},
+		{"routers refuse the certificate", func(in *Input) {
+			in.Routers = map[string][]metav1.Condition{name: {{Type: "ResolvedRefs", Status: "False", Reason: "InvalidCertificateRef",
+				Message: "secret a/tls not found"}}}
+		}, "ResolvedRefs", "InvalidCertificateRef"},
+	} {
+		in := base
+		c.mutate(&in)
+		d := Decide(in)
+		if len(d.Listeners["s1"]) != 1 {
+			t.Errorf("%s: the listener's placement changed: %+v", c.name, d.Listeners)
+		}
+		got := cond(t, d, "a", "web", "https", c.typ)
+		prog := cond(t, d, "a", "web", "https", "Programmed")
+		if got.Status != "False" || got.Reason != c.reason || prog.Status != "False" {
+			t.Errorf("%s: %s = %+v, Programmed %s; want False/%s", c.name, c.typ, got, prog.Status, c.reason)
+		}
+		if st := d.Status[types.NamespacedName{Namespace: "a", Name: "web"}]; meta.IsStatusConditionTrue(st.Conditions, "Programmed") {
+			t.Errorf("%s: the ListenerSet is told Programmed", c.name)
+		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -62,6 +63,9 @@ type DesiredInput struct {
 type Desired struct {
 	Cluster []*unstructured.Unstructured
 	Shards  []ShardObjects
+	// Tenants are objects in tenants' namespaces (the ReferenceGrants of their ListenerSets), by
+	// namespace: one that cannot be applied affects that namespace only.
+	Tenants map[string][]*unstructured.Unstructured
 }
 
 // ShardObjects are one shard's objects, or why they could not be rendered.
@@ -76,6 +80,9 @@ func (d Desired) All() []*unstructured.Unstructured {
 	out := slices.Clone(d.Cluster)
 	for _, s := range d.Shards {
 		out = append(out, s.Objects...)
+	}
+	for _, ns := range slices.Sorted(maps.Keys(d.Tenants)) {
+		out = append(out, d.Tenants[ns]...)
 	}
 	return out
 }
@@ -161,11 +168,9 @@ func RenderDesired(in DesiredInput) (Desired, error) {
 			return Desired{}, err
 		}
 		d.Cluster = append(d.Cluster, parent...)
-		grants, err := ListenerGrants(in.Grants)
-		if err != nil {
+		if d.Tenants, err = ListenerGrants(in.Grants); err != nil {
 			return Desired{}, err
 		}
-		d.Cluster = append(d.Cluster, grants...)
 	}
 	if in.AdmissionPolicy {
 		cluster, claimed, namespaces := guardsOf(in.Shards, in.ChangingTo)

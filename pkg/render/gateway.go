@@ -1,9 +1,6 @@
 package render
 
 import (
-	"maps"
-	"slices"
-
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -63,19 +60,23 @@ var referenceGrantGVK = schema.GroupVersionKind{Group: gatewayv1.GroupName, Vers
 // read exactly the Secrets of that namespace its tenants' listeners name (listenersets.Decide):
 // Gateway API lets a Gateway read a Secret of another namespace only so. Shardgate itself never
 // reads them; the routers do, as they read an Ingress's spec.tls Secrets.
-func ListenerGrants(grants map[string][]string) ([]*unstructured.Unstructured, error) {
-	var objs []Object
-	for _, ns := range slices.Sorted(maps.Keys(grants)) {
+func ListenerGrants(grants map[string][]string) (map[string][]*unstructured.Unstructured, error) {
+	out := map[string][]*unstructured.Unstructured{}
+	for ns, secrets := range grants {
 		g := &gatewayv1beta1.ReferenceGrant{ObjectMeta: objectMeta(ListenerGrantName, ns, managedLabels("")),
 			Spec: gatewayv1beta1.ReferenceGrantSpec{From: []gatewayv1beta1.ReferenceGrantFrom{{Group: gatewayv1.GroupName,
 				Kind: "Gateway", Namespace: names.Namespace}}}}
-		for _, name := range grants[ns] {
+		for _, name := range secrets {
 			g.Spec.To = append(g.Spec.To, gatewayv1beta1.ReferenceGrantTo{Group: "", Kind: "Secret",
 				Name: ptr.To(gatewayv1.ObjectName(name))})
 		}
-		objs = append(objs, Object{referenceGrantGVK, g})
+		objs, err := toUnstructured(Object{referenceGrantGVK, g})
+		if err != nil {
+			return nil, err
+		}
+		out[ns] = objs
 	}
-	return toUnstructured(objs...)
+	return out, nil
 }
 
 // shardGateway is a shard's GatewayClass (of the flavour's Gateway controller, labelled with the

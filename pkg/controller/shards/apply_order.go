@@ -2,6 +2,8 @@ package shards
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -38,6 +40,25 @@ func applyDesired(d render.Desired, apply func(*unstructured.Unstructured) error
 		}
 	}
 	return failed, nil
+}
+
+// applyTenants applies each tenant namespace's objects, after everything else: one that fails
+// (a namespace being deleted, an object of the tenant's in the way) holds nothing else back. It
+// returns why each failed namespace failed.
+func applyTenants(d render.Desired, apply func(*unstructured.Unstructured) error) map[string]error {
+	var failed map[string]error
+	for _, ns := range slices.Sorted(maps.Keys(d.Tenants)) {
+		for _, o := range d.Tenants[ns] {
+			if err := apply(o); err != nil {
+				if failed == nil {
+					failed = map[string]error{}
+				}
+				failed[ns] = err
+				break
+			}
+		}
+	}
+	return failed
 }
 
 // unrendered are the shards that could not be rendered (their live objects stay).

@@ -22,6 +22,7 @@ import (
 	"github.com/shardgate/shardgate/pkg/clusteraccess"
 	"github.com/shardgate/shardgate/pkg/controller/cistatus"
 	"github.com/shardgate/shardgate/pkg/ingressclass"
+	"github.com/shardgate/shardgate/pkg/listenersets"
 	"github.com/shardgate/shardgate/pkg/predicates"
 	"github.com/shardgate/shardgate/pkg/render"
 	"github.com/shardgate/shardgate/pkg/validation"
@@ -110,10 +111,11 @@ func (r *Reconciler) reconcileShards(ctx context.Context, ci *v1alpha1.ClusterIn
 		return available(metav1.ConditionUnknown, v1alpha1.ReasonConnecting, err.Error()), err
 	}
 	// Tenants' listeners that cannot be read are not rendered away: nothing is applied.
-	listeners, sets, err := listenerSets(ctx, cluster, shards, domain)
+	lsInput, err := listenerSets(ctx, cluster, shards, domain)
 	if err != nil {
 		return available(metav1.ConditionUnknown, v1alpha1.ReasonConnecting, err.Error()), err
 	}
+	listeners := listenersets.Decide(lsInput)
 	desired, err := render.RenderDesired(render.DesiredInput{ClusterDomain: domain, TTL: ci.Spec.DNS.TTL, Shards: shards,
 		ShardgateUser: user, AdmissionPolicy: caps.AdmissionPolicy, TLS: tls, VIP: vips, Canary: r.Canary && !ci.Spec.Canary.Disabled,
 		RouteKinds: cluster.RouteKinds(), GatewayAPI: caps.GatewayAPI.RoutersServe(),
@@ -124,7 +126,7 @@ func (r *Reconciler) reconcileShards(ctx context.Context, ci *v1alpha1.ClusterIn
 	}
 	w := cluster.Writer()
 	var roleProblem []metav1.Condition
-	failed, err := applyDesired(desired, func(o *unstructured.Unstructured) error {
+	applyOne := func(o *unstructured.Unstructured) error {
 		same, err := upToDate(ctx, cluster.Reader(), w.Scheme(), o)
 		role := roleAsRendered
 		if err == nil && !same && o.GetKind() == "ClusterRole" {
@@ -148,7 +150,8 @@ func (r *Reconciler) reconcileShards(ctx context.Context, ci *v1alpha1.ClusterIn
 			return nil
 		}
 		return clusteraccess.DescribeError(fmt.Sprintf("apply %s %s", o.GetKind(), o.GetName()), err)
-	})
+	}
+	failed, err := applyDesired(desired, applyOne)
 	if err != nil {
 		return available(metav1.ConditionFalse, v1alpha1.ReasonShardsApplyFailed, err.Error()), err
 	}
@@ -161,9 +164,13 @@ func (r *Reconciler) reconcileShards(ctx context.Context, ci *v1alpha1.ClusterIn
 	if err := r.defaultClass(ctx, cluster, shards, classPolicy); err != nil {
 		return available(metav1.ConditionFalse, v1alpha1.ReasonShardsApplyFailed, err.Error()), err
 	}
-	// Told once what they ask for is applied; a failed write is retried (the pass' error), and
-	// nothing else waits for it.
-	tellErr := tellListenerSets(ctx, cluster, sets, listeners, metav1.NewTime(r.now()))
+	ungranted := applyTenants(desired, func(o *unstructured.Unstructured) error {
+		return applyTenantObject(ctx, cluster, o, applyOne)
+	})
+	// Told once what they ask for is applied, and what became of it; a failed write is retried
+	// (the pass' error), and nothing else waits for it.
+	tellErr := tellListenerSets(ctx, cluster, lsInput.Sets, listenersets.Decide(told(ctx, cluster, lsInput, failed, ungranted)),
+		metav1.NewTime(r.now()))
 	if len(failed) > 0 {
 		err := failureError(shards, failed)
 		return append([]metav1.Condition{condition(v1alpha1.ConditionShardsAvailable, metav1.ConditionFalse,
@@ -232,6 +239,9 @@ func (r *Reconciler) prune(ctx context.Context, cluster clusteraccess.Cluster, d
 			o := item.(client.Object)
 			if want[render.ObjKey(kind.kind, o.GetNamespace(), o.GetName())] || keep[o.GetLabels()[v1alpha1.ShardLabel]] || o.GetDeletionTimestamp() != nil {
 				continue
+			}
+			if kind.kind == "ReferenceGrant" && o.GetName() != render.ListenerGrantName {
+				continue // in a tenant's namespace, only Shardgate's own name is ever its
 			}
 			if _, applied := o.GetAnnotations()[render.AppliedHashAnnotation]; kind.kind == "ClusterRole" && !applied {
 				continue // a router role the cluster admin created (config/user-cluster/rbac.yaml) stays theirs
