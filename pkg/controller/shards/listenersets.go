@@ -124,8 +124,7 @@ func applyTenantObject(ctx context.Context, cluster clusteraccess.Cluster, o *un
 }
 
 // tellListenerSets writes each decided ListenerSet's status where it says something else, keeping
-// the transition times of conditions that did not change. A ListenerSet that changed meanwhile is
-// told at the next pass (its change wakes one).
+// the transition times of conditions that did not change.
 func tellListenerSets(ctx context.Context, cluster clusteraccess.Cluster, sets []gatewayv1.ListenerSet,
 	d listenersets.Decision, now metav1.Time) error {
 	for i := range sets {
@@ -140,7 +139,9 @@ func tellListenerSets(ctx context.Context, cluster clusteraccess.Cluster, sets [
 		}
 		s := sets[i].DeepCopy()
 		s.Status = want
-		if err := cluster.Writer().Status().Update(ctx, s); err != nil && !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) {
+		// A conflict is retried (the pass' error): the cache may not show this controller's own last
+		// status write yet, and that write, status only, wakes no pass by itself.
+		if err := cluster.Writer().Status().Update(ctx, s); err != nil && !apierrors.IsNotFound(err) {
 			return clusteraccess.DescribeError(fmt.Sprintf("write the status of ListenerSet %s/%s", s.Namespace, s.Name), err)
 		}
 	}
