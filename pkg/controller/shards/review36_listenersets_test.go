@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
@@ -166,7 +167,7 @@ func TestReview36ListenerOnAFailedShardIsToldProgrammed(t *testing.T) {
 				GetKind() string
 				GetName() string
 			}); ok && u.GetKind() == "Gateway" && u.GetName() == names.ShardGatewayName(v1alpha1.DefaultShardName) {
-				return apierrors.NewInvalid(gatewayv1.SchemeGroupVersion.WithKind("Gateway").GroupKind(), u.GetName(), nil)
+				return apierrors.NewInvalid(schema.GroupKind{Group: gatewayv1.GroupName, Kind: "Gateway"}, u.GetName(), nil)
 			}
 			return c.Apply(ctx, obj, opts...)
 		}})
