@@ -113,20 +113,13 @@ func TestReview36SeventeenSecretsBlockEveryShard(t *testing.T) {
 // own objects by the managed-by label in shardgate-system only" (docs/security.md), yet here it
 // takes over and deletes an object it never created in a tenant's namespace.
 func TestReview36TenantsOwnReferenceGrantIsRewrittenAndPruned(t *testing.T) {
-	seed := controllertest.Seed(t)
-	ns := controllertest.Namespace(t, seed.Client)
-	access := clusteraccess.NewFake()
-	r := &Reconciler{Client: seed.Client, Access: access, Board: cistatus.NewBoard(seed.Client).WriteThrough()}
-	key := newCI(t, seed.Client, ns)
 	mine := &gatewayv1beta1.ReferenceGrant{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "shardgate-listenersets"},
 		Spec: gatewayv1beta1.ReferenceGrantSpec{
 			From: []gatewayv1beta1.ReferenceGrantFrom{{Group: gatewayv1.GroupName, Kind: "HTTPRoute", Namespace: "frontend"}},
 			To:   []gatewayv1beta1.ReferenceGrantTo{{Group: "", Kind: "Service", Name: ptr.To(gatewayv1.ObjectName("api"))}}}}
 	set := tenantSet("team-a", "shop", "shop.a.example", "shop-tls")
-	user := controllertest.UserCluster(access, key,
+	r, key, user := gatewayCluster(t,
 		allocatedHTTPRoute("team-a", "shop", "shop.a.example", v1alpha1.DefaultShardName), set, mine)
-	user.Routes = routekinds.Registry{routekinds.Ingress{}, routekinds.HTTPRoute{}}
-	user.Caps = review36Caps()
 	controllertest.Reconcile(t, r, key, 2)
 	ctx := context.Background()
 	got := &gatewayv1beta1.ReferenceGrant{}
@@ -150,16 +143,8 @@ func TestReview36TenantsOwnReferenceGrantIsRewrittenAndPruned(t *testing.T) {
 // tells the listener Programmed=True: the comment says "Told once what they ask for is applied",
 // but a failed shard (len(failed) > 0) is not applied.
 func TestReview36ListenerOnAFailedShardIsToldProgrammed(t *testing.T) {
-	seed := controllertest.Seed(t)
-	ns := controllertest.Namespace(t, seed.Client)
-	access := clusteraccess.NewFake()
-	r := &Reconciler{Client: seed.Client, Access: access, Board: cistatus.NewBoard(seed.Client).WriteThrough()}
-	key := newCI(t, seed.Client, ns)
-	user := controllertest.UserCluster(access, key,
-		allocatedHTTPRoute("team-a", "shop", "shop.a.example", v1alpha1.DefaultShardName),
+	r, key, user := gatewayCluster(t, allocatedHTTPRoute("team-a", "shop", "shop.a.example", v1alpha1.DefaultShardName),
 		tenantSet("team-a", "shop", "shop.a.example", "shop-tls"))
-	user.Routes = routekinds.Registry{routekinds.Ingress{}, routekinds.HTTPRoute{}}
-	user.Caps = review36Caps()
 	healthy := user.Client.(client.WithWatch)
 	user.Client = interceptor.NewClient(healthy, interceptor.Funcs{
 		Apply: func(ctx context.Context, c client.WithWatch, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
