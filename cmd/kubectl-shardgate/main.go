@@ -15,8 +15,8 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	// The route kinds explain knows: the seed controller's (cmd/seed-controller routeKinds).
-	kinds := routekinds.Registry{routekinds.Ingress{}, routekinds.HTTPRoute{}}
+	// The route kinds explain knows: the seed controller's.
+	kinds := routekinds.Builtin()
 	if err := kubectlplugin.Run(ctx, kinds, os.Args[1:], os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintf(os.Stderr, "error: %v\n", err)
 		stop()

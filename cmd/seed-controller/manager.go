@@ -73,11 +73,9 @@ func sourceProviders(dc discovery.DiscoveryInterface, o options) sources.Registr
 }
 
 // routeKinds are the kinds of route Shardgate allocates in user clusters, all planned together
-// (a host has one owner whatever kind asks for it). A kind is added here, with its adapter
-// (pkg/routekinds), and in kubectl-shardgate's.
-func routeKinds() routekinds.Registry {
-	return routekinds.Registry{routekinds.Ingress{}, routekinds.HTTPRoute{}}
-}
+// (a host has one owner whatever kind asks for it). A kind is added with its adapter
+// (pkg/routekinds) to routekinds.Builtin, which kubectl-shardgate knows too.
+func routeKinds() routekinds.Registry { return routekinds.Builtin() }
 
 // newManager builds the controller manager with leader election, health and metrics endpoints.
 func newManager(cfg *rest.Config, o options) (ctrl.Manager, error) {

@@ -202,7 +202,9 @@ func (c *engaged) discover() (Capabilities, error) {
 	// is what the cluster now serves.
 	sctx, scancel := context.WithTimeout(c.ctx, c.e.opts.ConnectTimeout)
 	defer scancel()
-	caps.Unserved, err = unservedKinds(sctx, disc, c.e.opts.Scheme, c.e.opts.RouteKinds, caps.GatewayAPI)
+	var forbidden []string
+	caps.Unserved, forbidden, err = unservedKinds(sctx, disc, c.e.opts.Scheme, c.e.opts.RouteKinds, caps.GatewayAPI)
+	caps.GatewayAPI.Message += forbiddenKindsMessage(forbidden)
 	return caps, err
 }
 

@@ -98,11 +98,7 @@ func (c *engaged) gatewayAPI(disc *groupVersions) (gatewayapi.Availability, erro
 func mayServeListenerSets(ctx context.Context, rc rest.Interface) (bool, error) {
 	for _, path := range []string{"/apis/" + gatewayapi.Group + "/v1/listenersets",
 		"/apis/" + gatewayapi.Group + "/v1beta1/referencegrants"} {
-		err := rc.Get().MaxRetries(0).AbsPath(path).Param("limit", "1").Do(ctx).Error()
-		switch {
-		case apierrors.IsForbidden(err):
-			return false, nil
-		case err != nil:
+		if may, err := mayList(ctx, rc, path); !may || err != nil {
 			return false, err
 		}
 	}

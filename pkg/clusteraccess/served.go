@@ -57,29 +57,67 @@ func (g *groupVersions) forget(gv schema.GroupVersion) { delete(g.answers, gv) }
 
 // unservedKinds are the route kinds' cached kinds (routekinds.Cached) the cluster does not serve:
 // discovery does not list them, or they are Gateway API's and the cluster offers no Gateway API
-// routes to Shardgate (gatewayAPI.Served false: turned off, refused, too old), asked nothing then.
-// A cache that listed a kind the server does not serve would fail its first sync and leave the
-// whole cluster unreachable; a kind left out is simply not there for this cluster.
+// routes to Shardgate (gatewayAPI.Served false: turned off, refused, too old), asked nothing then,
+// or Shardgate may not list them there (forbidden, by kind: a role of an older release, which
+// knew fewer route kinds). A cache that listed a kind the server does not serve, or will not
+// show, would fail its first sync and leave the whole cluster unreachable; a kind left out is
+// simply not there for this cluster.
 func unservedKinds(ctx context.Context, disc *groupVersions, scheme *runtime.Scheme, routes routekinds.Registry,
-	gatewayAPI gatewayapi.Availability) (map[schema.GroupVersionKind]bool, error) {
-	out := map[schema.GroupVersionKind]bool{}
+	gatewayAPI gatewayapi.Availability) (unserved map[schema.GroupVersionKind]bool, forbidden []string, err error) {
+	unserved = map[schema.GroupVersionKind]bool{}
 	for _, c := range routes.Cached() {
 		gvk := gvkOf(scheme, c.Object)
 		// ListenerSets the cluster serves but Shardgate may not list (gatewayAPI.ListenerSet says
 		// which) are not listed either: such a cache would never sync.
 		if gvk.Group == gatewayapi.Group && (!gatewayAPI.Served || gvk.Kind == "ListenerSet" && !gatewayAPI.ListenerSet) {
-			out[gvk] = true
+			unserved[gvk] = true
 			continue
 		}
 		kinds, err := disc.kinds(ctx, gvk.GroupVersion())
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		if _, ok := kinds[gvk.Kind]; !ok {
-			out[gvk] = true
+		resource, ok := kinds[gvk.Kind]
+		if !ok {
+			unserved[gvk] = true
+			continue
+		}
+		if gvk.Group != gatewayapi.Group {
+			continue // Ingresses and IngressClasses: every release's role has them
+		}
+		may, err := mayList(ctx, disc.rc, "/apis/"+gvk.Group+"/"+gvk.Version+"/"+resource)
+		if err != nil {
+			return nil, nil, err
+		}
+		if !may {
+			unserved[gvk] = true
+			forbidden = append(forbidden, gvk.Kind)
 		}
 	}
-	return out, nil
+	return unserved, forbidden, nil
+}
+
+// mayList reports whether Shardgate may list what path names, by listing one object of it: a
+// refusal is Forbidden.
+func mayList(ctx context.Context, rc rest.Interface, path string) (bool, error) {
+	err := rc.Get().MaxRetries(0).AbsPath(path).Param("limit", "1").Do(ctx).Error()
+	switch {
+	case apierrors.IsForbidden(err):
+		return false, nil
+	case err != nil:
+		return false, err
+	}
+	return true, nil
+}
+
+// forbiddenKindsMessage is what GatewayAPIAvailable adds for the Gateway API kinds Shardgate may
+// not list in a cluster ("" for none).
+func forbiddenKindsMessage(kinds []string) string {
+	if len(kinds) == 0 {
+		return ""
+	}
+	return "; Shardgate may not list " + strings.Join(kinds, "s, ") + "s in this cluster (apply this release's " +
+		"config/user-cluster/rbac.yaml): they are not served"
 }
 
 // servedRouteKinds are the route kinds of a cluster that does not serve unserved: a kind whose

@@ -63,10 +63,10 @@ const (
 )
 
 // Holder is who holds a host by allocation: the namespace of the routes allocated with it, their
-// shard, and how many of its HTTPRoutes there are.
+// shard, and how many of its Gateway API routes there are (what attaches to a tenant's listener).
 type Holder struct {
 	Namespace, Shard string
-	HTTPRoutes       int32
+	Routes           int32
 }
 
 // Input is what a decision reads.
@@ -79,6 +79,9 @@ type Input struct {
 	Gateways map[string]bool
 	// ClusterDomain is the cluster's domain: names under it are Shardgate's.
 	ClusterDomain string
+	// Kinds are the route kinds the shards' listeners take (render.AllocatedRouteKinds): what a
+	// listener's status says it supports.
+	Kinds []gatewayv1.RouteGroupKind
 
 	// What became of the last decision, for the status only (placement never depends on it):
 	// Unapplied are the shards whose objects could not be applied, Ungranted why a namespace's
@@ -181,8 +184,7 @@ func Decide(in Input) Decision {
 // Gateway (nil: nothing).
 func decideListener(in Input, s *gatewayv1.ListenerSet, l gatewayv1.ListenerEntry, taken map[string]bool,
 	placed map[string][]Listener, perNamespace map[string]int, granted []string) (gatewayv1.ListenerEntryStatus, bool, *Listener) {
-	st := gatewayv1.ListenerEntryStatus{Name: l.Name,
-		SupportedKinds: []gatewayv1.RouteGroupKind{{Group: ptr.To(gatewayv1.Group(gatewayv1.GroupName)), Kind: "HTTPRoute"}}}
+	st := gatewayv1.ListenerEntryStatus{Name: l.Name, SupportedKinds: slices.Clone(in.Kinds)}
 	gen := s.Generation
 	refused := func(typ, reason, msg string) (gatewayv1.ListenerEntryStatus, bool, *Listener) {
 		st.Conditions = listenerConditions(gen, typ, reason, msg)
@@ -243,7 +245,7 @@ func decideListener(in Input, s *gatewayv1.ListenerSet, l gatewayv1.ListenerEntr
 		return st, false, nil
 	case !held:
 		st.Conditions = pending(gen, ReasonHostnameNotHeld, "no route of this namespace is allocated with hostname "+host+
-			" yet: attach an HTTPRoute for it to Gateway "+names.Namespace+"/"+names.ParentGatewayName)
+			" yet: attach a route for it to Gateway "+names.Namespace+"/"+names.ParentGatewayName)
 		return st, true, nil
 	case !in.Gateways[holder.Shard]:
 		st.Conditions = pending(gen, ReasonNoGateway, "the hostname's routes are on shard "+holder.Shard+
@@ -258,7 +260,7 @@ func decideListener(in Input, s *gatewayv1.ListenerSet, l gatewayv1.ListenerEntr
 			fmt.Sprintf("shard %s's Gateway takes %d listeners of ListenerSets, and older ones hold them", holder.Shard, MaxPerGateway))
 	}
 	taken[key] = true
-	st.AttachedRoutes = holder.HTTPRoutes
+	st.AttachedRoutes = holder.Routes
 	out := &Listener{Name: ListenerName(s.Namespace, s.Name, string(l.Name)), Namespace: s.Namespace,
 		Hostname: host, HTTPS: https, Secrets: secrets}
 	st.Conditions = placedConditions(in, gen, holder.Shard, out)

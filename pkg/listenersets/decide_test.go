@@ -60,8 +60,8 @@ func cond(t *testing.T, d Decision, ns, name, listener, typ string) metav1.Condi
 }
 
 func TestDecide(t *testing.T) {
-	holders := map[string]Holder{"app.a.example": {Namespace: "a", Shard: "s1", HTTPRoutes: 2},
-		"b.example": {Namespace: "b", Shard: "s1", HTTPRoutes: 1}, "h.example": {Namespace: "a", Shard: "hap"}}
+	holders := map[string]Holder{"app.a.example": {Namespace: "a", Shard: "s1", Routes: 2},
+		"b.example": {Namespace: "b", Shard: "s1", Routes: 1}, "h.example": {Namespace: "a", Shard: "hap"}}
 	in := Input{Holders: holders, Gateways: map[string]bool{"s1": true}, ClusterDomain: "c1.zone.test",
 		Sets: []gatewayv1.ListenerSet{
 			set("a", "web", 0, httpsL("https", "app.a.example", secret("app-tls")), httpL("http", "app.a.example"),
@@ -157,13 +157,13 @@ func TestAGatewayTakesAtMostItsListeners(t *testing.T) {
 
 func TestHolders(t *testing.T) {
 	routes := []Route{
-		{Namespace: "a", Shard: "s1", Hosts: []string{"x.example", "y.example"}, HTTPRoute: true},
+		{Namespace: "a", Shard: "s1", Hosts: []string{"x.example", "y.example"}, GatewayRoute: true},
 		{Namespace: "a", Shard: "s1", Hosts: []string{"x.example"}},
-		{Namespace: "a", Shard: "s1", Hosts: []string{"z.example"}, HTTPRoute: true},
-		{Namespace: "b", Shard: "s1", Hosts: []string{"z.example"}, HTTPRoute: true},
+		{Namespace: "a", Shard: "s1", Hosts: []string{"z.example"}, GatewayRoute: true},
+		{Namespace: "b", Shard: "s1", Hosts: []string{"z.example"}, GatewayRoute: true},
 	}
 	h := Holders(routes, map[string]bool{"x.example": true, "z.example": true})
-	if h["x.example"] != (Holder{Namespace: "a", Shard: "s1", HTTPRoutes: 1}) {
+	if h["x.example"] != (Holder{Namespace: "a", Shard: "s1", Routes: 1}) {
 		t.Errorf("x = %+v", h["x.example"])
 	}
 	if _, ok := h["y.example"]; ok {

@@ -16,18 +16,19 @@ import (
 type Route struct {
 	Namespace, Shard string
 	Hosts            []string
-	HTTPRoute        bool
+	// GatewayRoute: a Gateway API route, which attaches to a tenant's listener (an Ingress does not).
+	GatewayRoute bool
 }
 
 // RouteOf reads route's marks; false when it is not allocated.
-func RouteOf(route client.Object, httpRoute bool) (Route, bool) {
+func RouteOf(route client.Object, gatewayRoute bool) (Route, bool) {
 	ann := route.GetAnnotations()
 	shard := route.GetLabels()[v1alpha1.ShardLabel]
 	if shard == "" || ann[v1alpha1.AllocationAnnotation] != v1alpha1.AllocationAllocated || ann[v1alpha1.HostsAnnotation] == "" {
 		return Route{}, false
 	}
 	return Route{Namespace: route.GetNamespace(), Shard: shard, Hosts: strings.Split(ann[v1alpha1.HostsAnnotation], ","),
-		HTTPRoute: httpRoute}, true
+		GatewayRoute: gatewayRoute}, true
 }
 
 // Holders are who holds each of hosts by the routes' marks. Allocation gives a host one
@@ -47,8 +48,8 @@ func Holders(routes []Route, hosts map[string]bool) map[string]Holder {
 			case cur.Namespace != r.Namespace || cur.Shard != r.Shard:
 				cur = Holder{Shard: cur.Shard}
 			}
-			if r.HTTPRoute && cur.Namespace != "" {
-				cur.HTTPRoutes++
+			if r.GatewayRoute && cur.Namespace != "" {
+				cur.Routes++
 			}
 			out[h] = cur
 		}

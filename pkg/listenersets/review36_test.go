@@ -32,12 +32,12 @@ func TestReview36OneNamespaceStarvesEveryOtherOnItsShard(t *testing.T) {
 		}
 		return s
 	}
-	holders := map[string]Holder{"shop.b.example": {Namespace: "team-b", Shard: "default", HTTPRoutes: 1}}
+	holders := map[string]Holder{"shop.b.example": {Namespace: "team-b", Shard: "default", Routes: 1}}
 	var hosts []string
 	for i := 0; i < MaxPerGateway; i++ {
 		h := fmt.Sprintf("h%d.a.example", i)
 		hosts = append(hosts, h)
-		holders[h] = Holder{Namespace: "team-a", Shard: "default", HTTPRoutes: 1}
+		holders[h] = Holder{Namespace: "team-a", Shard: "default", Routes: 1}
 	}
 	d := Decide(Input{Sets: []gatewayv1.ListenerSet{set("team-a", old, hosts...),
 		set("team-b", metav1.NewTime(old.Add(time.Hour)), "shop.b.example")},

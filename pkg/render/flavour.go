@@ -220,6 +220,7 @@ type RenderInput struct {
 	// VIP: a VIP shard's allocated VIPs and its routers' nodes (keepalived's configuration).
 	VIP *VIPInput
 	// Canary renders the shard's canary route (canaryObjects), of each of RouteKinds that routes it.
+	// The shard Gateway's listeners take the Gateway API kinds among them (allocatedRoutes).
 	Canary     bool
 	RouteKinds routekinds.Registry
 	// GatewayAPI: the cluster serves Gateway API: a flavour with a GatewayClassController gets the

@@ -89,25 +89,25 @@ func shardGateway(f Flavour, in RenderInput, labels map[string]string, ports Por
 		Spec: gatewayv1.GatewayClassSpec{ControllerName: gatewayv1.GatewayController(f.GatewayClassController())}}
 	host := ptr.To(gatewayv1.Hostname("*." + in.Domain))
 	listeners := []gatewayv1.Listener{{Name: ListenerHTTP, Hostname: host, Port: ports.HTTP,
-		Protocol: gatewayv1.HTTPProtocolType, AllowedRoutes: httpRoutesOnly()}}
+		Protocol: gatewayv1.HTTPProtocolType, AllowedRoutes: allocatedRoutes(in.RouteKinds)}}
 	if in.TLS != nil {
 		listeners = append(listeners, gatewayv1.Listener{Name: ListenerHTTPS, Hostname: host,
-			Port: ports.HTTPS, Protocol: gatewayv1.HTTPSProtocolType, AllowedRoutes: httpRoutesOnly(),
+			Port: ports.HTTPS, Protocol: gatewayv1.HTTPSProtocolType, AllowedRoutes: allocatedRoutes(in.RouteKinds),
 			TLS: &gatewayv1.ListenerTLSConfig{Mode: ptr.To(gatewayv1.TLSModeTerminate),
 				CertificateRefs: []gatewayv1.SecretObjectReference{{Name: names.TLSSecretName}}}})
 	}
-	listeners = append(listeners, tenantListeners(in.TenantListeners, ports)...)
+	listeners = append(listeners, tenantListeners(in.TenantListeners, in.RouteKinds, ports)...)
 	gw := &gatewayv1.Gateway{ObjectMeta: objectMeta(names.ShardGatewayName(in.Shard.Name), names.Namespace, labels),
 		Spec: gatewayv1.GatewaySpec{GatewayClassName: gatewayv1.ObjectName(class.Name), Listeners: listeners}}
 	return []Object{{gatewayClassGVK, class}, {gatewayGVK, gw}}
 }
 
 // tenantListeners are tenants' listeners as the shard's Gateway takes them: on the routers' ports,
-// for the HTTPRoutes of their own namespace only, with certificates of that namespace.
-func tenantListeners(ls []listenersets.Listener, ports Ports) []gatewayv1.Listener {
+// for the routes of their own namespace only, with certificates of that namespace.
+func tenantListeners(ls []listenersets.Listener, kinds routekinds.Registry, ports Ports) []gatewayv1.Listener {
 	var out []gatewayv1.Listener
 	for _, l := range ls {
-		allowed := httpRoutesOnly()
+		allowed := allocatedRoutes(kinds)
 		allowed.Namespaces = &gatewayv1.RouteNamespaces{From: ptr.To(gatewayv1.NamespacesFromSelector),
 			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: l.Namespace}}}
 		gl := gatewayv1.Listener{Name: gatewayv1.SectionName(l.Name), Hostname: ptr.To(gatewayv1.Hostname(l.Hostname)),
@@ -125,12 +125,26 @@ func tenantListeners(ls []listenersets.Listener, ports Ports) []gatewayv1.Listen
 	return out
 }
 
-// httpRoutesOnly: a shard's listeners take HTTPRoutes only, the one kind allocation allocates and
-// the admission policy guards (HTTP listeners take GRPCRoutes too by default, which nothing checks).
-func httpRoutesOnly() *gatewayv1.AllowedRoutes {
+// allocatedRoutes: a shard's listeners take the AllocatedRouteKinds only.
+func allocatedRoutes(kinds routekinds.Registry) *gatewayv1.AllowedRoutes {
 	r := allRoutes()
-	r.Kinds = []gatewayv1.RouteGroupKind{{Group: ptr.To(gatewayv1.Group(gatewayv1.GroupName)), Kind: "HTTPRoute"}}
+	r.Kinds = AllocatedRouteKinds(kinds)
 	return r
+}
+
+// AllocatedRouteKinds are the kinds a shard's listeners take: the Gateway API kinds among the
+// cluster's route kinds, which allocation allocates and the admission policy guards, and
+// HTTPRoutes (every shard's Gateway canary is one). A listener naming no kinds would take every
+// kind its protocol allows: GRPCRoutes where nothing allocated or guarded them (their CRD served,
+// their kind not Shardgate's to list), attached to a shard's Gateway by hand for any host.
+func AllocatedRouteKinds(kinds routekinds.Registry) []gatewayv1.RouteGroupKind {
+	out := []gatewayv1.RouteGroupKind{{Group: ptr.To(gatewayv1.Group(gatewayv1.GroupName)), Kind: "HTTPRoute"}}
+	for _, k := range kinds {
+		if gvk := k.GroupVersionKind(); gvk.Group == gatewayv1.GroupName && gvk.Kind != "HTTPRoute" {
+			out = append(out, gatewayv1.RouteGroupKind{Group: ptr.To(gatewayv1.Group(gvk.Group)), Kind: gatewayv1.Kind(gvk.Kind)})
+		}
+	}
+	return out
 }
 
 func allRoutes() *gatewayv1.AllowedRoutes {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
 	"github.com/shardgate/shardgate/pkg/listenersets"
+	"github.com/shardgate/shardgate/pkg/routekinds"
 	"github.com/shardgate/shardgate/pkg/vip"
 )
 
@@ -57,8 +58,10 @@ func goldenCases() map[string]DesiredInput {
 			})},
 		"tls-before-issuance": {RouteKinds: ingressOnly, ClusterDomain: "c1.z.test", TTL: 60, ShardgateUser: "u", TLS: &TLSInput{},
 			Shards: v1alpha1.ResolveShards([]v1alpha1.ShardSpec{{Name: "default"}, {Name: "np", Publishing: v1alpha1.PublishNodePort}})},
-		"gateway-api": {RouteKinds: ingressOnly, ClusterDomain: "c1.z.test", TTL: 60, ShardgateUser: "u", TLS: cert,
-			GatewayAPI: true, Shards: v1alpha1.ResolveShards([]v1alpha1.ShardSpec{{Name: "default"},
+		// Every built-in route kind: the admission policy guards each, and the shards' listeners take
+		// the Gateway API ones.
+		"gateway-api": {RouteKinds: routekinds.Builtin(), ClusterDomain: "c1.z.test", TTL: 60, ShardgateUser: "u", TLS: cert,
+			AdmissionPolicy: true, GatewayAPI: true, Shards: v1alpha1.ResolveShards([]v1alpha1.ShardSpec{{Name: "default"},
 				{Name: "np", Publishing: v1alpha1.PublishNodePort}})},
 		// A tenant's ListenerSet merged into the default shard's Gateway, on a NodePort shard's
 		// ports too, with the grant of its Secret.

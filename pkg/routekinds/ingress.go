@@ -54,12 +54,7 @@ func (Ingress) NewList() client.ObjectList { return &networkingv1.IngressList{} 
 
 // Items implements Kind.
 func (Ingress) Items(list client.ObjectList) []client.Object {
-	l := list.(*networkingv1.IngressList)
-	out := make([]client.Object, len(l.Items))
-	for i := range l.Items {
-		out[i] = &l.Items[i]
-	}
-	return out
+	return objects(list.(*networkingv1.IngressList).Items)
 }
 
 // Cached implements Kind: every Ingress is a route to allocate, and every IngressClass counts for

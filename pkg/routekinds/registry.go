@@ -70,3 +70,19 @@ func (r Registry) AddToScheme(s *runtime.Scheme) error {
 	}
 	return nil
 }
+
+// Builtin is every route kind Shardgate serves, in registry order: a kind is registered here, for
+// the seed controller and kubectl-shardgate alike.
+func Builtin() Registry { return Registry{Ingress{}, HTTPRoute{}} }
+
+// objects are pointers to items, a list's routes, as Kind.Items returns them.
+func objects[T any, PT interface {
+	*T
+	client.Object
+}](items []T) []client.Object {
+	out := make([]client.Object, len(items))
+	for i := range items {
+		out[i] = PT(&items[i])
+	}
+	return out
+}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
 	"github.com/shardgate/shardgate/pkg/clusteraccess"
+	"github.com/shardgate/shardgate/pkg/gatewayapi"
 	"github.com/shardgate/shardgate/pkg/listenersets"
 	"github.com/shardgate/shardgate/pkg/names"
 	"github.com/shardgate/shardgate/pkg/render"
@@ -38,7 +39,7 @@ func listenerSets(ctx context.Context, cluster clusteraccess.Cluster, shards []v
 	}
 	hosts := listenersets.Hostnames(sets.Items)
 	if len(hosts) == 0 {
-		return listenersets.Input{Sets: sets.Items}, nil
+		return listenersets.Input{Sets: sets.Items, Kinds: render.AllocatedRouteKinds(cluster.RouteKinds())}, nil
 	}
 	var routes []listenersets.Route
 	for _, k := range cluster.RouteKinds() {
@@ -48,7 +49,7 @@ func listenerSets(ctx context.Context, cluster clusteraccess.Cluster, shards []v
 			return listenersets.Input{}, clusteraccess.DescribeError("list "+k.Name()+"s", err)
 		}
 		for _, r := range k.Items(list) {
-			if rt, ok := listenersets.RouteOf(r, k.Name() == "HTTPRoute"); ok {
+			if rt, ok := listenersets.RouteOf(r, k.GroupVersionKind().Group == gatewayapi.Group); ok {
 				routes = append(routes, rt)
 			}
 		}
@@ -59,7 +60,8 @@ func listenerSets(ctx context.Context, cluster clusteraccess.Cluster, shards []v
 			gateways[s.Name] = true
 		}
 	}
-	return listenersets.Input{Sets: sets.Items, Holders: listenersets.Holders(routes, hosts), Gateways: gateways,
+	return listenersets.Input{Sets: sets.Items, Kinds: render.AllocatedRouteKinds(cluster.RouteKinds()),
+		Holders: listenersets.Holders(routes, hosts), Gateways: gateways,
 		ClusterDomain: domain}, nil
 }
 
