@@ -20,7 +20,8 @@ import (
 	"github.com/shardgate/shardgate/pkg/watchcache"
 )
 
-// gatewayKind is what every Gateway API route kind Shardgate allocates shares (HTTPRoute): a route is Shardgate's when attached to the parent Gateway (names.ParentGatewayName
+// gatewayKind is what every Gateway API route kind Shardgate allocates shares (HTTPRoute,
+// GRPCRoute): a route is Shardgate's when attached to the parent Gateway (names.ParentGatewayName
 // in names.Namespace), whatever else it is attached to; its hostnames are its hosts (one default
 // host when it has none); allocation adds the shard's Gateway (names.ShardGatewayName) to its
 // parentRefs, which is what makes that shard's routers serve it, and the routers say so among
@@ -42,6 +43,8 @@ func gatewayRouteOf(obj client.Object) gatewayRoute {
 	switch r := obj.(type) {
 	case *gatewayv1.HTTPRoute:
 		return gatewayRoute{r, &r.Spec.ParentRefs, &r.Spec.Hostnames, &r.Status.RouteStatus}
+	case *gatewayv1.GRPCRoute:
+		return gatewayRoute{r, &r.Spec.ParentRefs, &r.Spec.Hostnames, &r.Status.RouteStatus}
 	}
 	panic(fmt.Sprintf("routekinds: %T is not a Gateway API route kind Shardgate allocates", obj))
 }
@@ -56,6 +59,10 @@ func trimGatewayRoute(obj any) (any, error) {
 	case *gatewayv1.HTTPRoute:
 		if r.Namespace != names.Namespace {
 			return &gatewayv1.HTTPRoute{ObjectMeta: keep(r.ObjectMeta), Spec: r.Spec, Status: r.Status}, nil
+		}
+	case *gatewayv1.GRPCRoute:
+		if r.Namespace != names.Namespace {
+			return &gatewayv1.GRPCRoute{ObjectMeta: keep(r.ObjectMeta), Spec: r.Spec, Status: r.Status}, nil
 		}
 	}
 	return obj, nil

@@ -73,7 +73,7 @@ func (r Registry) AddToScheme(s *runtime.Scheme) error {
 
 // Builtin is every route kind Shardgate serves, in registry order: a kind is registered here, for
 // the seed controller and kubectl-shardgate alike.
-func Builtin() Registry { return Registry{Ingress{}, HTTPRoute{}} }
+func Builtin() Registry { return Registry{Ingress{}, HTTPRoute{}, GRPCRoute{}} }
 
 // objects are pointers to items, a list's routes, as Kind.Items returns them.
 func objects[T any, PT interface {

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"slices"
 	"strings"
@@ -167,6 +168,60 @@ func GatewaySpec(ctx context.Context, t *testing.T, inputGetter func() GatewaySp
 		}
 	})
 
+	t.Run("a GRPCRoute is a route like the others: named, guarded, one owner, served over h2c", func(t *testing.T) {
+		must(t, u.Client.Create(ctx, grpcRoute("ns-a", "rpc")))
+		r := &gatewayv1.GRPCRoute{}
+		eventually(ctx, t, 30*time.Second, func() (bool, string) {
+			must(t, u.Client.Get(ctx, client.ObjectKey{Namespace: "ns-a", Name: "rpc"}, r))
+			a := r.Annotations[v1alpha1.AllocationAnnotation]
+			return a == v1alpha1.AllocationAllocated, "allocation " + a
+		})
+		label, _ := names.DefaultHostLabel("ns-a", "rpc")
+		host := label + "." + domain
+		gw := names.ShardGatewayName(v1alpha1.DefaultShardName)
+		if !slices.Equal(r.Spec.Hostnames, []gatewayv1.Hostname{gatewayv1.Hostname(host)}) ||
+			!slices.ContainsFunc(r.Spec.ParentRefs, func(p gatewayv1.ParentReference) bool { return string(p.Name) == gw }) {
+			t.Fatalf("hostnames %v, parentRefs %+v; want %s through %s", r.Spec.Hostnames, r.Spec.ParentRefs, host, gw)
+		}
+		waitAnswer(ctx, t, in.DNS, host, framework.AnswerIs(in.NodeIP))
+		eventually(ctx, t, 30*time.Second, func() (bool, string) {
+			status, text, err := in.Fabric.GRPCCall(ctx, in.NodeIP+":80", host, "/shop.Catalog/List", nil)
+			return err == nil && status == "0" && strings.Contains(text, "hello from web in ns-a"),
+				fmt.Sprintf("gRPC %s: status %q, %q, %v", host, status, text, err)
+		})
+		// The shard's Traefik accepts it for its Gateway.
+		must(t, u.Client.Get(ctx, client.ObjectKeyFromObject(r), r))
+		if !slices.ContainsFunc(r.Status.Parents, func(ps gatewayv1.RouteParentStatus) bool {
+			return string(ps.ParentRef.Name) == gw && meta.IsStatusConditionTrue(ps.Conditions, string(gatewayv1.RouteConditionAccepted))
+		}) {
+			t.Errorf("status.parents %+v: the shard's routers did not accept it", r.Status.Parents)
+		}
+
+		// A host namespace a holds by Ingress is not namespace b's by GRPCRoute.
+		held := "held." + domain
+		takes := grpcRoute("ns-b", "takes-held")
+		takes.Spec.Hostnames = []gatewayv1.Hostname{gatewayv1.Hostname(held)}
+		must(t, u.Client.Create(ctx, takes))
+		eventually(ctx, t, 30*time.Second, func() (bool, string) {
+			must(t, u.Client.Get(ctx, client.ObjectKeyFromObject(takes), takes))
+			a := takes.Annotations[v1alpha1.AllocationAnnotation]
+			return strings.HasPrefix(a, v1alpha1.AllocationRejected) && strings.Contains(a, "already served for namespace ns-a"),
+				"allocation " + a
+		})
+		// Only Shardgate attaches a GRPCRoute to a shard's Gateway.
+		direct := grpcRoute("ns-b", "direct")
+		direct.Spec.Hostnames = []gatewayv1.Hostname{gatewayv1.Hostname(held)}
+		direct.Spec.ParentRefs = []gatewayv1.ParentReference{{Namespace: ptr.To(gatewayv1.Namespace(names.Namespace)),
+			Name: gatewayv1.ObjectName(gw)}}
+		if err := u.Client.Create(ctx, direct); !apierrors.IsForbidden(err) && !apierrors.IsInvalid(err) {
+			t.Fatalf("a tenant's GRPCRoute attached to a shard's Gateway: %v, want refused by the admission policy", err)
+		}
+		if status, text, err := in.Fabric.GRPCCall(ctx, in.NodeIP+":80", held, "/shop.Catalog/List", nil); err == nil &&
+			strings.Contains(text, "ns-b") {
+			t.Errorf("gRPC %s answered by namespace b (status %q): %q", held, status, text)
+		}
+	})
+
 	t.Run("a host of the tenant's own is served through its ListenerSet, with its certificate", func(t *testing.T) {
 		const host = "shop.tenant-a.test" // the tenant's name, outside the cluster's domain
 		certPEM, keyPEM, roots, err := framework.TenantCertificate(host)
@@ -191,6 +246,18 @@ func GatewaySpec(ctx context.Context, t *testing.T, inputGetter func() GatewaySp
 			code, body, cert, err := in.Fabric.GetTLS(ctx, in.NodeIP+":443", host, roots)
 			return err == nil && code == 200 && strings.Contains(body, "hello from web in ns-a") && cert.Subject.CommonName == host,
 				fmt.Sprintf("https://%s: %d %q %v", host, code, body, err)
+		})
+
+		// A GRPCRoute of the namespace for the host goes to the same shard and through the same
+		// listener: gRPC over TLS (h2) with the tenant's certificate.
+		rpc := grpcRoute("ns-a", "shop-rpc")
+		rpc.Spec.Hostnames = []gatewayv1.Hostname{host}
+		must(t, u.Client.Create(ctx, rpc))
+		eventually(ctx, t, 30*time.Second, func() (bool, string) {
+			status, text, err := in.Fabric.GRPCCall(ctx, in.NodeIP+":443", host, "/shop.Catalog/List",
+				&tls.Config{RootCAs: roots, ServerName: host, MinVersion: tls.VersionTLS12})
+			return err == nil && status == "0" && strings.Contains(text, "hello from web in ns-a"),
+				fmt.Sprintf("gRPC over TLS %s: status %q, %q, %v", host, status, text, err)
 		})
 
 		// Namespace b asks for a's host: told so, and nothing of its listener reaches a Gateway.
@@ -312,6 +379,18 @@ func httpRoute(ns, name string) *gatewayv1.HTTPRoute {
 			CommonRouteSpec: gatewayv1.CommonRouteSpec{ParentRefs: []gatewayv1.ParentReference{{
 				Namespace: ptr.To(gatewayv1.Namespace(names.Namespace)), Name: names.ParentGatewayName}}},
 			Rules: []gatewayv1.HTTPRouteRule{{BackendRefs: []gatewayv1.HTTPBackendRef{{BackendRef: gatewayv1.BackendRef{
+				BackendObjectReference: gatewayv1.BackendObjectReference{Name: "web", Port: ptr.To(gatewayv1.PortNumber(80))}}}}}},
+		}}
+}
+
+// grpcRoute is a hostless GRPCRoute of ns attached to the parent Gateway, for every method, to
+// Service web's port 80 (h2c: the port names no appProtocol).
+func grpcRoute(ns, name string) *gatewayv1.GRPCRoute {
+	return &gatewayv1.GRPCRoute{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: gatewayv1.GRPCRouteSpec{
+			CommonRouteSpec: gatewayv1.CommonRouteSpec{ParentRefs: []gatewayv1.ParentReference{{
+				Namespace: ptr.To(gatewayv1.Namespace(names.Namespace)), Name: names.ParentGatewayName}}},
+			Rules: []gatewayv1.GRPCRouteRule{{BackendRefs: []gatewayv1.GRPCBackendRef{{BackendRef: gatewayv1.BackendRef{
 				BackendObjectReference: gatewayv1.BackendObjectReference{Name: "web", Port: ptr.To(gatewayv1.PortNumber(80))}}}}}},
 		}}
 }
