@@ -69,7 +69,7 @@ func loadSpec(ctx context.Context, t *testing.T, in ShardsSpecInput, profile str
 	// Some 15 requests/s through the default shard's routers, against 5 per router (bounded: the
 	// suite's other tests share the two cores).
 	host := "app.s1." + zone
-	stop := loopClientEvery(ctx, 40*time.Millisecond, in.DNS, in.Fabric, host)
+	stop := loopClientEvery(ctx, t, 40*time.Millisecond, in.DNS, in.Fabric, host)
 	waitCondition(ctx, t, seed, key("s1"), v1alpha1.ConditionShardsSaturated, metav1.ConditionTrue, v1alpha1.ReasonSaturated)
 	if l := loads("s1"); l["default"].State != v1alpha1.LoadSaturated || l["default"].UtilizationPercent < 80 ||
 		l["edge"].State != v1alpha1.LoadNormal {
@@ -139,7 +139,7 @@ func loadSpec(ctx context.Context, t *testing.T, in ShardsSpecInput, profile str
 	}
 	// A light client (about 1 request/s) while the routers go back to one: the router that goes
 	// leaves DNS, drains, then stops.
-	stop = loopClientEvery(ctx, time.Second, in.DNS, in.Fabric, host)
+	stop = loopClientEvery(ctx, t, time.Second, in.DNS, in.Fabric, host)
 	eventually(ctx, t, 3*time.Minute, func() (bool, string) {
 		want, ready := routers()
 		return want == 1 && ready == 1, fmt.Sprintf("default routers %d (%d ready), want 1 after the load", want, ready)

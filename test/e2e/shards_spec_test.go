@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -181,7 +182,7 @@ func ShardsSpec(ctx context.Context, t *testing.T, inputGetter func() ShardsSpec
 	t.Run("a drain respects the disruption budget, DNS drops the node, clients see no failure", func(t *testing.T) {
 		edge := "app.edge.s1." + zone
 		n1, n2 := in.Nodes[0], in.Nodes[1]
-		stop := loopClient(ctx, in.DNS, in.Fabric, edge)
+		stop := loopClient(ctx, t, in.DNS, in.Fabric, edge)
 		must(t, u1.CordonNode(ctx, n2.Name, true))
 		pods := &corev1.PodList{}
 		must(t, u1.Client.List(ctx, pods, client.InNamespace(names.Namespace), client.MatchingLabels{v1alpha1.ShardLabel: "edge"}))
@@ -310,23 +311,34 @@ func TestShards(t *testing.T) {
 
 // loopClient sends GET / for host, resolving it through BIND before every request (as a client
 // whose cache has expired would) and using the first answer, every 100 ms until the returned stop
-// is called, which reports how many requests were sent and how many failed.
-func loopClient(ctx context.Context, dnsSrv *framework.DNSServer, f *framework.Fabric, host string) func() (int, int) {
-	return loopClientEvery(ctx, 100*time.Millisecond, dnsSrv, f, host)
+// is called, which reports how many requests were sent and how many failed. Each failure is
+// logged (when, which address, what came back), the first maxLoggedFailures of them.
+func loopClient(ctx context.Context, t testing.TB, dnsSrv *framework.DNSServer, f *framework.Fabric, host string,
+) func() (int, int) {
+	return loopClientEvery(ctx, t, 100*time.Millisecond, dnsSrv, f, host)
 }
 
 // loopClientEvery is loopClient with its own pause between requests.
-func loopClientEvery(ctx context.Context, every time.Duration, dnsSrv *framework.DNSServer, f *framework.Fabric, host string,
-) func() (int, int) {
+func loopClientEvery(ctx context.Context, t testing.TB, every time.Duration, dnsSrv *framework.DNSServer,
+	f *framework.Fabric, host string) func() (int, int) {
+	var logged atomic.Int32
 	return loop(ctx, every, func(ctx context.Context, i int) (bool, bool) {
 		a, err := dnsSrv.Lookup(ctx, host, dns.TypeA)
 		if err != nil || len(a.Values) == 0 {
 			return false, false
 		}
-		code, _ := fabricGet(ctx, f, a.Values[i%len(a.Values)], host)
+		ip := a.Values[i%len(a.Values)]
+		code, body := fabricGet(ctx, f, ip, host)
+		if code != 200 && logged.Add(1) <= maxLoggedFailures {
+			t.Logf("%s: request %d to %s (of %v) for %s failed: %d %.200q", time.Now().Format("15:04:05.000"), i, ip,
+				a.Values, host, code, body)
+		}
 		return true, code != 200
 	})
 }
+
+// maxLoggedFailures bounds what a loop client logs of its failed requests.
+const maxLoggedFailures = 5
 
 func updateShards(ctx context.Context, t *testing.T, seed *framework.ControlPlane, profile string, shards []v1alpha1.ShardSpec) {
 	t.Helper()
