@@ -149,6 +149,13 @@ func (c *engaged) run() {
 	}
 	c.wg.Add(1)
 	go func() { defer c.wg.Done(); c.probeLoop() }()
+	c.mu.Lock()
+	forbidden := c.caps.Forbidden
+	c.mu.Unlock()
+	if len(forbidden) > 0 {
+		c.wg.Add(1)
+		go func() { defer c.wg.Done(); c.rightsLoop(forbidden) }()
+	}
 }
 
 // discover asks the server, within ConnectTimeout, for its version and whether it serves the
@@ -195,17 +202,49 @@ func (c *engaged) discover() (Capabilities, error) {
 		return caps, err
 	}
 	disc := newGroupVersions(dc.RESTClient())
-	if caps.GatewayAPI, err = c.gatewayAPI(disc); err != nil {
+	if caps.GatewayAPI, caps.Forbidden, err = c.gatewayAPI(disc); err != nil {
 		return caps, err
 	}
 	// After the installs (which have contexts of their own): what the route kinds' cache may list
 	// is what the cluster now serves.
 	sctx, scancel := context.WithTimeout(c.ctx, c.e.opts.ConnectTimeout)
 	defer scancel()
-	var forbidden []string
+	var forbidden []forbiddenKind
 	caps.Unserved, forbidden, err = unservedKinds(sctx, disc, c.e.opts.Scheme, c.e.opts.RouteKinds, caps.GatewayAPI)
 	caps.GatewayAPI.Message += forbiddenKindsMessage(forbidden)
+	for _, k := range forbidden {
+		caps.Forbidden = append(caps.Forbidden, k.Path)
+	}
 	return caps, err
+}
+
+// rightsLoop asks, every RightsInterval, whether Shardgate may list now what it could not at
+// first contact (paths), and re-engages the cluster once it may list them all. Failures to ask
+// (the server unreachable) are the health probe's to tell: it simply asks again.
+func (c *engaged) rightsLoop(paths []string) {
+	o := c.e.opts
+	rc := c.restClient(o.ProbeTimeout)
+	if rc == nil {
+		return
+	}
+	for {
+		select {
+		case <-c.ctx.Done():
+			return
+		case <-o.Clock.After(o.RightsInterval):
+		}
+		all := true
+		for _, path := range paths {
+			ctx, cancel := context.WithTimeout(c.ctx, o.ProbeTimeout)
+			may, err := mayList(ctx, rc, path)
+			cancel()
+			all = all && may && err == nil
+		}
+		if all {
+			c.e.reengage(c)
+			return
+		}
+	}
 }
 
 // startCache builds the cache with the informers the controllers read (each handler wired
@@ -441,6 +480,16 @@ func (e *Engager) setPhase(c *engaged, p Phase, reason, msg string) {
 }
 
 // httpClient is a client of the engagement's connection pool whose requests end after timeout.
+// restClient is a REST client for raw paths of the cluster, each request within timeout; nil when
+// none can be built (only TLS material Go cannot use gets there, which run tells).
+func (c *engaged) restClient(timeout time.Duration) rest.Interface {
+	dc, err := discovery.NewDiscoveryClientForConfigAndClient(withTimeout(c.cfg, timeout), c.httpClient(timeout))
+	if err != nil {
+		return nil
+	}
+	return dc.RESTClient()
+}
+
 func (c *engaged) httpClient(timeout time.Duration) *http.Client {
 	return &http.Client{Transport: c.rt, Timeout: timeout}
 }

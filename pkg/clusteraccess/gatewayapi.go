@@ -32,26 +32,26 @@ import (
 // read or write the CRDs, or a refused install, is no failure of the engagement: the Availability
 // says so and nothing of Gateway API is used. Only what may pass (a conflict, throttling, a server
 // or transport failure) is an error, and the first contact is tried again.
-func (c *engaged) gatewayAPI(disc *groupVersions) (gatewayapi.Availability, error) {
+func (c *engaged) gatewayAPI(disc *groupVersions) (gatewayapi.Availability, []string, error) {
 	if !c.settings.GatewayAPI {
-		return gatewayapi.Decide(gatewayapi.Input{}).Availability, nil
+		return gatewayapi.Decide(gatewayapi.Input{}).Availability, nil, nil
 	}
 	desired, err := gatewayCRDs()
 	if err != nil {
-		return gatewayapi.Availability{}, err
+		return gatewayapi.Availability{}, nil, err
 	}
 	o := c.e.opts
 	cl, err := client.New(withTimeout(c.cfg, o.ConnectTimeout), client.Options{HTTPClient: c.httpClient(o.ConnectTimeout),
 		Scheme: o.Scheme, Mapper: c.e.mapper})
 	if err != nil {
-		return gatewayapi.Availability{}, err
+		return gatewayapi.Availability{}, nil, err
 	}
 	// Applying eight CRDs (~1.2 MB) and waiting for them takes longer than one contact's timeout.
 	ctx, cancel := context.WithTimeout(c.ctx, 3*o.ConnectTimeout)
 	defer cancel()
 	in, err := readGatewayAPI(ctx, cl, disc, desired)
 	if err != nil {
-		return gatewayapi.Availability{}, err
+		return gatewayapi.Availability{}, nil, err
 	}
 	d := gatewayapi.Decide(in)
 	for _, name := range d.Apply {
@@ -61,48 +61,54 @@ func (c *engaged) gatewayAPI(disc *groupVersions) (gatewayapi.Availability, erro
 		}
 		err := cl.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(v1alpha1.FieldOwner))
 		if refused, a := refusal(err); refused {
-			return a, nil
+			return a, nil, nil
 		}
 		if err != nil {
-			return gatewayapi.Availability{}, err
+			return gatewayapi.Availability{}, nil, err
 		}
 	}
 	if len(d.Apply) > 0 {
 		if err := waitServed(ctx, disc, d.Apply); err != nil {
-			return gatewayapi.Availability{}, err
+			return gatewayapi.Availability{}, nil, err
 		}
 	}
 	a := d.Availability
 	if a.ListenerSet && a.RoutersServe() {
-		may, err := mayServeListenerSets(ctx, disc.rc)
+		forbidden, err := forbiddenForListenerSets(ctx, disc.rc)
 		if err != nil {
-			return gatewayapi.Availability{}, err
+			return gatewayapi.Availability{}, nil, err
 		}
-		if !may {
+		if len(forbidden) > 0 {
 			// A cache that may not list a kind never syncs, and a cluster that never syncs is
 			// unreachable: a cluster registered with an older least-privilege role keeps serving
 			// everything else, told why ListenerSets are not.
 			a.ListenerSet = false
 			a.Reason = v1alpha1.ReasonListenerSetUnavailable
 			a.Message = "Shardgate may not list ListenerSets or ReferenceGrants in this cluster (apply this release's " +
-				"config/user-cluster/rbac.yaml): Gateway API routes are served, ListenerSets are not"
+				"config/user-cluster/rbac.yaml; Shardgate asks again every 30 s): Gateway API routes are " +
+				"served, ListenerSets are not"
 		}
+		return a, forbidden, nil
 	}
-	return a, nil
+	return a, nil, nil
 }
 
-// mayServeListenerSets reports whether Shardgate may read what serving ListenerSets takes: the
-// ListenerSets, and the ReferenceGrants it renders (cached like its other objects). A list of one
-// object of each says so, where a refusal is Forbidden. Raw paths: the REST mapper may not know
-// CRDs installed a moment ago.
-func mayServeListenerSets(ctx context.Context, rc rest.Interface) (bool, error) {
+// forbiddenForListenerSets are the list paths of what serving ListenerSets takes that Shardgate
+// may not read: the ListenerSets, and the ReferenceGrants it renders (cached like its other
+// objects). Raw paths: the REST mapper may not know CRDs installed a moment ago.
+func forbiddenForListenerSets(ctx context.Context, rc rest.Interface) ([]string, error) {
+	var out []string
 	for _, path := range []string{"/apis/" + gatewayapi.Group + "/v1/listenersets",
 		"/apis/" + gatewayapi.Group + "/v1beta1/referencegrants"} {
-		if may, err := mayList(ctx, rc, path); !may || err != nil {
-			return false, err
+		may, err := mayList(ctx, rc, path)
+		if err != nil {
+			return nil, err
+		}
+		if !may {
+			out = append(out, path)
 		}
 	}
-	return true, nil
+	return out, nil
 }
 
 // readGatewayAPI gathers the decision's input: the metadata of each CRD of the set (by name), and

@@ -53,6 +53,10 @@ type Capabilities struct {
 	// Unserved are the route kinds' cached kinds (routekinds.Cached) the cluster does not serve,
 	// found after the installs: the cache does not list them (Cluster.RouteKinds).
 	Unserved map[schema.GroupVersionKind]bool
+	// Forbidden are the list paths of kinds the cluster serves that Shardgate's role may not
+	// list there (so they are among Unserved, or ListenerSets are not offered): asked again every
+	// Options.RightsInterval.
+	Forbidden []string
 }
 
 // ManagedKinds are the kinds of objects Shardgate owns in a user cluster (router pods included).

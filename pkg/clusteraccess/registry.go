@@ -26,6 +26,11 @@ type Options struct {
 	// default 10 s); a failed contact is retried with backoff from ConnectBackoff (default 1 s)
 	// doubling up to MaxConnectBackoff (default 2 min).
 	ConnectTimeout, ConnectBackoff, MaxConnectBackoff time.Duration
+	// RightsInterval: a cluster whose role lacks rights to some of the kinds it serves (a role
+	// of an earlier release) is asked this often whether it has them now (default 30 s), and
+	// re-engaged when it has: the operator who applies the role GatewayAPIAvailable asks for sees
+	// the kinds served without anything else to do.
+	RightsInterval time.Duration
 	// WriteTimeout bounds every request of a cluster's writer (default 30 s), so that a server
 	// that accepts a request and never answers cannot hold a reconcile.
 	WriteTimeout time.Duration
@@ -93,6 +98,7 @@ func NewEngager(opts Options) (*Engager, error) {
 	def(&opts.ConnectBackoff, time.Second)
 	def(&opts.MaxConnectBackoff, 2*time.Minute)
 	def(&opts.WriteTimeout, 30*time.Second)
+	def(&opts.RightsInterval, 30*time.Second)
 	def(&opts.DriftInterval, 3*time.Minute)
 	def(&opts.BudgetRetry, time.Minute)
 	if opts.MaxObjects == 0 {
@@ -163,6 +169,24 @@ func (e *Engager) Engage(key types.NamespacedName, kubeconfig []byte, s Settings
 	engagedClusters.Set(float64(e.count()))
 	e.notify(key, changePhase)
 	return nil
+}
+
+// reengage replaces c by a new engagement of the same kubeconfig and settings (its rights
+// changed: the new first contact finds what it may cache now), unless c was replaced or
+// disengaged meanwhile. Called from c's own goroutines, so c is stopped in the background.
+func (e *Engager) reengage(c *engaged) {
+	e.mu.Lock()
+	if e.clusters[c.key] != c {
+		e.mu.Unlock()
+		return
+	}
+	n := newEngaged(e, c.key, c.fingerprint, c.settings, c.cfg)
+	e.clusters[c.key] = n
+	e.mu.Unlock()
+	n.start()
+	e.opts.Log.Info("rights changed, re-engaging", "cluster", c.key)
+	go c.stop()
+	e.notify(c.key, changePhase)
 }
 
 // Block records why key cannot be engaged (reason is a v1alpha1 reason constant) and notifies

@@ -63,7 +63,7 @@ func (g *groupVersions) forget(gv schema.GroupVersion) { delete(g.answers, gv) }
 // show, would fail its first sync and leave the whole cluster unreachable; a kind left out is
 // simply not there for this cluster.
 func unservedKinds(ctx context.Context, disc *groupVersions, scheme *runtime.Scheme, routes routekinds.Registry,
-	gatewayAPI gatewayapi.Availability) (unserved map[schema.GroupVersionKind]bool, forbidden []string, err error) {
+	gatewayAPI gatewayapi.Availability) (unserved map[schema.GroupVersionKind]bool, forbidden []forbiddenKind, err error) {
 	unserved = map[schema.GroupVersionKind]bool{}
 	for _, c := range routes.Cached() {
 		gvk := gvkOf(scheme, c.Object)
@@ -85,13 +85,14 @@ func unservedKinds(ctx context.Context, disc *groupVersions, scheme *runtime.Sch
 		if gvk.Group != gatewayapi.Group {
 			continue // Ingresses and IngressClasses: every release's role has them
 		}
-		may, err := mayList(ctx, disc.rc, "/apis/"+gvk.Group+"/"+gvk.Version+"/"+resource)
+		path := "/apis/" + gvk.Group + "/" + gvk.Version + "/" + resource
+		may, err := mayList(ctx, disc.rc, path)
 		if err != nil {
 			return nil, nil, err
 		}
 		if !may {
 			unserved[gvk] = true
-			forbidden = append(forbidden, gvk.Kind)
+			forbidden = append(forbidden, forbiddenKind{Kind: gvk.Kind, Path: path})
 		}
 	}
 	return unserved, forbidden, nil
@@ -110,14 +111,21 @@ func mayList(ctx context.Context, rc rest.Interface, path string) (bool, error) 
 	return true, nil
 }
 
+// forbiddenKind is a kind the cluster serves that Shardgate may not list there, and its list path.
+type forbiddenKind struct{ Kind, Path string }
+
 // forbiddenKindsMessage is what GatewayAPIAvailable adds for the Gateway API kinds Shardgate may
 // not list in a cluster ("" for none).
-func forbiddenKindsMessage(kinds []string) string {
+func forbiddenKindsMessage(kinds []forbiddenKind) string {
 	if len(kinds) == 0 {
 		return ""
 	}
-	return "; Shardgate may not list " + strings.Join(kinds, "s, ") + "s in this cluster (apply this release's " +
-		"config/user-cluster/rbac.yaml): they are not served"
+	names := make([]string, len(kinds))
+	for i, k := range kinds {
+		names[i] = k.Kind
+	}
+	return "; Shardgate may not list " + strings.Join(names, "s, ") + "s in this cluster (apply this release's " +
+		"config/user-cluster/rbac.yaml; Shardgate asks again every 30 s): they are not served"
 }
 
 // servedRouteKinds are the route kinds of a cluster that does not serve unserved: a kind whose
