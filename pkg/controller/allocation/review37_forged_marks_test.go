@@ -26,7 +26,7 @@ import (
 // of two holders the older keeps the host: T's GRPCRoute takes shop's host, shop's HTTPRoute, which
 // served it until then, is rejected. (The same after a role that forbade GRPCRoutes is fixed.)
 func TestReview37MarksForgedBeforeTheUpgradeTakeAHeldHost(t *testing.T) {
-	host := "shop.example.com"
+	host := "shop.c1.z.test"
 	parent := gatewayv1.ParentReference{Namespace: ptr.To(gatewayv1.Namespace(names.Namespace)), Name: names.ParentGatewayName}
 	shardGW := gatewayv1.ParentReference{Group: ptr.To(gatewayv1.Group(gatewayv1.GroupName)), Kind: ptr.To(gatewayv1.Kind("Gateway")),
 		Namespace: ptr.To(gatewayv1.Namespace(names.Namespace)), Name: gatewayv1.ObjectName(names.ShardGatewayName("default"))}

@@ -19,7 +19,7 @@ import (
 )
 
 // TestReview37GRPCRouteAttachedByHandBeforeTheUpgradeIsServed (review37 finding, fails on
-// purpose): the previous release installed the GRPCRoute CRD (gatewayapi.Kinds) but its admission
+// purpose; the host is under the cluster domain, so the shard listener *.c1.z.test matches it): the previous release installed the GRPCRoute CRD (gatewayapi.Kinds) but its admission
 // policy covered httproutes only and its shard Gateways took HTTPRoutes only, so T could create a
 // GRPCRoute attached directly to a shard's Gateway (shardgate-system/router-default), not to the
 // parent, for a host another namespace holds: no listener took it, nothing refused it. After the
@@ -29,7 +29,7 @@ import (
 // served by the shard's routers for the victim's host, past allocation's hijack refusal. The same
 // holds for a cluster whose role forbade GRPCRoutes (unserved: no guard) and is fixed later.
 func TestReview37GRPCRouteAttachedByHandBeforeTheUpgradeIsServed(t *testing.T) {
-	host := gatewayv1.Hostname("shop.example.com")
+	host := gatewayv1.Hostname("shop.c1.z.test")
 	parent := gatewayv1.ParentReference{Namespace: ptr.To(gatewayv1.Namespace(names.Namespace)), Name: names.ParentGatewayName}
 	shardGW := gatewayv1.ParentReference{Group: ptr.To(gatewayv1.Group(gatewayv1.GroupName)), Kind: ptr.To(gatewayv1.Kind("Gateway")),
 		Namespace: ptr.To(gatewayv1.Namespace(names.Namespace)), Name: gatewayv1.ObjectName(names.ShardGatewayName("default"))}
