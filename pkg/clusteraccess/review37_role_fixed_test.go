@@ -7,13 +7,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
 	rbacv1 "k8s.io/api/rbac/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/shardgate/shardgate/pkg/routekinds"
-	"github.com/shardgate/shardgate/test/framework"
 )
 
 // TestReview37AppliedRoleIsNeverNoticed (review37 finding, fails on purpose): the operator at
@@ -24,40 +21,15 @@ import (
 // gatewayAPI flip, a restart of the controller), which neither the message nor the operator guide
 // says. Meanwhile the tenants' GRPCRoutes attached to the parent get no status at all.
 func TestReview37AppliedRoleIsNeverNoticed(t *testing.T) {
-	cp := userAPIServer(t)
+	// RightsInterval shortened: the test waits for the re-check, not for its default.
+	e, cp, full := engageWithRoleOpts(t, Options{RouteKinds: routekinds.Builtin(), RightsInterval: time.Second},
+		func(previous *rbacv1.ClusterRole) {
+			for i := range previous.Rules {
+				previous.Rules[i].Resources = slices.DeleteFunc(previous.Rules[i].Resources,
+					func(r string) bool { return strings.HasPrefix(r, "grpcroutes") })
+			}
+		})
 	ctx := context.Background()
-	roles, err := framework.ReadClusterRoles("config/user-cluster/rbac.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	full := roles[0].DeepCopy()
-	previous := roles[0]
-	for i := range previous.Rules {
-		previous.Rules[i].Resources = slices.DeleteFunc(previous.Rules[i].Resources,
-			func(r string) bool { return strings.HasPrefix(r, "grpcroutes") })
-	}
-	for _, role := range roles {
-		if err := cp.Client.Create(ctx, role); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := cp.Client.Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "previous"},
-		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: previous.Name},
-		Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "User", Name: "previous"}}}); err != nil {
-		t.Fatal(err)
-	}
-	kc, err := cp.Kubeconfig("previous")
-	if err != nil {
-		t.Fatal(err)
-	}
-	e, err := NewEngager(Options{RouteKinds: routekinds.Builtin(), Log: logr.Discard(), ConnectTimeout: 30 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(e.Stop)
-	if err := e.Engage(gatewayKey, kc, Settings{GatewayAPI: true}); err != nil {
-		t.Fatal(err)
-	}
 	c := observable(t, e)
 	if !strings.Contains(c.Capabilities().GatewayAPI.Message, "may not list GRPCRoutes") {
 		t.Fatalf("precondition: told %q", c.Capabilities().GatewayAPI.Message)

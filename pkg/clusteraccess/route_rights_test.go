@@ -53,12 +53,22 @@ func TestARouteKindTheRoleDoesNotCoverIsLeftOut(t *testing.T) {
 // config/user-cluster/rbac.yaml's first role as narrow leaves it: a role of an earlier release.
 func engageWithRole(t *testing.T, kinds routekinds.Registry, narrow func(*rbacv1.ClusterRole)) *Engager {
 	t.Helper()
+	e, _, _ := engageWithRoleOpts(t, Options{RouteKinds: kinds}, narrow)
+	return e
+}
+
+// engageWithRoleOpts is engageWithRole with the engager's options, returning the API server and
+// the release's full role too (what the operator applies later).
+func engageWithRoleOpts(t *testing.T, opts Options, narrow func(*rbacv1.ClusterRole),
+) (*Engager, *framework.ControlPlane, *rbacv1.ClusterRole) {
+	t.Helper()
 	cp := userAPIServer(t)
 	ctx := context.Background()
 	roles, err := framework.ReadClusterRoles("config/user-cluster/rbac.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
+	full := roles[0].DeepCopy()
 	previous := roles[0]
 	narrow(previous)
 	for _, role := range roles {
@@ -75,7 +85,8 @@ func engageWithRole(t *testing.T, kinds routekinds.Registry, narrow func(*rbacv1
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := NewEngager(Options{RouteKinds: kinds, Log: logr.Discard(), ConnectTimeout: 30 * time.Second})
+	opts.Log, opts.ConnectTimeout = logr.Discard(), 30*time.Second
+	e, err := NewEngager(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,5 +94,5 @@ func engageWithRole(t *testing.T, kinds routekinds.Registry, narrow func(*rbacv1
 	if err := e.Engage(gatewayKey, kc, Settings{GatewayAPI: true}); err != nil {
 		t.Fatal(err)
 	}
-	return e
+	return e, cp, full
 }
