@@ -300,8 +300,11 @@ func shardParents(route string) string {
 // allocation's hijack refusal. A route keeps its shard's Gateway only while attached to the parent
 // (detached, it would be served by the shard with nothing allocating it).
 func routeGuards() []Guard {
+	// The parent as isParent knows it: a Gateway (a Service of its name is no parent, and a route
+	// attached to one would be out of allocation's reach while keeping its shard's Gateway).
 	hasParent := "object.spec.?parentRefs.orValue([]).exists(p, p.?namespace.orValue('') == '" + names.Namespace +
-		"' && p.name == '" + names.ParentGatewayName + "')"
+		"' && p.name == '" + names.ParentGatewayName + "' && p.?kind.orValue('Gateway') == 'Gateway' && " +
+		"p.?group.orValue('" + gatewayv1.GroupName + "') == '" + gatewayv1.GroupName + "')"
 	return []Guard{{
 		Expression: shardParents("object") + " == (oldObject == null ? [] : " + shardParents("oldObject") + ")",
 		Message: "parentRefs to Gateways in " + names.Namespace + " other than " + names.ParentGatewayName +
