@@ -22,6 +22,8 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/shardgate/shardgate/api/v1alpha1"
+	"github.com/shardgate/shardgate/pkg/gatewayapi"
 	"github.com/shardgate/shardgate/pkg/routekinds"
 	"github.com/shardgate/shardgate/pkg/watchcache"
 )
@@ -211,11 +213,27 @@ func (c *engaged) discover() (Capabilities, error) {
 	defer scancel()
 	var forbidden []forbiddenKind
 	caps.Unserved, forbidden, err = unservedKinds(sctx, disc, c.e.opts.Scheme, c.e.opts.RouteKinds, caps.GatewayAPI)
-	caps.GatewayAPI.Message += forbiddenKindsMessage(forbidden)
+	if err != nil {
+		return caps, err
+	}
 	for _, k := range forbidden {
 		caps.Forbidden = append(caps.Forbidden, k.Path)
 	}
-	return caps, err
+	if slices.ContainsFunc(forbidden, func(k forbiddenKind) bool { return gatewayapi.RoutesNeed(k.Kind) }) {
+		// Shards' Gateways would take routes that nothing allocates and the admission policy (made
+		// of the kinds served) guards nowhere: nothing of Gateway API is used, as where the role
+		// may not read its CRDs.
+		caps.GatewayAPI = gatewayapi.Availability{Reason: v1alpha1.ReasonGatewayAPIForbidden,
+			Message: "no Gateway API is used in this cluster" + forbiddenKindsMessage(forbidden)}
+		for _, cached := range c.e.opts.RouteKinds.Cached() {
+			if gvk := gvkOf(c.e.opts.Scheme, cached.Object); gvk.Group == gatewayapi.Group {
+				caps.Unserved[gvk] = true
+			}
+		}
+		return caps, nil
+	}
+	caps.GatewayAPI.Message += forbiddenKindsMessage(forbidden)
+	return caps, nil
 }
 
 // rightsLoop asks, every RightsInterval, whether Shardgate may list now what it could not at

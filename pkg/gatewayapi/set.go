@@ -53,6 +53,9 @@ var Kinds = []Kind{
 // routeKinds are the kinds without which Shardgate serves no Gateway API route (Served).
 var routeKinds = []string{"GatewayClass", "Gateway", "HTTPRoute"}
 
+// RoutesNeed reports whether kind is one without which Shardgate serves no Gateway API route.
+func RoutesNeed(kind string) bool { return slices.Contains(routeKinds, kind) }
+
 // Versions are the versions of the group at which Kinds are used: what discovery is asked.
 func Versions() []string {
 	var out []string
