@@ -282,6 +282,18 @@ func (gatewayKind) Unpublish(route client.Object, shards []Shard) {
 	}
 }
 
+// Released implements Kind: the label and annotations, and every parentRef to a shard's Gateway.
+func (gatewayKind) Released(route client.Object) (client.Object, bool) {
+	if !allocation.CarriesAllocation(route) && !slices.ContainsFunc(*gatewayRouteOf(route).parents, isShardGateway) {
+		return nil, false
+	}
+	want := route.DeepCopyObject().(client.Object)
+	allocation.Untell(want)
+	w := gatewayRouteOf(want)
+	*w.parents = slices.DeleteFunc(*w.parents, isShardGateway)
+	return want, true
+}
+
 // releasedMessage is a kind's Kind.ReleasedMessage.
 func releasedMessage(kind string) string {
 	return "the " + kind + " is no longer attached to Gateway " + names.Namespace + "/" + names.ParentGatewayName +

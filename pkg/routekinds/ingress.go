@@ -323,6 +323,9 @@ func namesShard(x networkingv1.IngressLoadBalancerIngress, shards []Shard) bool 
 	return x.Hostname != "" && slices.ContainsFunc(shards, func(s Shard) bool { return s.Domain == x.Hostname })
 }
 
+// Released implements Kind: the label and annotations are an Ingress's only marks.
+func (Ingress) Released(route client.Object) (client.Object, bool) { return releasedMeta(route) }
+
 // ReleasedMessage implements Kind.
 func (Ingress) ReleasedMessage() string {
 	return "the Ingress is another ingress controller's now (its class): Shardgate no longer allocates it"

@@ -112,6 +112,13 @@ type Kind interface {
 	// ReleasedMessage is the Event that tells the owner Shardgate let go of a route that is
 	// another controller's now.
 	ReleasedMessage() string
+	// Released returns a copy of route without anything Shardgate marks routes with (its label
+	// and annotations, allocation.Untell, and the kind's own marks in its spec: a Gateway API
+	// route's shard Gateway parentRefs), and whether route carries any. A route that is not
+	// Shardgate's keeps none: set by hand where nothing guarded them (before the kind was guarded
+	// in the cluster), they would have a shard's routers serve it with nothing allocating it. It
+	// copies only a route that carries some: it is asked of every route not Shardgate's, each pass.
+	Released(route client.Object) (want client.Object, carried bool)
 
 	// What the admission policy protects.
 
@@ -192,4 +199,14 @@ type Canary struct {
 	// GatewayHost, set when the shard's routers serve its Gateway, is the host only an HTTPRoute
 	// canary routes, through that Gateway (names.CanaryGatewayHost): the seed requests it too.
 	GatewayHost string
+}
+
+// releasedMeta is Released for a kind whose only marks are the label and annotations.
+func releasedMeta(route client.Object) (client.Object, bool) {
+	if !allocation.CarriesAllocation(route) {
+		return nil, false
+	}
+	want := route.DeepCopyObject().(client.Object)
+	allocation.Untell(want)
+	return want, true
 }

@@ -118,7 +118,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	for _, o := range released {
 		changes, targets = append(changes, marks), append(targets, o.route)
-		writes = append(writes, func() (bool, error) { return r.release(ctx, pass, w, o.kind, o.route) })
+		writes = append(writes, func() (bool, error) { return r.release(ctx, pass, w, o.kind, o.route, o.released) })
 	}
 	for _, i := range passOrder(changes) {
 		pass.write(targets[i], writes[i])
@@ -239,6 +239,8 @@ func setFlavour(as *allocation.Shard, f v1alpha1.Flavour) {
 type route struct {
 	kind  routekinds.Kind
 	route client.Object
+	// released is the route as releasing it leaves it (Kind.Released), for a route not Shardgate's.
+	released client.Object
 }
 
 // routeKey names a route among every kind's: kind/namespace/name.
@@ -279,8 +281,8 @@ func collectRoutes(ctx context.Context, rd client.Reader, kinds routekinds.Regis
 			}
 			flavour, ours := serves(o)
 			if !ours {
-				if allocation.CarriesAllocation(o) {
-					released = append(released, route{kind: k, route: o})
+				if want, carried := k.Released(o); carried {
+					released = append(released, route{kind: k, route: o, released: want})
 				}
 				continue
 			}

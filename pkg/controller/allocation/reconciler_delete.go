@@ -12,7 +12,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
-	"github.com/shardgate/shardgate/pkg/allocation"
 	"github.com/shardgate/shardgate/pkg/clusteraccess"
 	"github.com/shardgate/shardgate/pkg/names"
 	"github.com/shardgate/shardgate/pkg/routekinds"
@@ -85,8 +84,8 @@ func releaseKind(ctx context.Context, cluster clusteraccess.Cluster, k routekind
 	w := cluster.Writer()
 	for _, o := range k.Items(list) {
 		what := fmt.Sprintf("%s %s/%s", k.Name(), o.GetNamespace(), o.GetName())
-		if allocation.CarriesAllocation(o) {
-			if err := patchRoute(ctx, w, k, o, untold(o)); err != nil && !apierrors.IsNotFound(err) {
+		if want, carried := k.Released(o); carried {
+			if err := patchRoute(ctx, w, k, o, want); err != nil && !apierrors.IsNotFound(err) {
 				return clusteraccess.DescribeError("release "+what, err)
 			}
 		}

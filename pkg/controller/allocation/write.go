@@ -24,9 +24,9 @@ import (
 // release takes Shardgate's label and annotations off a route that is another controller's
 // now (an Ingress moved to another class; the admission policy keeps users from removing them),
 // with an Event saying so (created once the pass' writes are done, writePass.later).
-func (r *Reconciler) release(ctx context.Context, p *writePass, w client.Client, k routekinds.Kind, o client.Object,
+func (r *Reconciler) release(ctx context.Context, p *writePass, w client.Client, k routekinds.Kind, o, want client.Object,
 ) (bool, error) {
-	if err := patchRoute(ctx, w, k, o, untold(o)); err != nil {
+	if err := patchRoute(ctx, w, k, o, want); err != nil {
 		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 			return false, nil
 		}
@@ -35,13 +35,6 @@ func (r *Reconciler) release(ctx context.Context, p *writePass, w client.Client,
 	}
 	r.record(ctx, p, w, k, o, corev1.EventTypeNormal, v1alpha1.AllocationReleased, k.ReleasedMessage())
 	return true, nil
-}
-
-// untold is a copy of o without Shardgate's label and annotations (allocation.Untell).
-func untold(o client.Object) client.Object {
-	want := o.DeepCopyObject().(client.Object)
-	allocation.Untell(want)
-	return want
 }
 
 // write makes the route say what was decided, and records an Event when the decision changed

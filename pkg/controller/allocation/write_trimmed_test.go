@@ -79,7 +79,9 @@ func TestWriteKeepsWhatTheCacheTrimmed(t *testing.T) {
 		t.Errorf("a rejected Ingress keeps its address: %v", got.Status.LoadBalancer.Ingress)
 	}
 
-	if wrote, err := r.release(ctx, newWritePass(nil), w, routekinds.Ingress{}, cached()); err != nil || !wrote {
+	c := cached()
+	released, _ := routekinds.Ingress{}.Released(c)
+	if wrote, err := r.release(ctx, newWritePass(nil), w, routekinds.Ingress{}, c, released); err != nil || !wrote {
 		t.Fatalf("release: %v %v", wrote, err)
 	}
 	check("released", "")

@@ -214,6 +214,16 @@ func isShard(address string, shards []routekinds.Shard) bool {
 	return slices.ContainsFunc(shards, func(s routekinds.Shard) bool { return s.Domain == address })
 }
 
+// Released implements routekinds.Kind: the label and annotations are a Tunnel's only marks.
+func (Tunnels) Released(o client.Object) (client.Object, bool) {
+	if !allocation.CarriesAllocation(o) {
+		return nil, false
+	}
+	want := o.DeepCopyObject().(client.Object)
+	allocation.Untell(want)
+	return want, true
+}
+
 // ReleasedMessage implements routekinds.Kind.
 func (Tunnels) ReleasedMessage() string { return "the Tunnel is another gateway's now" }
 
