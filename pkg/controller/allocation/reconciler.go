@@ -90,6 +90,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, clusteraccess.DescribeError("read the user cluster's cache", err)
 	}
+	distrustNewKinds(routes, ci.Status.RouteKinds)
 	pins := claimPins(ci, kinds)
 	for i := range routes {
 		routes[i].Pin = pins[routeKey(routes[i].Kind, routes[i].Namespace, routes[i].Name)]

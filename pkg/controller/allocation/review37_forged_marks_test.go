@@ -47,6 +47,11 @@ func TestReview37MarksForgedBeforeTheUpgradeTakeAHeldHost(t *testing.T) {
 	r, key, u := newKindsReconciler(t, nil, v1alpha1.AllocationSettings{}, routekinds.Builtin(),
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop"}},
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team"}}, victim, planted)
+	// The previous release planned the cluster's Ingresses and HTTPRoutes, and said so.
+	ci := &v1alpha1.ClusterIngress{}
+	must(t, r.Client.Get(context.Background(), key, ci))
+	ci.Status.RouteKinds = []v1alpha1.RouteKindCount{{Kind: "Ingress"}, {Kind: "HTTPRoute", Routes: 1}}
+	must(t, r.Client.Status().Update(context.Background(), ci))
 	for range 3 {
 		if _, err := r.Reconcile(context.Background(), reconcile.Request{NamespacedName: key}); err != nil {
 			t.Fatal(err)
