@@ -237,7 +237,8 @@ func (c *engaged) discover() (Capabilities, error) {
 }
 
 // rightsLoop asks, every RightsInterval, whether Shardgate may list now what it could not at
-// first contact (paths), and re-engages the cluster once it may list them all. Failures to ask
+// first contact (paths), and re-engages the cluster once it may list any of them: a role that
+// still lacks some (ListenerSets, on purpose) must not keep the others unserved. Failures to ask
 // (the server unreachable) are the health probe's to tell: it simply asks again.
 func (c *engaged) rightsLoop(paths []string) {
 	o := c.e.opts
@@ -251,16 +252,14 @@ func (c *engaged) rightsLoop(paths []string) {
 			return
 		case <-o.Clock.After(o.RightsInterval):
 		}
-		all := true
 		for _, path := range paths {
 			ctx, cancel := context.WithTimeout(c.ctx, o.ProbeTimeout)
 			may, err := mayList(ctx, rc, path)
 			cancel()
-			all = all && may && err == nil
-		}
-		if all {
-			c.e.reengage(c)
-			return
+			if may && err == nil {
+				c.e.reengage(c)
+				return
+			}
 		}
 	}
 }

@@ -149,6 +149,9 @@ func (e *Engager) Engage(key types.NamespacedName, kubeconfig []byte, s Settings
 	}
 	c := newEngaged(e, key, fp, s, cfg)
 	e.mu.Lock()
+	// What runs now is stopped, not what ran when this call began: a re-engagement (rightsLoop)
+	// may have replaced it while the kubeconfig was read, and would otherwise run on, unreachable.
+	replaced := e.clusters[key]
 	e.clusters[key] = c
 	e.mu.Unlock()
 	e.unblock(key)
@@ -163,8 +166,8 @@ func (e *Engager) Engage(key types.NamespacedName, kubeconfig []byte, s Settings
 		// engagement finds it out and caches what it allows, the old one's cache goes with it.
 		e.opts.Log.Info("settings changed, re-engaging", "cluster", key, "gatewayAPI", s.GatewayAPI)
 	}
-	if old != nil {
-		go old.stop() // never wait on the old engagement's goroutines here
+	if replaced != nil {
+		go replaced.stop() // never wait on the old engagement's goroutines here
 	}
 	engagedClusters.Set(float64(e.count()))
 	e.notify(key, changePhase)
