@@ -116,6 +116,14 @@ type ClusterIngressStatus struct {
 	// +listMapKey=kind
 	// +kubebuilder:validation:MaxItems=8
 	RouteKinds []RouteKindCount `json:"routeKinds,omitempty"`
+	// plannedKinds are the route kinds allocation has planned in the cluster, kept while one is
+	// not served for a while: the first pass that plans a kind not among them trusts none of its
+	// routes' marks (written before Shardgate guarded the kind there).
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:MaxLength=63
+	PlannedKinds []string `json:"plannedKinds,omitempty"`
 	// dnsEndpointRef names the DNSEndpoint (externaldns.k8s.io/v1alpha1) in this namespace.
 	// +optional
 	DNSEndpointRef string `json:"dnsEndpointRef,omitempty"`

@@ -316,6 +316,11 @@ func (in *ClusterIngressStatus) DeepCopyInto(out *ClusterIngressStatus) {
 		*out = make([]RouteKindCount, len(*in))
 		copy(*out, *in)
 	}
+	if in.PlannedKinds != nil {
+		in, out := &in.PlannedKinds, &out.PlannedKinds
+		*out = make([]string, len(*in))
+		copy(*out, *in)
+	}
 	if in.LastPublishedTime != nil {
 		in, out := &in.LastPublishedTime, &out.LastPublishedTime
 		*out = (*in).DeepCopy()

@@ -1,29 +1,56 @@
 package allocation
 
 import (
+	"slices"
+
 	"github.com/shardgate/shardgate/api/v1alpha1"
 	"github.com/shardgate/shardgate/pkg/allocation"
+	"github.com/shardgate/shardgate/pkg/routekinds"
 )
 
-// distrustNewKinds forgets what the marks say of the routes of kinds the cluster's last pass did
-// not plan (absent from its status.routeKinds): those marks were written where nothing guarded
-// them (the kind was not Shardgate's there: a release before it, a role without its rights,
-// Gateway API off), so a tenant's hand-made marks would hold a host another namespace's route
-// holds by Shardgate's (of two holders the older keeps it). This pass plans such routes afresh,
-// as new ones, and writes their marks; the next trusts them. A cluster with no record at all
-// (never planned, or a release before status.routeKinds) trusts every kind's marks, as before:
-// a re-created ClusterIngress' routes keep their shards and default hosts.
-func distrustNewKinds(routes []allocation.Route, planned []v1alpha1.RouteKindCount) {
-	if len(planned) == 0 {
-		return
+// plannedBefore are the route kinds the cluster's passes have planned: status.plannedKinds, and
+// the kinds of status.routeKinds (all a release before plannedKinds recorded). None: no record.
+func plannedBefore(st *v1alpha1.ClusterIngressStatus) map[string]bool {
+	out := map[string]bool{}
+	for _, k := range st.PlannedKinds {
+		out[k] = true
 	}
-	known := make(map[string]bool, len(planned))
-	for _, c := range planned {
-		known[c.Kind] = true
+	for _, c := range st.RouteKinds {
+		out[c.Kind] = true
+	}
+	return out
+}
+
+// distrustNewKinds forgets what the marks say of the routes of kinds the cluster's passes never
+// planned: those marks were written where nothing guarded them (a release before the kind), so a
+// tenant's hand-made marks would hold a host another namespace's route holds by Shardgate's (of
+// two holders the older keeps it). This pass plans such routes afresh, as new ones, and writes
+// their marks; the next trusts them. A kind not served for a while stays planned (plannedKinds):
+// its routes keep their shards and hosts when it is served again. A cluster with no record at all
+// trusts every kind's marks, as before: a re-created ClusterIngress' routes keep their shards and
+// default hosts.
+func distrustNewKinds(routes []allocation.Route, st *v1alpha1.ClusterIngressStatus) {
+	known := plannedBefore(st)
+	if len(known) == 0 {
+		return
 	}
 	for i := range routes {
 		if !known[routes[i].Kind] {
 			routes[i].Shard, routes[i].HeldHosts = "", nil
 		}
 	}
+}
+
+// plannedKinds are the kinds planned before and those planned now (kinds), sorted.
+func plannedKinds(st *v1alpha1.ClusterIngressStatus, kinds routekinds.Registry) []string {
+	known := plannedBefore(st)
+	for _, k := range kinds {
+		known[k.Name()] = true
+	}
+	out := make([]string, 0, len(known))
+	for k := range known {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
 }

@@ -90,7 +90,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, clusteraccess.DescribeError("read the user cluster's cache", err)
 	}
-	distrustNewKinds(routes, ci.Status.RouteKinds)
+	distrustNewKinds(routes, &ci.Status)
 	pins := claimPins(ci, kinds)
 	for i := range routes {
 		routes[i].Pin = pins[routeKey(routes[i].Kind, routes[i].Namespace, routes[i].Name)]
@@ -126,6 +126,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	stillUnseen, errs := pass.wait()
 	r.putUnseen(req.NamespacedName, stillUnseen)
+	ci.Status.PlannedKinds = plannedKinds(&ci.Status, kinds)
 	ci.Status.RouteKinds = countByKind(kinds, plan)
 	ci.Status.Routes, ci.Status.RejectedRoutes = 0, 0
 	for _, c := range ci.Status.RouteKinds {

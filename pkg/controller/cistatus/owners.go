@@ -84,7 +84,7 @@ var owned = map[Owner]ownership{
 	Allocation: {conditions: []string{v1alpha1.ConditionCustomStrategyApplied, v1alpha1.ConditionFlavourChangesHeld},
 		fields: func(dst, src *v1alpha1.ClusterIngressStatus) {
 			dst.Routes, dst.RejectedRoutes, dst.RouteKinds = src.Routes, src.RejectedRoutes, src.RouteKinds
-			dst.ShardFlavours = src.ShardFlavours
+			dst.PlannedKinds, dst.ShardFlavours = src.PlannedKinds, src.ShardFlavours
 		}},
 	Certificates: {conditions: []string{v1alpha1.ConditionCertificateReady},
 		fields: func(dst, src *v1alpha1.ClusterIngressStatus) { dst.Certificate = src.Certificate }},
