@@ -94,3 +94,13 @@ func (ci *ClusterIngress) runningShards() []ShardSpec {
 	}
 	return out
 }
+
+// AllocationHeld: True while no route of the cluster is allocated because a route kind planned
+// there before is not served now for a reason that may pass (Shardgate's role may not list it,
+// its CRD is gone or too old): the hosts its routes hold are unknown meanwhile, and another
+// namespace's route must not take them. Routes already allocated stay served. Absent otherwise;
+// a kind turned off on purpose (the profile's gatewayAPI: Disabled) holds nothing.
+const (
+	ConditionAllocationHeld   = "AllocationHeld"
+	ReasonPlannedKindUnserved = "PlannedKindUnserved"
+)

@@ -1,7 +1,11 @@
 package allocation
 
 import (
+	"maps"
 	"slices"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
 	"github.com/shardgate/shardgate/pkg/allocation"
@@ -41,9 +45,39 @@ func distrustNewKinds(routes []allocation.Route, st *v1alpha1.ClusterIngressStat
 	}
 }
 
-// plannedKinds are the kinds planned before and those planned now (kinds), sorted.
-func plannedKinds(st *v1alpha1.ClusterIngressStatus, kinds routekinds.Registry) []string {
+// unservedPlanned are the kinds planned before that the cluster does not serve now (kinds), sorted;
+// none where what is not served was turned off on purpose (offOnPurpose: Gateway API disabled in the
+// profile, whose kinds plannedKinds then forgets).
+func unservedPlanned(st *v1alpha1.ClusterIngressStatus, kinds routekinds.Registry, offOnPurpose bool) []string {
+	if offOnPurpose {
+		return nil
+	}
 	known := plannedBefore(st)
+	for _, k := range kinds {
+		delete(known, k.Name())
+	}
+	out := slices.Collect(maps.Keys(known))
+	slices.Sort(out)
+	return out
+}
+
+// allocationHeld is AllocationHeld for the planned kinds not served now.
+func allocationHeld(unserved []string, generation int64) metav1.Condition {
+	return metav1.Condition{Type: v1alpha1.ConditionAllocationHeld, Status: metav1.ConditionTrue,
+		Reason: v1alpha1.ReasonPlannedKindUnserved, ObservedGeneration: generation,
+		Message: "no route is allocated while " + strings.Join(unserved, ", ") + " (planned in this cluster before) " +
+			"cannot be read: the hosts they hold are unknown meanwhile; routes already allocated stay served. " +
+			"GatewayAPIAvailable says why (a role to apply, a CRD gone); turning gatewayAPI off in the profile " +
+			"lets go of them"}
+}
+
+// plannedKinds are the kinds planned before and those planned now (kinds), sorted; with
+// offOnPurpose, those planned now alone (Gateway API turned off: its kinds are new when it is on again).
+func plannedKinds(st *v1alpha1.ClusterIngressStatus, kinds routekinds.Registry, offOnPurpose bool) []string {
+	known := plannedBefore(st)
+	if offOnPurpose {
+		known = map[string]bool{}
+	}
 	for _, k := range kinds {
 		known[k.Name()] = true
 	}

@@ -50,8 +50,19 @@ func TestMarksOfANewlyPlannedKindAreNotTrusted(t *testing.T) {
 	}
 	// What a pass records: the kinds planned before and now, a kind unserved now included.
 	st := v1alpha1.ClusterIngressStatus{RouteKinds: counts("Ingress"), PlannedKinds: []string{"HTTPRoute", "Ingress"}}
-	if got := plannedKinds(&st, routekinds.Registry{routekinds.Ingress{}, routekinds.GRPCRoute{}}); !slices.Equal(got,
-		[]string{"GRPCRoute", "HTTPRoute", "Ingress"}) {
+	kinds := routekinds.Registry{routekinds.Ingress{}, routekinds.GRPCRoute{}}
+	if got := plannedKinds(&st, kinds, false); !slices.Equal(got, []string{"GRPCRoute", "HTTPRoute", "Ingress"}) {
 		t.Errorf("plannedKinds %v", got)
+	}
+	if got := unservedPlanned(&st, kinds, false); !slices.Equal(got, []string{"HTTPRoute"}) {
+		t.Errorf("unserved planned kinds %v, want HTTPRoute: the pass is held", got)
+	}
+	// Gateway API turned off on purpose: nothing is held, and its kinds are forgotten.
+	ingressOnly := routekinds.Registry{routekinds.Ingress{}}
+	if got := unservedPlanned(&st, ingressOnly, true); got != nil {
+		t.Errorf("Gateway API off on purpose holds %v", got)
+	}
+	if got := plannedKinds(&st, ingressOnly, true); !slices.Equal(got, []string{"Ingress"}) {
+		t.Errorf("plannedKinds with Gateway API off: %v", got)
 	}
 }

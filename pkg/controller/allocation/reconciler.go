@@ -86,6 +86,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	flavourChanges := ci.FlavourChanges()
 	changingTo(shards, flavourChanges)
 	kinds := cluster.RouteKinds()
+	gatewayOff := cluster.Capabilities().GatewayAPI.Reason == v1alpha1.ReasonGatewayAPIDisabled
+	if unserved := unservedPlanned(&ci.Status, kinds, gatewayOff); len(unserved) > 0 {
+		meta.SetStatusCondition(&ci.Status.Conditions, allocationHeld(unserved, ci.Generation))
+		r.Board.Post(ctx, ci, cistatus.Allocation)
+		return ctrl.Result{}, nil // the kind's re-engagement (rightsLoop) or a profile change wakes the next pass
+	}
+	meta.RemoveStatusCondition(&ci.Status.Conditions, v1alpha1.ConditionAllocationHeld)
 	objects, routes, released, err := collectRoutes(ctx, rd, kinds, &ci.Spec, render.RouteFlavours(specs))
 	if err != nil {
 		return ctrl.Result{}, clusteraccess.DescribeError("read the user cluster's cache", err)
@@ -126,7 +133,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	stillUnseen, errs := pass.wait()
 	r.putUnseen(req.NamespacedName, stillUnseen)
-	ci.Status.PlannedKinds = plannedKinds(&ci.Status, kinds)
+	ci.Status.PlannedKinds = plannedKinds(&ci.Status, kinds, gatewayOff)
 	ci.Status.RouteKinds = countByKind(kinds, plan)
 	ci.Status.Routes, ci.Status.RejectedRoutes = 0, 0
 	for _, c := range ci.Status.RouteKinds {

@@ -81,7 +81,8 @@ var owned = map[Owner]ownership{
 		v1alpha1.ConditionGatewayAPIAvailable}},
 	// The shards' flavours are allocation's: it admits a flavour change once no route would be
 	// dropped (ClusterIngress.Shards).
-	Allocation: {conditions: []string{v1alpha1.ConditionCustomStrategyApplied, v1alpha1.ConditionFlavourChangesHeld},
+	Allocation: {conditions: []string{v1alpha1.ConditionCustomStrategyApplied, v1alpha1.ConditionFlavourChangesHeld,
+		v1alpha1.ConditionAllocationHeld},
 		fields: func(dst, src *v1alpha1.ClusterIngressStatus) {
 			dst.Routes, dst.RejectedRoutes, dst.RouteKinds = src.Routes, src.RejectedRoutes, src.RouteKinds
 			dst.PlannedKinds, dst.ShardFlavours = src.PlannedKinds, src.ShardFlavours

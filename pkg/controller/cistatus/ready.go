@@ -37,6 +37,8 @@ var readyFrom = []struct {
 	//   every route is still allocated and served.
 	// - FlavourChangesHeld: a held change leaves the shard's old routers serving every route; it
 	//   tells the operator why the new flavour has not rolled out, not that anything is down.
+	// - AllocationHeld: routes already allocated stay served; it tells why new ones wait (a kind
+	//   planned before cannot be read now), with the step to take.
 	// - ShardsSaturated: a saturated shard still serves (slower); it is the admin's cue to add
 	//   routers, and True is the bad state, unlike every condition above.
 }
