@@ -6,8 +6,6 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
@@ -15,9 +13,7 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/shardgate/shardgate/api/v1alpha1"
-	"github.com/shardgate/shardgate/pkg/gatewayapi"
 	"github.com/shardgate/shardgate/pkg/names"
-	"github.com/shardgate/shardgate/pkg/render"
 	"github.com/shardgate/shardgate/pkg/routekinds"
 )
 
@@ -32,34 +28,10 @@ import (
 // edits its hostnames to another namespace's host: admitted too (shard refs unchanged). The same
 // for HTTPRoutes (the guards are shared).
 func TestReview37ANonGatewayParentNamedLikeTheParentKeepsTheShard(t *testing.T) {
-	cp := userAPIServer(t)
+	const shardgateUser = "shardgate-review37"
+	cp := policyServer(t, shardgateUser)
 	ctx := context.Background()
 	c := cp.Client
-	crds, err := gatewayapi.CRDs()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, name := range []string{"grpcroutes.gateway.networking.k8s.io", "httproutes.gateway.networking.k8s.io",
-		"gateways.gateway.networking.k8s.io"} {
-		if err := c.Create(ctx, crds[name].DeepCopy()); err != nil {
-			t.Fatal(err)
-		}
-	}
-	const shardgateUser = "shardgate-review37"
-	objs, err := render.AdmissionPolicy(shardgateUser, routekinds.Builtin(), render.TenantGuards{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, o := range objs {
-		if err := c.Create(ctx, o); err != nil {
-			t.Fatalf("%s: %v", o.GetKind(), err)
-		}
-	}
-	for _, ns := range []string{"team", names.Namespace} {
-		if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
-			t.Fatal(err)
-		}
-	}
 	cfg := rest.CopyConfig(cp.Config)
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: shardgateUser, Groups: []string{"system:masters"}}
 	sg, err := client.New(cfg, client.Options{Scheme: runtime.NewScheme()})

@@ -15,6 +15,7 @@ import (
 	"github.com/shardgate/shardgate/pkg/names"
 	"github.com/shardgate/shardgate/pkg/render"
 	"github.com/shardgate/shardgate/pkg/routekinds"
+	"github.com/shardgate/shardgate/test/framework"
 )
 
 // TestReview37GRPCRoutePolicyOnARealAPIServer (review37, held): the admission policy rendered for
@@ -22,33 +23,9 @@ import (
 // Shardgate's identity) that attaches a GRPCRoute to a shard's Gateway on create or update, detaches
 // an allocated one from the parent, writes the shard label, or writes marks through the status.
 func TestReview37GRPCRoutePolicyOnARealAPIServer(t *testing.T) {
-	cp := userAPIServer(t)
+	cp := policyServer(t, "shardgate-not-the-test")
 	ctx := context.Background()
 	c := cp.Client
-	crds, err := gatewayapi.CRDs()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, name := range []string{"grpcroutes.gateway.networking.k8s.io", "httproutes.gateway.networking.k8s.io",
-		"gateways.gateway.networking.k8s.io"} {
-		if err := c.Create(ctx, crds[name].DeepCopy()); err != nil {
-			t.Fatal(err)
-		}
-	}
-	objs, err := render.AdmissionPolicy("shardgate-not-the-test", routekinds.Builtin(), render.TenantGuards{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, o := range objs {
-		if err := c.Create(ctx, o); err != nil {
-			t.Fatalf("%s: %v", o.GetKind(), err)
-		}
-	}
-	for _, ns := range []string{"team", names.Namespace} {
-		if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
-			t.Fatal(err)
-		}
-	}
 	ref := func(name string) map[string]any {
 		return map[string]any{"group": "gateway.networking.k8s.io", "kind": "Gateway", "namespace": names.Namespace, "name": name}
 	}
@@ -120,4 +97,38 @@ func TestReview37GRPCRoutePolicyOnARealAPIServer(t *testing.T) {
 			t.Error("a tenant writes Shardgate's hosts annotation through grpcroutes/status")
 		}
 	}
+}
+
+// policyServer is a user API server with Gateway API's route CRDs, namespaces team and
+// Shardgate's, and the admission policy of the built-in kinds exempting shardgateUser.
+func policyServer(t *testing.T, shardgateUser string) *framework.ControlPlane {
+	t.Helper()
+	cp := userAPIServer(t)
+	ctx := context.Background()
+	c := cp.Client
+	crds, err := gatewayapi.CRDs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"grpcroutes.gateway.networking.k8s.io", "httproutes.gateway.networking.k8s.io",
+		"gateways.gateway.networking.k8s.io"} {
+		if err := c.Create(ctx, crds[name].DeepCopy()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	objs, err := render.AdmissionPolicy(shardgateUser, routekinds.Builtin(), render.TenantGuards{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range objs {
+		if err := c.Create(ctx, o); err != nil {
+			t.Fatalf("%s: %v", o.GetKind(), err)
+		}
+	}
+	for _, ns := range []string{"team", names.Namespace} {
+		if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return cp
 }
