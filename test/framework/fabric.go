@@ -142,10 +142,13 @@ func (f *Fabric) Get(ctx context.Context, addr, host string) (int, string, error
 func (f *Fabric) HTTPClient(tlsConfig *tls.Config, conns int) *http.Client {
 	return &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
 		MaxIdleConnsPerHost: conns, MaxConnsPerHost: conns, TLSClientConfig: tlsConfig,
-		DialContext: func(ctx context.Context, network, a string) (net.Conn, error) {
-			return DialInNetns(ctx, netnsPath(f.netns("client")), network, a)
-		},
+		DialContext: f.Dial,
 	}, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+}
+
+// Dial connects to addr from the client namespace, as a client outside the cluster would.
+func (f *Fabric) Dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	return DialInNetns(ctx, netnsPath(f.netns("client")), network, addr)
 }
 
 // GetPath sends GET http://host<path> from the client namespace to addr, like Get.
@@ -164,10 +167,8 @@ func (f *Fabric) GetTLS(ctx context.Context, addr, host string, roots *x509.Cert
 func (f *Fabric) do(ctx context.Context, scheme, addr, host, path string, tlsConfig *tls.Config) (int, string, *x509.Certificate, error) {
 	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
 		DisableKeepAlives: true,
-		DialContext: func(ctx context.Context, network, a string) (net.Conn, error) {
-			return DialInNetns(ctx, netnsPath(f.netns("client")), network, a)
-		},
-		TLSClientConfig: tlsConfig,
+		DialContext:       f.Dial,
+		TLSClientConfig:   tlsConfig,
 	},
 		// Redirects are answers to look at, not to follow.
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },

@@ -206,13 +206,26 @@ func (n *RealNode) startRuntime() error {
 		return err
 	}
 	for _, tar := range tars {
-		// --no-unpack: the CRI unpacks an image when a container first needs it, so a node
-		// pays only for the images its pods run (each node holds all of them: ~350 MB).
-		out, err := exec.Command(tools.Path(ToolCtr), "--address", sock, "-n", "k8s.io", "images", "import",
-			"--all-platforms", "--no-unpack", tar).CombinedOutput()
-		if err != nil {
-			return fmt.Errorf("import %s on %s: %w: %s", filepath.Base(tar), n.Name, err, out)
+		if err := n.ImportImage(tar); err != nil {
+			return err
 		}
+	}
+	return nil
+}
+
+// ImportImage imports an OCI layout tar (WriteOCIImage) into the node's containerd, where pods
+// find it without a registry.
+func (n *RealNode) ImportImage(tar string) error {
+	tools, err := LocateTools(ToolCtr)
+	if err != nil {
+		return err
+	}
+	// --no-unpack: the CRI unpacks an image when a container first needs it, so a node pays only
+	// for the images its pods run (each node holds all of them: ~350 MB).
+	out, err := exec.Command(tools.Path(ToolCtr), "--address", n.socket(), "-n", "k8s.io", "images", "import",
+		"--all-platforms", "--no-unpack", tar).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("import %s on %s: %w: %s", filepath.Base(tar), n.Name, err, out)
 	}
 	return nil
 }
