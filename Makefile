@@ -12,7 +12,7 @@ TEST_TIMEOUT ?= 60m
 TESTFLAGS ?=
 export SHARDGATE_TOOLS_BIN := $(TOOLS_BIN)
 
-.PHONY: all build generate manifests test test-unit test-e2e bench demo lint verify tools deps release clean
+.PHONY: all build generate manifests test test-unit test-e2e conformance bench demo lint verify tools deps release clean
 
 all: build
 
@@ -69,6 +69,13 @@ test-unit:
 
 test-e2e: tools
 	$(call reaped,$(GO) test -count=1 -timeout $(TEST_TIMEOUT) -v $(TESTFLAGS) ./test/e2e/...)
+
+# Gateway API's conformance suite (the GATEWAY-HTTP profile's core tests) against a Shardgate-rendered
+# Traefik shard on a real node (test/e2e/gatewayapi_conformance_test.go): prints every test's result
+# and why, the full log in $(RUN_DIR)/conformance.log. Not in `make test`: CI's budget is full.
+conformance: tools
+	$(call reaped,$(GO) test -count=1 -timeout 60m -tags conformance -run '^TestGatewayAPIConformance$$' -json \
+	  ./test/e2e/ | $(GO) run ./hack/conformance-summary $(RUN_DIR)/conformance.log)
 
 # Benchmarks print figures (latency percentiles, bytes per object, write counts); they assert
 # nothing about speed, so a noisy machine cannot make them flake.
