@@ -378,11 +378,10 @@ func (c *engaged) probeLoop() {
 	o := c.e.opts
 	// One REST client, not a clientset: a clientset builds a client per API group, kept for
 	// every engaged cluster.
-	dc, err := discovery.NewDiscoveryClientForConfigAndClient(withTimeout(c.cfg, o.ProbeTimeout), c.httpClient(o.ProbeTimeout))
-	if err != nil {
+	probe := c.restClient(o.ProbeTimeout)
+	if probe == nil {
 		return
 	}
-	probe := dc.RESTClient()
 	for {
 		c.mu.Lock()
 		reachable := c.state.Phase == PhaseReachable
@@ -496,7 +495,6 @@ func (e *Engager) setPhase(c *engaged, p Phase, reason, msg string) {
 	e.notify(c.key, changePhase)
 }
 
-// httpClient is a client of the engagement's connection pool whose requests end after timeout.
 // restClient is a REST client for raw paths of the cluster, each request within timeout; nil when
 // none can be built (only TLS material Go cannot use gets there, which run tells).
 func (c *engaged) restClient(timeout time.Duration) rest.Interface {
@@ -507,6 +505,7 @@ func (c *engaged) restClient(timeout time.Duration) rest.Interface {
 	return dc.RESTClient()
 }
 
+// httpClient is a client of the engagement's connection pool whose requests end after timeout.
 func (c *engaged) httpClient(timeout time.Duration) *http.Client {
 	return &http.Client{Transport: c.rt, Timeout: timeout}
 }
