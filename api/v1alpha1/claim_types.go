@@ -7,13 +7,14 @@ import (
 )
 
 // Ingress claims: a user who wants routers of their own creates an IngressClaim in the user
-// cluster naming their Ingresses and HTTPRoutes; Shardgate provisions a dedicated shard for them
+// cluster naming their Ingresses, HTTPRoutes and GRPCRoutes; Shardgate provisions a dedicated shard for them
 // (a shard like any other: renderer, HA rules, DNS under the cluster's domain, certificate names)
 // and binds exactly those routes to it, the way a PersistentVolumeClaim is bound. What users may claim
 // is the operator's choice in the IngressProfile (claims). The seed's record of every claim is
 // the ClusterIngress' status.claims; the claim's own status mirrors it.
 
-// ReclaimPolicy says what happens to a claimed shard once every route (Ingress or HTTPRoute) it names is gone.
+// ReclaimPolicy says what happens to a claimed shard once every route (Ingress, HTTPRoute or GRPCRoute) it
+// names is gone.
 // +kubebuilder:validation:Enum=Retain;Recycle;Delete
 type ReclaimPolicy string
 
@@ -49,7 +50,7 @@ type IngressClaim struct {
 }
 
 // IngressClaimSpec is the user's.
-// +kubebuilder:validation:XValidation:rule="(has(self.ingresses) && size(self.ingresses) > 0) || (has(self.httpRoutes) && size(self.httpRoutes) > 0)",message="a claim names at least one Ingress or HTTPRoute"
+// +kubebuilder:validation:XValidation:rule="(has(self.ingresses) && size(self.ingresses) > 0) || (has(self.httpRoutes) && size(self.httpRoutes) > 0) || (has(self.grpcRoutes) && size(self.grpcRoutes) > 0)",message="a claim names at least one Ingress, HTTPRoute or GRPCRoute"
 type IngressClaimSpec struct {
 	// ingresses of the claim's namespace that the dedicated shard serves (and only they).
 	// +optional
@@ -61,6 +62,12 @@ type IngressClaimSpec struct {
 	// +optional
 	// +kubebuilder:validation:MaxItems=64
 	HTTPRoutes []corev1.LocalObjectReference `json:"httpRoutes,omitempty"`
+	// grpcRoutes of the claim's namespace (attached to the cluster's parent Gateway) that the
+	// dedicated shard serves, where the cluster serves GRPCRoutes and the claim's flavour serves
+	// Gateway API routes.
+	// +optional
+	// +kubebuilder:validation:MaxItems=64
+	GRPCRoutes []corev1.LocalObjectReference `json:"grpcRoutes,omitempty"`
 	// replicas of the dedicated router (at most the profile's maxReplicas).
 	// +optional
 	// +kubebuilder:default=1
@@ -124,7 +131,10 @@ type IngressClaimStatus struct {
 	// boundHTTPRoutes: the HTTPRoutes it serves now.
 	// +optional
 	BoundHTTPRoutes []string `json:"boundHTTPRoutes,omitempty"`
-	// boundCount is len(boundIngresses) + len(boundHTTPRoutes), for printer columns.
+	// boundGRPCRoutes: the GRPCRoutes it serves now.
+	// +optional
+	BoundGRPCRoutes []string `json:"boundGRPCRoutes,omitempty"`
+	// boundCount is the number of routes it serves (every kind), for printer columns.
 	// +optional
 	BoundCount int32 `json:"boundCount,omitempty"`
 	// conditions: Bound (reasons Bound, Provisioning, Released, ClaimsNotAllowed,
@@ -238,6 +248,9 @@ type ClaimRecord struct {
 	// httpRoutes bound to the shard.
 	// +optional
 	HTTPRoutes []string `json:"httpRoutes,omitempty"`
+	// grpcRoutes bound to the shard.
+	// +optional
+	GRPCRoutes []string `json:"grpcRoutes,omitempty"`
 	// +optional
 	Phase ClaimPhase `json:"phase,omitempty"`
 	// +optional
@@ -251,12 +264,15 @@ type ClaimRecord struct {
 	// everBound: some Ingress it names existed once (reclaim applies only after that).
 	// +optional
 	EverBound bool `json:"everBound,omitempty"`
-	// ingressesGoneSince: when every route it bound (Ingresses and HTTPRoutes) was first seen
+	// ingressesGoneSince: when every route it bound (of every kind) was first seen
 	// gone; the reclaim policy applies only once they have stayed gone for the reclaim grace (an
 	// Ingress replaced with `kubectl replace --force` comes back within it).
 	// +optional
 	IngressesGoneSince *metav1.Time `json:"ingressesGoneSince,omitempty"`
 }
+
+// Bound is how many routes the claim binds, of every kind.
+func (c ClaimRecord) Bound() int { return len(c.Ingresses) + len(c.HTTPRoutes) + len(c.GRPCRoutes) }
 
 // Claim reasons (the claim's Bound condition, status.claims[].reason).
 const (
@@ -276,8 +292,9 @@ const (
 	// ReasonClaimFlavourUnavailable: the cluster lacks what the flavour's routers need (the
 	// admission policy that keeps tenants' annotations out of HAProxy's shared configuration).
 	ReasonClaimFlavourUnavailable = "FlavourUnavailable"
-	// ReasonClaimRoutesNotServed: the claim names HTTPRoutes only, which its routers would not
-	// serve (no Gateway API in the cluster, or a flavour whose routers serve none).
+	// ReasonClaimRoutesNotServed: the claim names Gateway API routes only (HTTPRoutes, GRPCRoutes),
+	// none of which its routers would serve (no Gateway API in the cluster, a kind the cluster
+	// does not serve, or a flavour whose routers serve none).
 	ReasonClaimRoutesNotServed = "RoutesNotServed"
 	// ReasonClaimHostsHeld: the claimed shard's domain would take hosts another namespace holds.
 	ReasonClaimHostsHeld = "HostsHeld"

@@ -152,6 +152,11 @@ func (in *ClaimRecord) DeepCopyInto(out *ClaimRecord) {
 		*out = make([]string, len(*in))
 		copy(*out, *in)
 	}
+	if in.GRPCRoutes != nil {
+		in, out := &in.GRPCRoutes, &out.GRPCRoutes
+		*out = make([]string, len(*in))
+		copy(*out, *in)
+	}
 	if in.IngressesGoneSince != nil {
 		in, out := &in.IngressesGoneSince, &out.IngressesGoneSince
 		*out = (*in).DeepCopy()
@@ -715,6 +720,11 @@ func (in *IngressClaimSpec) DeepCopyInto(out *IngressClaimSpec) {
 		*out = make([]corev1.LocalObjectReference, len(*in))
 		copy(*out, *in)
 	}
+	if in.GRPCRoutes != nil {
+		in, out := &in.GRPCRoutes, &out.GRPCRoutes
+		*out = make([]corev1.LocalObjectReference, len(*in))
+		copy(*out, *in)
+	}
 	in.Resources.DeepCopyInto(&out.Resources)
 }
 
@@ -738,6 +748,11 @@ func (in *IngressClaimStatus) DeepCopyInto(out *IngressClaimStatus) {
 	}
 	if in.BoundHTTPRoutes != nil {
 		in, out := &in.BoundHTTPRoutes, &out.BoundHTTPRoutes
+		*out = make([]string, len(*in))
+		copy(*out, *in)
+	}
+	if in.BoundGRPCRoutes != nil {
+		in, out := &in.BoundGRPCRoutes, &out.BoundGRPCRoutes
 		*out = make([]string, len(*in))
 		copy(*out, *in)
 	}

@@ -45,14 +45,15 @@ type Input struct {
 	// WhyUnclaimable says why a new claim may not have a flavour ("": it may): the cluster lacks
 	// what its routers need. nil: any may.
 	WhyUnclaimable func(v1alpha1.Flavour) string
-	// WhyNoHTTPRoutes says why a flavour's claimed routers would serve no HTTPRoute ("": they
-	// would): the cluster serves no Gateway API, or the flavour's routers serve none. nil: they do.
-	WhyNoHTTPRoutes func(v1alpha1.Flavour) string
+	// WhyNoHTTPRoutes and WhyNoGRPCRoutes say why a flavour's claimed routers would serve no route
+	// of the kind ("": they would): the cluster serves no Gateway API or not the kind, or the
+	// flavour's routers serve none. nil: they do.
+	WhyNoHTTPRoutes, WhyNoGRPCRoutes func(v1alpha1.Flavour) string
 	// ClusterDomain is <clusterid>.<zone> ("" while not accepted yet).
 	ClusterDomain string
-	// Ingresses and HTTPRoutes are the cluster's routes of each kind a claim may name,
-	// namespace/name (HTTPRoutes only where the cluster serves Gateway API).
-	Ingresses, HTTPRoutes map[string]bool
+	// Ingresses, HTTPRoutes and GRPCRoutes are the cluster's routes of each kind a claim may name,
+	// namespace/name (of a Gateway API kind only where the cluster serves it).
+	Ingresses, HTTPRoutes, GRPCRoutes map[string]bool
 	// Ready are the claimed shards' ready routers.
 	Ready map[string]int32
 	// HeldHosts are the hosts allocated Ingresses hold, with the namespace holding each.
@@ -81,7 +82,7 @@ type Output struct {
 // free shard name, else claim-<hash>); a new shard whose domain would take a host another
 // namespace holds is refused (held hosts win), and a shard whose name a profile shard has since
 // taken is provisioned again under another name (the profile's shard wins). A claim binds the
-// routes it names (Ingresses, HTTPRoutes) that exist and no older claim binds. Once every route
+// routes it names (Ingresses, HTTPRoutes, GRPCRoutes) that exist and no older claim binds. Once every route
 // it bound has been gone for the grace (a `kubectl replace --force` comes back within it), its reclaim policy
 // applies: Retain releases it (routers stay, nothing binds until the claim's next edit), Recycle
 // keeps it bound, Delete removes its record (so its shard and names go) and the claim.
@@ -104,7 +105,7 @@ func Decide(in Input) Output {
 		}
 	}
 	perNamespace := map[string]int32{}
-	boundBy := map[string]map[string]string{"Ingress": {}, "HTTPRoute": {}} // kind → route → claim
+	boundBy := map[string]map[string]string{"Ingress": {}, "HTTPRoute": {}, "GRPCRoute": {}} // kind → route → claim
 	var out Output
 	for _, c := range claims {
 		prev, had := old[c.Key()]
@@ -127,7 +128,10 @@ func Decide(in Input) Output {
 		if admitted {
 			runs = cmp.Or(rec.Flavour, in.DefaultFlavour)
 		}
-		noRoutes := why(in.WhyNoHTTPRoutes, runs)
+		noHTTP, noGRPC := why(in.WhyNoHTTPRoutes, runs), why(in.WhyNoGRPCRoutes, runs)
+		// Why none of the routes it names would be served, when none would: the claim would hold
+		// routers that serve nothing.
+		noRoutes := servesNone(c.Spec, noHTTP, noGRPC)
 		switch {
 		case !admitted && !s.Allowed:
 			out.Records = append(out.Records, failed(rec, v1alpha1.ReasonClaimsNotAllowed, "the cluster's IngressProfile does not allow IngressClaims"))
@@ -145,9 +149,9 @@ func Decide(in Input) Output {
 			out.Records = append(out.Records, failed(rec, v1alpha1.ReasonClaimFlavourUnavailable, fmt.Sprintf(
 				"its %s routers cannot run here: %s", shown(flavour), why(in.WhyUnclaimable, flavour))))
 			continue
-		case !admitted && len(c.Spec.Ingresses) == 0 && noRoutes != "":
+		case !admitted && noRoutes != "":
 			out.Records = append(out.Records, failed(rec, v1alpha1.ReasonClaimRoutesNotServed, fmt.Sprintf(
-				"it names HTTPRoutes only, and its %s routers would serve none: %s", shown(flavour), noRoutes)))
+				"it names Gateway API routes only, and its %s routers would serve none: %s", shown(flavour), noRoutes)))
 			continue
 		case !admitted:
 			// Recorded only when asked for: a claim that names none follows the cluster's default.
@@ -173,11 +177,14 @@ func Decide(in Input) Output {
 		released := rec.ReleasedGeneration != 0
 		if !released {
 			rec.Ingresses = bind(c, c.Spec.Ingresses, in.Ingresses, boundBy["Ingress"])
-			if noRoutes == "" {
+			if noHTTP == "" {
 				rec.HTTPRoutes = bind(c, c.Spec.HTTPRoutes, in.HTTPRoutes, boundBy["HTTPRoute"])
 			}
+			if noGRPC == "" {
+				rec.GRPCRoutes = bind(c, c.Spec.GRPCRoutes, in.GRPCRoutes, boundBy["GRPCRoute"])
+			}
 		}
-		bound := len(rec.Ingresses) + len(rec.HTTPRoutes)
+		bound := rec.Bound()
 		graceNote := ""
 		switch {
 		case bound > 0:
@@ -214,9 +221,7 @@ func Decide(in Input) Output {
 				fmt.Sprintf("shard %s: %d ready routers serving %s", rec.Shard, ready, servingText(rec))
 		}
 		rec.Message += graceNote
-		if noRoutes != "" && len(c.Spec.HTTPRoutes) > 0 {
-			rec.Message += "; its HTTPRoutes are not bound: " + noRoutes
-		}
+		rec.Message += unboundNote(c.Spec, noHTTP, noGRPC)
 		if edit := strings.Join(slices.DeleteFunc([]string{problem, invalid}, func(p string) bool { return p == "" }), "; "); edit != "" {
 			rec.Reason, rec.Message = v1alpha1.ReasonClaimEditRefused, "the edit is refused ("+edit+"); the admitted replicas and resources stay"
 		}
@@ -266,7 +271,42 @@ func servingText(rec v1alpha1.ClaimRecord) string {
 	if len(rec.HTTPRoutes) > 0 {
 		text += fmt.Sprintf(" and %d HTTPRoutes", len(rec.HTTPRoutes))
 	}
+	if len(rec.GRPCRoutes) > 0 {
+		text += fmt.Sprintf(" and %d GRPCRoutes", len(rec.GRPCRoutes))
+	}
 	return text
+}
+
+// unboundNote says which kinds of route spec names are not bound, and why: "" when all may be.
+func unboundNote(spec v1alpha1.IngressClaimSpec, noHTTP, noGRPC string) string {
+	httpOut, grpcOut := noHTTP != "" && len(spec.HTTPRoutes) > 0, noGRPC != "" && len(spec.GRPCRoutes) > 0
+	switch {
+	case httpOut && grpcOut && noHTTP == noGRPC:
+		return "; its HTTPRoutes and GRPCRoutes are not bound: " + noHTTP
+	case httpOut && grpcOut:
+		return "; its HTTPRoutes are not bound: " + noHTTP + "; its GRPCRoutes are not bound: " + noGRPC
+	case httpOut:
+		return "; its HTTPRoutes are not bound: " + noHTTP
+	case grpcOut:
+		return "; its GRPCRoutes are not bound: " + noGRPC
+	}
+	return ""
+}
+
+// servesNone says why none of the routes spec names would be served (each Gateway API kind it
+// names is not, for the reason given, and it names no Ingress), "" when some would.
+func servesNone(spec v1alpha1.IngressClaimSpec, noHTTP, noGRPC string) string {
+	if len(spec.Ingresses) > 0 || len(spec.HTTPRoutes) > 0 && noHTTP == "" || len(spec.GRPCRoutes) > 0 && noGRPC == "" {
+		return ""
+	}
+	var why []string
+	if len(spec.HTTPRoutes) > 0 {
+		why = append(why, noHTTP)
+	}
+	if len(spec.GRPCRoutes) > 0 {
+		why = append(why, noGRPC)
+	}
+	return strings.Join(slices.Compact(why), "; ")
 }
 
 func allowed(s v1alpha1.ClaimSettings, f v1alpha1.Flavour) bool {

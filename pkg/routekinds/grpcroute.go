@@ -53,9 +53,8 @@ func (GRPCRoute) Cached() []Cached {
 	return []Cached{{Object: &gatewayv1.GRPCRoute{}, Transform: trimGatewayRoute}}
 }
 
-// ClaimBinds implements Kind: none; a claim's API names no GRPCRoutes, which are allocated by the
-// cluster's strategy even in a namespace whose claim binds its other routes.
-func (GRPCRoute) ClaimBinds(v1alpha1.ClaimRecord) []string { return nil }
+// ClaimBinds implements Kind: a claim names GRPCRoutes.
+func (GRPCRoute) ClaimBinds(c v1alpha1.ClaimRecord) []string { return c.GRPCRoutes }
 
 // Spec implements Kind.
 func (GRPCRoute) Spec(route client.Object) any { return route.(*gatewayv1.GRPCRoute).Spec }

@@ -103,7 +103,11 @@ func TestGRPCRouteGuardsItsOwnParentRefs(t *testing.T) {
 	if !slices.Equal(GRPCRoute{}.Protected(), []string{"grpcroutes", "grpcroutes/status"}) {
 		t.Errorf("protected %v", GRPCRoute{}.Protected())
 	}
-	if (GRPCRoute{}).CanaryRoute(Canary{GatewayHost: "x"}) != nil || (GRPCRoute{}).ClaimBinds(v1alpha1.ClaimRecord{}) != nil {
-		t.Error("a GRPCRoute routes no canary and no claim binds one")
+	if (GRPCRoute{}).CanaryRoute(Canary{GatewayHost: "x"}) != nil {
+		t.Error("a GRPCRoute routes no canary")
+	}
+	rec := v1alpha1.ClaimRecord{HTTPRoutes: []string{"web"}, GRPCRoutes: []string{"rpc"}}
+	if got := (GRPCRoute{}).ClaimBinds(rec); !slices.Equal(got, []string{"rpc"}) {
+		t.Errorf("a claim binding GRPCRoute rpc and HTTPRoute web binds GRPCRoutes %v, want [rpc]", got)
 	}
 }

@@ -314,18 +314,22 @@ func GatewaySpec(ctx context.Context, t *testing.T, inputGetter func() GatewaySp
 		t.Logf("%d requests, 0 failed, while the Ingress was deleted and the HTTPRoute kept serving", sent)
 	})
 
-	t.Run("an IngressClaim binds an HTTPRoute to routers of its own, through their Gateway", func(t *testing.T) {
+	t.Run("an IngressClaim binds an HTTPRoute and a GRPCRoute to routers of its own, through their Gateway", func(t *testing.T) {
 		upsert(ctx, t, seed.Client, p, func() {
 			p.Spec.Claims = v1alpha1.ClaimSettings{Allowed: true, Image: framework.TraefikImage, ImagePullPolicy: corev1.PullNever}
 		})
 		c := &claimsEnv{ctx: ctx, t: t, u: u}
 		must(t, u.Client.Create(ctx, httpRoute("ns-b", "own")))
+		must(t, u.Client.Create(ctx, grpcRoute("ns-b", "own-rpc")))
 		must(t, u.Client.Create(ctx, &v1alpha1.IngressClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "ns-b", Name: "mine"},
-			Spec: v1alpha1.IngressClaimSpec{HTTPRoutes: []corev1.LocalObjectReference{{Name: "own"}}, Replicas: 1}}))
+			Spec: v1alpha1.IngressClaimSpec{HTTPRoutes: []corev1.LocalObjectReference{{Name: "own"}},
+				GRPCRoutes: []corev1.LocalObjectReference{{Name: "own-rpc"}}, Replicas: 1}}))
 		c.waitPhase("ns-b", "mine", v1alpha1.ClaimBound)
 		const shard = "mine-ns-b"
-		if st := c.claim("ns-b", "mine").Status; !slices.Equal(st.BoundHTTPRoutes, []string{"own"}) || st.BoundCount != 1 {
-			t.Errorf("the claim binds HTTPRoutes %v (count %d), want [own]", st.BoundHTTPRoutes, st.BoundCount)
+		if st := c.claim("ns-b", "mine").Status; !slices.Equal(st.BoundHTTPRoutes, []string{"own"}) ||
+			!slices.Equal(st.BoundGRPCRoutes, []string{"own-rpc"}) || st.BoundCount != 2 {
+			t.Errorf("the claim binds HTTPRoutes %v and GRPCRoutes %v (count %d), want [own] and [own-rpc]",
+				st.BoundHTTPRoutes, st.BoundGRPCRoutes, st.BoundCount)
 		}
 		var r *gatewayv1.HTTPRoute
 		eventually(ctx, t, time.Minute, func() (bool, string) {
@@ -351,6 +355,20 @@ func GatewaySpec(ctx context.Context, t *testing.T, inputGetter func() GatewaySp
 			code, body, err := in.Fabric.Get(ctx, fmt.Sprintf("%s:%d", ips[0], traefik.Ports().HTTP), host)
 			return err == nil && code == 200 && strings.Contains(body, "hello from web in ns-b"),
 				fmt.Sprintf("%s via the claimed router %s: %d %q %v", host, ips[0], code, body, err)
+		})
+		// Its GRPCRoute too: on the claimed shard, answered over h2c by its own routers.
+		rpc := &gatewayv1.GRPCRoute{}
+		eventually(ctx, t, time.Minute, func() (bool, string) {
+			must(t, u.Client.Get(ctx, client.ObjectKey{Namespace: "ns-b", Name: "own-rpc"}, rpc))
+			return rpc.Labels[v1alpha1.ShardLabel] == shard && len(rpc.Spec.Hostnames) == 1,
+				fmt.Sprintf("GRPCRoute ns-b/own-rpc on shard %q, hostnames %v", rpc.Labels[v1alpha1.ShardLabel], rpc.Spec.Hostnames)
+		})
+		rpcHost := string(rpc.Spec.Hostnames[0])
+		eventually(ctx, t, time.Minute, func() (bool, string) {
+			status, text, err := in.Fabric.GRPCCall(ctx, fmt.Sprintf("%s:%d", ips[0], traefik.Ports().HTTP), rpcHost,
+				"/shop.Catalog/List", nil)
+			return err == nil && status == "0" && strings.Contains(text, "hello from web in ns-b"),
+				fmt.Sprintf("gRPC %s via the claimed router %s: status %q, %q, %v", rpcHost, ips[0], status, text, err)
 		})
 	})
 }

@@ -64,17 +64,29 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, clusteraccess.DescribeError("read the user cluster's IngressClaims", err)
 	}
 	in := claims.Input{Settings: ci.Spec.Claims, Records: ci.Status.Claims, ClusterDomain: ci.Status.Domain,
-		Ingresses: map[string]bool{}, HTTPRoutes: map[string]bool{}, Ready: map[string]int32{}, HeldHosts: map[string]string{},
-		Now: r.now(), Grace: r.ReclaimGrace, DefaultFlavour: ci.Spec.DefaultFlavour()}
+		Ingresses: map[string]bool{}, HTTPRoutes: map[string]bool{}, GRPCRoutes: map[string]bool{},
+		Ready: map[string]int32{}, HeldHosts: map[string]string{}, Now: r.now(), Grace: r.ReclaimGrace,
+		DefaultFlavour: ci.Spec.DefaultFlavour()}
 	caps := cluster.Capabilities()
 	in.WhyUnclaimable = func(f v1alpha1.Flavour) string {
 		why, _ := render.ClaimLimits(f, caps.AdmissionPolicy, caps.GatewayAPI.RoutersServe())
 		return why
 	}
-	in.WhyNoHTTPRoutes = func(f v1alpha1.Flavour) string {
-		_, why := render.ClaimLimits(f, caps.AdmissionPolicy, caps.GatewayAPI.RoutersServe())
-		return why
+	// A Gateway API kind is not bound where the claim's routers serve no Gateway API route, or
+	// where the cluster does not serve the kind to Shardgate (its CRD, or its role, lacks it).
+	whyNot := func(k routekinds.Kind) func(v1alpha1.Flavour) string {
+		return func(f v1alpha1.Flavour) string {
+			if _, why := render.ClaimLimits(f, caps.AdmissionPolicy, caps.GatewayAPI.RoutersServe()); why != "" {
+				return why
+			}
+			if caps.Unserved[k.GroupVersionKind()] {
+				return fmt.Sprintf("the cluster does not serve %ss to Shardgate (its condition GatewayAPIAvailable says why)",
+					k.Name())
+			}
+			return ""
+		}
 	}
+	in.WhyNoHTTPRoutes, in.WhyNoGRPCRoutes = whyNot(routekinds.HTTPRoute{}), whyNot(routekinds.GRPCRoute{})
 	for _, s := range ci.Spec.ShardsOrDefault() {
 		in.ProfileShards = append(in.ProfileShards, s.Name)
 	}
@@ -176,8 +188,8 @@ func writeStatus(ctx context.Context, w client.Client, c *v1alpha1.IngressClaim,
 	ci *v1alpha1.ClusterIngress, ready map[string]int32, uncovered bool) error {
 	st := *c.Status.DeepCopy()
 	st.Phase, st.Shard, st.ReadyReplicas, st.Domain = rec.Phase, rec.Shard, ready[rec.Shard], ""
-	st.BoundIngresses, st.BoundHTTPRoutes = rec.Ingresses, rec.HTTPRoutes
-	st.BoundCount = int32(len(rec.Ingresses) + len(rec.HTTPRoutes))
+	st.BoundIngresses, st.BoundHTTPRoutes, st.BoundGRPCRoutes = rec.Ingresses, rec.HTTPRoutes, rec.GRPCRoutes
+	st.BoundCount = int32(rec.Bound())
 	st.Flavour, st.IngressClassName = "", ""
 	if rec.Shard != "" {
 		st.Domain = names.ShardDomain(rec.Shard, ci.Status.Domain)
@@ -233,12 +245,14 @@ func (r *Reconciler) now() time.Time {
 	return r.Clock.Now()
 }
 
-// routes adds to in the Ingresses and HTTPRoutes that exist (what claims may name: spec.ingresses,
-// spec.httpRoutes; HTTPRoutes where the cluster serves Gateway API) and the hosts every route holds, whatever its kind: a host held by a route of one namespace is
-// not another namespace's to claim.
+// routes adds to in the routes that exist of each kind claims may name (spec.ingresses,
+// spec.httpRoutes, spec.grpcRoutes; a Gateway API kind where the cluster serves it) and the hosts
+// every route holds, whatever its kind: a host held by a route of one namespace is not another
+// namespace's to claim.
 func (r *Reconciler) routes(ctx context.Context, cluster clusteraccess.Cluster, in *claims.Input) error {
 	claimable := map[schema.GroupVersionKind]map[string]bool{
-		routekinds.Ingress{}.GroupVersionKind(): in.Ingresses, routekinds.HTTPRoute{}.GroupVersionKind(): in.HTTPRoutes}
+		routekinds.Ingress{}.GroupVersionKind(): in.Ingresses, routekinds.HTTPRoute{}.GroupVersionKind(): in.HTTPRoutes,
+		routekinds.GRPCRoute{}.GroupVersionKind(): in.GRPCRoutes}
 	for _, k := range cluster.RouteKinds() {
 		list := k.NewList()
 		if err := cluster.Reader().List(ctx, list, client.UnsafeDisableDeepCopy); err != nil {
