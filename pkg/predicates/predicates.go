@@ -158,8 +158,8 @@ func runningFlavoursKey(ci *v1alpha1.ClusterIngress) string {
 func ClaimsKey(ci *v1alpha1.ClusterIngress) string {
 	var b strings.Builder
 	for _, c := range ci.Status.Claims {
-		fmt.Fprintf(&b, "%s/%s=%s,%s,%s,%d,%s,%s,%v,%v;", c.Namespace, c.Name, c.Shard, c.Flavour, c.Image, c.Replicas,
-			c.Resources.String(), c.Phase, c.Ingresses, c.HTTPRoutes)
+		fmt.Fprintf(&b, "%s/%s=%s,%s,%s,%d,%s,%s,%v,%v,%v;", c.Namespace, c.Name, c.Shard, c.Flavour, c.Image, c.Replicas,
+			c.Resources.String(), c.Phase, c.Ingresses, c.HTTPRoutes, c.GRPCRoutes)
 	}
 	return b.String()
 }

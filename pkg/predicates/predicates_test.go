@@ -44,3 +44,30 @@ func TestPredicates(t *testing.T) {
 		}
 	}
 }
+
+// TestClaimsChangedByWhatAClaimBinds: a claim binding another route of any kind wakes the
+// controllers that follow claims (allocation pins the route, DNS names the shard); a new message
+// alone does not.
+func TestClaimsChangedByWhatAClaimBinds(t *testing.T) {
+	base := func() *v1alpha1.ClusterIngress {
+		return &v1alpha1.ClusterIngress{Status: v1alpha1.ClusterIngressStatus{Claims: []v1alpha1.ClaimRecord{{
+			Namespace: "a", Name: "shop", Shard: "shop-a", Phase: v1alpha1.ClaimBound, Message: "m"}}}}
+	}
+	for _, tt := range []struct {
+		name   string
+		mutate func(*v1alpha1.ClaimRecord)
+		want   bool
+	}{
+		{"an Ingress", func(c *v1alpha1.ClaimRecord) { c.Ingresses = []string{"web"} }, true},
+		{"an HTTPRoute", func(c *v1alpha1.ClaimRecord) { c.HTTPRoutes = []string{"web"} }, true},
+		{"a GRPCRoute", func(c *v1alpha1.ClaimRecord) { c.GRPCRoutes = []string{"rpc"} }, true},
+		{"the phase", func(c *v1alpha1.ClaimRecord) { c.Phase = v1alpha1.ClaimReleased }, true},
+		{"the message only", func(c *v1alpha1.ClaimRecord) { c.Message = "n" }, false},
+	} {
+		n := base()
+		tt.mutate(&n.Status.Claims[0])
+		if got := ClaimsChanged.Update(event.UpdateEvent{ObjectOld: base(), ObjectNew: n}); got != tt.want {
+			t.Errorf("%s: ClaimsChanged %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
