@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"strings"
 	"time"
 
@@ -113,20 +114,28 @@ func routePatch(k routekinds.Kind, o, want client.Object) map[string]any {
 	return patch
 }
 
-// specPatch is the merge patch of a spec: the new spec whole, with null for each top-level field
-// it no longer has (a merge patch leaves out what it does not name: the default backend Tell takes
-// away would stay).
+// specPatch is the merge patch of a spec: each top-level field that changed, whole, and null for
+// each it no longer has (a merge patch leaves out what it does not name: the default backend Tell
+// takes away would stay). A field that did not change is not named, so the API server keeps it as
+// it is: a route's rules may carry fields of a newer API version than the types Shardgate decodes
+// into, which writing them back would drop.
 func specPatch(from, to any) any {
 	var old, nu map[string]any
 	if toMap(from, &old) != nil || toMap(to, &nu) != nil {
 		return to
 	}
-	for k := range old {
-		if _, ok := nu[k]; !ok {
-			nu[k] = nil
+	patch := map[string]any{}
+	for k, v := range nu {
+		if was, ok := old[k]; !ok || !reflect.DeepEqual(was, v) {
+			patch[k] = v
 		}
 	}
-	return nu
+	for k := range old {
+		if _, ok := nu[k]; !ok {
+			patch[k] = nil
+		}
+	}
+	return patch
 }
 
 // toMap turns v into its JSON object form.
