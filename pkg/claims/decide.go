@@ -49,6 +49,10 @@ type Input struct {
 	// of the kind ("": they would): the cluster serves no Gateway API or not the kind, or the
 	// flavour's routers serve none. nil: they do.
 	WhyNoHTTPRoutes, WhyNoGRPCRoutes func(v1alpha1.Flavour) string
+	// Unreadable are the Gateway API kinds ("HTTPRoute", "GRPCRoute") the cluster does not serve
+	// to Shardgate now, though nobody turned them off on purpose (a role without the kind, a CRD
+	// gone): an admitted claim keeps what it bound of them meanwhile.
+	Unreadable map[string]bool
 	// ClusterDomain is <clusterid>.<zone> ("" while not accepted yet).
 	ClusterDomain string
 	// Ingresses, HTTPRoutes and GRPCRoutes are the cluster's routes of each kind a claim may name,
@@ -128,7 +132,8 @@ func Decide(in Input) Output {
 		if admitted {
 			runs = cmp.Or(rec.Flavour, in.DefaultFlavour)
 		}
-		noHTTP, noGRPC := why(in.WhyNoHTTPRoutes, runs), why(in.WhyNoGRPCRoutes, runs)
+		noHTTP := gatewayWhy(in.WhyNoHTTPRoutes, runs, in.DefaultFlavour)
+		noGRPC := gatewayWhy(in.WhyNoGRPCRoutes, runs, in.DefaultFlavour)
 		// Why none of the routes it names would be served, when none would: the claim would hold
 		// routers that serve nothing.
 		noRoutes := servesNone(c.Spec, noHTTP, noGRPC)
@@ -177,12 +182,10 @@ func Decide(in Input) Output {
 		released := rec.ReleasedGeneration != 0
 		if !released {
 			rec.Ingresses = bind(c, c.Spec.Ingresses, in.Ingresses, boundBy["Ingress"])
-			if noHTTP == "" {
-				rec.HTTPRoutes = bind(c, c.Spec.HTTPRoutes, in.HTTPRoutes, boundBy["HTTPRoute"])
-			}
-			if noGRPC == "" {
-				rec.GRPCRoutes = bind(c, c.Spec.GRPCRoutes, in.GRPCRoutes, boundBy["GRPCRoute"])
-			}
+			rec.HTTPRoutes = bindGateway(c, c.Spec.HTTPRoutes, in.HTTPRoutes, boundBy["HTTPRoute"], noHTTP,
+				keep(admitted, in.Unreadable["HTTPRoute"], prev.HTTPRoutes, c.Spec.HTTPRoutes))
+			rec.GRPCRoutes = bindGateway(c, c.Spec.GRPCRoutes, in.GRPCRoutes, boundBy["GRPCRoute"], noGRPC,
+				keep(admitted, in.Unreadable["GRPCRoute"], prev.GRPCRoutes, c.Spec.GRPCRoutes))
 		}
 		bound := rec.Bound()
 		graceNote := ""
@@ -221,7 +224,9 @@ func Decide(in Input) Output {
 				fmt.Sprintf("shard %s: %d ready routers serving %s", rec.Shard, ready, servingText(rec))
 		}
 		rec.Message += graceNote
-		rec.Message += unboundNote(c.Spec, noHTTP, noGRPC)
+		rec.Message += unboundNote([]gatewayNote{
+			{"HTTPRoutes", len(c.Spec.HTTPRoutes) > 0, noHTTP, admitted && in.Unreadable["HTTPRoute"] && len(rec.HTTPRoutes) > 0},
+			{"GRPCRoutes", len(c.Spec.GRPCRoutes) > 0, noGRPC, admitted && in.Unreadable["GRPCRoute"] && len(rec.GRPCRoutes) > 0}})
 		if edit := strings.Join(slices.DeleteFunc([]string{problem, invalid}, func(p string) bool { return p == "" }), "; "); edit != "" {
 			rec.Reason, rec.Message = v1alpha1.ReasonClaimEditRefused, "the edit is refused ("+edit+"); the admitted replicas and resources stay"
 		}
@@ -277,20 +282,79 @@ func servingText(rec v1alpha1.ClaimRecord) string {
 	return text
 }
 
-// unboundNote says which kinds of route spec names are not bound, and why: "" when all may be.
-func unboundNote(spec v1alpha1.IngressClaimSpec, noHTTP, noGRPC string) string {
-	httpOut, grpcOut := noHTTP != "" && len(spec.HTTPRoutes) > 0, noGRPC != "" && len(spec.GRPCRoutes) > 0
+// bindGateway binds the routes of a Gateway API kind claim c names (bind) where its routers serve
+// the kind (why is ""); kept (keep) are bound as they were, whatever why says.
+func bindGateway(c Claim, refs []corev1.LocalObjectReference, exist map[string]bool, boundBy map[string]string,
+	why string, kept []string) []string {
 	switch {
-	case httpOut && grpcOut && noHTTP == noGRPC:
-		return "; its HTTPRoutes and GRPCRoutes are not bound: " + noHTTP
-	case httpOut && grpcOut:
-		return "; its HTTPRoutes are not bound: " + noHTTP + "; its GRPCRoutes are not bound: " + noGRPC
-	case httpOut:
-		return "; its HTTPRoutes are not bound: " + noHTTP
-	case grpcOut:
-		return "; its GRPCRoutes are not bound: " + noGRPC
+	case kept != nil:
+		for _, name := range kept {
+			boundBy[c.Namespace+"/"+name] = c.Key()
+		}
+		return kept
+	case why != "":
+		return nil
 	}
-	return ""
+	return bind(c, refs, exist, boundBy)
+}
+
+// keep is what an admitted claim keeps bound of a Gateway API kind the cluster does not serve to
+// Shardgate now (unreadable): what it bound before (before) that it still names (refs). Whether
+// those routes still exist is unknown, and counting them gone would reclaim the claim (Delete:
+// delete it) on what could not be read. nil: bind as usual.
+func keep(admitted, unreadable bool, before []string, refs []corev1.LocalObjectReference) []string {
+	if !admitted || !unreadable {
+		return nil
+	}
+	var out []string
+	for _, name := range before {
+		if slices.ContainsFunc(refs, func(r corev1.LocalObjectReference) bool { return r.Name == name }) {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// gatewayWhy says why a claim's routers of flavour runs would serve no route of a Gateway API kind
+// (f, the kind's Input.WhyNo...): the kind's routes ask for the cluster's default flavour's
+// routers (its parent Gateway is one per cluster), so another flavour's claim never serves them.
+func gatewayWhy(f func(v1alpha1.Flavour) string, runs, defaultFlavour v1alpha1.Flavour) string {
+	if runs != defaultFlavour {
+		return fmt.Sprintf("Gateway API routes go to the cluster's default flavour's routers (%s), not %s",
+			shown(defaultFlavour), shown(runs))
+	}
+	return why(f, runs)
+}
+
+// gatewayNote is what a claim's message says of one Gateway API kind it names.
+type gatewayNote struct {
+	kinds string // "HTTPRoutes"
+	named bool   // the claim names some
+	why   string // why they are not bound ("": they are)
+	kept  bool   // the cluster does not serve the kind now: those bound before stay bound
+}
+
+// unboundNote says which kinds of route a claim names are not bound (or kept as they were), and
+// why, kinds with one reason together: "" when all may be bound.
+func unboundNote(notes []gatewayNote) string {
+	var b strings.Builder
+	for i := 0; i < len(notes); i++ {
+		n := notes[i]
+		if !n.named || n.why == "" {
+			continue
+		}
+		kinds := n.kinds
+		for i+1 < len(notes) && notes[i+1].named && notes[i+1].why == n.why && notes[i+1].kept == n.kept {
+			i++
+			kinds += " and " + notes[i].kinds
+		}
+		state := "are not bound"
+		if n.kept {
+			state = "cannot be read now (those it bound stay bound)"
+		}
+		fmt.Fprintf(&b, "; its %s %s: %s", kinds, state, n.why)
+	}
+	return b.String()
 }
 
 // servesNone says why none of the routes spec names would be served (each Gateway API kind it

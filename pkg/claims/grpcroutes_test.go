@@ -106,3 +106,27 @@ func TestGRPCRouteKeepsItsClaimBound(t *testing.T) {
 		t.Errorf("with no route left: %+v", r)
 	}
 }
+
+// TestAnUnreadableKindKeepsWhatTheClaimBound: while the cluster does not serve GRPCRoutes to
+// Shardgate (not turned off on purpose), an admitted claim keeps the GRPCRoutes it bound that it
+// still names, says so, and no reclaim grace starts; a new claim binds none of them.
+func TestAnUnreadableKindKeepsWhatTheClaimBound(t *testing.T) {
+	const why = "the cluster does not serve GRPCRoutes to Shardgate"
+	c := grpcClaim("first", 1, nil, []string{"rpc"})
+	rec := v1alpha1.ClaimRecord{Namespace: "a", Name: "first", Shard: "first-a", Replicas: 1, EverBound: true,
+		GRPCRoutes: []string{"dropped", "rpc"}}
+	in := Input{Settings: v1alpha1.ClaimSettings{Allowed: true, MaxPerNamespace: 2}, DefaultFlavour: v1alpha1.FlavourTraefik,
+		Claims: []Claim{c, grpcClaim("second", 2, []string{"web"}, []string{"rpc2"})}, Records: []v1alpha1.ClaimRecord{rec},
+		HTTPRoutes: map[string]bool{"a/web": true}, WhyNoGRPCRoutes: func(v1alpha1.Flavour) string { return why },
+		Unreadable: map[string]bool{"GRPCRoute": true}, Ready: map[string]int32{"first-a": 1, "second-a": 1},
+		Now: t0, Grace: time.Minute}
+	out := Decide(in)
+	first, second := out.Records[0], out.Records[1]
+	if fmt.Sprint(first.GRPCRoutes) != "[rpc]" || first.IngressesGoneSince != nil || first.Phase != v1alpha1.ClaimBound ||
+		!strings.HasSuffix(first.Message, "; its GRPCRoutes cannot be read now (those it bound stay bound): "+why) {
+		t.Errorf("admitted: %s %v gone since %v: %s", first.Phase, first.GRPCRoutes, first.IngressesGoneSince, first.Message)
+	}
+	if len(second.GRPCRoutes) != 0 || !strings.HasSuffix(second.Message, "; its GRPCRoutes are not bound: "+why) {
+		t.Errorf("new: binds %v: %s", second.GRPCRoutes, second.Message)
+	}
+}

@@ -47,6 +47,7 @@ func TestReview40UnservedGRPCRoutesAreNotReclaimed(t *testing.T) {
 			// O drops grpcroutes from Shardgate's role: the kind is unserved, its routes not listed.
 			in.Records, in.GRPCRoutes = first.Records, map[string]bool{}
 			in.WhyNoGRPCRoutes = func(v1alpha1.Flavour) string { return noGRPC }
+			in.Unreadable = map[string]bool{"GRPCRoute": true}
 			out := Decide(in)
 			r := out.Records[0]
 			if r.IngressesGoneSince != nil || strings.Contains(r.Message, "every route it named is gone") {
@@ -66,7 +67,7 @@ func TestReview40UnservedGRPCRoutesAreNotReclaimed(t *testing.T) {
 			// The role is fixed: the GRPCRoute is listed again, and the claim must bind it again.
 			if len(out.Records) == 1 {
 				in.Records, in.Now = out.Records, t0.Add(3*time.Minute)
-				in.GRPCRoutes = map[string]bool{"a/orders": true}
+				in.GRPCRoutes, in.Unreadable = map[string]bool{"a/orders": true}, nil
 				in.WhyNoGRPCRoutes = func(f v1alpha1.Flavour) string { _, why := render.ClaimLimits(f, true, true); return why }
 				out = Decide(in)
 				if r := out.Records[0]; len(r.GRPCRoutes) != 1 || r.Phase != v1alpha1.ClaimBound {

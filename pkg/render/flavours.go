@@ -141,8 +141,9 @@ func ReadsAnnotations(s v1alpha1.ShardSpec) []string {
 // ClaimLimits say, for a cluster with the given capabilities, why a new IngressClaim may not have
 // flavour f (unclaimable: its routers read tenants' annotations and the cluster serves no
 // ValidatingAdmissionPolicy to keep them out, or this binary renders no such flavour), and why
-// its claimed routers would serve no HTTPRoute (noHTTPRoutes); "" each when nothing stands in the way.
-func ClaimLimits(f v1alpha1.Flavour, admissionPolicy, gatewayAPI bool) (unclaimable, noHTTPRoutes string) {
+// its claimed routers would serve no Gateway API route (noGatewayRoutes: HTTPRoutes, GRPCRoutes); ""
+// each when nothing stands in the way.
+func ClaimLimits(f v1alpha1.Flavour, admissionPolicy, gatewayAPI bool) (unclaimable, noGatewayRoutes string) {
 	flavour, ok := FlavourFor(f)
 	switch {
 	case !ok:
@@ -153,9 +154,9 @@ func ClaimLimits(f v1alpha1.Flavour, admissionPolicy, gatewayAPI bool) (unclaima
 	}
 	switch {
 	case !gatewayAPI:
-		noHTTPRoutes = "the cluster serves no Gateway API (the ClusterIngress' GatewayAPIAvailable says why)"
+		noGatewayRoutes = "the cluster serves no Gateway API (the ClusterIngress' GatewayAPIAvailable says why)"
 	case flavour.GatewayClassController() == "":
-		noHTTPRoutes = string(f) + " routers serve no HTTPRoute"
+		noGatewayRoutes = string(f) + " routers serve no Gateway API route"
 	}
-	return unclaimable, noHTTPRoutes
+	return unclaimable, noGatewayRoutes
 }

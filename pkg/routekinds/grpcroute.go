@@ -14,8 +14,7 @@ import (
 // API route kind is (gatewayKind): attached to the parent Gateway, it gets a shard, a default
 // hostname when it has none and the shard's Gateway among its parentRefs, and that shard's routers
 // serve it over HTTP/2 (h2c on the HTTP listener, h2 on HTTPS) to its backends. An IngressClaim
-// names no GRPCRoutes (its API has Ingresses and HTTPRoutes), and the canary checks each shard
-// through an HTTPRoute.
+// binds those it names in spec.grpcRoutes; the canary checks each shard through an HTTPRoute.
 type GRPCRoute struct{ gatewayKind }
 
 var _ Kind = GRPCRoute{}

@@ -87,6 +87,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 	}
 	in.WhyNoHTTPRoutes, in.WhyNoGRPCRoutes = whyNot(routekinds.HTTPRoute{}), whyNot(routekinds.GRPCRoute{})
+	// Not served, yet not turned off on purpose: admitted claims keep what they bound of the kind.
+	in.Unreadable = map[string]bool{}
+	if caps.GatewayAPI.Reason != v1alpha1.ReasonGatewayAPIDisabled {
+		for _, k := range []routekinds.Kind{routekinds.HTTPRoute{}, routekinds.GRPCRoute{}} {
+			in.Unreadable[k.Name()] = !caps.GatewayAPI.RoutersServe() || caps.Unserved[k.GroupVersionKind()]
+		}
+	}
 	for _, s := range ci.Spec.ShardsOrDefault() {
 		in.ProfileShards = append(in.ProfileShards, s.Name)
 	}
