@@ -54,11 +54,9 @@ define reaped
 	hack/reap.sh $(RUN_DIR) || { [ $$rc -ne 0 ] || rc=1; }; exit $$rc
 endef
 
-# Unit, envtest and end-to-end tests against real control planes, BIND and external-dns. The
-# end-to-end package is named first: go test starts packages in the order named, and the longest
-# one started last (./... sorts it near the end) would leave the other lane idle for its last half.
+# Unit, envtest and end-to-end tests against real control planes, BIND and external-dns.
 test: tools
-	$(call reaped,$(GO) test -count=1 -timeout $(TEST_TIMEOUT) $(TESTFLAGS) ./test/e2e/ ./...)
+	$(call reaped,$(GO) test -count=1 -timeout $(TEST_TIMEOUT) $(TESTFLAGS) ./...)
 
 CONTROLLER_PKGS = $(shell $(GO) list ./pkg/controller/... | paste -sd, -)
 
