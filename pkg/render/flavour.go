@@ -155,6 +155,9 @@ type Ports struct {
 type HTTPGet struct {
 	Path string
 	Port int32
+	// Settle (readiness only) is how many answers in a row, one probe period (5 s) apart, make the
+	// router ready (0: one): for a router that answers before all its routes are loaded.
+	Settle int32
 }
 
 // Canary is a flavour's canary route: a request for Path on the routers' Port, through the

@@ -140,7 +140,8 @@ func deployment(f Flavour, in RenderInput, router Router, name string, labels ma
 		{Name: "admin", ContainerPort: ports.Admin, Protocol: corev1.ProtocolTCP},
 	}
 	container.Resources = s.Resources
-	container.ReadinessProbe = &corev1.Probe{ProbeHandler: httpGet(f.Readiness()), PeriodSeconds: 5, FailureThreshold: 2}
+	container.ReadinessProbe = &corev1.Probe{ProbeHandler: httpGet(f.Readiness()), PeriodSeconds: 5, FailureThreshold: 2,
+		SuccessThreshold: max(f.Readiness().Settle, 1)}
 	container.LivenessProbe = &corev1.Probe{ProbeHandler: httpGet(f.Health()), PeriodSeconds: 10, FailureThreshold: 3}
 	container.Lifecycle = &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Sleep: &corev1.SleepAction{Seconds: preStop}}}
 	container.SecurityContext = routerSecurityContext(hostNet)

@@ -58,8 +58,11 @@ func (Traefik) Ports() Ports {
 // Health implements Flavour: Traefik's ping on its admin entry point.
 func (Traefik) Health() HTTPGet { return HTTPGet{Path: "/ping", Port: traefikAdminPort} }
 
-// Readiness implements Flavour: the same ping, which answers once the providers are started.
-func (Traefik) Readiness() HTTPGet { return HTTPGet{Path: "/ping", Port: traefikAdminPort} }
+// Readiness implements Flavour: the same ping, answered twice in a row. Traefik answers it once
+// its internal provider's routes are loaded, which may be a second or two before its Kubernetes
+// provider's (a CI run saw a router turn ready, enter DNS and answer a user's host 404 1.4 s
+// later); five more seconds let them load before DNS and the Service send it requests.
+func (Traefik) Readiness() HTTPGet { return HTTPGet{Path: "/ping", Port: traefikAdminPort, Settle: 2} }
 
 // Canary implements Flavour: the routers' own ping ("OK"), reached through the same entry point,
 // host routing and Service endpoints as any user's route.
