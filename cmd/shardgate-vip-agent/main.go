@@ -78,6 +78,11 @@ func runAgent(ctx context.Context) {
 	flag.StringVar(&o.RouterURL, "router-url", "", "answers 200 while the local router serves "+
 		"(its flavour's readiness, which Shardgate renders; required)")
 	flag.DurationVar(&o.ProbeInterval, "probe-interval", 200*time.Millisecond, "router probe interval and timeout")
+	// From the environment too: Shardgate renders it as ROUTER_SETTLE, which an older agent image
+	// ignores where an unknown flag would stop it.
+	settle, _ := time.ParseDuration(os.Getenv("ROUTER_SETTLE"))
+	flag.DurationVar(&o.RouterSettle, "router-settle", settle, "how long the router must answer without a miss "+
+		"before it counts as serving (default: $ROUTER_SETTLE, else 0)")
 	flag.DurationVar(&o.ReloadCheck, "reload-check", time.Second, "how often the configuration is compared")
 	shard := flag.String("shard", "", "the shard (names the nodes' report Leases)")
 	namespace := flag.String("namespace", "shardgate-system", "namespace of the ConfigMap and the report Leases")

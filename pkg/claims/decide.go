@@ -183,9 +183,9 @@ func Decide(in Input) Output {
 		if !released {
 			rec.Ingresses = bind(c, c.Spec.Ingresses, in.Ingresses, boundBy["Ingress"])
 			rec.HTTPRoutes = bindGateway(c, c.Spec.HTTPRoutes, in.HTTPRoutes, boundBy["HTTPRoute"], noHTTP,
-				keep(admitted, in.Unreadable["HTTPRoute"], prev.HTTPRoutes, c.Spec.HTTPRoutes))
+				keep(admitted && runs == in.DefaultFlavour, in.Unreadable["HTTPRoute"], prev.HTTPRoutes, c.Spec.HTTPRoutes))
 			rec.GRPCRoutes = bindGateway(c, c.Spec.GRPCRoutes, in.GRPCRoutes, boundBy["GRPCRoute"], noGRPC,
-				keep(admitted, in.Unreadable["GRPCRoute"], prev.GRPCRoutes, c.Spec.GRPCRoutes))
+				keep(admitted && runs == in.DefaultFlavour, in.Unreadable["GRPCRoute"], prev.GRPCRoutes, c.Spec.GRPCRoutes))
 		}
 		bound := rec.Bound()
 		graceNote := ""
@@ -298,7 +298,7 @@ func bindGateway(c Claim, refs []corev1.LocalObjectReference, exist map[string]b
 	return bind(c, refs, exist, boundBy)
 }
 
-// keep is what an admitted claim keeps bound of a Gateway API kind the cluster does not serve to
+// keep is what an admitted claim (of the flavour Gateway API routes ask for) keeps bound of a Gateway API kind the cluster does not serve to
 // Shardgate now (unreadable): what it bound before (before) that it still names (refs). Whether
 // those routes still exist is unknown, and counting them gone would reclaim the claim (Delete:
 // delete it) on what could not be read. nil: bind as usual.

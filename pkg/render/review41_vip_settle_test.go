@@ -2,7 +2,6 @@ package render
 
 import (
 	"net/netip"
-	"strings"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -44,7 +43,7 @@ func TestReview41VIPAgentIgnoresTheRoutersSettle(t *testing.T) {
 		var router, agent []string
 		for _, c := range d.Spec.Template.Spec.Containers {
 			if c.Name == vipAgentName {
-				agent = c.Args
+				agent = append(c.Args, "env")
 			} else if c.ReadinessProbe != nil {
 				router = append(router, c.Name)
 				if c.ReadinessProbe.SuccessThreshold < 2 {
@@ -55,10 +54,13 @@ func TestReview41VIPAgentIgnoresTheRoutersSettle(t *testing.T) {
 		if agent == nil || router == nil {
 			t.Fatalf("premise: no router or VIP agent in %s", o.GetName())
 		}
+		// Told in the environment (ROUTER_SETTLE), which an older agent image ignores.
 		told := false
-		for _, a := range agent {
-			if strings.Contains(a, "settle") || strings.Contains(a, "rise") || strings.Contains(a, "success") {
-				told = true
+		for _, c := range d.Spec.Template.Spec.Containers {
+			for _, e := range c.Env {
+				if c.Name == vipAgentName && e.Name == "ROUTER_SETTLE" && e.Value == "5s" {
+					told = true
+				}
 			}
 		}
 		if !told {

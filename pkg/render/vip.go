@@ -113,7 +113,7 @@ func vipRole() *rbacv1.ClusterRole {
 // VRRP adverts and gratuitous ARP with NET_ADMIN and NET_RAW, as root (a non-root process never
 // gets an added capability on a real kubelet), and no token (security item 23). Both drop every
 // other capability, never escalate and have a read-only root file system.
-func vipContainers(s v1alpha1.ShardSpec, routerURL string) []corev1.Container {
+func vipContainers(s v1alpha1.ShardSpec, routerURL string, routerSettle time.Duration) []corev1.Container {
 	image := VIPAgentImage
 	if s.VIP != nil && s.VIP.Image != "" {
 		image = s.VIP.Image
@@ -140,7 +140,11 @@ func vipContainers(s v1alpha1.ShardSpec, routerURL string) []corev1.Container {
 		Args: []string{"--shard=" + s.Name, "--node-name=$(NODE_NAME)", "--node-ip=$(NODE_IP)", "--namespace=$(POD_NAMESPACE)",
 			"--configmap=" + VIPConfigName(s.Name), "--agent-dir=" + vipAgentDir, "--run-dir=" + vipSupervisorDir,
 			"--router-url=" + routerURL},
-		Env:          append(node, env("POD_NAMESPACE", "metadata.namespace")),
+		Env: append(node, env("POD_NAMESPACE", "metadata.namespace"),
+			// The router's readiness settle (Flavour.Readiness): keepalived's priority brings a VIP
+			// home as soon as the agent says its router serves, which must not be before its routes
+			// are loaded. An environment variable, which an older agent image ignores.
+			corev1.EnvVar{Name: "ROUTER_SETTLE", Value: routerSettle.String()}),
 		VolumeMounts: dirs(vipAgentVolume),
 		SecurityContext: locked(&corev1.SecurityContext{
 			RunAsNonRoot: ptr.To(true), RunAsUser: ptr.To[int64](vipAgentUser), RunAsGroup: ptr.To[int64](vipAgentUser),

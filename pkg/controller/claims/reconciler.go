@@ -87,11 +87,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 	}
 	in.WhyNoHTTPRoutes, in.WhyNoGRPCRoutes = whyNot(routekinds.HTTPRoute{}), whyNot(routekinds.GRPCRoute{})
-	// Not served, yet not turned off on purpose: admitted claims keep what they bound of the kind.
+	// Not listed here (not among the cluster's route kinds), yet not turned off on purpose:
+	// admitted claims keep what they bound of the kind. A kind that is listed is read, whatever
+	// its routers serve: a route gone from it is gone.
 	in.Unreadable = map[string]bool{}
 	if caps.GatewayAPI.Reason != v1alpha1.ReasonGatewayAPIDisabled {
+		listed := cluster.RouteKinds()
 		for _, k := range []routekinds.Kind{routekinds.HTTPRoute{}, routekinds.GRPCRoute{}} {
-			in.Unreadable[k.Name()] = !caps.GatewayAPI.RoutersServe() || caps.Unserved[k.GroupVersionKind()]
+			in.Unreadable[k.Name()] = !slices.ContainsFunc(listed, func(l routekinds.Kind) bool { return l.Name() == k.Name() })
 		}
 	}
 	for _, s := range ci.Spec.ShardsOrDefault() {

@@ -32,6 +32,9 @@ type Options struct {
 	RouterURL               string // answers 200 while the local router serves
 	// ProbeInterval between router probes (each with this timeout too).
 	ProbeInterval time.Duration
+	// RouterSettle is how long the router must answer without a miss before it counts as serving
+	// (its flavour's readiness settle; 0: at its first answer).
+	RouterSettle time.Duration
 	// ReloadCheck: how often the configuration is compared with the one loaded (and, before
 	// keepalived starts, how often the peers' reports are read).
 	ReloadCheck time.Duration
@@ -94,7 +97,7 @@ func Run(ctx context.Context, o Options) error {
 	reload := time.NewTicker(o.ReloadCheck)
 	defer reload.Stop()
 	client := &http.Client{Timeout: o.ProbeInterval}
-	healthy, written := false, time.Now()
+	healthy, written, answering, since := false, time.Now(), false, time.Now()
 	for {
 		select {
 		case <-ctx.Done():
@@ -109,7 +112,12 @@ func Run(ctx context.Context, o Options) error {
 			// A change is written at once; the same health again every second, because keepalived
 			// watches the file through inotify and a write that falls between its first read and
 			// its watch while it starts is otherwise never seen (its node stayed "unhealthy").
-			h := answers(ctx, client, o.RouterURL)
+			a := answers(ctx, client, o.RouterURL)
+			if a && !answering {
+				since = time.Now()
+			}
+			answering = a
+			h := settled(a, since, time.Now(), o.RouterSettle)
 			if !rewriteDue(h, healthy, time.Since(written)) {
 				continue
 			}

@@ -12,6 +12,13 @@ func rewriteDue(now, last bool, sinceWritten time.Duration) bool {
 	return now != last || sinceWritten >= time.Second
 }
 
+// settled says whether the router counts as serving: it answers now and has answered without a
+// miss since answeringSince for at least settle (a router may answer its health before all its
+// routes are loaded: Traefik's ping). A miss counts at once, so failover stays as fast.
+func settled(answers bool, answeringSince, now time.Time, settle time.Duration) bool {
+	return answers && now.Sub(answeringSince) >= settle
+}
+
 // reloadInput is what one of the agent's reload checks sees.
 type reloadInput struct {
 	Loaded   string   // the digest keepalived's supervisor says runs ("": none, or not a digest)

@@ -133,3 +133,25 @@ func TestHeartbeat(t *testing.T) {
 		})
 	}
 }
+
+// TestSettled: the router counts as serving only once it has answered without a miss for the
+// settle; a miss counts at once; with no settle, at its first answer.
+func TestSettled(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name    string
+		answers bool
+		since   time.Duration // answering for
+		settle  time.Duration
+		want    bool
+	}{
+		{"no settle: first answer", true, 0, 0, true},
+		{"within the settle", true, 4 * time.Second, 5 * time.Second, false},
+		{"settled", true, 5 * time.Second, 5 * time.Second, true},
+		{"a miss counts at once", false, time.Minute, 5 * time.Second, false},
+	} {
+		if got := settled(tc.answers, t0, t0.Add(tc.since), tc.settle); got != tc.want {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
