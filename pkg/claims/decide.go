@@ -182,10 +182,11 @@ func Decide(in Input) Output {
 		released := rec.ReleasedGeneration != 0
 		if !released {
 			rec.Ingresses = bind(c, c.Spec.Ingresses, in.Ingresses, boundBy["Ingress"])
+			keeps := admitted && runs == in.DefaultFlavour
 			rec.HTTPRoutes = bindGateway(c, c.Spec.HTTPRoutes, in.HTTPRoutes, boundBy["HTTPRoute"], noHTTP,
-				keep(admitted && runs == in.DefaultFlavour, in.Unreadable["HTTPRoute"], prev.HTTPRoutes, c.Spec.HTTPRoutes))
+				keep(keeps, in.Unreadable["HTTPRoute"], prev.HTTPRoutes, c.Spec.HTTPRoutes))
 			rec.GRPCRoutes = bindGateway(c, c.Spec.GRPCRoutes, in.GRPCRoutes, boundBy["GRPCRoute"], noGRPC,
-				keep(admitted && runs == in.DefaultFlavour, in.Unreadable["GRPCRoute"], prev.GRPCRoutes, c.Spec.GRPCRoutes))
+				keep(keeps, in.Unreadable["GRPCRoute"], prev.GRPCRoutes, c.Spec.GRPCRoutes))
 		}
 		bound := rec.Bound()
 		graceNote := ""
@@ -224,9 +225,10 @@ func Decide(in Input) Output {
 				fmt.Sprintf("shard %s: %d ready routers serving %s", rec.Shard, ready, servingText(rec))
 		}
 		rec.Message += graceNote
+		kept := func(kind string, bound []string) bool { return admitted && in.Unreadable[kind] && len(bound) > 0 }
 		rec.Message += unboundNote([]gatewayNote{
-			{"HTTPRoutes", len(c.Spec.HTTPRoutes) > 0, noHTTP, admitted && in.Unreadable["HTTPRoute"] && len(rec.HTTPRoutes) > 0},
-			{"GRPCRoutes", len(c.Spec.GRPCRoutes) > 0, noGRPC, admitted && in.Unreadable["GRPCRoute"] && len(rec.GRPCRoutes) > 0}})
+			{"HTTPRoutes", len(c.Spec.HTTPRoutes) > 0, noHTTP, kept("HTTPRoute", rec.HTTPRoutes)},
+			{"GRPCRoutes", len(c.Spec.GRPCRoutes) > 0, noGRPC, kept("GRPCRoute", rec.GRPCRoutes)}})
 		if edit := strings.Join(slices.DeleteFunc([]string{problem, invalid}, func(p string) bool { return p == "" }), "; "); edit != "" {
 			rec.Reason, rec.Message = v1alpha1.ReasonClaimEditRefused, "the edit is refused ("+edit+"); the admitted replicas and resources stay"
 		}
@@ -298,8 +300,9 @@ func bindGateway(c Claim, refs []corev1.LocalObjectReference, exist map[string]b
 	return bind(c, refs, exist, boundBy)
 }
 
-// keep is what an admitted claim (of the flavour Gateway API routes ask for) keeps bound of a Gateway API kind the cluster does not serve to
-// Shardgate now (unreadable): what it bound before (before) that it still names (refs). Whether
+// keep is what an admitted claim (of the flavour Gateway API routes ask for) keeps bound of a
+// Gateway API kind the cluster does not serve to Shardgate now (unreadable): what it bound before
+// (before) that it still names (refs). Whether
 // those routes still exist is unknown, and counting them gone would reclaim the claim (Delete:
 // delete it) on what could not be read. nil: bind as usual.
 func keep(admitted, unreadable bool, before []string, refs []corev1.LocalObjectReference) []string {

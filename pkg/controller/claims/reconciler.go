@@ -94,7 +94,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if caps.GatewayAPI.Reason != v1alpha1.ReasonGatewayAPIDisabled {
 		listed := cluster.RouteKinds()
 		for _, k := range []routekinds.Kind{routekinds.HTTPRoute{}, routekinds.GRPCRoute{}} {
-			in.Unreadable[k.Name()] = !slices.ContainsFunc(listed, func(l routekinds.Kind) bool { return l.Name() == k.Name() })
+			isK := func(l routekinds.Kind) bool { return l.Name() == k.Name() }
+			in.Unreadable[k.Name()] = !slices.ContainsFunc(listed, isK)
 		}
 	}
 	for _, s := range ci.Spec.ShardsOrDefault() {
