@@ -302,9 +302,8 @@ func bindGateway(c Claim, refs []corev1.LocalObjectReference, exist map[string]b
 
 // keep is what an admitted claim (of the flavour Gateway API routes ask for) keeps bound of a
 // Gateway API kind the cluster does not serve to Shardgate now (unreadable): what it bound before
-// (before) that it still names (refs). Whether
-// those routes still exist is unknown, and counting them gone would reclaim the claim (Delete:
-// delete it) on what could not be read. nil: bind as usual.
+// (before) that it still names (refs). Whether those routes still exist is unknown, and counting
+// them gone would reclaim the claim (Delete: delete it) on what could not be read. nil: bind as usual.
 func keep(admitted, unreadable bool, before []string, refs []corev1.LocalObjectReference) []string {
 	if !admitted || !unreadable {
 		return nil
