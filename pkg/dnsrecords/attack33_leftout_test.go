@@ -178,7 +178,7 @@ func TestAttack33HostNetworkSickNodeIsNamedNowhere(t *testing.T) {
 	// As the node lifecycle controller leaves them: node-2's router marked NotReady with its node.
 	pods := []corev1.Pod{router("r1", "node-1", corev1.ConditionTrue), router("r2", "node-2", corev1.ConditionFalse)}
 	p := Desired(Input{Settings: defaults(), Shards: []ShardInput{{Name: "default", Domain: "c1.z",
-		Nodes: TargetNodes(shard, nodes, pods), RouterNodes: RouterNodes(shard, nodes, pods)}}})
+		Nodes: settledTargets(shard, nodes, pods), RouterNodes: RouterNodes(shard, nodes, pods)}}})
 	if !slices.ContainsFunc(p.Shards[0].LeftOut, func(n v1alpha1.NodeLeftOut) bool { return n.Name == "node-2" }) {
 		t.Errorf("node-2 (kubelet gone, its router pod marked NotReady) is named nowhere: ready %v, left out %v",
 			p.Shards[0].ReadyNodes, p.Shards[0].LeftOut)

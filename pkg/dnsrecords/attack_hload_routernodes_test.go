@@ -32,7 +32,7 @@ func TestAttackHLoadEvictedRouterNamesCordonedNode(t *testing.T) {
 		router("r2-evicted", "node-2", corev1.PodFailed, corev1.ConditionFalse),
 		router("r2", "node-3", corev1.PodRunning, corev1.ConditionTrue)}
 	p := Desired(Input{Settings: defaults(), Shards: []ShardInput{{Name: "default", Domain: "c1.z",
-		Nodes: TargetNodes(shard, nodes, pods), RouterNodes: RouterNodes(shard, nodes, pods)}}})
+		Nodes: settledTargets(shard, nodes, pods), RouterNodes: RouterNodes(shard, nodes, pods)}}})
 	if slices.ContainsFunc(p.Shards[0].LeftOut, func(n v1alpha1.NodeLeftOut) bool { return n.Name == "node-2" }) {
 		t.Errorf("node-2 runs no router (only an evicted, Failed pod object): left out %+v, ready %v",
 			p.Shards[0].LeftOut, p.Shards[0].ReadyNodes)

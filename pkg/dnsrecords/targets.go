@@ -3,6 +3,7 @@ package dnsrecords
 import (
 	"net/netip"
 	"slices"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -11,13 +12,15 @@ import (
 )
 
 // TargetNodes returns the nodes whose addresses a HostNetwork or NodePort shard publishes:
-//   - HostNetwork: nodes running a Ready, non-terminating router pod of the shard;
+//   - HostNetwork: nodes running a non-terminating router pod of the shard that has been Ready
+//     for settle (its flavour's: a router that answers its readiness before its routes are
+//     loaded), and how long until the next router that is Ready but not settled is (0: none);
 //   - NodePort: nodes matching the shard's nodeSelector (all nodes when none).
 //
 // Node health (Ready, schedulable, not being deleted, no NoExecute taint) is applied by the DNS
 // planner on top, for every mode alike.
-func TargetNodes(s v1alpha1.ShardSpec, nodes []corev1.Node, pods []corev1.Pod) []corev1.Node {
-	var out []corev1.Node
+func TargetNodes(s v1alpha1.ShardSpec, nodes []corev1.Node, pods []corev1.Pod, settle time.Duration,
+	now time.Time) (out []corev1.Node, recheck time.Duration) {
 	switch s.Publishing {
 	case v1alpha1.PublishNodePort:
 		sel := labels.SelectorFromSet(s.NodeSelector)
@@ -27,13 +30,19 @@ func TargetNodes(s v1alpha1.ShardSpec, nodes []corev1.Node, pods []corev1.Pod) [
 			}
 		}
 	case v1alpha1.PublishLoadBalancer:
-		return nil
+		return nil, 0
 	default:
 		running := map[string]bool{}
 		for i := range pods {
 			p := &pods[i]
-			if p.Labels[v1alpha1.ShardLabel] == s.Name && p.DeletionTimestamp == nil && podReady(p) && p.Spec.NodeName != "" {
+			if p.Labels[v1alpha1.ShardLabel] != s.Name || p.DeletionTimestamp != nil || p.Spec.NodeName == "" {
+				continue
+			}
+			switch wait, ready := readyFor(p, settle, now); {
+			case ready && wait == 0:
 				running[p.Spec.NodeName] = true
+			case ready && (recheck == 0 || wait < recheck):
+				recheck = wait
 			}
 		}
 		for _, n := range nodes {
@@ -42,7 +51,7 @@ func TargetNodes(s v1alpha1.ShardSpec, nodes []corev1.Node, pods []corev1.Pod) [
 			}
 		}
 	}
-	return out
+	return out, recheck
 }
 
 // RouterNodes returns, for a HostNetwork shard, the nodes running a non-terminating router pod of
@@ -107,11 +116,23 @@ func VIPTargets(shard string, vips []v1alpha1.ShardVIPs) []string {
 	return slices.Compact(out)
 }
 
-func podReady(p *corev1.Pod) bool {
+// readyFor says whether p is Ready and, when it is, how much longer it must stay Ready to have
+// been for settle (0: it has). The time it turned Ready is its kubelet's: a transition stamped
+// in the future (a node's clock ahead of the seed's) counts as settled, never as a wait that
+// does not end.
+func readyFor(p *corev1.Pod, settle time.Duration, now time.Time) (wait time.Duration, ready bool) {
 	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
+		if c.Type != corev1.PodReady {
+			continue
 		}
+		if c.Status != corev1.ConditionTrue {
+			return 0, false
+		}
+		age := now.Sub(c.LastTransitionTime.Time)
+		if age < 0 || age >= settle {
+			return 0, true
+		}
+		return settle - age, true
 	}
-	return false
+	return 0, false
 }

@@ -2,6 +2,7 @@ package render
 
 import (
 	"slices"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -155,9 +156,12 @@ type Ports struct {
 type HTTPGet struct {
 	Path string
 	Port int32
-	// Settle (readiness only) is how many answers in a row, one probe period (5 s) apart, make the
-	// router ready (0: one): for a router that answers before all its routes are loaded.
-	Settle int32
+	// Settle (readiness only) is how long a router answers it before it serves its routes: for a
+	// router that answers before all its routes are loaded. DNS publishes a router, and the VIP
+	// agent brings a VIP home to it, only once it has been ready that long. It is not the probe's
+	// successThreshold: that is in the pod template, and changing it would replace every router
+	// of every cluster at the upgrade that brings it.
+	Settle time.Duration
 }
 
 // Canary is a flavour's canary route: a request for Path on the routers' Port, through the

@@ -1,8 +1,6 @@
 package render
 
 import (
-	"time"
-
 	"fmt"
 	"slices"
 
@@ -143,7 +141,7 @@ func deployment(f Flavour, in RenderInput, router Router, name string, labels ma
 	}
 	container.Resources = s.Resources
 	container.ReadinessProbe = &corev1.Probe{ProbeHandler: httpGet(f.Readiness()), PeriodSeconds: readinessPeriod,
-		FailureThreshold: 2, SuccessThreshold: max(f.Readiness().Settle, 1)}
+		FailureThreshold: 2}
 	container.LivenessProbe = &corev1.Probe{ProbeHandler: httpGet(f.Health()), PeriodSeconds: 10, FailureThreshold: 3}
 	container.Lifecycle = &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Sleep: &corev1.SleepAction{Seconds: preStop}}}
 	container.SecurityContext = routerSecurityContext(hostNet)
@@ -163,7 +161,7 @@ func deployment(f Flavour, in RenderInput, router Router, name string, labels ma
 		pod.SecurityContext = &corev1.PodSecurityContext{FSGroup: ptr.To[int64](routerGroup)}
 	}
 	if s.Publishing == v1alpha1.PublishVIP {
-		pod.Containers = append(pod.Containers, vipContainers(s, routerURL(f), readinessSettle(f))...)
+		pod.Containers = append(pod.Containers, vipContainers(s, routerURL(f), f.Readiness().Settle)...)
 		pod.Volumes = append(pod.Volumes, keepalivedVolumes()...)
 	}
 	if ReportsLoad(f, s) {
@@ -208,12 +206,6 @@ func httpGet(g HTTPGet) corev1.ProbeHandler {
 
 // readinessPeriod is the routers' readiness probe period.
 const readinessPeriod = 5
-
-// readinessSettle is how long a router answers its readiness before it is ready: the probes after
-// the first that its flavour's Settle asks for, one period apart.
-func readinessSettle(f Flavour) time.Duration {
-	return time.Duration(max(f.Readiness().Settle, 1)-1) * readinessPeriod * time.Second
-}
 
 // routerURL is where the VIP agent asks whether the router on its node serves: the flavour's
 // readiness, on the node's loopback (VIP routers run on the host network).

@@ -2,6 +2,7 @@ package render
 
 import (
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -58,11 +59,13 @@ func (Traefik) Ports() Ports {
 // Health implements Flavour: Traefik's ping on its admin entry point.
 func (Traefik) Health() HTTPGet { return HTTPGet{Path: "/ping", Port: traefikAdminPort} }
 
-// Readiness implements Flavour: the same ping, answered twice in a row. Traefik answers it once
+// Readiness implements Flavour: the same ping, settled for five seconds. Traefik answers it once
 // its internal provider's routes are loaded, which may be a second or two before its Kubernetes
 // provider's (a CI run saw a router turn ready, enter DNS and answer a user's host 404 1.4 s
-// later); five more seconds let them load before DNS and the Service send it requests.
-func (Traefik) Readiness() HTTPGet { return HTTPGet{Path: "/ping", Port: traefikAdminPort, Settle: 2} }
+// later); the settle lets them load before DNS and a VIP send it requests.
+func (Traefik) Readiness() HTTPGet {
+	return HTTPGet{Path: "/ping", Port: traefikAdminPort, Settle: 5 * time.Second}
+}
 
 // Canary implements Flavour: the routers' own ping ("OK"), reached through the same entry point,
 // host routing and Service endpoints as any user's route.

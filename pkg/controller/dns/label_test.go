@@ -35,7 +35,7 @@ func TestKeptEndpointIsLabelledWhateverTheDomain(t *testing.T) {
 	c := fake.NewClientBuilder().WithScheme(s).WithObjects(ci, ep).WithStatusSubresource(ci).Build()
 	r := &Reconciler{Client: c, Access: clusteraccess.NewFake(), ServedZones: []string{"z.tset"}, // the 3 a.m. typo
 		Clock: clocktesting.NewFakeClock(time.Now()), Board: cistatus.NewBoard(c)}
-	_, _, _, _ = r.publish(ctx, ci)
+	_, _ = r.publish(ctx, ci)
 	got := &dnsrecords.DNSEndpoint{}
 	if err := c.Get(ctx, client.ObjectKeyFromObject(ep), got); err != nil {
 		t.Fatal(err)

@@ -152,19 +152,24 @@ func (r *Reconciler) reconcileDNS(ctx context.Context, ci *v1alpha1.ClusterIngre
 	if c := meta.FindStatusCondition(ci.Status.Conditions, v1alpha1.ConditionDNSPublished); c != nil {
 		prev = c.DeepCopy()
 	}
-	records, updated, undecided, err := r.publish(ctx, ci)
-	if err != nil || undecided {
-		return 0, undecided, err
+	p, err := r.publish(ctx, ci)
+	if err != nil || p.wait {
+		return 0, p.wait, err
 	}
 	ci.Status.DNSVerifiedBy = nil
-	if r.Verifier == nil {
-		return 0, false, nil
-	}
-	if updated {
+	switch {
+	case r.Verifier == nil:
+		requeue = p.settling
+	case p.updated:
 		r.propagating(ci, prev, "the DNSEndpoint was just updated")
-		return verifyAfterUpdate, false, nil
+		requeue = verifyAfterUpdate
+	default:
+		requeue = r.verify(ctx, ci, prev, p.records)
 	}
-	return r.verify(ctx, ci, prev, records), false, nil
+	if p.settling > 0 && (requeue == 0 || p.settling < requeue) {
+		requeue = p.settling
+	}
+	return requeue, false, nil
 }
 
 // verify checks published records at the zone's authoritative servers: DNSPublished stays
@@ -209,11 +214,20 @@ func (r *Reconciler) propagating(ci *v1alpha1.ClusterIngress, prev *metav1.Condi
 		Message:            fmt.Sprintf("the DNSEndpoint is written; waiting %s for the authoritative servers: %s", now.Sub(since).Round(time.Second), mismatch)})
 }
 
-// publish is reconcileDNS without verification; it returns the records the DNSEndpoint holds
-// for a cluster that holds its domain, and whether it updated them (a first write does not
-// count). wait: the identity controller has not decided on the cluster's spec yet (Decide).
-func (r *Reconciler) publish(ctx context.Context, ci *v1alpha1.ClusterIngress) (records []dnsrecords.Endpoint,
-	updated, wait bool, err error) {
+// publication is what publish did.
+type publication struct {
+	// records the DNSEndpoint holds for a cluster that holds its domain.
+	records []dnsrecords.Endpoint
+	// updated: publish updated them (a first write does not count).
+	updated bool
+	// wait: the identity controller has not decided on the cluster's spec yet (Decide).
+	wait bool
+	// settling: a router is ready but not settled yet; it is published this much later.
+	settling time.Duration
+}
+
+// publish is reconcileDNS without verification.
+func (r *Reconciler) publish(ctx context.Context, ci *v1alpha1.ClusterIngress) (publication, error) {
 	key := client.ObjectKeyFromObject(ci)
 	cluster, engaged := r.Access.Get(key)
 	var blocked *clusteraccess.State
@@ -230,17 +244,17 @@ func (r *Reconciler) publish(ctx context.Context, ci *v1alpha1.ClusterIngress) (
 	// still pass external-dns' label filter, or its sync policy would delete them from the zone.
 	current, err := r.currentEndpoint(ctx, key)
 	if err != nil {
-		return nil, false, false, err
+		return publication{}, err
 	}
 	if err := r.label(ctx, current); err != nil {
-		return nil, false, false, err
+		return publication{}, err
 	}
 	domain, refused := clusterid.RequestedDomain(ci.Spec, r.ServedZones)
 	yielded := assigned(ci) != nil && assigned(ci).Reason == v1alpha1.ReasonDomainYielded
 	if refused != nil && !yielded { // a yield removes the cluster's copies whatever its spec says
 		r.identities.Store(key, predicates.IdentityKey(ci)) // whatever the identity decides, this stands
 		setCondition(ci, *published(metav1.ConditionFalse, refused.Reason, refused.Message))
-		return nil, false, false, nil
+		return publication{}, nil
 	}
 	in := Input{Domain: domain, Spec: ci.Spec, Held: domain != "" && ci.Status.Domain == domain, Assigned: assigned(ci),
 		Engaged: engaged, CurrentExists: current != nil,
@@ -252,34 +266,38 @@ func (r *Reconciler) publish(ctx context.Context, ci *v1alpha1.ClusterIngress) (
 			setTargets(ci, dnsrecords.Targets(current.Spec.Endpoints))
 		}
 	}
+	var settling time.Duration
 	if in.Observed && in.Held { // only a held domain's records are planned from the nodes
 		nodes, err := cluster.Nodes(ctx)
 		if err != nil {
-			return nil, false, false, clusteraccess.DescribeError("read the user cluster's cache", err)
+			return publication{}, clusteraccess.DescribeError("read the user cluster's cache", err)
 		}
-		if in.Shards, in.Replicas, err = shardInputs(ctx, cluster.Reader(), domain, ci.Shards(), nodes, ci.Status.VIPs, ci.Status.RoutedIPs); err != nil {
-			return nil, false, false, clusteraccess.DescribeError("read the user cluster's cache", err)
+		in.Shards, in.Replicas, settling, err = shardInputs(ctx, cluster.Reader(), domain, ci.Shards(), nodes,
+			ci.Status.VIPs, ci.Status.RoutedIPs, r.Clock.Now())
+		if err != nil {
+			return publication{}, clusteraccess.DescribeError("read the user cluster's cache", err)
 		}
 	}
 	d := Decide(in)
 	if d.Wait {
-		return nil, false, true, nil
+		return publication{wait: true}, nil
 	}
 	r.identities.Store(key, predicates.IdentityKey(ci))
 	setCondition(ci, d.Published)
 	if !d.Publish {
-		return nil, false, false, nil
+		return publication{}, nil
 	}
 	var pending time.Time
 	if engaged { // a cluster that yields its domain is written for whether it is engaged or not
 		pending = cluster.TakePendingChange()
 	}
+	updated := false
 	if d.Write {
 		if err := r.write(ctx, ci, current, d.Endpoints); err != nil {
 			// status.shards stays what the DNSEndpoint holds: the identity reads from it which
 			// domains this cluster's records are under, and a refused write moved none.
 			setCondition(ci, *published(metav1.ConditionFalse, v1alpha1.ReasonDNSWriteFailed, err.Error()))
-			return nil, false, false, err
+			return publication{}, err
 		}
 		log.FromContext(ctx).Info("DNSEndpoint written", "domain", domain, "targets", d.Plan.Targets, "keptLast", d.Plan.KeptLast)
 		now := r.Clock.Now()
@@ -301,9 +319,9 @@ func (r *Reconciler) publish(ctx context.Context, ci *v1alpha1.ClusterIngress) (
 	}
 	setTargets(ci, d.Plan.Targets)
 	if !d.Write && current != nil {
-		return current.Spec.Endpoints, false, false, nil
+		return publication{records: current.Spec.Endpoints, settling: settling}, nil
 	}
-	return d.Endpoints, updated, false, nil
+	return publication{records: d.Endpoints, updated: updated, settling: settling}, nil
 }
 
 // recordPlan puts the per-shard outcome on status.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
@@ -23,7 +24,8 @@ func TestRoutedIPShardPublishesHeldAddressesOnly(t *testing.T) {
 		{Address: "203.0.113.2", ClassName: "c", RoutedIP: key("203.0.113.2")},             // admitted, not yet held
 		{Address: "203.0.113.3", ClassName: "c", RoutedIP: "team/mine", Node: "n2"},        // an owner's RoutedIP, not the shard's
 	}
-	ins, _, err := shardInputs(context.Background(), fake.NewClientBuilder().Build(), "c1.z.test", []v1alpha1.ShardSpec{shard}, nil, nil, records)
+	ins, _, _, err := shardInputs(context.Background(), fake.NewClientBuilder().Build(), "c1.z.test",
+		[]v1alpha1.ShardSpec{shard}, nil, nil, records, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
