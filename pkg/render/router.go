@@ -3,6 +3,7 @@ package render
 import (
 	"fmt"
 	"slices"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -195,7 +196,10 @@ func deployment(f Flavour, in RenderInput, router Router, name string, labels ma
 			Replicas: ptr.To(replicas),
 			Selector: &metav1.LabelSelector{MatchLabels: names.RouterSelector(s.Name)},
 			Strategy: strategy,
-			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: pod},
+			// A rollout replaces the next router only once the last new one has settled (DNS
+			// publishes it then). Outside the pod template, so it replaces no router itself.
+			MinReadySeconds: int32(f.Readiness().Settle / time.Second),
+			Template:        corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: pod},
 		},
 	}
 }
