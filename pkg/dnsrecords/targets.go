@@ -117,9 +117,10 @@ func VIPTargets(shard string, vips []v1alpha1.ShardVIPs) []string {
 }
 
 // readyFor says whether p is Ready and, when it is, how much longer it must stay Ready to have
-// been for settle (0: it has). The time it turned Ready is its kubelet's: a transition stamped
-// in the future (a node's clock ahead of the seed's) counts as settled, never as a wait that
-// does not end.
+// been for settle (0: it has). The time it turned Ready is its kubelet's, as for a Deployment's
+// minReadySeconds: a clock behind the seed's shortens the wait. A transition stamped in the near
+// future (a clock ahead by up to settle) counts as just now, so the wait still ends within twice
+// the settle; one further ahead counts as settled, never as a wait that does not end.
 func readyFor(p *corev1.Pod, settle time.Duration, now time.Time) (wait time.Duration, ready bool) {
 	for _, c := range p.Status.Conditions {
 		if c.Type != corev1.PodReady {
@@ -129,10 +130,10 @@ func readyFor(p *corev1.Pod, settle time.Duration, now time.Time) (wait time.Dur
 			return 0, false
 		}
 		age := now.Sub(c.LastTransitionTime.Time)
-		if age < 0 || age >= settle {
+		if age >= settle || -age > settle {
 			return 0, true
 		}
-		return settle - age, true
+		return settle - max(age, 0), true
 	}
 	return 0, false
 }

@@ -46,7 +46,9 @@ func TestTargetNodesWaitForTheRoutersSettle(t *testing.T) {
 			[]corev1.Pod{router("n1", corev1.ConditionTrue, now.Add(-5*time.Second))}, []string{"n1"}, 0},
 		{"not ready: no recheck (a pod change wakes DNS)", 5 * time.Second,
 			[]corev1.Pod{router("n1", corev1.ConditionFalse, now.Add(-time.Second))}, nil, 0},
-		{"a kubelet clock ahead of the seed's counts as settled", 5 * time.Second,
+		{"a kubelet clock a little ahead of the seed's: the settle from now", 5 * time.Second,
+			[]corev1.Pod{router("n1", corev1.ConditionTrue, now.Add(2*time.Second))}, nil, 5 * time.Second},
+		{"a kubelet clock far ahead of the seed's counts as settled", 5 * time.Second,
 			[]corev1.Pod{router("n1", corev1.ConditionTrue, now.Add(time.Hour))}, []string{"n1"}, 0},
 	}
 	for _, c := range cases {

@@ -3,6 +3,7 @@ package dns
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -27,6 +28,9 @@ type Input struct {
 	Engaged, Observed bool
 	Shards            []dnsrecords.ShardInput
 	Replicas          map[string]int32
+	// Settling: a router is ready but not settled yet (its flavour's readiness settle); it is
+	// published this much later. Said in the message: kubectl shows it Ready before DNS has it.
+	Settling time.Duration
 }
 
 // Decision is what the DNS controller does and reports.
@@ -94,6 +98,10 @@ func Decide(in Input) Decision {
 	default:
 		d.Published = *published(metav1.ConditionTrue, v1alpha1.ReasonPublished,
 			fmt.Sprintf("%d shard(s) published; %d ready ingress node(s)", len(plan.Shards), len(plan.ReadyNodes)))
+	}
+	if in.Settling > 0 {
+		d.Published.Message += fmt.Sprintf("; a router that turned ready is published within %s, once its routes "+
+			"have loaded (its flavour's readiness settle)", max(in.Settling.Round(time.Second), time.Second))
 	}
 	return d
 }

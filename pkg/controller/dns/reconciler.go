@@ -278,6 +278,7 @@ func (r *Reconciler) publish(ctx context.Context, ci *v1alpha1.ClusterIngress) (
 			return publication{}, clusteraccess.DescribeError("read the user cluster's cache", err)
 		}
 	}
+	in.Settling = settling
 	d := Decide(in)
 	if d.Wait {
 		return publication{wait: true}, nil
