@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -84,6 +85,8 @@ type engaged struct {
 	overBudget  map[string]string // kind → fixed description, for the kinds over their budget
 	pendingFrom time.Time         // first node change not yet published, for the convergence histogram
 	listeners   listenerNamespaces
+	// undecided counts route inputs seen without Shardgate's decision (countUndecided).
+	undecided atomic.Uint64
 }
 
 func newEngaged(e *Engager, key types.NamespacedName, fp [32]byte, s Settings, cfg *rest.Config) *engaged {

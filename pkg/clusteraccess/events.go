@@ -154,12 +154,14 @@ func (e *Engager) changeHandler(c *engaged, what Change) toolscache.ResourceEven
 	return toolscache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) {
 			c.listeners.count(what, obj, 1)
+			c.countUndecided(what, obj)
 			changed(obj)
 		},
 		UpdateFunc: func(oldObj, newObj any) {
 			if what&(ChangeRoutes|ChangeRoutedIPs|ChangeClaims|ChangeListeners) != 0 && statusOnly(oldObj, newObj) {
 				return
 			}
+			c.countUndecided(what, newObj)
 			changed(newObj)
 		},
 		DeleteFunc: func(obj any) {
@@ -167,6 +169,22 @@ func (e *Engager) changeHandler(c *engaged, what Change) toolscache.ResourceEven
 			changed(obj)
 		},
 	}
+}
+
+// countUndecided counts a route input added or changed that carries no decision of Shardgate's
+// (a new route, one refused before its first allocation, a Namespace, an IngressClass): an
+// allocation pass telling statuses yields to it (Cluster.Undecided). It is counted before the
+// subscribers are notified, so a pass that sees the count grow is always followed by another.
+func (c *engaged) countUndecided(what Change, obj any) {
+	if what&ChangeRoutes == 0 {
+		return
+	}
+	if o, ok := obj.(client.Object); ok {
+		if _, decided := o.GetAnnotations()[v1alpha1.AllocationAnnotation]; decided {
+			return
+		}
+	}
+	c.undecided.Add(1)
 }
 
 // listenerNamespaces counts the ListenerSets of each namespace, so that a route's change wakes the

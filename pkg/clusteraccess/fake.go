@@ -3,6 +3,7 @@ package clusteraccess
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -126,7 +127,12 @@ type FakeCluster struct {
 	Unsynced bool
 	// Routes are the route kinds it reports (nil: Ingress alone, what every seed registers).
 	Routes routekinds.Registry
+	// UndecidedInputs is what Undecided reports.
+	UndecidedInputs atomic.Uint64
 }
+
+// Undecided implements Cluster.
+func (c *FakeCluster) Undecided() uint64 { return c.UndecidedInputs.Load() }
 
 // State implements Cluster.
 func (c *FakeCluster) State() State {

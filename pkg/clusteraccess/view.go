@@ -69,6 +69,9 @@ func (c engagedView) Reader() client.Reader {
 	return c.c.cache
 }
 
+// Undecided implements Cluster.
+func (c engagedView) Undecided() uint64 { return c.c.undecided.Load() }
+
 // RouteKinds implements Cluster: the engager's route kinds the cluster serves (nil before the
 // first contact).
 func (c engagedView) RouteKinds() routekinds.Registry {

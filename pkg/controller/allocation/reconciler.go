@@ -93,6 +93,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, nil // the kind's re-engagement (rightsLoop) or a profile change wakes the next pass
 	}
 	meta.RemoveStatusCondition(&ci.Status.Conditions, v1alpha1.ConditionAllocationHeld)
+	// Counted before the routes are read: a route arriving after it makes the pass yield its statuses.
+	undecided := cluster.Undecided()
 	objects, routes, released, err := collectRoutes(ctx, rd, kinds, &ci.Spec, render.RouteFlavours(specs))
 	if err != nil {
 		return ctrl.Result{}, clusteraccess.DescribeError("read the user cluster's cache", err)
@@ -105,7 +107,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	cfg := allocation.Config{ClusterDomain: ci.Status.Domain, Zone: zone, Strategy: strategy,
 		InterNamespace: ci.Spec.Allocation.NamespaceOwnership == v1alpha1.OwnershipInterNamespaceAllowed,
 		AllowWildcards: ci.Spec.Allocation.WildcardPolicy == v1alpha1.WildcardsAllowed}
-	pass := newWritePass(r.takeUnseen(req.NamespacedName))
+	pass := newWritePass(r.takeUnseen(req.NamespacedName), func() bool { return cluster.Undecided() != undecided })
 	w := cluster.Writer()
 	plan := allocation.PlanAllocations(cfg, shards, routes)
 	changes := make([]change, 0, len(plan)+len(released))
@@ -129,7 +131,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		writes = append(writes, func() (bool, error) { return r.release(ctx, pass, w, o.kind, o.route, o.released) })
 	}
 	for _, i := range passOrder(changes) {
-		pass.write(targets[i], writes[i])
+		if changes[i] != statusOnly {
+			pass.write(targets[i], writes[i])
+		} else if !pass.tell(targets[i], writes[i]) {
+			break // the statuses left are the next pass'
+		}
 	}
 	stillUnseen, errs := pass.wait()
 	r.putUnseen(req.NamespacedName, stillUnseen)
@@ -159,12 +165,20 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		meta.RemoveStatusCondition(&ci.Status.Conditions, v1alpha1.ConditionCustomStrategyApplied)
 	}
 	r.Board.Post(ctx, ci, cistatus.Allocation)
+	var res ctrl.Result
 	if len(held) > 0 {
 		// Services are not watched: a held change looks again, as well as on every route event.
-		return ctrl.Result{RequeueAfter: heldChangeRecheck}, errors.Join(errs...)
+		res.RequeueAfter = heldChangeRecheck
 	}
-	return ctrl.Result{}, errors.Join(errs...)
+	if pass.yielded {
+		// The new route's event starts the next pass at once; this only makes sure of it.
+		res.RequeueAfter = yieldedRecheck
+	}
+	return res, errors.Join(errs...)
 }
+
+// yieldedRecheck is when a pass that left statuses to the next looks again at the latest.
+const yieldedRecheck = time.Second
 
 // routeChange is what a pass must write to route for it to say a (passOrder).
 func routeChange(k routekinds.Kind, route client.Object, a allocation.Allocation) change {

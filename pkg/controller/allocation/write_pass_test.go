@@ -18,7 +18,7 @@ func TestWritePass(t *testing.T) {
 	seen := &networkingv1.Ingress{ObjectMeta: metav1.ObjectMeta{UID: "b", ResourceVersion: "12"}}
 	fresh := &networkingv1.Ingress{ObjectMeta: metav1.ObjectMeta{UID: "c", ResourceVersion: "7"}}
 	failing := &networkingv1.Ingress{ObjectMeta: metav1.ObjectMeta{UID: "d", ResourceVersion: "8"}}
-	p := newWritePass(map[types.UID]string{"a": "10", "b": "11"})
+	p := newWritePass(map[types.UID]string{"a": "10", "b": "11"}, neverYield)
 	var calls sync.Map
 	for _, ing := range []*networkingv1.Ingress{stale, seen, fresh, failing} {
 		p.write(ing, func() (bool, error) {
@@ -55,7 +55,7 @@ func TestWritePass(t *testing.T) {
 // TestWritePassEventsAfterWrites: the Events the writes record are created once every write is
 // done, and all of them before wait returns.
 func TestWritePassEventsAfterWrites(t *testing.T) {
-	p := newWritePass(nil)
+	p := newWritePass(nil, neverYield)
 	var mu sync.Mutex
 	var order []string
 	for i := range 3 * writeWorkers {

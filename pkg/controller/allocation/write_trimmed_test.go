@@ -63,13 +63,13 @@ func TestWriteKeepsWhatTheCacheTrimmed(t *testing.T) {
 	}
 	r := &Reconciler{}
 	a := allocation.Allocation{Namespace: "team", Name: "shop", Shard: "default", Hosts: []string{"shop-team.c1.example.org"}}
-	if wrote, err := r.write(ctx, newWritePass(nil), w, routekinds.Ingress{}, cached(), a, true); err != nil || !wrote {
+	if wrote, err := r.write(ctx, newWritePass(nil, neverYield), w, routekinds.Ingress{}, cached(), a, true); err != nil || !wrote {
 		t.Fatalf("allocate: %v %v", wrote, err)
 	}
 	check("allocated", v1alpha1.AllocationAllocated)
 
 	rej := allocation.Allocation{Namespace: "team", Name: "shop", Rejected: true, Reason: "host taken"}
-	if wrote, err := r.write(ctx, newWritePass(nil), w, routekinds.Ingress{}, cached(), rej, true); err != nil || !wrote {
+	if wrote, err := r.write(ctx, newWritePass(nil, neverYield), w, routekinds.Ingress{}, cached(), rej, true); err != nil || !wrote {
 		t.Fatalf("reject: %v %v", wrote, err)
 	}
 	check("rejected", v1alpha1.AllocationRejected+": host taken")
@@ -81,7 +81,7 @@ func TestWriteKeepsWhatTheCacheTrimmed(t *testing.T) {
 
 	c := cached()
 	released, _ := routekinds.Ingress{}.Released(c)
-	if wrote, err := r.release(ctx, newWritePass(nil), w, routekinds.Ingress{}, c, released); err != nil || !wrote {
+	if wrote, err := r.release(ctx, newWritePass(nil, neverYield), w, routekinds.Ingress{}, c, released); err != nil || !wrote {
 		t.Fatalf("release: %v %v", wrote, err)
 	}
 	check("released", "")
