@@ -39,10 +39,10 @@ type writePass struct {
 	yield   func() bool
 	told    int
 	yielded bool
-	g                   errgroup.Group
-	mu                  sync.Mutex
-	errs                []error
-	events              []func()
+	g       errgroup.Group
+	mu      sync.Mutex
+	errs    []error
+	events  []func()
 }
 
 func newWritePass(unseen map[types.UID]string, yield func() bool) *writePass {
