@@ -74,8 +74,8 @@ type Cluster interface {
 	Identity(ctx context.Context) (string, error)
 	// TakePendingChange returns when the oldest unpublished node change was observed, and clears it.
 	TakePendingChange() time.Time
-	// Undecided counts the route inputs (routes, Namespaces, IngressClasses) added or changed that
-	// carried no allocation decision of Shardgate's, since the engagement began. An allocation
+	// Undecided counts the routes added or changed that carried no allocation decision of
+	// Shardgate's, since the engagement began. An allocation
 	// pass that sees it grow leaves its remaining statuses to the next pass, so that a new route
 	// is not served only after thousands of other routes' statuses.
 	Undecided() uint64

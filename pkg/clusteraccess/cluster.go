@@ -283,7 +283,8 @@ func (c *engaged) startCache() error {
 		if _, node := kind.(*corev1.Node); node {
 			return c.e.nodeHandler(c)
 		}
-		return c.e.changeHandler(c, changeOf(kind, o.RouteKinds))
+		_, route := o.RouteKinds.KindOf(kind)
+		return c.e.changeHandler(c, changeOf(kind, o.RouteKinds), route)
 	}
 	ca, err := watchcache.New(c.cfg, watchcache.Options{
 		HTTPClient:   &http.Client{Transport: observed{rt: c.rt, c: c}},

@@ -149,19 +149,25 @@ func (e *Engager) nodeHandler(c *engaged) toolscache.ResourceEventHandler {
 // annotations, and the routers' address writes must not start another pass over every route of
 // the cluster; the routed-IP controller writes RoutedIP status itself and decides from the seed's
 // record.
-func (e *Engager) changeHandler(c *engaged, what Change) toolscache.ResourceEventHandler {
+//
+// Routes (route) added or changed without a decision are counted first (countUndecided).
+func (e *Engager) changeHandler(c *engaged, what Change, route bool) toolscache.ResourceEventHandler {
 	changed := func(obj any) { e.changed(c, what|c.listeners.change(what, obj)) }
 	return toolscache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) {
 			c.listeners.count(what, obj, 1)
-			c.countUndecided(what, obj)
+			if route {
+				c.countUndecided(obj)
+			}
 			changed(obj)
 		},
 		UpdateFunc: func(oldObj, newObj any) {
 			if what&(ChangeRoutes|ChangeRoutedIPs|ChangeClaims|ChangeListeners) != 0 && statusOnly(oldObj, newObj) {
 				return
 			}
-			c.countUndecided(what, newObj)
+			if route {
+				c.countUndecided(newObj)
+			}
 			changed(newObj)
 		},
 		DeleteFunc: func(obj any) {
@@ -171,14 +177,12 @@ func (e *Engager) changeHandler(c *engaged, what Change) toolscache.ResourceEven
 	}
 }
 
-// countUndecided counts a route input added or changed that carries no decision of Shardgate's
-// (a new route, one refused before its first allocation, a Namespace, an IngressClass): an
-// allocation pass telling statuses yields to it (Cluster.Undecided). It is counted before the
-// subscribers are notified, so a pass that sees the count grow is always followed by another.
-func (c *engaged) countUndecided(what Change, obj any) {
-	if what&ChangeRoutes == 0 {
-		return
-	}
+// countUndecided counts a route added or changed that carries no decision of Shardgate's (a new
+// route, one not yet allocated, one of another class): an allocation pass telling statuses
+// yields to it (Cluster.Undecided). It is counted before the subscribers are notified, so a pass
+// that sees the count grow is always followed by another. Namespaces and IngressClasses are not
+// counted: they change no route's need of its first allocation.
+func (c *engaged) countUndecided(obj any) {
 	if o, ok := obj.(client.Object); ok {
 		if _, decided := o.GetAnnotations()[v1alpha1.AllocationAnnotation]; decided {
 			return

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -14,7 +15,7 @@ import (
 
 // TestUndecidedCountsRoutesWithoutADecision: against a real API server, a route added without
 // Shardgate's decision is counted before its subscribers hear of it (an allocation pass telling
-// statuses yields to it); one that carries a decision, and a status-only update, are not.
+// statuses yields to it); one that carries a decision, a status-only update and a Namespace are not.
 func TestUndecidedCountsRoutesWithoutADecision(t *testing.T) {
 	cp := userAPIServer(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -62,5 +63,9 @@ func TestUndecidedCountsRoutesWithoutADecision(t *testing.T) {
 	newRoute.Status.LoadBalancer.Ingress = []networkingv1.IngressLoadBalancerIngress{{IP: "192.0.2.1"}}
 	if got := changed("status only", func() error { return cp.Client.Status().Update(ctx, newRoute) }, false); got != before {
 		t.Fatalf("a status-only update: undecided %d, want %d", got, before)
+	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team"}}
+	if got := changed("a namespace", func() error { return cp.Client.Create(ctx, ns) }, true); got != before {
+		t.Fatalf("a Namespace: undecided %d, want %d", got, before)
 	}
 }

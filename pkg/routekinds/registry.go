@@ -61,6 +61,17 @@ func (r Registry) CachedFor(obj client.Object) (Cached, bool) {
 	return Cached{}, false
 }
 
+// KindOf is the kind whose routes are of obj's type.
+func (r Registry) KindOf(obj client.Object) (Kind, bool) {
+	t := reflect.TypeOf(obj)
+	for _, k := range r {
+		if reflect.TypeOf(k.New()) == t {
+			return k, true
+		}
+	}
+	return nil, false
+}
+
 // AddToScheme registers every kind's types.
 func (r Registry) AddToScheme(s *runtime.Scheme) error {
 	for _, k := range r {

@@ -1,8 +1,11 @@
 package allocation
 
 import (
+	"context"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 )
 
@@ -13,7 +16,21 @@ var routesGauge = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 	Help: "Ingresses of a user cluster by allocation outcome (state = allocated or rejected; cluster = ClusterIngress namespace/name).",
 }, []string{"cluster", "state"})
 
-func init() { metrics.Registry.MustRegister(routesGauge) }
+// statusesLeft counts the statuses passes left to the next because a new route arrived
+// (writePass.tell): statuses lag behind while routes keep arriving, and this says so.
+var statusesLeft = prometheus.NewCounter(prometheus.CounterOpts{
+	Name: "shardgate_allocation_statuses_left_total",
+	Help: "Route statuses an allocation pass left to the next pass because a route without a decision arrived.",
+})
+
+func init() { metrics.Registry.MustRegister(routesGauge, statusesLeft) }
+
+// yielded records a pass that told told statuses and left left to the next.
+func yielded(ctx context.Context, cluster string, told, left int) {
+	statusesLeft.Add(float64(left))
+	log.FromContext(ctx).V(1).Info("a route arrived: statuses left to the next pass", "cluster", cluster,
+		"told", told, "left", left)
+}
 
 func recordRoutes(cluster string, allocated, rejected int32) {
 	routesGauge.WithLabelValues(cluster, "allocated").Set(float64(allocated))

@@ -22,17 +22,53 @@ func TestPassOrder(t *testing.T) {
 	for _, c := range []struct {
 		name    string
 		changes []change
+		told    []bool
 		want    []int
 	}{
-		{"nothing to write", []change{settled, settled}, nil},
-		{"marks in the plan's order", []change{marks, settled, marks}, []int{0, 2}},
-		{"every change of marks before any of status alone", []change{statusOnly, marks, statusOnly, marks},
+		{"nothing to write", []change{settled, settled}, nil, nil},
+		{"marks in the plan's order", []change{marks, settled, marks}, nil, []int{0, 2}},
+		{"every change of marks before any of status alone", []change{statusOnly, marks, statusOnly, marks}, nil,
 			[]int{1, 3, 0, 2}},
-		{"status alone", []change{statusOnly, settled, statusOnly}, []int{0, 2}},
+		{"status alone", []change{statusOnly, settled, statusOnly}, nil, []int{0, 2}},
+		{"statuses told lately after the others", []change{statusOnly, statusOnly, marks, statusOnly},
+			[]bool{true, false, true, false}, []int{2, 1, 3, 0}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			if got := passOrder(c.changes); !slices.Equal(got, c.want) {
-				t.Errorf("passOrder(%v) = %v, want %v", c.changes, got, c.want)
+			told := c.told
+			if told == nil {
+				told = make([]bool, len(c.changes))
+			}
+			if got := passOrder(c.changes, told); !slices.Equal(got, c.want) {
+				t.Errorf("passOrder(%v, %v) = %v, want %v", c.changes, told, got, c.want)
+			}
+		})
+	}
+}
+
+// TestStatusRound: a route whose status the round told is told lately; a round in which every
+// status left was told starts anew.
+func TestStatusRound(t *testing.T) {
+	a, b, c := tenantHTTPRoute("a"), tenantHTTPRoute("b"), tenantHTTPRoute("c")
+	targets := []client.Object{a, b, c}
+	for _, tc := range []struct {
+		name      string
+		round     statusRound
+		changes   []change
+		want      []bool
+		roundKept bool
+	}{
+		{"no round", nil, []change{statusOnly, statusOnly, marks}, []bool{false, false, false}, false},
+		{"told lately", statusRound{"a": true, "c": true}, []change{statusOnly, statusOnly, statusOnly},
+			[]bool{true, false, true}, true},
+		{"marks are never told lately", statusRound{"a": true, "c": true}, []change{statusOnly, statusOnly, marks},
+			[]bool{true, false, false}, true},
+		{"every status left told: a new round", statusRound{"a": true, "b": true}, []change{statusOnly, statusOnly, marks},
+			[]bool{false, false, false}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			told, round := tc.round.toldOf(tc.changes, targets)
+			if !slices.Equal(told, tc.want) || (round != nil) != tc.roundKept {
+				t.Errorf("toldOf = %v, round kept %v; want %v, %v", told, round != nil, tc.want, tc.roundKept)
 			}
 		})
 	}

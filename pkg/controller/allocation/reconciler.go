@@ -47,6 +47,9 @@ type Reconciler struct {
 	// from a stale copy.
 	unseenMu sync.Mutex
 	unseen   map[types.NamespacedName]map[types.UID]string
+	// rounds holds, per cluster, the statuses told in the round of passes that yielded them
+	// (statusRound), under unseenMu.
+	rounds map[types.NamespacedName]statusRound
 	// extenders are the profiles' allocation extenders' clients.
 	extenders extenders
 }
@@ -130,15 +133,19 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		changes, targets = append(changes, marks), append(targets, o.route)
 		writes = append(writes, func() (bool, error) { return r.release(ctx, pass, w, o.kind, o.route, o.released) })
 	}
-	for _, i := range passOrder(changes) {
+	told, round := r.takeRound(req.NamespacedName).toldOf(changes, targets)
+	order := passOrder(changes, told)
+	for n, i := range order {
 		if changes[i] != statusOnly {
 			pass.write(targets[i], writes[i])
 		} else if !pass.tell(targets[i], writes[i]) {
-			break // the statuses left are the next pass'
+			yielded(ctx, req.String(), pass.told, len(order)-n)
+			break
 		}
 	}
 	stillUnseen, errs := pass.wait()
 	r.putUnseen(req.NamespacedName, stillUnseen)
+	r.putRound(req.NamespacedName, round, pass)
 	ci.Status.PlannedKinds = plannedKinds(&ci.Status, kinds, gatewayOff)
 	ci.Status.RouteKinds = countByKind(kinds, plan)
 	ci.Status.Routes, ci.Status.RejectedRoutes = 0, 0

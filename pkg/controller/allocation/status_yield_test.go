@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"sync/atomic"
 	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -93,3 +96,33 @@ func TestAPassTellingStatusesYieldsToANewRoute(t *testing.T) {
 
 // neverYield is a pass' yield where no route arrives.
 func neverYield() bool { return false }
+
+// TestWritePassTellsAFewAtATime: no more than statusWorkers statuses are in flight, and one the
+// cache has not shown our last write of (skipped) frees its slot: every status is still started.
+func TestWritePassTellsAFewAtATime(t *testing.T) {
+	skipped := tenantHTTPRoute("skipped")
+	skipped.SetResourceVersion("5")
+	p := newWritePass(map[types.UID]string{skipped.GetUID(): "5"}, neverYield)
+	var inFlight, most atomic.Int32
+	for range statusWorkers + 1 {
+		p.tell(skipped, func() (bool, error) { t.Error("a route the cache has not shown was written"); return true, nil })
+	}
+	n := 4 * statusWorkers
+	for i := range n {
+		p.tell(tenantHTTPRoute(fmt.Sprint("r", i)), func() (bool, error) {
+			now := inFlight.Add(1)
+			for m := most.Load(); now > m && !most.CompareAndSwap(m, now); m = most.Load() {
+			}
+			time.Sleep(time.Millisecond)
+			inFlight.Add(-1)
+			return true, nil
+		})
+	}
+	unseen, _ := p.wait()
+	if got := most.Load(); got > statusWorkers || got < 2 {
+		t.Errorf("%d statuses in flight at most, want 2 to %d", got, statusWorkers)
+	}
+	if len(unseen) != n+1 {
+		t.Errorf("%d routes written or skipped, want %d", len(unseen), n+1)
+	}
+}

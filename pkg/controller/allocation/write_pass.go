@@ -13,9 +13,14 @@ import (
 // bench (BenchmarkAllocation, 10k adopted): 16 -> 22.9 s, 32 -> 17.7 s.
 const writeWorkers = 32
 
+// statusWorkers bounds the status-only writes in flight. A status costs the API server as much
+// as the write that attaches a route (an HTTPRoute's status.parents: its CRD's CEL rules), so a
+// few in flight keep it busy, and a new route's write waits behind only those few.
+const statusWorkers = 8
+
 // statusesBeforeYield is how many status-only writes a pass starts before it may yield to a new
-// route (writePass.tell): one round of the workers, so statuses progress however fast routes come.
-const statusesBeforeYield = writeWorkers
+// route (writePass.tell): one round of them, so statuses progress however fast routes come.
+const statusesBeforeYield = statusWorkers
 
 // writePass runs one pass' writes in parallel, skipping routes whose last write the cache has
 // not shown yet, and collects what it wrote and the errors.
@@ -39,6 +44,10 @@ type writePass struct {
 	yield   func() bool
 	told    int
 	yielded bool
+	// statusSlots holds one token per status-only write in flight (statusWorkers).
+	statusSlots chan struct{}
+	// toldNow are the routes whose status write this pass started.
+	toldNow []types.UID
 	g       errgroup.Group
 	mu      sync.Mutex
 	errs    []error
@@ -46,19 +55,21 @@ type writePass struct {
 }
 
 func newWritePass(unseen map[types.UID]string, yield func() bool) *writePass {
-	p := &writePass{unseen: unseen, stillUnseen: map[types.UID]string{}, yield: yield}
+	p := &writePass{unseen: unseen, stillUnseen: map[types.UID]string{}, yield: yield,
+		statusSlots: make(chan struct{}, statusWorkers)}
 	p.g.SetLimit(writeWorkers)
 	return p
 }
 
-// write runs fn for o unless the cache still shows o as it was before our last write to it.
-func (p *writePass) write(o client.Object, fn func() (bool, error)) {
+// write runs fn for o unless the cache still shows o as it was before our last write to it, and
+// reports whether it did.
+func (p *writePass) write(o client.Object, fn func() (bool, error)) bool {
 	uid, version := o.GetUID(), o.GetResourceVersion()
 	if rv, ok := p.unseen[uid]; ok && rv == version {
 		p.mu.Lock()
 		p.stillUnseen[uid] = rv // our write is on its way into the cache
 		p.mu.Unlock()
-		return
+		return false
 	}
 	p.g.Go(func() error {
 		wrote, err := fn()
@@ -72,17 +83,29 @@ func (p *writePass) write(o client.Object, fn func() (bool, error)) {
 		}
 		return nil
 	})
+	return true
 }
 
 // tell runs a status-only write as write does, unless the pass yields its statuses: then it
 // reports false, and the statuses after it are left to the next pass.
+// It starts a write only once one of statusWorkers is free, and looks whether to yield then.
 func (p *writePass) tell(o client.Object, fn func() (bool, error)) bool {
-	if p.yielded || p.told >= statusesBeforeYield && p.yield() {
+	if p.yielded {
+		return false
+	}
+	p.statusSlots <- struct{}{}
+	free := func() { <-p.statusSlots }
+	if p.told >= statusesBeforeYield && p.yield() {
+		free()
 		p.yielded = true
 		return false
 	}
+	if !p.write(o, func() (bool, error) { defer free(); return fn() }) {
+		free() // skipped: it is not one of the pass' share
+		return true
+	}
 	p.told++
-	p.write(o, fn)
+	p.toldNow = append(p.toldNow, o.GetUID())
 	return true
 }
 
@@ -104,6 +127,35 @@ func (p *writePass) wait() (map[types.UID]string, []error) {
 	}
 	_ = events.Wait()
 	return p.stillUnseen, p.errs
+}
+
+// takeRound takes the cluster's status round (statusRound); nil when its last pass told all.
+func (r *Reconciler) takeRound(key types.NamespacedName) statusRound {
+	r.unseenMu.Lock()
+	defer r.unseenMu.Unlock()
+	round := r.rounds[key]
+	delete(r.rounds, key)
+	return round
+}
+
+// putRound keeps the round for the cluster's next pass when this one yielded its statuses (with
+// the routes it told added), and ends it when the pass told every status it found.
+func (r *Reconciler) putRound(key types.NamespacedName, round statusRound, p *writePass) {
+	if !p.yielded {
+		return
+	}
+	if round == nil {
+		round = statusRound{}
+	}
+	for _, uid := range p.toldNow {
+		round[uid] = true
+	}
+	r.unseenMu.Lock()
+	defer r.unseenMu.Unlock()
+	if r.rounds == nil {
+		r.rounds = map[types.NamespacedName]statusRound{}
+	}
+	r.rounds[key] = round
 }
 
 func (r *Reconciler) takeUnseen(key types.NamespacedName) map[types.UID]string {
