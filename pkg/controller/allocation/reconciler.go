@@ -50,6 +50,9 @@ type Reconciler struct {
 	// rounds holds, per cluster, the statuses told in the round of passes that yielded them
 	// (statusRound), under unseenMu.
 	rounds map[types.NamespacedName]statusRound
+	// events holds, per cluster, the Events its last pass left to the next (writePass.eventsLeft),
+	// under unseenMu.
+	events map[types.NamespacedName][]func()
 	// extenders are the profiles' allocation extenders' clients.
 	extenders extenders
 }
@@ -111,6 +114,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		InterNamespace: ci.Spec.Allocation.NamespaceOwnership == v1alpha1.OwnershipInterNamespaceAllowed,
 		AllowWildcards: ci.Spec.Allocation.WildcardPolicy == v1alpha1.WildcardsAllowed}
 	pass := newWritePass(r.takeUnseen(req.NamespacedName), func() bool { return cluster.Undecided() != undecided })
+	pass.events = r.takeEvents(req.NamespacedName) // first: they are the oldest
 	w := cluster.Writer()
 	plan := allocation.PlanAllocations(cfg, shards, routes)
 	changes := make([]change, 0, len(plan)+len(released))
@@ -146,6 +150,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	stillUnseen, errs := pass.wait()
 	r.putUnseen(req.NamespacedName, stillUnseen)
 	r.putRound(req.NamespacedName, round, pass)
+	r.putEvents(req.NamespacedName, pass.eventsLeft)
 	ci.Status.PlannedKinds = plannedKinds(&ci.Status, kinds, gatewayOff)
 	ci.Status.RouteKinds = countByKind(kinds, plan)
 	ci.Status.Routes, ci.Status.RejectedRoutes = 0, 0
@@ -177,7 +182,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		// Services are not watched: a held change looks again, as well as on every route event.
 		res.RequeueAfter = heldChangeRecheck
 	}
-	if pass.yielded {
+	if pass.leftWork() {
 		// The new route's event starts the next pass at once; this only makes sure of it.
 		res.RequeueAfter = yieldedRecheck
 	}

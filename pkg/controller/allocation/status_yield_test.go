@@ -126,3 +126,43 @@ func TestWritePassTellsAFewAtATime(t *testing.T) {
 		t.Errorf("%d routes written or skipped, want %d", len(unseen), n+1)
 	}
 }
+
+// TestAPassYieldsItsEventsToANewRoute: 3*eventsBeforeYield hostless HTTPRoutes attached in one
+// pass while a route without a decision arrives: the pass creates its share of their Allocated
+// Events and leaves the rest, which the next pass creates first; none is lost or doubled.
+func TestAPassYieldsItsEventsToANewRoute(t *testing.T) {
+	n := 3 * eventsBeforeYield
+	objs := []client.Object{&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team"}}}
+	for i := range n {
+		objs = append(objs, tenantHTTPRoute(fmt.Sprint("r", i)))
+	}
+	r, key, u := newKindsReconciler(t, nil, v1alpha1.AllocationSettings{}, routekinds.Registry{routekinds.HTTPRoute{}}, objs...)
+	c, _ := r.Access.Get(key)
+	fc := c.(*clusteraccess.FakeCluster)
+	var arriving atomic.Bool
+	arriving.Store(true)
+	fc.Client = interceptor.NewClient(u.(client.WithWatch), interceptor.Funcs{
+		Patch: func(ctx context.Context, cl client.WithWatch, o client.Object, p client.Patch, opts ...client.PatchOption) error {
+			if arriving.Load() {
+				fc.UndecidedInputs.Add(1)
+			}
+			return cl.Patch(ctx, o, p, opts...)
+		},
+	})
+	events := func() int {
+		t.Helper()
+		l := &corev1.EventList{}
+		must(t, u.List(context.Background(), l))
+		return len(l.Items)
+	}
+	res := controllertest.Reconcile(t, r, key, 1)
+	if got := events(); got < eventsBeforeYield || got >= n || res.RequeueAfter != yieldedRecheck {
+		t.Fatalf("first pass, a route arriving: %d of %d Events, requeue after %s; want at least %d, not all, and %s",
+			got, n, res.RequeueAfter, eventsBeforeYield, yieldedRecheck)
+	}
+	arriving.Store(false)
+	controllertest.Reconcile(t, r, key, 1)
+	if got := events(); got != n {
+		t.Fatalf("second pass, nothing arriving: %d Events, want %d", got, n)
+	}
+}
