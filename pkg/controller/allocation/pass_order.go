@@ -51,6 +51,25 @@ func passOrder(changes []change, told []bool) []int {
 // status it found: each route's status is started once in a round before any is started again.
 type statusRound map[types.UID]bool
 
+// next is the round the cluster's next pass starts from: none after a pass that told every status
+// it found (yielded false); else round's routes that still exist (live, by UID), and those whose
+// status this pass started (told).
+func (round statusRound) next(yielded bool, told []types.UID, live func(yield func(types.UID) bool)) statusRound {
+	if !yielded {
+		return nil
+	}
+	out := statusRound{}
+	for uid := range live {
+		if round[uid] {
+			out[uid] = true
+		}
+	}
+	for _, uid := range told {
+		out[uid] = true
+	}
+	return out
+}
+
 // toldOf says, for each change, whether round holds its route's status as told lately. A round
 // in which every status left has been told starts anew (nil): none is told lately.
 func (round statusRound) toldOf(changes []change, targets []client.Object) ([]bool, statusRound) {

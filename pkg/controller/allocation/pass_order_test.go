@@ -2,6 +2,7 @@ package allocation
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"testing"
 
@@ -115,4 +116,31 @@ func attachedAndTold(t *testing.T, u client.Client, routes []string) (attached, 
 		}
 	}
 	return attached, told
+}
+
+// TestNextStatusRound: a pass that told every status ends the round; one that yielded keeps the
+// round's routes that still exist and adds those it told.
+func TestNextStatusRound(t *testing.T) {
+	live := func(uids ...types.UID) func(func(types.UID) bool) { return slices.Values(uids) }
+	for _, c := range []struct {
+		name    string
+		round   statusRound
+		yielded bool
+		told    []types.UID
+		live    []types.UID
+		want    statusRound
+	}{
+		{"told every status: no round", statusRound{"a": true}, false, []types.UID{"b"}, []types.UID{"a", "b"}, nil},
+		{"yielded: the round and the told", statusRound{"a": true}, true, []types.UID{"b"}, []types.UID{"a", "b", "c"},
+			statusRound{"a": true, "b": true}},
+		{"a deleted route leaves the round", statusRound{"a": true, "gone": true}, true, []types.UID{"b"},
+			[]types.UID{"a", "b"}, statusRound{"a": true, "b": true}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got := c.round.next(c.yielded, c.told, live(c.live...))
+			if !maps.Equal(got, c.want) || (got == nil) != (c.want == nil) {
+				t.Errorf("next = %v, want %v", got, c.want)
+			}
+		})
+	}
 }

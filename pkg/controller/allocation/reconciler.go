@@ -50,9 +50,6 @@ type Reconciler struct {
 	// rounds holds, per cluster, the statuses told in the round of passes that yielded them
 	// (statusRound), under unseenMu.
 	rounds map[types.NamespacedName]statusRound
-	// events holds, per cluster, the Events its last pass left to the next (writePass.eventsLeft),
-	// under unseenMu.
-	events map[types.NamespacedName][]func()
 	// extenders are the profiles' allocation extenders' clients.
 	extenders extenders
 }
@@ -64,6 +61,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	r.Board.Overlay(ci)
+	// Taken by every pass, so a pass that decides nothing (the cluster gone, held) drops it.
+	lastRound := r.takeRound(req.NamespacedName)
 	if ci.DeletionTimestamp != nil {
 		return r.reconcileDelete(ctx, ci)
 	}
@@ -114,7 +113,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		InterNamespace: ci.Spec.Allocation.NamespaceOwnership == v1alpha1.OwnershipInterNamespaceAllowed,
 		AllowWildcards: ci.Spec.Allocation.WildcardPolicy == v1alpha1.WildcardsAllowed}
 	pass := newWritePass(r.takeUnseen(req.NamespacedName), func() bool { return cluster.Undecided() != undecided })
-	pass.events = r.takeEvents(req.NamespacedName) // first: they are the oldest
 	w := cluster.Writer()
 	plan := allocation.PlanAllocations(cfg, shards, routes)
 	changes := make([]change, 0, len(plan)+len(released))
@@ -137,7 +135,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		changes, targets = append(changes, marks), append(targets, o.route)
 		writes = append(writes, func() (bool, error) { return r.release(ctx, pass, w, o.kind, o.route, o.released) })
 	}
-	told, round := r.takeRound(req.NamespacedName).toldOf(changes, targets)
+	told, round := lastRound.toldOf(changes, targets)
 	order := passOrder(changes, told)
 	for n, i := range order {
 		if changes[i] != statusOnly {
@@ -149,8 +147,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	stillUnseen, errs := pass.wait()
 	r.putUnseen(req.NamespacedName, stillUnseen)
-	r.putRound(req.NamespacedName, round, pass)
-	r.putEvents(req.NamespacedName, pass.eventsLeft)
+	r.putRound(req.NamespacedName, round.next(pass.yielded, pass.toldNow, routeUIDs(objects)))
 	ci.Status.PlannedKinds = plannedKinds(&ci.Status, kinds, gatewayOff)
 	ci.Status.RouteKinds = countByKind(kinds, plan)
 	ci.Status.Routes, ci.Status.RejectedRoutes = 0, 0
@@ -182,7 +179,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		// Services are not watched: a held change looks again, as well as on every route event.
 		res.RequeueAfter = heldChangeRecheck
 	}
-	if pass.leftWork() {
+	if pass.yielded {
 		// The new route's event starts the next pass at once; this only makes sure of it.
 		res.RequeueAfter = yieldedRecheck
 	}
@@ -276,6 +273,17 @@ type route struct {
 	route client.Object
 	// released is the route as releasing it leaves it (Kind.Released), for a route not Shardgate's.
 	released client.Object
+}
+
+// routeUIDs yields the UIDs of routes.
+func routeUIDs(routes map[string]route) func(yield func(types.UID) bool) {
+	return func(yield func(types.UID) bool) {
+		for _, r := range routes {
+			if !yield(r.route.GetUID()) {
+				return
+			}
+		}
+	}
 }
 
 // routeKey names a route among every kind's: kind/namespace/name.

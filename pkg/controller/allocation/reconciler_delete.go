@@ -35,7 +35,6 @@ func ensureFinalizer(ctx context.Context, c client.Client, ci *v1alpha1.ClusterI
 // waits (the shard controller reports CleanupPending), unless the cleanup is best-effort.
 func (r *Reconciler) reconcileDelete(ctx context.Context, ci *v1alpha1.ClusterIngress) (ctrl.Result, error) {
 	forgetRoutes(client.ObjectKeyFromObject(ci).String())
-	r.forgetPasses(client.ObjectKeyFromObject(ci))
 	if !controllerutil.ContainsFinalizer(ci, v1alpha1.AllocationCleanupFinalizer) {
 		return ctrl.Result{}, nil
 	}

@@ -22,9 +22,6 @@ const statusWorkers = 8
 // route (writePass.tell): one round of them, so statuses progress however fast routes come.
 const statusesBeforeYield = statusWorkers
 
-// eventsBeforeYield is how many Events a pass creates before it may yield the rest to a new route.
-const eventsBeforeYield = writeWorkers
-
 // writePass runs one pass' writes in parallel, skipping routes whose last write the cache has
 // not shown yet, and collects what it wrote and the errors.
 //
@@ -51,12 +48,10 @@ type writePass struct {
 	statusSlots chan struct{}
 	// toldNow are the routes whose status write this pass started.
 	toldNow []types.UID
-	// eventsLeft are the Events the pass left to the next (it yields them as it yields statuses).
-	eventsLeft []func()
-	g          errgroup.Group
-	mu         sync.Mutex
-	errs       []error
-	events     []func()
+	g       errgroup.Group
+	mu      sync.Mutex
+	errs    []error
+	events  []func()
 }
 
 func newWritePass(unseen map[types.UID]string, yield func() bool) *writePass {
@@ -122,55 +117,16 @@ func (p *writePass) later(create func()) {
 }
 
 // wait waits for the writes, then creates their Events (as many at once as writes), and returns
-// the routes written (by the resourceVersion they were written from) and the errors. Once it has
-// created eventsBeforeYield Events, it yields the rest to a new route as statuses are yielded
-// (eventsLeft, created first by the cluster's next pass).
+// the routes written (by the resourceVersion they were written from) and the errors.
 func (p *writePass) wait() (map[types.UID]string, []error) {
 	_ = p.g.Wait()
 	var events errgroup.Group
 	events.SetLimit(writeWorkers)
-	for n, create := range p.events {
-		if n >= eventsBeforeYield && p.yield() {
-			p.eventsLeft = p.events[n:]
-			break
-		}
+	for _, create := range p.events {
 		events.Go(func() error { create(); return nil })
 	}
 	_ = events.Wait()
 	return p.stillUnseen, p.errs
-}
-
-// leftWork reports whether the pass left statuses or Events to the next.
-func (p *writePass) leftWork() bool { return p.yielded || len(p.eventsLeft) > 0 }
-
-// takeEvents takes the Events the cluster's last pass left (writePass.eventsLeft).
-func (r *Reconciler) takeEvents(key types.NamespacedName) []func() {
-	r.unseenMu.Lock()
-	defer r.unseenMu.Unlock()
-	events := r.events[key]
-	delete(r.events, key)
-	return events
-}
-
-// putEvents keeps the Events a pass left for the cluster's next.
-func (r *Reconciler) putEvents(key types.NamespacedName, events []func()) {
-	if len(events) == 0 {
-		return
-	}
-	r.unseenMu.Lock()
-	defer r.unseenMu.Unlock()
-	if r.events == nil {
-		r.events = map[types.NamespacedName][]func(){}
-	}
-	r.events[key] = events
-}
-
-// forgetPasses drops what a departing cluster's passes left: its round and Events.
-func (r *Reconciler) forgetPasses(key types.NamespacedName) {
-	r.unseenMu.Lock()
-	defer r.unseenMu.Unlock()
-	delete(r.rounds, key)
-	delete(r.events, key)
 }
 
 // takeRound takes the cluster's status round (statusRound); nil when its last pass told all.
@@ -182,17 +138,10 @@ func (r *Reconciler) takeRound(key types.NamespacedName) statusRound {
 	return round
 }
 
-// putRound keeps the round for the cluster's next pass when this one yielded its statuses (with
-// the routes it told added), and ends it when the pass told every status it found.
-func (r *Reconciler) putRound(key types.NamespacedName, round statusRound, p *writePass) {
-	if !p.yielded {
-		return
-	}
+// putRound keeps the round for the cluster's next pass (nil: none).
+func (r *Reconciler) putRound(key types.NamespacedName, round statusRound) {
 	if round == nil {
-		round = statusRound{}
-	}
-	for _, uid := range p.toldNow {
-		round[uid] = true
+		return
 	}
 	r.unseenMu.Lock()
 	defer r.unseenMu.Unlock()
