@@ -56,13 +56,14 @@ type Reconciler struct {
 
 // Reconcile plans all of a cluster's routes at once, of every kind, and writes what changed.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	start := time.Now()
+	// Taken by every pass, so a pass that decides nothing (the cluster gone, held) drops it.
+	lastRound := r.takeRound(req.NamespacedName)
 	ci := &v1alpha1.ClusterIngress{}
 	if err := r.Client.Get(ctx, req.NamespacedName, ci); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	r.Board.Overlay(ci)
-	// Taken by every pass, so a pass that decides nothing (the cluster gone, held) drops it.
-	lastRound := r.takeRound(req.NamespacedName)
 	if ci.DeletionTimestamp != nil {
 		return r.reconcileDelete(ctx, ci)
 	}
@@ -135,6 +136,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		changes, targets = append(changes, marks), append(targets, o.route)
 		writes = append(writes, func() (bool, error) { return r.release(ctx, pass, w, o.kind, o.route, o.released) })
 	}
+	pass.tellFor = time.Since(start)
 	told, round := lastRound.toldOf(changes, targets)
 	order := passOrder(changes, told)
 	for n, i := range order {

@@ -94,6 +94,31 @@ func TestAPassTellingStatusesYieldsToANewRoute(t *testing.T) {
 	}
 }
 
+// TestWritePassTellsForAsLongAsItPlanned: a pass that took d to read and plan its routes tells
+// statuses for d at least before it yields to a new route (review43b: re-planning N routes for
+// each few statuses made telling N statuses cost N²/8 routes planned while routes kept arriving).
+func TestWritePassTellsForAsLongAsItPlanned(t *testing.T) {
+	const d = 50 * time.Millisecond
+	p := newWritePass(nil, func() bool { return true })
+	p.tellFor = d
+	start := time.Now()
+	started := 0
+	for i := range 100 * statusesBeforeYield {
+		if !p.tell(tenantHTTPRoute(fmt.Sprint("r", i)), func() (bool, error) {
+			time.Sleep(time.Millisecond)
+			return true, nil
+		}) {
+			break
+		}
+		started++
+	}
+	p.wait()
+	if took := time.Since(start); took < d || !p.yielded || started <= statusesBeforeYield {
+		t.Errorf("%d statuses started over %s (yielded %v); want more than %d over %s at least, then a yield",
+			started, took, p.yielded, statusesBeforeYield, d)
+	}
+}
+
 // neverYield is a pass' yield where no route arrives.
 func neverYield() bool { return false }
 

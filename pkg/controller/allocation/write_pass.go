@@ -2,6 +2,7 @@ package allocation
 
 import (
 	"sync"
+	"time"
 
 	"golang.org/x/sync/errgroup"
 	"k8s.io/apimachinery/pkg/types"
@@ -48,10 +49,16 @@ type writePass struct {
 	statusSlots chan struct{}
 	// toldNow are the routes whose status write this pass started.
 	toldNow []types.UID
-	g       errgroup.Group
-	mu      sync.Mutex
-	errs    []error
-	events  []func()
+	// tellFor is how long the pass tells statuses at least before it may yield: as long as it
+	// took to read and plan the routes, so that re-planning costs no more than the statuses told
+	// (telling N statuses while routes keep arriving is not N/statusesBeforeYield full plans).
+	tellFor time.Duration
+	// tellingFrom is when the first status was started.
+	tellingFrom time.Time
+	g           errgroup.Group
+	mu          sync.Mutex
+	errs        []error
+	events      []func()
 }
 
 func newWritePass(unseen map[types.UID]string, yield func() bool) *writePass {
@@ -95,7 +102,10 @@ func (p *writePass) tell(o client.Object, fn func() (bool, error)) bool {
 	}
 	p.statusSlots <- struct{}{}
 	free := func() { <-p.statusSlots }
-	if p.told >= statusesBeforeYield && p.yield() {
+	if p.tellingFrom.IsZero() {
+		p.tellingFrom = time.Now()
+	}
+	if p.told >= statusesBeforeYield && time.Since(p.tellingFrom) >= p.tellFor && p.yield() {
 		free()
 		p.yielded = true
 		return false
