@@ -136,7 +136,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		changes, targets = append(changes, marks), append(targets, o.route)
 		writes = append(writes, func() (bool, error) { return r.release(ctx, pass, w, o.kind, o.route, o.released) })
 	}
-	pass.tellFor = time.Since(start)
+	pass.tellFor = time.Since(start) / planToTell
 	told, round := lastRound.toldOf(changes, targets)
 	order := passOrder(changes, told)
 	for n, i := range order {
@@ -187,6 +187,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	return res, errors.Join(errs...)
 }
+
+// planToTell bounds what a yielding pass spends re-planning: it tells statuses for at least a
+// quarter of the time it took to read and plan the routes, so planning costs the seed at most four
+// times the statuses told (linear, not N²), and a new route waits at most that quarter for them.
+const planToTell = 4
 
 // yieldedRecheck is when a pass that left statuses to the next looks again at the latest.
 const yieldedRecheck = time.Second

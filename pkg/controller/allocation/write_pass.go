@@ -49,9 +49,9 @@ type writePass struct {
 	statusSlots chan struct{}
 	// toldNow are the routes whose status write this pass started.
 	toldNow []types.UID
-	// tellFor is how long the pass tells statuses at least before it may yield: as long as it
-	// took to read and plan the routes, so that re-planning costs no more than the statuses told
-	// (telling N statuses while routes keep arriving is not N/statusesBeforeYield full plans).
+	// tellFor is how long the pass tells statuses at least before it may yield (a part of the
+	// time it took to read and plan the routes, planToTell), so that telling N statuses while
+	// routes keep arriving costs a bounded multiple of them, not N/statusesBeforeYield full plans.
 	tellFor time.Duration
 	// tellingFrom is when the first status was started.
 	tellingFrom time.Time
