@@ -94,8 +94,8 @@ func TestAPassTellingStatusesYieldsToANewRoute(t *testing.T) {
 	}
 }
 
-// TestWritePassTellsForAsLongAsItPlanned: a pass that took d to read and plan its routes tells
-// statuses for d at least before it yields to a new route (review43b: re-planning N routes for
+// TestWritePassTellsForAsLongAsItPlanned: a pass told to tell statuses for d (a part of the time it
+// took to read and plan its routes, planToTell) tells for d at least before it yields to a new route (review43b: re-planning N routes for
 // each few statuses made telling N statuses cost N²/8 routes planned while routes kept arriving).
 func TestWritePassTellsForAsLongAsItPlanned(t *testing.T) {
 	const d = 50 * time.Millisecond
