@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the real components that tests and the demo run, once per version, into a cache outside
 # the repository, and links them into bin/tools/ of the checkout. A tool whose versioned binary is
-# already cached is skipped, so only the first run on a machine pays the build (~30 min cold).
+# already cached is skipped, so only the first run on a machine pays the build (~43 min cold, README.md).
 #
 #   hack/tools/build.sh            build every tool that is missing
 #   hack/tools/build.sh etcd kwok  build only these
@@ -185,37 +185,11 @@ tool_crds() {
   ln -sfn "$dir" "$links/crds"
 }
 
-# Every tool, in two lanes of about equal cold build time that run side by side: one lane's
-# module downloads and single-threaded links overlap the other's compiles (on two cores a cold
-# build is a quarter shorter than one lane).
-lanes=("crds controller-gen golangci-lint etcd kubernetes containerd kwok helm"
-  "external-dns traefik haproxy-ingress haproxy cert-manager pebble promtool")
-
-# run_lane TOOL...: builds the tools one after another.
-run_lane() {
-  local t
-  for t in "$@"; do
-    "tool_$t"
-  done
-}
-
+all=(crds controller-gen golangci-lint etcd kubernetes containerd kwok external-dns helm traefik haproxy-ingress haproxy cert-manager pebble promtool)
+want=("$@")
+[[ ${#want[@]} -gt 0 ]] || want=("${all[@]}")
 total=$SECONDS
-if [[ $# -gt 0 ]]; then
-  run_lane "$@"
-else
-  pids=()
-  for lane in "${lanes[@]}"; do
-    # shellcheck disable=SC2086 # a lane is a list of names
-    run_lane $lane &
-    pids+=($!)
-  done
-  failed=0
-  for pid in "${pids[@]}"; do
-    wait "$pid" || failed=1
-  done
-  if [[ $failed -ne 0 ]]; then
-    log "ERROR: a tool did not build (its lane's messages are above)"
-    exit 1
-  fi
-fi
+for t in "${want[@]}"; do
+  "tool_$t"
+done
 log "tools ready in $links ($((SECONDS - total))s)"
